@@ -1,0 +1,3 @@
+from magent.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The command line: one small Typer app per command group. Parse, call the library, render."""

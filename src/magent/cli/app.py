@@ -1,0 +1,91 @@
+"""The root ``magent`` command, and the one place errors become exit codes.
+
+Command modules import the library inside their functions, so ``magent --help``
+loads neither pydantic models nor litellm nor mcp.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from magent import __version__
+
+
+class MagentGroup(TyperGroup):
+    """Maps ``MagentError`` to a one-line message and its exit code, for every command."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from magent.errors import EXIT_FAILED, EXIT_INTERRUPTED, MagentError
+
+        try:
+            return super().invoke(ctx)
+        except MagentError as exc:
+            if os.environ.get("MAGENT_DEBUG") == "1":
+                raise
+            _error(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            _error("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:  # an unexpected failure: say so plainly, trace only on request
+            if os.environ.get("MAGENT_DEBUG") == "1" or _is_click_exception(exc):
+                raise
+            _error(f"internal error: {type(exc).__name__}: {exc} (set MAGENT_DEBUG=1 for the traceback)")
+            raise typer.Exit(EXIT_FAILED) from None
+
+
+def _is_click_exception(exc: Exception) -> bool:
+    return type(exc).__module__.startswith("typer")
+
+
+def _error(message: str) -> None:
+    print(f"magent: error: {message}", file=sys.stderr)
+
+
+app = typer.Typer(
+    name="magent",
+    cls=MagentGroup,
+    help="Run agents and workflows from the terminal; every step is kept as plain files "
+         "under $MAGENT_HOME (default ~/.multi-agent).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"magent {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
+) -> None:
+    """magent: a local-first agent runner."""
+
+
+def _register() -> None:
+    from magent.cli import checkpoints, setup, tasks
+
+    setup.register(app)
+    app.add_typer(tasks.app, name="tasks")
+    app.add_typer(checkpoints.app, name="checkpoints")
+
+
+_register()
+
+
+def main() -> None:
+    app(prog_name="magent")

@@ -1,0 +1,73 @@
+"""``magent checkpoints``: the numbered checkpoints of a task."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="List and inspect a task's checkpoints.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_checkpoints(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List a task's checkpoints, with forks and the task it was forked from."""
+    from magent.cli.output import print_json
+    from magent.store import Store
+
+    td = Store().task(task_id)
+    task = td.load_task()
+    summaries = td.checkpoints.summaries()
+    if json_out:
+        print_json({"task_id": task.id, "parent_task_id": task.parent_task_id,
+                    "parent_checkpoint": task.parent_checkpoint,
+                    "forks": [f.model_dump() for f in task.forks],
+                    "checkpoints": [s.model_dump(mode="json") for s in summaries]})
+        return
+    from magent import render
+
+    render.checkpoint_table(task, summaries)
+
+
+@app.command("show")
+def show(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    number: Annotated[Optional[int], typer.Argument(metavar="[N]", help="Checkpoint number (default: the latest).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the checkpoint with its full State as JSON.")] = False,
+) -> None:
+    """Show one checkpoint with its full State, messages included."""
+    from magent.cli.output import print_json
+    from magent.errors import CheckpointNotFoundError
+    from magent.store import Store
+
+    td = Store().task(task_id)
+    if number is None:
+        nums = td.checkpoints.numbers()
+        if not nums:
+            raise CheckpointNotFoundError(f"task {td.id} has no checkpoints")
+        number = nums[-1]
+    elif number < 0 or number not in td.checkpoints.numbers():
+        last = td.checkpoints.last_number()
+        raise CheckpointNotFoundError(
+            f"task {td.id[:8]} has no checkpoint {number}"
+            + (f" (checkpoints 0..{last})" if last is not None else " (it has none)"))
+    cp = td.checkpoints.read(number)
+    state = td.full_state(cp)
+    if json_out:
+        doc = cp.model_dump(mode="json")
+        doc["state"] = state.model_dump(mode="json")
+        print_json(doc)
+        return
+    from magent import render
+
+    header = {"task": td.id, "checkpoint": f"{cp.sequence} ({cp.checkpoint_id})",
+              "created": cp.created_at.isoformat(timespec="seconds"), "position": cp.position,
+              "reason": cp.reason, "awaiting_human": cp.awaiting_human}
+    if cp.human_request:
+        header["question"] = cp.human_request.question
+    if cp.human_feedback:
+        header["decision"] = f"{cp.human_feedback.action}: {cp.human_feedback.message or ''}"
+    render.state_view(state, header)

@@ -1,0 +1,60 @@
+"""``magent tasks``: list, show and cancel tasks."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="List, inspect and cancel tasks.", no_args_is_help=True)
+
+STATUSES = ("pending", "running", "awaiting_human", "completed", "failed", "cancelled")
+
+
+@app.command("list")
+def list_tasks(
+    status: Annotated[Optional[str], typer.Option("--status", "-s", help=f"Only tasks with this status: {', '.join(STATUSES)}.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
+) -> None:
+    """List tasks, newest first."""
+    from magent.cli.output import print_json, warn
+    from magent.errors import UsageError
+    from magent.models import TaskStatus
+    from magent.store import Store
+
+    if status is not None and status not in STATUSES:
+        raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(STATUSES)})")
+    store = Store()
+    problems: list[str] = []
+    tasks = store.list_tasks(TaskStatus(status) if status else None, problems)
+    for p in problems:
+        warn(p)
+    if json_out:
+        print_json([t.model_dump(mode="json", exclude={"config_snapshot"}) for t in tasks])
+        return
+    from magent import render
+
+    live = {t.id: not store.lock(t.id, "").is_free() for t in tasks if t.status == TaskStatus.running}
+    render.task_table(tasks, live)
+
+
+@app.command("show")
+def show(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print task.json.")] = False,
+) -> None:
+    """Show one task: status, timing, usage, result or error."""
+    from magent.cli.output import print_json
+    from magent.models import TaskStatus
+    from magent.store import Store
+
+    store = Store()
+    td = store.task(task_id)
+    task = td.load_task()
+    if json_out:
+        print_json(task)
+        return
+    from magent import render
+
+    live = task.status != TaskStatus.running or not td.lock().is_free()
+    render.task_detail(task, live, len(td.checkpoints.numbers()))

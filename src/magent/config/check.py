@@ -1,0 +1,49 @@
+"""``magent validate``: check any mix of config files and say what each one is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from magent.config.files import (
+    ConfigKind, detect_kind, load_agent, load_mcp_servers, load_retention_policy,
+)
+from magent.config.yamlfile import display_path, load_file
+from magent.errors import ConfigError
+
+
+@dataclass
+class CheckResult:
+    path: str
+    kind: str | None
+    ok: bool
+    error: str | None = None
+    summary: str = ""
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "kind": self.kind, "valid": self.ok, "error": self.error}
+
+
+def check_file(path: Path) -> CheckResult:
+    shown = display_path(path)
+    kind: ConfigKind | None = None
+    try:
+        source = load_file(path)
+        kind = detect_kind(source)
+        summary = ""
+        if kind is ConfigKind.agent:
+            loaded = load_agent(path, source)
+            summary = f"model {loaded.agent.llm_config.model}"
+        elif kind is ConfigKind.workflow:
+            from magent.engine.graph import load_workflow
+
+            graph = load_workflow(path, source=source)
+            summary = f"{len(graph.nodes)} nodes, entry {graph.workflow.entry_point}"
+        elif kind is ConfigKind.mcp_servers:
+            loaded_mcp = load_mcp_servers(path)
+            summary = f"{len(loaded_mcp.config.servers)} servers"
+        else:
+            load_retention_policy(path, missing_ok=False)
+        return CheckResult(path=shown, kind=kind.value, ok=True, summary=summary)
+    except ConfigError as exc:
+        return CheckResult(path=shown, kind=kind.value if kind else None, ok=False, error=str(exc))

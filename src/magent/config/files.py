@@ -1,0 +1,121 @@
+"""Loading each kind of config file: agents, workflows, MCP servers, retention policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from magent.config.validate import validate
+from magent.config.yamlfile import SourceFile, load_file
+from magent.errors import ConfigError
+from magent.models import Agent, MCPServersFile, RetentionPolicy, Workflow
+
+
+class ConfigKind(str, Enum):
+    agent = "agent"
+    workflow = "workflow"
+    mcp_servers = "mcp_servers"
+    retention_policy = "retention_policy"
+
+
+_MARKERS: list[tuple[ConfigKind, set[str]]] = [
+    (ConfigKind.workflow, {"nodes", "entry_point", "edges"}),
+    (ConfigKind.mcp_servers, {"servers", "builtins"}),
+    (ConfigKind.retention_policy, {"default_days", "by_task", "by_status", "keep_checkpoints"}),
+    (ConfigKind.agent, {"system_prompt", "llm_config", "role"}),
+]
+
+
+def detect_kind(source: SourceFile) -> ConfigKind:
+    """Tell which kind of config a parsed file is, from its top-level keys."""
+    data = source.data
+    if not isinstance(data, dict) or not data:
+        raise source.error("expected a mapping of fields at the top of the file")
+    keys = set(data)
+    scores = [(len(keys & markers), kind) for kind, markers in _MARKERS]
+    best = max(score for score, _ in scores)
+    winners = [kind for score, kind in scores if score == best]
+    if best == 0 or len(winners) > 1:
+        raise source.error(
+            "cannot tell what kind of config this is: an agent has system_prompt and llm_config, "
+            "a workflow nodes and entry_point, an MCP file servers, a retention policy default_days")
+    return winners[0]
+
+
+@dataclass
+class LoadedAgent:
+    agent: Agent
+    source: SourceFile | None
+    """None for agents defined inline in a workflow."""
+
+    @property
+    def base_dir(self) -> Path:
+        return self.source.path.parent if self.source else Path.cwd()
+
+
+def load_agent(path: Path | str, source: SourceFile | None = None) -> LoadedAgent:
+    source = source or load_file(path)
+    agent = validate(source, Agent)
+    _check_scripted(source, agent.llm_config.model, agent.llm_config.script, ("llm_config",))
+    return LoadedAgent(agent=agent, source=source)
+
+
+def _check_scripted(source: SourceFile, model: str, script: str | None, at: tuple[Any, ...]) -> None:
+    if model == "scripted" and not script:
+        raise source.error("model 'scripted' needs a 'script' file of responses", at + ("script",))
+    if script and model != "scripted":
+        raise source.error("'script' is only used with model 'scripted'", at + ("script",))
+
+
+def load_workflow_file(path: Path | str, source: SourceFile | None = None) -> tuple[Workflow, SourceFile]:
+    """Parse and validate a workflow's fields. Graph checks are ``engine.graph``'s job."""
+    source = source or load_file(path)
+    return validate(source, Workflow), source
+
+
+@dataclass
+class LoadedMCP:
+    config: MCPServersFile
+    source: SourceFile | None
+
+    @property
+    def base_dir(self) -> Path:
+        return self.source.path.parent if self.source else Path.cwd()
+
+
+def load_mcp_servers(path: Path | str, *, missing_ok: bool = False) -> LoadedMCP:
+    path = Path(path)
+    if missing_ok and not path.exists():
+        return LoadedMCP(config=MCPServersFile(), source=None)
+    source = load_file(path)
+    if source.data in (None, {}):
+        return LoadedMCP(config=MCPServersFile(), source=source)
+    config = validate(source, MCPServersFile)
+    seen: dict[str, int] = {}
+    for i, server in enumerate(config.servers):
+        if server.name in seen:
+            raise source.error(f"duplicate server name {server.name!r} (also servers[{seen[server.name]}])",
+                               ("servers", i, "name"))
+        if server.name in ("kv", "http", "shell"):
+            raise source.error(f"server name {server.name!r} is taken by a built-in connector",
+                               ("servers", i, "name"))
+        seen[server.name] = i
+    return LoadedMCP(config=config, source=source)
+
+
+def load_retention_policy(path: Path | str, *, missing_ok: bool = True) -> RetentionPolicy:
+    path = Path(path)
+    if missing_ok and not path.exists():
+        return RetentionPolicy()
+    source = load_file(path)
+    if source.data in (None, {}):
+        return RetentionPolicy()
+    return validate(source, RetentionPolicy)
+
+
+def require_mapping(source: SourceFile) -> dict[str, Any]:
+    if not isinstance(source.data, dict):
+        raise ConfigError("expected a mapping at the top of the file", path=str(source.path))
+    return source.data

@@ -1,0 +1,171 @@
+"""Turning parsed YAML into models, with errors a person can act on.
+
+A pydantic error becomes one line: ``file:line:col: field.path: what is wrong``,
+with a did-you-mean for unknown fields that are close to a real one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from enum import Enum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from magent.config.yamlfile import FieldPath, SourceFile, dotted
+from magent.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(source: SourceFile, model: type[M], data: Any = None, prefix: FieldPath = ()) -> M:
+    """Validate ``data`` (default: the whole file) as ``model``; errors point into the file."""
+    if data is None:
+        data = source.data
+    if not isinstance(data, dict):
+        raise source.error(f"expected a mapping of fields, got {_kind_of(data)}", prefix)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise to_config_error(exc, source, model, data, prefix) from None
+
+
+def to_config_error(exc: ValidationError, source: SourceFile, model: type[BaseModel],
+                    data: Any, prefix: FieldPath = ()) -> ConfigError:
+    errors = exc.errors()
+    first = errors[0]
+    path = _data_path(data, tuple(first["loc"]))
+    message = _explain(first, model, tuple(first["loc"]), data, path)
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+    return source.error(message, prefix + path)
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> FieldPath:
+    """Map a pydantic ``loc`` onto the data, dropping union tags that are not real keys."""
+    out: list[Any] = []
+    current = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(current, dict) and part in current:
+            out.append(part)
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            out.append(part)
+            current = current[part]
+        elif last:
+            out.append(part)
+        # else: a discriminator tag or function name pydantic put in the loc; skip it
+    return tuple(out)
+
+
+def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], data: Any,
+             path: FieldPath) -> str:
+    kind = err["type"]
+    name = path[-1] if path else ""
+    if kind == "extra_forbidden":
+        allowed = _fields_at(model, loc[:-1])
+        hint = ""
+        close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
+        if close:
+            hint = f" (did you mean {close[0]!r}?)"
+        elif allowed:
+            hint = f" (allowed: {', '.join(sorted(allowed))})"
+        return f"unknown field {name!r}{hint}"
+    if kind == "missing":
+        return f"missing required field {name!r}"
+    if kind in ("union_tag_invalid",):
+        ctx = err.get("ctx", {})
+        return (f"unknown {ctx.get('discriminator', 'tag').strip(chr(39))} "
+                f"{ctx.get('tag')!r} (expected one of {ctx.get('expected_tags')})")
+    if kind == "union_tag_not_found":
+        ctx = err.get("ctx", {})
+        return f"missing required field {ctx.get('discriminator', '').strip(chr(39))!r}"
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    value = err.get("input")
+    if kind not in ("value_error", "assertion_error") and not isinstance(value, (dict, list)):
+        msg = f"{msg[0].lower()}{msg[1:]}, got {value!r}"
+    return msg
+
+
+def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """Field names (aliases where set) of the model reached by walking ``loc`` from ``model``."""
+    candidates = [model]
+    for part in loc:
+        nxt: list[Any] = []
+        for ann in candidates:
+            nxt.extend(_step(ann, part))
+        candidates = nxt or candidates
+    names: list[str] = []
+    for ann in candidates:
+        for m in _models_in(ann):
+            for fname, f in m.model_fields.items():
+                names.append(f.alias or fname)
+    return sorted(set(names))
+
+
+def _models_in(ann: Any) -> list[type[BaseModel]]:
+    ann = _unwrap(ann)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    if typing.get_origin(ann) is typing.Union:
+        out: list[type[BaseModel]] = []
+        for arg in typing.get_args(ann):
+            out.extend(_models_in(arg))
+        return out
+    return []
+
+
+def _unwrap(ann: Any) -> Any:
+    while typing.get_origin(ann) is typing.Annotated:
+        ann = typing.get_args(ann)[0]
+    return ann
+
+
+def _step(ann: Any, part: Any) -> list[Any]:
+    ann = _unwrap(ann)
+    origin = typing.get_origin(ann)
+    if origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
+        members = [a for a in typing.get_args(ann) if a is not type(None)]
+        tagged = [m for m in members if _has_tag(m, part)]
+        if tagged:
+            return tagged  # the part was a discriminator tag: consume it
+        out: list[Any] = []
+        for m in members:
+            out.extend(_step(m, part))
+        return out
+    if origin in (list, tuple, set, frozenset):
+        return [typing.get_args(ann)[0]] if isinstance(part, int) else []
+    if origin is dict:
+        return [typing.get_args(ann)[1]]
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        for fname, f in ann.model_fields.items():
+            if part in (fname, f.alias):
+                return [f.annotation]
+    return []
+
+
+def _has_tag(model: Any, tag: Any) -> bool:
+    model = _unwrap(model)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return False
+    for f in model.model_fields.values():
+        if typing.get_origin(f.annotation) is typing.Literal and tag in typing.get_args(f.annotation):
+            return True
+    return False
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "an empty document"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Enum):
+        return repr(value.value)
+    return f"a {type(value).__name__} ({value!r})"
+
+
+__all__ = ["validate", "to_config_error", "dotted"]

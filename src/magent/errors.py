@@ -1,0 +1,101 @@
+"""Error types a user can act on, and the exit codes they map to.
+
+The CLI maps these to exit codes in one place (``cli.app``): anything that is a
+``MagentError`` is printed as its message alone, never as a traceback (unless
+``MAGENT_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_PAUSED = 3
+EXIT_INTERRUPTED = 130
+
+
+class MagentError(Exception):
+    """Base of every error meant for the user. ``exit_code`` is what the CLI returns."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(MagentError):
+    """Bad command-line input: a wrong flag combination, a malformed value."""
+
+
+class ConfigError(MagentError):
+    """A YAML/JSON config that cannot be used. The message names file:line:col and field path."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 column: int | None = None, field: str | None = None):
+        where = ""
+        if path:
+            where = path
+            if line is not None:
+                where += f":{line}"
+                if column is not None:
+                    where += f":{column}"
+            where += ": "
+        if field:
+            where += f"{field}: "
+        super().__init__(where + message)
+        self.path, self.line, self.column, self.field = path, line, column, field
+        self.reason = message
+
+
+class TaskNotFoundError(MagentError):
+    """No task matches the id or prefix given."""
+
+
+class AmbiguousTaskIdError(MagentError):
+    """A prefix matches more than one task."""
+
+
+class InvalidTaskIdError(MagentError):
+    """A string that cannot be a task id (and must never become a path)."""
+
+
+class TaskLockedError(MagentError):
+    """Another live process holds the task's lock."""
+
+
+class TaskStateError(MagentError):
+    """The task is not in a state that allows the operation (e.g. resuming a completed task)."""
+
+
+class CheckpointCorruptError(MagentError):
+    """A checkpoint failed its hash or schema check. The store moves it aside."""
+
+
+class CheckpointNotFoundError(MagentError):
+    """No checkpoint with that number (or no valid checkpoint at all)."""
+
+
+class StoreError(MagentError):
+    """The home directory cannot be used (unwritable, not a directory...)."""
+
+
+class LLMError(MagentError):
+    """A model call failed after retries and fallback."""
+
+    exit_code = EXIT_FAILED
+
+
+class ToolError(MagentError):
+    """A tool could not be run (used outside a run, e.g. by ``magent tools call``)."""
+
+    exit_code = EXIT_FAILED
+
+
+class RunFailed(MagentError):
+    """The run ended in failure; the task is marked failed with this message."""
+
+    exit_code = EXIT_FAILED

@@ -1,0 +1,82 @@
+"""The interface between the engine and any model: requests, responses, clients."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from magent.models import Message
+
+TokenSink = Callable[[str], None]
+"""Receives assistant text as it streams."""
+
+
+@dataclass
+class ToolSpec:
+    """A tool as offered to the model."""
+
+    name: str
+    """Full magent name, ``server.tool``. Adapters map it to what a provider accepts."""
+    description: str
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments."""
+
+
+@dataclass
+class LLMRequest:
+    model: str
+    messages: list[Message]
+    """The conversation so far (no system message: that is ``system``)."""
+    system: str = ""
+    tools: list[ToolSpec] = field(default_factory=list)
+    """Tools for native function calling; empty in text mode."""
+    temperature: float = 0.7
+    max_tokens: int | None = None
+    endpoint: str | None = None
+    api_key: str | None = None
+    timeout: float = 120.0
+    max_retries: int = 3
+    fallback_model: str | None = None
+    agent: str = ""
+    """Name of the calling agent (the scripted provider keys its cursor by script)."""
+
+
+@dataclass
+class LLMToolCall:
+    id: str
+    name: str
+    """Full ``server.tool`` name as the model asked for it (may be unknown or not allowed)."""
+    arguments: dict[str, Any] | None
+    """Parsed arguments, or None when the model's text was not a JSON object."""
+    raw_arguments: str = ""
+
+
+@dataclass
+class LLMResponse:
+    content: str = ""
+    tool_calls: list[LLMToolCall] = field(default_factory=list)
+    model: str = ""
+    """The model that answered (the fallback when it was used)."""
+    provider: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    """USD as litellm computes it; 0 when unknown."""
+    latency_ms: int = 0
+    stop_reason: str | None = None
+    retries: list[str] = field(default_factory=list)
+    """One line per failed attempt that was retried or fallen back from."""
+
+    @property
+    def usage_key(self) -> str:
+        return f"{self.provider}/{self.model}" if self.provider and "/" not in self.model else self.model
+
+
+class LLMClient(Protocol):
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
+        """One model turn. Raises ``magent.errors.LLMError`` when retries and fallback are spent."""
+        ...
+
+    def supports_tools(self, model: str) -> bool:
+        """Whether ``model`` does native function calling (else the text format is used)."""
+        ...

@@ -1,0 +1,67 @@
+"""Agent and LLMConfig (seed 002 entity 2, seed 000 ``llm_config``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from magent.models.base import Model
+
+AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+
+
+class LLMConfig(Model):
+    """Which model an agent talks to and how."""
+
+    model: str = Field(min_length=1)
+    """A litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``...) or ``scripted``."""
+    endpoint: str | None = None
+    """API base URL, for self-hosted or OpenAI-compatible servers."""
+    api_key: str | None = None
+    """API key; write it as ``${ENV_VAR}`` so it is never stored in the file or on disk."""
+    fallback_model: str | None = None
+    """Model tried after the primary one has used up its retries."""
+    script: str | None = None
+    """For ``model: scripted``: the YAML file of responses to play, relative to the agent file."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Maximum output tokens per call."""
+    timeout_seconds: float = Field(default=120, gt=0)
+    """Per-call timeout."""
+    max_retries: int = Field(default=3, ge=0, le=10)
+    """Retries on rate limits, server errors and timeouts before falling back."""
+
+
+class Agent(Model):
+    """An AI entity with a prompt, a model and access to specific tools."""
+
+    name: str = Field(pattern=AGENT_NAME_PATTERN)
+    """Unique agent identifier, snake case."""
+    role: str = Field(min_length=1)
+    """The agent's role or purpose, one line."""
+    system_prompt: str = Field(min_length=1)
+    """System instruction for the model."""
+    tools: list[str] = Field(default_factory=list)
+    """Tools the agent may call: ``server.tool`` names or ``server.*``. This is the allow list."""
+    deny_tools: list[str] = Field(default_factory=list)
+    """Tools removed from ``tools`` even if a ``server.*`` pattern admits them."""
+    max_calls_per_turn: int | None = Field(default=None, gt=0)
+    """At most this many tool calls run from one model response; the rest are refused."""
+    max_iterations: int = Field(default=10, gt=0)
+    """Maximum reasoning iterations (model turns) of one ReAct run."""
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    """Sampling temperature."""
+    tool_calling: Literal["auto", "native", "text"] = "auto"
+    """``native`` function calling, the ``text`` Thought/Action format, or ``auto`` (native when the model supports it)."""
+    llm_config: LLMConfig
+    """The model endpoint."""
+    mcp_servers: str | None = None
+    """An MCP servers file of this agent's own, relative to the agent file."""
+
+    @field_validator("tools", "deny_tools")
+    @classmethod
+    def _unique(cls, names: list[str]) -> list[str]:
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"tool names must be unique; repeated: {', '.join(dupes)}")
+        return names

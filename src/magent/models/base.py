@@ -1,0 +1,44 @@
+"""Shared pieces of every model: strictness, schema version, id types."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from magent.ids import is_uuid4, now
+
+SCHEMA_VERSION = 1
+"""Version of every on-disk document magent writes. Bump with a named migration."""
+
+
+def _check_uuid4(value: str) -> str:
+    if not is_uuid4(value):
+        raise ValueError(f"{value!r} is not a UUID v4")
+    return value
+
+
+UUID4Str = Annotated[str, AfterValidator(_check_uuid4)]
+"""A lowercase UUID v4 string (task, checkpoint, entry and session ids)."""
+
+
+class Model(BaseModel):
+    """Base of all magent models: unknown fields are errors, field docstrings are documentation."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=False,
+                              validate_assignment=False, populate_by_name=True, defer_build=True)
+
+
+class Document(Model):
+    """A model that is written to disk as its own file and so carries a schema version."""
+
+    schema_version: int = SCHEMA_VERSION
+    """Format version of this document; readers refuse versions newer than they know."""
+
+
+def timestamp() -> datetime:
+    return now()
+
+
+Timestamp = Annotated[datetime, Field(default_factory=timestamp)]

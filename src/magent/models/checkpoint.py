@@ -1,0 +1,96 @@
+"""Checkpoint and Human Feedback (seed 002 entity 9, seed 001 leaf pointer and usage)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from magent.models.base import Document, Model, Timestamp, UUID4Str
+from magent.models.state import State
+from magent.models.task import Usage
+
+HumanAction = Literal["approve", "reject", "modify"]
+
+
+class HumanRequest(Model):
+    """What a paused run asks of a person."""
+
+    kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed"]
+    """Why the run paused."""
+    node: str
+    """The node that paused."""
+    question: str
+    """What the person is asked."""
+    output: str | None = None
+    """The output to judge, when there is one."""
+    allowed_actions: list[str] = Field(default_factory=lambda: ["approve", "reject", "modify"])
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Kind-specific context (the tool call to approve, the changed definition...)."""
+
+
+class HumanFeedback(Model):
+    """A person's answer to a pause."""
+
+    action: HumanAction
+    message: str | None = None
+    """Free-text feedback the next nodes see."""
+    state_updates: dict[str, Any] = Field(default_factory=dict)
+    """Manual State modifications (messages appended, other fields replaced)."""
+    decided_at: Timestamp
+
+
+class Checkpoint(Document):
+    """A saved, immutable execution position. The conversation itself is in ``entries.jsonl``."""
+
+    checkpoint_id: UUID4Str
+    task_id: UUID4Str
+    sequence: int = Field(ge=0)
+    """Checkpoint number; strictly increasing per task and the ``NNN`` of its file name."""
+    parent_id: UUID4Str | None = None
+    """The previous checkpoint of this task (recovery falls back to it)."""
+    position: str
+    """Current node in the workflow (``END`` once finished)."""
+    created_at: Timestamp
+    awaiting_human: bool = False
+    """The run is paused waiting for a person."""
+    human_request: HumanRequest | None = None
+    human_feedback: HumanFeedback | None = None
+    """The answer that was applied when this checkpoint was written."""
+    reason: str = "node_end"
+    """Why it was written: run_start, llm_turn, node_end, pause, resume, interrupt, finish."""
+    state: State = Field(default_factory=State)
+    """Execution state; ``messages`` is stored empty and rebuilt from entries by walking from the leaf."""
+    leaf_entry_id: UUID4Str | None = None
+    """Position in the conversation tree: the last entry of this checkpoint's history."""
+    entry_count: int = 0
+    """Number of entries on the path from the root to the leaf."""
+    node_done: bool = False
+    """``position`` has finished; the run continues by routing from it."""
+    node_progress: dict[str, Any] = Field(default_factory=dict)
+    """Resumable in-node state of ``position`` (ReAct iteration, reflection round...)."""
+    visits: dict[str, int] = Field(default_factory=dict)
+    """Node executions so far, per node (bounds loops with ``max_iterations``)."""
+    turn_index: int = 0
+    """Model turns taken so far in the whole task."""
+    usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    """Per-model usage keyed ``provider/model``."""
+    total_usage: Usage = Field(default_factory=Usage)
+    events_seq: int = 0
+    """Sequence number of the last event written before this checkpoint."""
+    sha256: str | None = None
+    """Hash of the document without this field; a mismatch means the file is corrupt."""
+
+
+class CheckpointSummary(Model):
+    """One line of ``magent checkpoints list``."""
+
+    sequence: int
+    checkpoint_id: str
+    created_at: datetime
+    position: str
+    reason: str
+    awaiting_human: bool
+    entry_count: int
+    corrupt: bool = False

@@ -1,0 +1,43 @@
+"""Conversation entries (seed 001 AgentEntry) and events (the run's JSON Lines stream)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from magent.models.base import Model, Timestamp, UUID4Str
+from magent.models.state import ToolCall
+
+
+class Entry(Model):
+    """One node of the conversation tree in ``entries.jsonl``."""
+
+    id: UUID4Str
+    parent_id: UUID4Str | None = None
+    """The entry before this one; ``None`` for the root."""
+    entry_type: Literal["message"] = "message"
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    turn_id: str | None = None
+    """Groups an assistant message with its tool results."""
+    node: str | None = None
+    """Workflow node that wrote it."""
+    created_at: Timestamp
+
+
+class Event(Model):
+    """One line of ``events.jsonl``: ``seq``, ``ts``, ``type`` and type-specific fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    seq: int
+    ts: str
+    type: str
+    node: str | None = None
+
+    def field(self, name: str, default: Any = None) -> Any:
+        return (self.model_extra or {}).get(name, default)

@@ -1,0 +1,90 @@
+"""State, Message and ToolCall (seed 002 entity 3).
+
+``messages`` is append-only: ``State.apply`` appends to it and replaces every
+other field, which is the seed's reducer rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from magent.models.base import Model, Timestamp
+
+
+class ToolCall(Model):
+    """A tool invocation requested by the assistant."""
+
+    id: str
+    """Call id: the provider's id when it gave one, else a UUID v4."""
+    server: str = ""
+    """The server part of the tool's ``server.tool`` name."""
+    tool: str
+    """The tool name without the server part."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Tool parameters as the model gave them."""
+    raw_arguments: str | None = None
+    """The model's argument text when it was not valid JSON (the call then fails as an observation)."""
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.server}.{self.tool}" if self.server else self.tool
+
+
+class Message(Model):
+    """One conversation message."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool invocations (assistant only)."""
+    tool_call_id: str | None = None
+    """For ``role: tool``: the call this is the result of."""
+    name: str | None = None
+    """For ``role: tool``: the tool's full name. For others: the agent or person that spoke."""
+    timestamp: Timestamp
+
+
+class State(Model):
+    """The shared execution context of a run."""
+
+    messages: list[Message] = Field(default_factory=list)
+    """Conversation history, append-only."""
+    next_action: str | None = None
+    """Next planned action."""
+    current_agent: str = ""
+    """Agent of the node being executed."""
+    routing_key: str | None = None
+    """Key for conditional routing, set by reflection and condition nodes."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Additional context: ``--set k=v`` values, node outputs, human decisions."""
+
+    def apply(self, updates: dict[str, Any]) -> "State":
+        """Return a new State with ``updates`` applied: messages appended, other fields replaced.
+
+        Raises ``ValueError`` naming the field when an update does not fit the schema.
+        """
+        unknown = sorted(set(updates) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"unknown State field {unknown[0]!r} (fields: "
+                             f"{', '.join(type(self).model_fields)})")
+        data = self.model_dump()
+        for key, value in updates.items():
+            if key == "messages":
+                if not isinstance(value, list):
+                    raise ValueError("messages: must be a list of messages to append")
+                data["messages"] = data["messages"] + list(value)
+            else:
+                data[key] = value
+        try:
+            return State.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise ValueError(f"{loc}: {err['msg']}") from None
+
+
+def message_timestamp(message: Message) -> datetime:
+    return message.timestamp

@@ -1,0 +1,101 @@
+"""Task (seed 002 entity 1), with the CLI runner's extra bookkeeping."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from magent.models.base import Document, Model, Timestamp, UUID4Str
+
+
+class TaskStatus(str, Enum):
+    """Lifecycle of a task: the seed's four plus ``awaiting_human`` and ``cancelled``."""
+
+    pending = "pending"
+    running = "running"
+    awaiting_human = "awaiting_human"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (TaskStatus.completed, TaskStatus.failed, TaskStatus.cancelled)
+
+
+class Usage(Model):
+    """Token and cost totals, per model or overall (seed 001 ``usageByModel``)."""
+
+    input: int = 0
+    """Prompt tokens."""
+    output: int = 0
+    """Completion tokens."""
+    cost: float = 0.0
+    """Cost in USD as litellm reports it; 0 when unknown."""
+    calls: int = 0
+    """Number of model calls."""
+
+    def add(self, other: "Usage") -> "Usage":
+        return Usage(input=self.input + other.input, output=self.output + other.output,
+                     cost=round(self.cost + other.cost, 10), calls=self.calls + other.calls)
+
+
+class ForkRef(Model):
+    """A task started from one of this task's checkpoints (time travel)."""
+
+    task_id: UUID4Str
+    checkpoint: int
+
+
+class Task(Document):
+    """A unit of work: one run of a workflow (or single agent) with its own directory."""
+
+    id: UUID4Str
+    """Unique identifier (UUID v4); also the directory name under ``tasks/``."""
+    description: str = Field(min_length=1)
+    """Human-readable task description: the text given with ``-t``."""
+    status: TaskStatus = TaskStatus.pending
+    """Current execution status."""
+    assigned_agent: str
+    """Name of the agent of the entry node (or the single agent run)."""
+    result: str | None = None
+    """Output result (the final answer)."""
+    error: str | None = None
+    """Error message if failed, cancelled or interrupted."""
+    created_at: Timestamp
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    updated_at: Timestamp
+    """Last time task.json was written."""
+    retention_days: int | None = Field(default=None, ge=0)
+    """Days to keep this task after it finishes; None means the retention policy decides."""
+    parent_task_id: UUID4Str | None = None
+    """The task this one was forked from (``resume --from-checkpoint``)."""
+    parent_checkpoint: int | None = None
+    """Sequence number of the parent's checkpoint this task started from."""
+    forks: list[ForkRef] = Field(default_factory=list)
+    """Tasks started from this task's checkpoints; retention keeps those checkpoints."""
+    workflow: str
+    """Name of the workflow that was run."""
+    target: str | None = None
+    """The path or installed name given to ``magent run``."""
+    tags: list[str] = Field(default_factory=list)
+    """Free-form labels; the retention policy's ``by_task`` keys match them."""
+    config_snapshot: dict[str, Any] = Field(default_factory=dict)
+    """Frozen copy of the workflow, agents and options as written (``${VAR}`` left unresolved)."""
+    usage: Usage = Field(default_factory=Usage)
+    """Token and cost totals of the whole task."""
+    steps: int = 0
+    """Model turns taken so far."""
+
+    @field_validator("tags")
+    @classmethod
+    def _unique_tags(cls, tags: list[str]) -> list[str]:
+        seen: list[str] = []
+        for tag in tags:
+            if tag not in seen:
+                seen.append(tag)
+        return seen

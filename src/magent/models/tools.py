@@ -1,0 +1,136 @@
+"""Tool and MCPServer (seed 002 entities 4 and 5) and the MCP servers file."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, PositiveInt
+
+from magent.models.base import Model
+
+DEFAULT_TOOL_TIMEOUT = 300
+
+
+class Tool(Model):
+    """An invocable capability, from an MCP server or a built-in connector."""
+
+    name: str
+    """Tool name as the server gives it (without the ``server.`` prefix)."""
+    server: str
+    """Server providing the tool (``kv``, ``http``, ``shell`` for the built-ins)."""
+    description: str = ""
+    """What the tool does; the model reads it to choose tools."""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON Schema of the arguments."""
+    output_schema: dict[str, Any] | None = None
+    """JSON Schema of the result, when the server declares one."""
+    timeout_seconds: PositiveInt = DEFAULT_TOOL_TIMEOUT
+    """Execution timeout; a call that takes longer is cancelled and reported as TIMEOUT."""
+    fallback_tools: list[str] = Field(default_factory=list)
+    """Tools (``server.tool``) tried in order when this one fails."""
+    idempotent: bool | None = None
+    """Safe to run twice. From the config, else the server's ``idempotentHint``; unknown means no."""
+    needs_approval: bool = False
+    """A person must approve each call before it runs."""
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.server}.{self.name}"
+
+
+class ToolSettings(Model):
+    """Per-tool settings in an MCP servers file."""
+
+    timeout_seconds: PositiveInt = DEFAULT_TOOL_TIMEOUT
+    fallback_tools: list[str] = Field(default_factory=list)
+    idempotent: bool | None = None
+    needs_approval: bool = False
+
+
+class StdioConfig(Model):
+    """Connection parameters of a server started as a subprocess speaking MCP on stdin/stdout."""
+
+    command: str = Field(min_length=1)
+    """Executable name or path."""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables; values may use ``${VAR}``."""
+    cwd: str | None = None
+    """Working directory of the server process."""
+
+
+class HttpConfig(Model):
+    """Connection parameters of a server reached over HTTP (SSE or streamable HTTP)."""
+
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra headers, e.g. ``Authorization: Bearer ${TOKEN}``."""
+
+
+SSEConfig = HttpConfig
+
+
+class _ServerBase(Model):
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    """Server identifier; tools are named ``name.tool``."""
+    connect_timeout_seconds: float = Field(default=30, gt=0)
+    """How long starting and initialising the server may take."""
+    call_timeout_seconds: PositiveInt | None = None
+    """Default timeout of this server's calls; per-tool ``timeout_seconds`` overrides it."""
+    tools: dict[str, ToolSettings] = Field(default_factory=dict)
+    """Per-tool settings keyed by the tool's name on this server."""
+
+
+class StdioServer(_ServerBase):
+    transport: Literal["stdio"]
+    config: StdioConfig
+
+
+class HttpServer(_ServerBase):
+    transport: Literal["sse", "streamable_http"]
+    config: HttpConfig
+
+
+MCPServer = Annotated[Union[StdioServer, HttpServer], Field(discriminator="transport")]
+"""An MCP server connection: ``stdio``, ``sse`` or ``streamable_http``."""
+
+
+class HttpBuiltin(Model):
+    enabled: bool = False
+    allow_hosts: list[str] = Field(default_factory=list)
+    """Hosts the fetch tool may reach; empty means none."""
+    timeout_seconds: float = Field(default=10, gt=0)
+    max_bytes: PositiveInt = 1_000_000
+
+
+class ShellBuiltin(Model):
+    enabled: bool = False
+    """Off unless set: the shell tool runs commands on this machine."""
+    allow_commands: list[str] = Field(default_factory=list)
+    """Executables the shell tool may run (the first word of the command)."""
+    timeout_seconds: float = Field(default=30, gt=0)
+
+
+class KVBuiltin(Model):
+    enabled: bool = True
+
+
+class Builtins(Model):
+    kv: KVBuiltin = Field(default_factory=KVBuiltin)
+    http: HttpBuiltin = Field(default_factory=HttpBuiltin)
+    shell: ShellBuiltin = Field(default_factory=ShellBuiltin)
+
+
+class ToolLimits(Model):
+    max_output_chars: PositiveInt = 20_000
+    """Tool output longer than this reaches the model truncated, with a marker."""
+    artifacts_max_bytes: PositiveInt = 100_000_000
+    """Cap on a task's ``artifacts/`` directory."""
+
+
+class MCPServersFile(Model):
+    """The MCP servers file (``config/mcp_servers.yaml`` or one a workflow names)."""
+
+    servers: list[MCPServer] = Field(default_factory=list)
+    builtins: Builtins = Field(default_factory=Builtins)
+    limits: ToolLimits = Field(default_factory=ToolLimits)

@@ -1,0 +1,57 @@
+"""Workflow, NodeDef and EdgeDef (seed 002 entity 8).
+
+``NodeDef`` holds only what every node has; each node kind in ``engine/nodes``
+declares its own config model (a subclass of ``NodeDef``) and the graph loader
+validates nodes with it, so adding a kind never edits this file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field, PositiveInt
+
+from magent.models.base import Model
+
+
+class NodeDef(Model):
+    """A named node of a workflow graph. Kind-specific fields are checked by the node kind."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    """Node kind: ``agent``, ``reflection``, ``tool``, ``condition``, ``human``."""
+    description: str | None = None
+
+
+class EdgeDef(Model):
+    """A connection between nodes, taken when its condition holds (or always, without one)."""
+
+    from_: str = Field(alias="from")
+    """Source node."""
+    to: str
+    """Destination node, or ``END``."""
+    condition: str | None = None
+    """Expression over State, e.g. ``routing_key == 'pass'`` or ``metadata.score >= 0.8``."""
+
+
+class Workflow(Model):
+    """A composed execution pattern: a graph of nodes."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str | None = None
+    patterns: list[str] = Field(default_factory=list)
+    """Pattern sequence, informational (e.g. ``[react, reflection]``)."""
+    nodes: dict[str, NodeDef]
+    """Named workflow nodes."""
+    edges: list[EdgeDef] = Field(default_factory=list)
+    entry_point: str
+    """Starting node."""
+    checkpoints: list[str] = Field(default_factory=list)
+    """Nodes after which a person must approve before the run goes on."""
+    max_iterations: PositiveInt = 50
+    """Global bound on node executions, which bounds loops."""
+    mcp_servers: str | None = None
+    """An MCP servers file of this workflow's own, relative to the workflow file."""
+    agents: dict[str, Any] = Field(default_factory=dict)
+    """Agents defined inline, by name (otherwise resolved from files)."""

@@ -1,0 +1,160 @@
+"""Numbered, immutable checkpoints with a hash, and recovery that falls back past corrupt ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from magent.errors import CheckpointCorruptError, CheckpointNotFoundError
+from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
+from magent.store.files import create_immutable, dumps
+from magent.store.migrations import migrate
+
+_NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
+
+
+def canonical_hash(doc: dict) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False).encode()).hexdigest()
+
+
+def file_name(sequence: int) -> str:
+    return f"checkpoint_{sequence:03d}.json"
+
+
+class CheckpointLog:
+    """The checkpoints of one task directory."""
+
+    def __init__(self, task_dir: Path, task_id: str):
+        self.dir = task_dir
+        self.task_id = task_id
+        self._last: int | None = None  # cached by the single writer
+
+    def numbers(self) -> list[int]:
+        """Sequence numbers of the checkpoint files present (corrupt ones excluded), ascending."""
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for n in names if (m := _NAME.match(n)))
+
+    def path(self, sequence: int) -> Path:
+        return self.dir / file_name(sequence)
+
+    def last_number(self) -> int | None:
+        if self._last is None:
+            nums = self.numbers()
+            self._last = nums[-1] if nums else None
+        return self._last
+
+    def next_number(self) -> int:
+        last = self.last_number()
+        return 0 if last is None else last + 1
+
+    def write(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Write ``checkpoint`` as a new file. Its sequence must follow the last one."""
+        expected = self.next_number()
+        if checkpoint.sequence != expected:
+            raise ValueError(f"checkpoint sequence {checkpoint.sequence} out of order "
+                             f"(next is {expected})")
+        doc = checkpoint.model_dump(mode="json", exclude={"sha256": True, "state": {"messages"}},
+                                    exclude_none=True)
+        doc["sha256"] = canonical_hash(doc)
+        create_immutable(self.path(checkpoint.sequence), dumps(doc))
+        self._last = checkpoint.sequence
+        return checkpoint.model_copy(update={"sha256": doc["sha256"]})
+
+    def read(self, sequence: int) -> Checkpoint:
+        """Load and verify checkpoint ``sequence``; a fresh object every call."""
+        path = self.path(sequence)
+        where = f"task {self.task_id[:8]} {path.name}"
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise CheckpointNotFoundError(f"{where}: no such checkpoint") from None
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            raise CheckpointCorruptError(f"{where}: not valid JSON (truncated or edited?)") from None
+        if not isinstance(doc, dict):
+            raise CheckpointCorruptError(f"{where}: not a JSON object")
+        stored = doc.pop("sha256", None)
+        if stored != canonical_hash(doc):
+            raise CheckpointCorruptError(f"{where}: content does not match its sha256 (edited or damaged)")
+        version = doc.get("schema_version", 0)
+        if version > SCHEMA_VERSION:
+            raise CheckpointCorruptError(f"{where}: written by a newer magent (schema {version})")
+        doc = migrate("checkpoint", doc)
+        try:
+            cp = Checkpoint.model_validate(doc)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise CheckpointCorruptError(
+                f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        if cp.sequence != sequence or cp.task_id != self.task_id:
+            raise CheckpointCorruptError(f"{where}: belongs to another task or position")
+        return cp.model_copy(update={"sha256": stored})
+
+    def quarantine(self, sequence: int) -> Path:
+        """Move a corrupt checkpoint aside (``.corrupt``), never deleting it."""
+        src = self.path(sequence)
+        dst = src.with_name(src.name + ".corrupt")
+        n = 1
+        while dst.exists():
+            dst = src.with_name(f"{src.name}.corrupt.{n}")
+            n += 1
+        os.replace(src, dst)
+        self._last = None
+        return dst
+
+    def latest(self, *, repair: bool) -> tuple[Checkpoint | None, list[str]]:
+        """The newest valid checkpoint, falling back through parents past corrupt ones.
+
+        With ``repair`` the corrupt ones are renamed ``.corrupt`` (recovery);
+        without, nothing on disk changes (read-only commands). Returns the
+        checkpoint (None if there is none) and notes on what was skipped.
+        """
+        notes: list[str] = []
+        # Checkpoints of a task form a chain by sequence (each one's parent is the one
+        # before it), so falling back to the previous readable file is falling back to
+        # the parent: a corrupt file's own parent_id cannot be trusted anyway.
+        for seq in reversed(self.numbers()):
+            try:
+                cp = self.read(seq)
+            except CheckpointCorruptError as exc:
+                notes.append(str(exc))
+                if repair:
+                    moved = self.quarantine(seq)
+                    notes.append(f"moved aside as {moved.name}")
+                continue
+            return cp, notes
+        return None, notes
+
+    def summaries(self) -> list[CheckpointSummary]:
+        out: list[CheckpointSummary] = []
+        for seq in self.numbers():
+            try:
+                cp = self.read(seq)
+            except CheckpointCorruptError:
+                out.append(CheckpointSummary(sequence=seq, checkpoint_id="?", created_at=_mtime(self.path(seq)),
+                                             position="?", reason="corrupt", awaiting_human=False,
+                                             entry_count=0, corrupt=True))
+                continue
+            out.append(CheckpointSummary(
+                sequence=cp.sequence, checkpoint_id=cp.checkpoint_id, created_at=cp.created_at,
+                position=cp.position, reason=cp.reason, awaiting_human=cp.awaiting_human,
+                entry_count=cp.entry_count))
+        return out
+
+
+def _mtime(path: Path):
+    from datetime import datetime, timezone
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    except OSError:
+        return datetime.fromtimestamp(0, timezone.utc)

@@ -1,0 +1,98 @@
+"""The conversation as a tree of entries in ``entries.jsonl`` (seed 001).
+
+Each message is appended as it completes. A checkpoint stores only the id of
+its leaf entry; the messages of that checkpoint are the path from the root to
+the leaf. Forks add children to an older entry, so the file holds a tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from magent.models import Entry, Message
+from magent.store.files import JsonlWriter, read_jsonl
+
+
+class EntryLog:
+    def __init__(self, path: Path):
+        self.path = path
+        self._writer: JsonlWriter | None = None
+
+    def append(self, entry: Entry) -> Entry:
+        if self._writer is None:
+            self._writer = JsonlWriter(self.path)
+        doc = entry.model_dump(mode="json", exclude_none=True)
+        if not doc["tool_calls"]:
+            del doc["tool_calls"]
+        if doc["entry_type"] == "message":
+            del doc["entry_type"]
+        if not doc["content"]:
+            del doc["content"]
+        self._writer.append(doc)
+        return entry
+
+    def sync(self) -> None:
+        if self._writer is not None:
+            self._writer.sync()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def load(self, problems: list[str] | None = None) -> dict[str, Entry]:
+        """All readable entries by id, in file order."""
+        out: dict[str, Entry] = {}
+        for n, raw in enumerate(read_jsonl(self.path, problems)):
+            try:
+                entry = Entry.model_validate(raw)
+            except ValidationError:
+                if problems is not None:
+                    problems.append(f"{self.path.name}: entry {n + 1} does not fit the schema, skipped")
+                continue
+            out[entry.id] = entry
+        return out
+
+    def path_to(self, leaf_id: str | None, entries: dict[str, Entry] | None = None) -> list[Entry]:
+        """Entries from the root to ``leaf_id``, oldest first."""
+        if leaf_id is None:
+            return []
+        entries = self.load() if entries is None else entries
+        chain: list[Entry] = []
+        seen: set[str] = set()
+        current: str | None = leaf_id
+        while current is not None:
+            if current in seen:
+                raise ValueError(f"entry tree has a cycle at {current}")
+            seen.add(current)
+            entry = entries.get(current)
+            if entry is None:
+                raise ValueError(f"entry {current} is missing from {self.path.name}")
+            chain.append(entry)
+            current = entry.parent_id
+        chain.reverse()
+        return chain
+
+    def children_chain(self, after_id: str | None, entries: dict[str, Entry]) -> list[Entry]:
+        """Entries appended after ``after_id`` that continue it, in order (used by crash recovery).
+
+        Follows, from ``after_id``, the most recently written child at each step:
+        what a run appended after its last checkpoint before it died.
+        """
+        children: dict[str | None, list[Entry]] = {}
+        for entry in entries.values():
+            children.setdefault(entry.parent_id, []).append(entry)
+        chain: list[Entry] = []
+        current = after_id
+        while children.get(current):
+            nxt = children[current][-1]
+            chain.append(nxt)
+            current = nxt.id
+        return chain
+
+
+def to_message(entry: Entry) -> Message:
+    return Message(role=entry.role, content=entry.content, tool_calls=entry.tool_calls,
+                   tool_call_id=entry.tool_call_id, name=entry.name, timestamp=entry.created_at)

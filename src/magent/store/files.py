@@ -1,0 +1,190 @@
+"""Durable file primitives: atomic replace, immutable create, JSON Lines append.
+
+Why each step: the temp file lives in the target's directory so ``os.replace``
+is a rename within one filesystem (atomic); the data is fsynced before the
+rename so the new name never points at unwritten blocks; the directory is
+fsynced after it so the rename itself survives a power loss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Iterator
+
+from magent.errors import StoreError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700. Raises ``StoreError`` if it cannot."""
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StoreError(f"{path} exists and is not a directory") from None
+    except PermissionError:
+        raise StoreError(f"cannot create {path}: permission denied (set MAGENT_HOME to a writable "
+                         "directory)") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror}") from None
+    if not path.is_dir():
+        raise StoreError(f"{path} exists and is not a directory")
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(path: Path, data: bytes) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix."""
+    try:
+        tmp = _write_temp(path, data)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(path.parent)
+    except PermissionError:
+        raise StoreError(f"cannot write {path}: permission denied") from None
+
+
+def create_immutable(path: Path, data: bytes) -> None:
+    """Create ``path`` atomically; fails with ``FileExistsError`` if it exists (never overwrites)."""
+    tmp = _write_temp(path, data)
+    try:
+        os.link(tmp, path)  # link(2) refuses to replace an existing name
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def dumps(obj: Any, *, indent: int | None = None) -> bytes:
+    if indent is None:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return (json.dumps(obj, ensure_ascii=False, indent=indent) + "\n").encode()
+
+
+def write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
+    atomic_write(path, dumps(obj, indent=indent))
+
+
+def read_json(path: Path) -> Any:
+    with open(path, "rb") as fh:
+        return json.loads(fh.read())
+
+
+class JsonlWriter:
+    """Appends one JSON object per line, each with a single ``write(2)``.
+
+    Opening repairs a torn tail left by a crash mid-append (a last line without
+    its newline) by truncating it away, so the next line starts clean. The
+    caller must hold the task's lock: one writer per file.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        self._repair_tail()
+        self._dirty = False
+
+    def _repair_tail(self) -> None:
+        size = os.fstat(self._fd).st_size
+        if size == 0 or os.pread(self._fd, 1, size - 1) == b"\n":
+            return
+        # Scan back for the last complete line; everything after it is the torn one.
+        pos, chunk = size, 65536
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - chunk)
+            block = os.pread(self._fd, pos - start, start)
+            idx = block.rfind(b"\n")
+            if idx >= 0:
+                keep = start + idx + 1
+                break
+            pos = start
+        os.ftruncate(self._fd, keep)
+        os.fsync(self._fd)
+
+    def append(self, obj: Any) -> None:
+        line = dumps(obj) + b"\n"
+        view = memoryview(line)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        self._dirty = True
+
+    def sync(self) -> None:
+        """Make everything appended so far durable."""
+        if self._dirty:
+            os.fsync(self._fd)
+            self._dirty = False
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self.sync()
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "JsonlWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_jsonl(path: Path, problems: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield each object of a JSON Lines file.
+
+    A torn last line (no newline, or not JSON) is skipped silently: it is what a
+    crash mid-append leaves. A bad line elsewhere is skipped and reported in
+    ``problems``.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return
+    lines = data.split(b"\n")
+    torn_tail = lines[-1]  # b"" when the file ends with a newline
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if problems is not None:
+                problems.append(f"{path.name}:{number}: not valid JSON, skipped")
+            continue
+        if isinstance(obj, dict):
+            yield obj
+        elif problems is not None:
+            problems.append(f"{path.name}:{number}: not a JSON object, skipped")
+    if torn_tail.strip() and problems is not None:
+        problems.append(f"{path.name}: torn last line ignored (a crash mid-write)")

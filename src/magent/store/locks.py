@@ -1,0 +1,86 @@
+"""One writer per task: an OS file lock in ``locks/``, released by the kernel if the holder dies.
+
+The lock itself is ``flock(2)`` (via filelock), so a process killed with SIGKILL
+releases it without cleanup. Beside it a small JSON file names the holder, so a
+second run can say who has the task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from magent.errors import TaskLockedError
+from magent.ids import now
+from magent.store.files import FILE_MODE, atomic_write, dumps, ensure_dir
+
+
+class Lock:
+    """A non-blocking exclusive lock named ``name`` under ``locks_dir``."""
+
+    def __init__(self, locks_dir: Path, name: str, what: str):
+        self.locks_dir = locks_dir
+        self.name = name
+        self.what = what
+        self.path = locks_dir / f"{name}.lock"
+        self.holder_path = locks_dir / f"{name}.holder.json"
+        self._lock: FileLock | None = None
+
+    def acquire(self) -> "Lock":
+        ensure_dir(self.locks_dir)
+        lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
+        self._lock = lock
+        atomic_write(self.holder_path, dumps({
+            "pid": os.getpid(), "host": socket.gethostname(),
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200],
+            "since": now().isoformat(timespec="seconds"),
+        }))
+        return self
+
+    def release(self) -> None:
+        if self._lock is not None:
+            # Remove the holder note first: once the lock is free a new holder writes its own.
+            self.holder_path.unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
+
+    @property
+    def held(self) -> bool:
+        return self._lock is not None
+
+    def describe_holder(self) -> str:
+        try:
+            info = json.loads(self.holder_path.read_text())
+            return (f"pid {info.get('pid')} on {info.get('host')} "
+                    f"(`{info.get('command')}`, since {info.get('since')})")
+        except (OSError, ValueError):
+            return "another process"
+
+    def is_free(self) -> bool:
+        """True when no live process holds the lock (checked by trying to take it)."""
+        if not self.path.exists():
+            return True
+        lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            return False
+        except OSError:
+            return True
+        lock.release()
+        return True
+
+    def __enter__(self) -> "Lock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,206 @@
+"""The home directory and the task directories in it.
+
+``Store`` owns the home (``tasks/``, ``locks/``, ``config/``...) and finds
+tasks; ``TaskDir`` owns one task's files. Every task id that reaches a path is
+validated first, so nothing read from the command line, a file or a listing can
+point outside the root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import ValidationError
+
+from magent import paths
+from magent.errors import (
+    AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
+)
+from magent.ids import is_uuid4, now
+from magent.models import Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog
+from magent.store.checkpoints import CheckpointLog
+from magent.store.entries import EntryLog, to_message
+from magent.store.files import (
+    JsonlWriter, atomic_write, dumps, ensure_dir, read_json, read_jsonl,
+)
+from magent.store.locks import Lock
+
+_PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
+
+
+class TaskDir:
+    """The files of one task: ``task.json``, checkpoints, entries, events, trace, artifacts."""
+
+    def __init__(self, store: "Store", task_id: str):
+        if not is_uuid4(task_id):
+            raise InvalidTaskIdError(f"{task_id!r} is not a task id")
+        self.store = store
+        self.id = task_id
+        self.path = store.tasks_dir / task_id
+        self.checkpoints = CheckpointLog(self.path, task_id)
+        self.entries = EntryLog(self.path / "entries.jsonl")
+        self._events: JsonlWriter | None = None
+
+    # task.json
+    @property
+    def task_file(self) -> Path:
+        return self.path / "task.json"
+
+    def load_task(self) -> Task:
+        try:
+            doc = read_json(self.task_file)
+        except FileNotFoundError:
+            raise TaskNotFoundError(f"task {self.id}: task.json is missing") from None
+        except (ValueError, OSError) as exc:
+            raise StoreError(f"task {self.id}: task.json is unreadable ({exc})") from None
+        try:
+            return Task.model_validate(doc)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise StoreError(f"task {self.id}: task.json: {'.'.join(map(str, err['loc']))}: "
+                             f"{err['msg']}") from None
+
+    def save_task(self, task: Task) -> Task:
+        task = task.model_copy(update={"updated_at": now()})
+        atomic_write(self.task_file, dumps(task.model_dump(mode="json"), indent=2))
+        return task
+
+    # the conversation
+    def messages(self, leaf_id: str | None) -> list[Message]:
+        return [to_message(e) for e in self.entries.path_to(leaf_id)]
+
+    def full_state(self, checkpoint: Checkpoint) -> State:
+        """The checkpoint's State with ``messages`` rebuilt from the entry tree."""
+        return checkpoint.state.model_copy(update={"messages": self.messages(checkpoint.leaf_entry_id)})
+
+    # events
+    @property
+    def events_file(self) -> Path:
+        return self.path / "events.jsonl"
+
+    def append_event(self, event: Event) -> None:
+        if self._events is None:
+            self._events = JsonlWriter(self.events_file)
+        self._events.append(event.model_dump(mode="json", exclude_none=True))
+
+    def sync(self) -> None:
+        """Make appended entries and events durable (done before every checkpoint)."""
+        self.entries.sync()
+        if self._events is not None:
+            self._events.sync()
+
+    def read_events(self, problems: list[str] | None = None) -> list[Event]:
+        out: list[Event] = []
+        for raw in read_jsonl(self.events_file, problems):
+            try:
+                out.append(Event.model_validate(raw))
+            except ValidationError:
+                if problems is not None:
+                    problems.append("events.jsonl: an event does not fit the schema, skipped")
+        return out
+
+    # trace
+    @property
+    def trace_file(self) -> Path:
+        return self.path / "trace.json"
+
+    def write_trace(self, trace: TraceLog) -> None:
+        atomic_write(self.trace_file, dumps(trace.model_dump(mode="json", exclude_none=True)))
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.path / "artifacts"
+
+    def lock(self) -> Lock:
+        return Lock(self.store.locks_dir, self.id, f"task {self.id}")
+
+    def close(self) -> None:
+        self.entries.close()
+        if self._events is not None:
+            self._events.close()
+            self._events = None
+
+
+class Store:
+    """The home directory: ``$MAGENT_HOME`` or ``~/.multi-agent``."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root or paths.home()
+        self.tasks_dir = paths.tasks_dir(self.root)
+        self.locks_dir = paths.locks_dir(self.root)
+
+    def ensure(self) -> "Store":
+        """Create the home layout (directories 0700) if missing."""
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"MAGENT_HOME {self.root} is not a directory")
+        for d in (self.root, self.tasks_dir, self.locks_dir, paths.config_dir(self.root),
+                  paths.agents_dir(self.root), paths.workflows_dir(self.root)):
+            ensure_dir(d)
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise StoreError(f"MAGENT_HOME {self.root} is not writable")
+        return self
+
+    def create_task(self, task: Task) -> TaskDir:
+        """Make the task's directory and write its first ``task.json``."""
+        self.ensure()
+        td = TaskDir(self, task.id)
+        try:
+            td.path.mkdir(mode=0o700)
+        except FileExistsError:
+            raise StoreError(f"task {task.id} already exists") from None
+        except PermissionError:
+            raise StoreError(f"cannot create {td.path}: permission denied") from None
+        td.save_task(task)
+        return td
+
+    def task_ids(self) -> list[str]:
+        """Ids of task directories; names that are not UUID v4 are ignored, symlinks too."""
+        try:
+            it = os.scandir(self.tasks_dir)
+        except FileNotFoundError:
+            return []
+        with it:
+            return [e.name for e in it if is_uuid4(e.name) and e.is_dir(follow_symlinks=False)]
+
+    def resolve(self, text: str) -> str:
+        """A full task id from an id or unique prefix. Raises on invalid, unknown or ambiguous."""
+        text = text.strip().lower()
+        if not _PREFIX.match(text):
+            raise InvalidTaskIdError(f"{text!r} is not a task id or id prefix "
+                                     "(ids are UUIDs: hex digits and dashes)")
+        if is_uuid4(text):
+            if (self.tasks_dir / text).is_dir():
+                return text
+            raise TaskNotFoundError(f"no task {text} in {self.tasks_dir}")
+        matches = sorted(i for i in self.task_ids() if i.startswith(text))
+        if not matches:
+            raise TaskNotFoundError(f"no task matches {text!r} in {self.tasks_dir}")
+        if len(matches) > 1:
+            shown = ", ".join(m[:13] for m in matches[:8])
+            more = f" and {len(matches) - 8} more" if len(matches) > 8 else ""
+            raise AmbiguousTaskIdError(f"{text!r} matches {len(matches)} tasks: {shown}{more}; "
+                                       "give more characters")
+        return matches[0]
+
+    def task(self, text: str) -> TaskDir:
+        return TaskDir(self, self.resolve(text))
+
+    def iter_tasks(self, problems: list[str] | None = None) -> Iterator[Task]:
+        for task_id in self.task_ids():
+            try:
+                yield TaskDir(self, task_id).load_task()
+            except (StoreError, TaskNotFoundError) as exc:
+                if problems is not None:
+                    problems.append(str(exc))
+
+    def list_tasks(self, status: TaskStatus | None = None,
+                   problems: list[str] | None = None) -> list[Task]:
+        tasks = [t for t in self.iter_tasks(problems) if status is None or t.status == status]
+        tasks.sort(key=lambda t: t.created_at, reverse=True)
+        return tasks
+
+    def lock(self, name: str, what: str) -> Lock:
+        return Lock(self.locks_dir, name, what)
