@@ -77,6 +77,8 @@ class Checkpoint(Document):
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
     """Per-model usage keyed ``provider/model``."""
     total_usage: Usage = Field(default_factory=Usage)
+    cursors: dict[str, int] = Field(default_factory=dict)
+    """Responses consumed so far from each scripted model, by agent (so a resumed run continues its script)."""
     events_seq: int = 0
     """Sequence number of the last event written before this checkpoint."""
     sha256: str | None = None

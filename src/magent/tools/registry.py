@@ -1,0 +1,193 @@
+"""The tool registry: every tool a run can call, by ``server.tool`` name.
+
+Providers (built-in connectors, in-process functions, MCP servers) are started
+together; the registry resolves an agent's allow/deny patterns, checks
+arguments against the tool's schema, enforces timeouts, falls back to
+``fallback_tools``, and truncates large outputs (the full copy goes to the
+task's ``artifacts/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+from magent.models import Tool
+from magent.models.tools import ToolLimits
+from magent.tools.base import ToolProvider, ToolResult
+
+
+class ToolRegistry:
+    def __init__(self, providers: list[ToolProvider] | None = None, *,
+                 limits: ToolLimits | None = None, artifacts_dir: Path | None = None,
+                 settings: dict[str, dict[str, Any]] | None = None):
+        self.providers: dict[str, ToolProvider] = {}
+        self.limits = limits or ToolLimits()
+        self.artifacts_dir = artifacts_dir
+        self.settings = settings or {}
+        """``server.tool`` → overrides (timeout_seconds, fallback_tools, idempotent, needs_approval)."""
+        self._tools: dict[str, Tool] = {}
+        self._started = False
+        self.start_errors: dict[str, str] = {}
+        for p in providers or []:
+            self.add(p)
+
+    def add(self, provider: ToolProvider) -> None:
+        self.providers[provider.name] = provider
+        self._started = False
+
+    async def start(self) -> None:
+        """Start every provider concurrently and collect their tools.
+
+        A provider that fails to start is recorded in ``start_errors``; calls to its
+        tools become ERROR observations naming the failure.
+        """
+        names = list(self.providers)
+        results = await asyncio.gather(*(self._start_one(n) for n in names), return_exceptions=True)
+        self._tools = {}
+        for name, res in zip(names, results):
+            if isinstance(res, BaseException):
+                self.start_errors[name] = f"{type(res).__name__}: {res}" if not str(res) else str(res)
+                continue
+            for tool in res:
+                self._tools[tool.full_name] = self._with_settings(tool)
+        self._started = True
+
+    async def _start_one(self, name: str) -> list[Tool]:
+        provider = self.providers[name]
+        await provider.start()
+        return await provider.list_tools()
+
+    def _with_settings(self, tool: Tool) -> Tool:
+        extra = self.settings.get(tool.full_name)
+        return tool.model_copy(update=extra) if extra else tool
+
+    def all_tools(self) -> list[Tool]:
+        return sorted(self._tools.values(), key=lambda t: t.full_name)
+
+    def get(self, full_name: str) -> Tool | None:
+        return self._tools.get(full_name)
+
+    def resolve(self, patterns: list[str], deny: list[str] | None = None) -> list[Tool]:
+        """Tools matching any of ``patterns`` (``server.tool`` or ``server.*``) and none of ``deny``."""
+        deny = deny or []
+        out = []
+        for tool in self.all_tools():
+            name = tool.full_name
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns) and \
+                    not any(fnmatch.fnmatchcase(name, d) for d in deny):
+                out.append(tool)
+        return out
+
+    def unmatched(self, patterns: list[str]) -> list[str]:
+        """Patterns that match no known tool (for clear errors before a run starts)."""
+        names = list(self._tools)
+        return [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
+
+    async def call(self, full_name: str, arguments: Any, *, allowed: set[str] | None = None,
+                   artifact_key: str = "") -> ToolResult:
+        """Call a tool; every failure comes back as a result (ERROR/FAILURE/TIMEOUT), never raised."""
+        result = await self._call_once(full_name, arguments, allowed)
+        tool = self._tools.get(full_name)
+        if not result.ok and tool is not None and tool.fallback_tools:
+            tried = [f"{full_name}: {result.outcome.lower()}: {result.error or result.content}"]
+            for alt in tool.fallback_tools:
+                alt_result = await self._call_once(alt, arguments, None)
+                if alt_result.ok:
+                    alt_result.notes = [f"fell back from {full_name} to {alt}", *tried]
+                    result = alt_result
+                    break
+                tried.append(f"{alt}: {alt_result.outcome.lower()}: {alt_result.error or alt_result.content}")
+            else:
+                result.notes.append("fallbacks failed too: " + "; ".join(tried[1:]))
+        return self._limit(result, artifact_key or full_name)
+
+    async def _call_once(self, full_name: str, arguments: Any, allowed: set[str] | None) -> ToolResult:
+        started = time.perf_counter()
+        tool = self._tools.get(full_name)
+        if allowed is not None and full_name not in allowed:
+            choices = ", ".join(sorted(allowed)) or "none"
+            why = "is not allowed for this agent" if tool else "does not exist"
+            return ToolResult(outcome="ERROR", tool=full_name,
+                              content=f"tool {full_name!r} {why}; allowed tools: {choices}",
+                              error=f"tool {full_name} {why}")
+        if tool is None:
+            server = full_name.split(".", 1)[0]
+            if server in self.start_errors:
+                msg = f"server {server!r} is unavailable: {self.start_errors[server]}"
+            else:
+                msg = f"tool {full_name!r} does not exist"
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name)
+        if not isinstance(arguments, dict):
+            msg = "arguments must be a JSON object"
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name)
+        problem = check_arguments(tool, arguments)
+        if problem:
+            msg = f"invalid arguments for {full_name}: {problem}"
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name)
+        provider = self.providers[tool.server]
+        timeout = float(tool.timeout_seconds)
+        try:
+            result = await asyncio.wait_for(provider.call(tool.name, arguments, timeout), timeout + 1)
+        except asyncio.TimeoutError:
+            msg = f"timed out after {timeout:g}s"
+            result = ToolResult(outcome="TIMEOUT", content=msg, error=msg)
+        result.tool = full_name
+        if not result.duration_ms:
+            result.duration_ms = int((time.perf_counter() - started) * 1000)
+        return result
+
+    def _limit(self, result: ToolResult, key: str) -> ToolResult:
+        limit = self.limits.max_output_chars
+        if len(result.content) <= limit:
+            return result
+        full = result.content
+        note = ""
+        if self.artifacts_dir is not None:
+            stored = self._store_artifact(full)
+            if stored:
+                result.artifact = stored
+                note = f"; full output in {stored}"
+            else:
+                note = "; full output not kept (artifacts cap reached)"
+        result.content = (full[:limit] + f"\n[... truncated: showing {limit} of {len(full)} characters{note}]")
+        return result
+
+    def _store_artifact(self, text: str) -> str | None:
+        from magent.store.files import atomic_write, ensure_dir
+
+        data = text.encode()
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        assert self.artifacts_dir is not None
+        ensure_dir(self.artifacts_dir)
+        name = f"{digest}.txt"
+        target = self.artifacts_dir / name
+        if not target.exists():
+            used = sum(p.stat().st_size for p in self.artifacts_dir.iterdir() if p.is_file())
+            if used + len(data) > self.limits.artifacts_max_bytes:
+                return None
+            atomic_write(target, data)
+        return f"artifacts/{name}"
+
+    async def close(self) -> None:
+        await asyncio.gather(*(p.close() for p in self.providers.values()), return_exceptions=True)
+
+
+def check_arguments(tool: Tool, arguments: dict[str, Any]) -> str | None:
+    """First problem of ``arguments`` against the tool's input schema, or None."""
+    import jsonschema
+
+    try:
+        validator_cls = jsonschema.validators.validator_for(tool.input_schema)
+        validator = validator_cls(tool.input_schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    except jsonschema.exceptions.SchemaError:
+        return None  # a server's broken schema should not block the call
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message

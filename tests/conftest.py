@@ -1,0 +1,49 @@
+"""Shared test setup.
+
+Every test gets its own ``MAGENT_HOME`` (an empty temp dir), so no test can see
+or touch a real home. Real model requests are forbidden for the whole suite:
+the environment variable below makes magent's litellm adapter refuse any
+endpoint that is not on 127.0.0.1 (subprocesses inherit it), and the socket
+guard refuses non-loopback connections made in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ["MAGENT_FORBID_REMOTE_LLM"] = "1"
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ.pop("MAGENT_DEBUG", None)
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address):  # type: ignore[no-untyped-def]
+    host = address[0] if isinstance(address, tuple) else address
+    if self.family in (socket.AF_INET, socket.AF_INET6) and host not in (
+            "127.0.0.1", "::1", "localhost"):
+        raise ConnectionRefusedError(f"tests may not reach {host}: only 127.0.0.1 is allowed")
+    return _real_connect(self, address)
+
+
+socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(autouse=True)
+def magent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("MAGENT_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def python_exe() -> str:
+    return sys.executable
