@@ -82,6 +82,8 @@ def _register() -> None:
     setup.register(app)
     app.add_typer(tasks.app, name="tasks")
     app.add_typer(checkpoints.app, name="checkpoints")
+    from magent.cli import retention
+    app.add_typer(retention.app, name="retention")
 
 
 _register()

@@ -1,0 +1,198 @@
+"""``magent retention``: sweep task directories past their retention, and show the policy.
+
+Plain text only, no colour and no prompts, so the sweep reads well in a cron log:
+by default it prints exactly one timestamped line per run on stdout.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from magent.models import RetentionPolicy
+    from magent.store.retention import SweepReport, Verdict
+
+app = typer.Typer(help="Keep disk use bounded: sweep old task directories (safe from cron).",
+                  no_args_is_help=True)
+
+
+@app.command("sweep")
+def sweep(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go and why; change nothing.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a machine summary as JSON.")] = False,
+) -> None:
+    """Remove task directories past their retention (and trim checkpoints if the policy caps them).
+
+    Prints one summary line. If another sweep is running it says so and exits 0 at
+    once. Exit 2 on a bad policy file (nothing deleted), 1 if a removal failed part-way.
+    """
+    from magent.cli.output import print_json, warn
+
+    engine, _ = _load()
+    report = engine.plan() if dry_run else engine.sweep()
+    if json_out:
+        print_json(report.as_dict())
+    else:
+        if dry_run:
+            _print_plan(report)
+        elif report.busy is None:
+            for v in report.verdicts:
+                if v.reason == "unreadable":
+                    warn(v.detail)
+        for problem in report.problems:
+            warn(problem)
+        print(summary_line(report), flush=True)
+    if report.problems:
+        raise typer.Exit(1)
+
+
+@app.command("show")
+def show(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the policy and every task's eligibility as JSON.")] = False,
+) -> None:
+    """Show the policy in force and, per task, which rule applies and when it becomes eligible."""
+    from magent.cli.output import print_json
+
+    engine, source = _load()
+    report = engine.plan(sizes=False)
+    if json_out:
+        print_json({"policy_file": source, "policy": engine.policy.model_dump(mode="json"),
+                    "now": report.at.isoformat(timespec="seconds"),
+                    "tasks": [v.as_dict() for v in report.verdicts]})
+        return
+    _print_policy(engine.policy, source)
+    _print_tasks(report.verdicts, report.at)
+
+
+def _load():  # -> tuple[Retention, str | None]
+    from magent import paths
+    from magent.config.files import load_retention_policy
+    from magent.store import Store
+    from magent.store.retention import Retention
+
+    store = Store()
+    path = paths.retention_policy_file(store.root)
+    policy = load_retention_policy(path)  # ConfigError (exit 2) before anything is touched
+    return Retention(store, policy), (str(path) if path.exists() else None)
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"
+
+
+def _stamp(when: datetime) -> str:
+    return when.astimezone().isoformat(timespec="seconds")
+
+
+def summary_line(report: "SweepReport") -> str:
+    """The one line a sweep logs, e.g. ``<time> retention sweep: scanned 120 tasks: removed 3 ...``."""
+    head = f"{_stamp(report.at)} retention sweep" + (" (dry run)" if report.dry_run else "")
+    if report.busy is not None:
+        return f"{head}: another sweep is already running ({report.busy}); nothing done"
+    verb = "would remove" if report.dry_run else "removed"
+    removed = [v for v in report.verdicts if v.action == "remove"]
+    text = (f"{head}: scanned {len(report.verdicts)} tasks: {verb} {len(removed)}"
+            f" ({human_bytes(sum(v.bytes for v in removed))}), kept {report.count('keep')}")
+    skipped = report.skipped()
+    text += f", skipped {sum(skipped.values())}"
+    if skipped:
+        names = {"awaiting_human": "paused"}
+        text += " (" + ", ".join(f"{n} {names.get(k, k)}" for k, n in sorted(skipped.items())) + ")"
+    trimmed = [v for v in report.verdicts if v.trim]
+    if trimmed:
+        text += (f", {'would trim' if report.dry_run else 'trimmed'} "
+                 f"{sum(len(v.trim) for v in trimmed)} checkpoints in {len(trimmed)} tasks"
+                 f" ({human_bytes(sum(v.trim_bytes for v in trimmed))})")
+    if report.leftovers:
+        text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
+                 f"left by an interrupted sweep ({human_bytes(report.leftover_bytes)})")
+    if report.problems:
+        text += f", {len(report.problems)} failed"
+    return text
+
+
+def _print_plan(report: "SweepReport") -> None:
+    for v in report.verdicts:
+        if v.action == "remove":
+            print(f"would remove  {v.task_id}  {v.status:<14} {human_bytes(v.bytes):>9}  {v.detail}")
+        elif v.action == "skip" and v.reason in ("locked", "unreadable"):
+            print(f"would skip    {v.task_id}  {v.status or '?':<14} {v.reason:>9}  {v.detail}")
+        if v.trim:
+            print(f"would trim    {v.task_id}  {v.status:<14} {human_bytes(v.trim_bytes):>9}  "
+                  f"checkpoints {_ranges(v.trim)} (keep_checkpoints)")
+    for name in report.leftovers:
+        print(f"would clear   tasks/{name}  (left by an interrupted sweep)")
+
+
+def _ranges(numbers: list[int]) -> str:
+    parts: list[str] = []
+    start = prev = numbers[0]
+    for n in numbers[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(parts)
+
+
+def _print_policy(policy: "RetentionPolicy", source: str | None) -> None:
+    from magent.store.retention import PROTECTED
+
+    def days(mapping: dict) -> str:
+        return ", ".join(f"{getattr(k, 'value', k)} {d}d" for k, d in mapping.items()) or "-"
+
+    protected = [s.value for s in PROTECTED if s not in policy.by_status]
+    rows = [("policy", source or "built-in defaults (no config/retention_policy.yaml)"),
+            ("default_days", f"{policy.default_days}d"), ("by_task", days(policy.by_task)),
+            ("by_status", days(policy.by_status)),
+            ("keep_checkpoints", str(policy.keep_checkpoints or "all")),
+            ("never swept", ", ".join(protected) or "-")]
+    for key, value in rows:
+        print(f"{key:<17} {value}")
+    print("precedence        own --retention-days, then tags (longest wins), then status, "
+          "then default_days")
+
+
+def _print_tasks(verdicts: list["Verdict"], at: datetime) -> None:
+    print()
+    if not verdicts:
+        print("no tasks")
+        return
+    far = datetime.max.replace(tzinfo=at.tzinfo)
+    verdicts = sorted(verdicts, key=lambda v: (v.status is None, v.eligible_at or far))
+    print(f"{'TASK':<9} {'STATUS':<15} {'SINCE':<17} {'RULE':<28} ELIGIBLE")
+    for v in verdicts:
+        if v.status is None:
+            print(f"{v.task_id[:8]:<9} {'?':<15} {'-':<17} {'-':<28} never: {v.detail}")
+            continue
+        since = v.since.astimezone().strftime("%Y-%m-%d %H:%M") if v.since else "-"
+        rule = v.rule.detail if v.rule and v.rule.source != "protected" else "protected"
+        if v.eligible_at is None:
+            when = "never" + (f" ({v.status} is protected)" if v.reason in (
+                "running", "awaiting_human") else "")
+        else:
+            when = v.eligible_at.astimezone().strftime("%Y-%m-%d %H:%M")
+            when += " (now)" if v.eligible_at <= at else f" (in {_until(v.eligible_at - at)})"
+            if v.reason == "locked":
+                when += f"; {v.detail}"
+        if v.trim:
+            when += f"; trims {len(v.trim)} checkpoints"
+        print(f"{v.task_id[:8]:<9} {v.status:<15} {since:<17} {rule:<28} {when}")
+
+
+def _until(delta) -> str:
+    secs = delta.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit}"
+    return f"{int(secs)}s"

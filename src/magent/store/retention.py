@@ -1,0 +1,498 @@
+"""Retention: which task directories have outlived the policy, and removing them safely.
+
+Policy (``resolve``): a task's own ``retention_days``, else the longest ``by_task``
+days among its tags, else ``by_status`` for its status, else ``default_days``.
+Tasks that are running or awaiting a human are never swept unless ``by_status``
+names that status (the days are then decided by the same precedence). The clock
+starts at ``completed_at``, or ``updated_at`` when the task never completed.
+
+Deletion (``Retention.sweep``) is built so that no crash, race or planted link can
+do harm:
+
+- one sweep at a time: the ``retention-sweep`` lock, taken without waiting; a
+  second sweep returns at once with ``busy`` set;
+- each task's own lock is taken without waiting before the task is touched, so a
+  live run is skipped and no run can start on a task being removed; the task is
+  judged again under that lock;
+- ``tasks/<id>`` is first renamed to ``tasks/.trash-<id>-<hex>`` (not a task id, so
+  every lister ignores it) and only then removed, with ``shutil.rmtree``'s fd-based
+  walk, which unlinks symlinks and never follows them; the next sweep finishes
+  what an interrupted one left;
+- every name is validated before it becomes a path, and only direct children of
+  ``tasks/`` and ``locks/`` are renamed or unlinked.
+
+``keep_checkpoints`` trims the oldest checkpoint files of the tasks that stay,
+never the newest N, one a fork started from, or the pause a task is waiting on.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from magent.errors import StoreError, TaskLockedError
+from magent.ids import is_uuid4, now
+from magent.models import RetentionPolicy, TaskStatus
+from magent.store.checkpoints import CheckpointLog
+from magent.store.files import fsync_dir
+from magent.store.locks import Lock
+from magent.store.tasks import Store
+
+SWEEP_LOCK = "retention-sweep"
+PROTECTED = (TaskStatus.running, TaskStatus.awaiting_human)
+"""Statuses that are never swept unless ``by_status`` names them."""
+
+_TRASH = re.compile(r"^\.trash-([0-9a-f-]{36})-[0-9a-f]{8}$")
+_CHECKPOINT = re.compile(r"^checkpoint_(\d{3,})\.json$")
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """The task.json fields retention needs, read without validating the whole document."""
+
+    id: str
+    status: TaskStatus
+    tags: tuple[str, ...]
+    retention_days: int | None
+    since: datetime
+    """When the retention clock started: ``completed_at``, else ``updated_at``."""
+    since_field: str
+    forks: frozenset[int]
+    """Checkpoint numbers other tasks were forked from."""
+    parent: tuple[str, int] | None
+    """(task id, checkpoint) this task was forked from."""
+
+
+def read_record(task_dir: Path, task_id: str) -> TaskRecord:
+    """Read the retention fields of ``task_dir/task.json``; ``StoreError`` says what is wrong."""
+    where = f"task {task_id}: task.json"
+    try:
+        # O_NOFOLLOW: a task.json planted as a symlink is reported, never read through.
+        fd = os.open(task_dir / "task.json", os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            doc = json.loads(fh.read())
+    except FileNotFoundError:
+        raise StoreError(f"{where} is missing (a half-written task directory?)") from None
+    except (OSError, ValueError) as exc:
+        reason = ("is a symlink" if getattr(exc, "errno", None) == errno.ELOOP
+                  else f"is unreadable ({exc})")
+        raise StoreError(f"{where} {reason}") from None
+
+    def bad(what: str) -> StoreError:
+        return StoreError(f"{where}: {what}")
+
+    if not isinstance(doc, dict):
+        raise bad("not a JSON object")
+    if doc.get("id") != task_id:
+        raise bad("its id does not match the directory name")
+    try:
+        status = TaskStatus(doc.get("status"))
+    except ValueError:
+        raise bad(f"unknown status {doc.get('status')!r}") from None
+    tags = doc.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise bad("tags is not a list of strings")
+    days = doc.get("retention_days")
+    if days is not None and (type(days) is not int or days < 0):
+        raise bad(f"retention_days {days!r} is not a whole number of days >= 0")
+    since_field = "completed_at" if doc.get("completed_at") else "updated_at"
+    since = _parse_time(doc.get(since_field))
+    if since is None:
+        raise bad(f"{since_field} {doc.get(since_field)!r} is not a timestamp")
+    forks = doc.get("forks") or []
+    if not isinstance(forks, list) or not all(
+            isinstance(f, dict) and type(f.get("checkpoint")) is int for f in forks):
+        raise bad("forks is not a list of {task_id, checkpoint}")
+    parent_id, parent_cp = doc.get("parent_task_id"), doc.get("parent_checkpoint")
+    parent = ((parent_id, parent_cp) if isinstance(parent_id, str) and is_uuid4(parent_id)
+              and type(parent_cp) is int else None)
+    return TaskRecord(id=task_id, status=status, tags=tuple(tags), retention_days=days, since=since,
+                      since_field=since_field, forks=frozenset(f["checkpoint"] for f in forks),
+                      parent=parent)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    # Python 3.10's fromisoformat does not accept the "Z" pydantic writes.
+    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The policy rule that decides a task's retention."""
+
+    source: str
+    """``task`` (its own retention_days), ``tag``, ``status``, ``default`` or ``protected``."""
+    days: int | None
+    """None: never swept (a protected status)."""
+    detail: str
+
+
+def resolve(policy: RetentionPolicy, record: TaskRecord) -> Rule:
+    """Apply the precedence: own days, then tags (longest wins), then status, then default."""
+    status = record.status
+    if status in PROTECTED and status not in policy.by_status:
+        return Rule("protected", None, f"{status.value}: never swept (by_status does not name it)")
+    if record.retention_days is not None:
+        return Rule("task", record.retention_days, f"own retention_days: {record.retention_days}d")
+    tagged = [(policy.by_task[t], t) for t in record.tags if t in policy.by_task]
+    if tagged:
+        days, tag = max(tagged, key=lambda pair: pair[0])
+        return Rule("tag", days, f"tag {tag}: {days}d")
+    if status in policy.by_status:
+        days = policy.by_status[status]
+        return Rule("status", days, f"status {status.value}: {days}d")
+    return Rule("default", policy.default_days, f"default_days: {policy.default_days}d")
+
+
+@dataclass
+class Verdict:
+    """What the policy says about one entry of ``tasks/`` now, and what a sweep did with it."""
+
+    task_id: str
+    status: str | None
+    """None when task.json could not be read."""
+    action: str
+    """``remove``, ``keep`` (not eligible yet) or ``skip``."""
+    reason: str = ""
+    """Why skipped: ``running``, ``awaiting_human``, ``locked`` or ``unreadable``."""
+    detail: str = ""
+    rule: Rule | None = None
+    since: datetime | None = None
+    since_field: str | None = None
+    eligible_at: datetime | None = None
+    """None: never (protected or unreadable)."""
+    bytes: int = 0
+    """Size of the task directory, for ``remove`` (counted with lstat, links not followed)."""
+    trim: list[int] = field(default_factory=list)
+    """Checkpoint numbers ``keep_checkpoints`` removes."""
+    trim_bytes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        iso = (lambda t: t.isoformat(timespec="seconds") if t else None)  # noqa: E731
+        return {"task_id": self.task_id, "status": self.status, "action": self.action,
+                "reason": self.reason or None, "detail": self.detail,
+                "rule": self.rule.source if self.rule else None,
+                "days": self.rule.days if self.rule else None,
+                "rule_detail": self.rule.detail if self.rule else None,
+                "since": iso(self.since), "since_field": self.since_field,
+                "eligible_at": iso(self.eligible_at), "bytes": self.bytes,
+                "checkpoints_trimmed": self.trim, "trim_bytes": self.trim_bytes}
+
+
+@dataclass
+class SweepReport:
+    """The outcome of a sweep (or of a dry run: what a sweep would do)."""
+
+    at: datetime
+    dry_run: bool
+    verdicts: list[Verdict] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+    """Trash of interrupted sweeps (``tasks/.trash-*``) removed, or to remove."""
+    leftover_bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    """Removals that failed part-way (retried by the next sweep)."""
+    busy: str | None = None
+    """Set when another sweep holds the lock: who holds it. Nothing was done."""
+
+    def count(self, action: str) -> int:
+        return sum(1 for v in self.verdicts if v.action == action)
+
+    def skipped(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for v in self.verdicts:
+            if v.action == "skip":
+                out[v.reason] = out.get(v.reason, 0) + 1
+        return out
+
+    @property
+    def bytes_freed(self) -> int:
+        return (sum(v.bytes for v in self.verdicts if v.action == "remove")
+                + sum(v.trim_bytes for v in self.verdicts) + self.leftover_bytes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"at": self.at.isoformat(timespec="seconds"), "dry_run": self.dry_run,
+                "busy": self.busy, "scanned": len(self.verdicts), "removed": self.count("remove"),
+                "kept": self.count("keep"), "skipped": self.skipped(),
+                "bytes_freed": self.bytes_freed,
+                "checkpoints_trimmed": sum(len(v.trim) for v in self.verdicts),
+                "leftovers": self.leftovers, "problems": self.problems,
+                "tasks": [v.as_dict() for v in self.verdicts if v.action != "keep" or v.trim]}
+
+
+class Retention:
+    """Applies a ``RetentionPolicy`` to the tasks of a ``Store``: ``plan`` looks, ``sweep`` acts."""
+
+    def __init__(self, store: Store, policy: RetentionPolicy, *,
+                 clock: Callable[[], datetime] = now):
+        self.store = store
+        self.policy = policy
+        self.now = clock()
+
+    # looking
+    def judge(self, record: TaskRecord) -> Verdict:
+        """The verdict the policy alone gives (locks and checkpoints not looked at)."""
+        rule = resolve(self.policy, record)
+        v = Verdict(record.id, record.status.value, "keep", rule=rule, since=record.since,
+                    since_field=record.since_field)
+        if rule.days is None:
+            v.action, v.reason, v.detail = "skip", record.status.value, rule.detail
+            return v
+        try:
+            v.eligible_at = record.since + timedelta(days=rule.days)
+        except OverflowError:  # days beyond the calendar: never
+            v.detail = f"{rule.detail}: beyond the calendar, never eligible"
+            return v
+        what = "finished" if record.since_field == "completed_at" else "last updated"
+        v.detail = f"{what} {record.since:%Y-%m-%d %H:%M} UTC; {rule.detail}"
+        if self.now >= v.eligible_at:
+            v.action = "remove"
+        return v
+
+    def plan(self, *, sizes: bool = True) -> SweepReport:
+        """What a sweep would do now; changes nothing on disk (a dry run)."""
+        report = SweepReport(at=self.now, dry_run=True)
+        if not self.store.root.is_dir():
+            return report
+        self._check_tasks_dir()
+        report.verdicts = self._scan()
+        for v in report.verdicts:
+            if v.action == "remove" and sizes:
+                v.bytes = tree_size(self.store.tasks_dir / v.task_id)
+        for name in self._leftovers():
+            report.leftovers.append(name)
+            report.leftover_bytes += tree_size(self.store.tasks_dir / name)
+        return report
+
+    def _check_tasks_dir(self) -> None:
+        if self.store.tasks_dir.is_symlink():
+            raise StoreError(f"{self.store.tasks_dir} is a symlink: retention never deletes "
+                             "through one (point MAGENT_HOME at the real directory instead)")
+
+    def _scan(self) -> list[Verdict]:
+        verdicts: list[Verdict] = []
+        records: list[TaskRecord] = []
+        try:
+            it = os.scandir(self.store.tasks_dir)
+        except FileNotFoundError:
+            return verdicts
+        with it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it
+                       if is_uuid4(e.name)]
+        for name, is_dir, is_link in sorted(entries):
+            if not is_dir:
+                what = "a symlink" if is_link else "not a directory"
+                verdicts.append(Verdict(name, None, "skip", "unreadable",
+                                        f"tasks/{name} is {what}; left alone"))
+                continue
+            try:
+                records.append(read_record(self.store.tasks_dir / name, name))
+            except StoreError as exc:
+                verdicts.append(Verdict(name, None, "skip", "unreadable", f"{exc}; left in place"))
+        forked: dict[str, set[int]] = {}
+        for r in records:
+            forked.setdefault(r.id, set()).update(r.forks)
+            if r.parent:
+                forked.setdefault(r.parent[0], set()).add(r.parent[1])
+        for r in records:
+            v = self.judge(r)
+            if v.action == "remove":
+                lock = self._task_lock(r.id)
+                if not lock.is_free():
+                    v.action, v.reason = "skip", "locked"
+                    v.detail = f"in use by {lock.describe_holder()}"
+            if v.action != "remove" and self.policy.keep_checkpoints:
+                self._plan_trim(v, r, forked.get(r.id, set()))
+            verdicts.append(v)
+        verdicts.sort(key=lambda v: v.task_id)
+        return verdicts
+
+    def _plan_trim(self, v: Verdict, record: TaskRecord, forked: set[int]) -> None:
+        keep_n = self.policy.keep_checkpoints or 0
+        task_dir = self.store.tasks_dir / record.id
+        try:
+            numbers = sorted(int(m.group(1)) for n in os.listdir(task_dir)
+                             if (m := _CHECKPOINT.match(n)))
+        except OSError:
+            return
+        if len(numbers) <= keep_n:
+            return
+        keep = set(numbers[-keep_n:]) | forked
+        if record.status == TaskStatus.awaiting_human:
+            # The pause resumes from the newest readable checkpoint, which is older than
+            # the newest file when that one is corrupt.
+            cp, _ = CheckpointLog(task_dir, record.id).latest(repair=False)
+            if cp is not None and cp.awaiting_human:
+                keep.add(cp.sequence)
+        trim = [n for n in numbers if n not in keep]
+        if trim and not self._task_lock(record.id).is_free():
+            return  # a live run owns the checkpoints
+        v.trim = trim
+        v.trim_bytes = sum(_lsize(task_dir / f"checkpoint_{n:03d}.json") for n in trim)
+
+    def _leftovers(self) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(self.store.tasks_dir) if _TRASH.match(n))
+        except FileNotFoundError:
+            return []
+
+    def _task_lock(self, task_id: str) -> Lock:
+        return Lock(self.store.locks_dir, task_id, f"task {task_id}")
+
+    # acting
+    def sweep(self) -> SweepReport:
+        """Remove what the policy says may go; see the module docstring for the safety rules."""
+        report = SweepReport(at=self.now, dry_run=False)
+        if not self.store.root.is_dir():
+            return report  # no home yet: nothing to do, and nothing is created
+        self._check_tasks_dir()
+        sweep_lock = self.store.lock(SWEEP_LOCK, "a retention sweep")
+        try:
+            sweep_lock.acquire()
+        except TaskLockedError:
+            report.busy = sweep_lock.describe_holder()
+            return report
+        try:
+            self._clear_leftovers(report)
+            report.verdicts = self._scan()
+            for i, v in enumerate(report.verdicts):
+                if v.action == "remove":
+                    report.verdicts[i] = self._remove(v, report)
+                elif v.trim:
+                    self._trim(v, report)
+        finally:
+            sweep_lock.release()
+        return report
+
+    def _remove(self, v: Verdict, report: SweepReport) -> Verdict:
+        tasks_dir = self.store.tasks_dir
+        path = tasks_dir / v.task_id
+        lock = self._task_lock(v.task_id)
+        try:
+            lock.acquire()
+        except TaskLockedError:
+            v.action, v.reason, v.detail = "skip", "locked", f"in use by {lock.describe_holder()}"
+            return v
+        try:
+            # Judge again under the lock: the task may have been resumed since the scan.
+            try:
+                fresh = self.judge(read_record(path, v.task_id))
+            except StoreError as exc:
+                fresh = Verdict(v.task_id, None, "skip", "unreadable", f"{exc}; left in place")
+            if fresh.action != "remove":
+                return fresh
+            v = fresh
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                v.action, v.reason, v.detail = "skip", "unreadable", "no longer a directory"
+                return v
+            trash = tasks_dir / f".trash-{v.task_id}-{secrets.token_hex(4)}"
+            os.rename(path, trash)  # from here on it is not a task for anyone
+            fsync_dir(tasks_dir)
+            self._unlink_locks(v.task_id)  # while held, so no one takes the old file
+        except OSError as exc:
+            v.action, v.reason, v.detail = "skip", "unreadable", f"could not move aside: {exc}"
+            return v
+        finally:
+            lock.release()
+        v.bytes = tree_size(trash)
+        self._rmtree(trash, report)
+        return v
+
+    def _trim(self, v: Verdict, report: SweepReport) -> None:
+        lock = self._task_lock(v.task_id)
+        try:
+            lock.acquire()
+        except TaskLockedError:
+            v.trim, v.trim_bytes = [], 0
+            return
+        task_dir = self.store.tasks_dir / v.task_id
+        done, freed = [], 0
+        try:
+            for n in v.trim:
+                p = task_dir / f"checkpoint_{n:03d}.json"
+                try:
+                    size = _lsize(p)
+                    os.unlink(p)  # unlinks a symlink itself, never its target
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    report.problems.append(f"task {v.task_id}: could not remove {p.name}: {exc}")
+                    continue
+                done.append(n)
+                freed += size
+            if done:
+                fsync_dir(task_dir)
+        finally:
+            lock.release()
+        v.trim, v.trim_bytes = done, freed
+
+    def _clear_leftovers(self, report: SweepReport) -> None:
+        for name in self._leftovers():
+            path = self.store.tasks_dir / name
+            report.leftovers.append(name)
+            report.leftover_bytes += tree_size(path)
+            task_id = _TRASH.match(name).group(1)  # type: ignore[union-attr]
+            if is_uuid4(task_id) and not os.path.lexists(self.store.tasks_dir / task_id):
+                self._unlink_locks(task_id)
+            if os.path.isdir(path) and not os.path.islink(path):
+                self._rmtree(path, report)
+            else:
+                path.unlink(missing_ok=True)
+
+    def _rmtree(self, path: Path, report: SweepReport) -> None:
+        try:
+            shutil.rmtree(path)  # fd-based on Linux: symlinks are unlinked, never followed
+        except OSError as exc:
+            report.problems.append(f"could not finish removing {path.name} ({exc}); "
+                                   "the next sweep retries")
+
+    def _unlink_locks(self, task_id: str) -> None:
+        for suffix in (".lock", ".holder.json"):
+            try:
+                os.unlink(self.store.locks_dir / f"{task_id}{suffix}")
+            except FileNotFoundError:
+                pass
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the files under ``path`` by lstat: symlinks count as themselves, never followed."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return _lsize(path)
+    total, stack = 0, [path]
+    while stack:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+                    else:
+                        total += e.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    return total
+
+
+def _lsize(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
