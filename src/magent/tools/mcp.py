@@ -1,0 +1,366 @@
+"""MCP servers as tool providers: stdio subprocesses, SSE and streamable HTTP endpoints.
+
+One ``MCPProvider`` per configured server. It connects within the server's
+``connect_timeout_seconds``, lists its tools, and runs calls with a per-call
+timeout. What can go wrong comes back as a ``ToolResult`` (never raised):
+
+- the tool reports an error (MCP ``isError``): FAILURE;
+- the server crashes or the connection drops: ERROR with the tail of the
+  server's stderr; the server is restarted for the next call, once, after which
+  its calls are ERROR observations naming the crash;
+- the call hangs: TIMEOUT; the request is cancelled and a stdio server's
+  process group terminated, then killed, and reaped (it starts again on the
+  next call, without using up the crash restart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, Iterable, Union
+
+from magent.errors import ToolError
+from magent.models import Tool
+from magent.models.tools import HttpServer, StdioServer
+from magent.tools.base import ToolResult
+from magent.tools.mcp_convert import describe_error, result_text, to_tool
+from magent.tools.mcp_process import StdioProcess, stdio_transport
+
+# magent reports every MCP failure itself; the SDK's own log lines would only
+# repeat them on the terminal (a handler here keeps logging's last resort quiet).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+ServerConfig = Union[StdioServer, HttpServer]
+GARBAGE_GRACE_SECONDS = 2.0
+"""After a non-MCP line on stdout, how long the handshake may still take before giving up."""
+CLOSE_TIMEOUT_SECONDS = 10.0
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""Largest single reply accepted over streamable HTTP; big outputs are cut by the registry, not lost here."""
+
+
+class _Connection:
+    """One live session with a server.
+
+    A background task owns it from connect to close, because the SDK's anyio
+    task groups must be exited by the task that entered them; calls from any
+    task go through ``session``.
+    """
+
+    def __init__(self, provider: "MCPProvider"):
+        self.provider = provider
+        self.session: Any = None
+        self.tools: list[Any] = []
+        self.error: BaseException | None = None
+        self.proc: StdioProcess | None = None
+        self.ready = asyncio.Event()
+        self.garbage = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.lost = False
+        self.transport_error = ""
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        from mcp.client.session import ClientSession
+        from mcp_types import Implementation
+
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(stack))
+                session = await stack.enter_async_context(ClientSession(
+                    read, write, client_info=Implementation(name="magent", version=_version()),
+                    message_handler=self._on_message))
+                await session.initialize()
+                self.tools = await _list_all(session)
+                self.session = session
+                self.ready.set()
+                await self.stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - kept and reported by whoever waits
+            self.error = exc
+        finally:
+            self.session = None
+            self.lost = True
+            self.ready.set()
+
+    async def _on_message(self, message: Any) -> None:
+        # Transport faults (a broken SSE stream, an oversized event) arrive here as
+        # exceptions; the last one explains a lost connection better than "closed".
+        if isinstance(message, Exception):
+            self.transport_error = describe_error(message)
+
+    def _transport(self, stack: AsyncExitStack) -> Any:
+        server = self.provider.server
+        if isinstance(server, StdioServer):
+            cfg = server.config
+            cwd = cfg.cwd
+            if cwd is not None and self.provider.base_dir is not None and not Path(cwd).is_absolute():
+                cwd = str(self.provider.base_dir / cwd)
+            self.proc = StdioProcess(command=cfg.command, args=list(cfg.args), env=dict(cfg.env), cwd=cwd,
+                                     on_garbage=self.garbage.set)
+            return stdio_transport(self.proc)
+        headers = dict(server.config.headers)
+        timeout = float(server.connect_timeout_seconds)
+        if server.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(server.config.url, headers=headers, timeout=timeout, sse_read_timeout=3600)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(timeout, read=3600))
+        stack.push_async_callback(client.aclose)
+        return streamable_http_client(server.config.url, http_client=client, max_sse_event_size=MAX_EVENT_BYTES)
+
+    @property
+    def usable(self) -> bool:
+        if self.session is None or self.lost:
+            return False
+        return self.proc is None or self.proc.alive
+
+    async def close(self) -> None:
+        self.stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self.task), CLOSE_TIMEOUT_SECONDS)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
+class MCPProvider:
+    """A configured MCP server behind the ``ToolProvider`` interface."""
+
+    def __init__(self, server: ServerConfig, *, base_dir: Path | None = None, max_restarts: int = 1,
+                 secrets: Iterable[str] = ()):
+        self.server = server
+        self.name = server.name
+        self.base_dir = base_dir
+        self.max_restarts = max_restarts
+        self.restarts = 0
+        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+        self._conn: _Connection | None = None
+        self._down: str | None = None
+        """Why the server is not restarted again (set after the restart budget is spent)."""
+        self._crashed = False
+        self._lock = asyncio.Lock()
+        self._tools: list[Tool] = []
+
+    # -- what the registry and the CLI see ---------------------------------------------------
+
+    @property
+    def target(self) -> str:
+        """What the server is: its command line or its URL (for listings and messages)."""
+        if isinstance(self.server, StdioServer):
+            return " ".join([self.server.config.command, *self.server.config.args])
+        return self.server.config.url
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of a running stdio server (None for HTTP servers or when stopped)."""
+        conn = self._conn
+        return conn.proc.pid if conn is not None and conn.proc is not None and conn.proc.alive else None
+
+    async def start(self) -> None:
+        """Connect and list tools; ``ToolError`` with one clear line when that fails."""
+        async with self._lock:
+            if self._conn is not None and self._conn.usable:
+                return
+            await self._connect()
+
+    async def list_tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        started = time.perf_counter()
+        notes: list[str] = []
+        try:
+            conn = await self._ensure(notes)
+        except ToolError as exc:
+            return self._result("ERROR", str(exc), started, notes)
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        try:
+            res = await conn.session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                return await self._timed_out(conn, timeout, started, notes)
+            if exc.code == CONNECTION_CLOSED or not conn.usable:
+                return await self._lost(conn, started, notes, detail=conn.transport_error)
+            return self._result("ERROR", f"server {self.name!r} refused the call: {exc.error.message}",
+                                started, notes)
+        except Exception as exc:  # noqa: BLE001 - a transport failure is an observation
+            if not conn.usable or _is_transport_error(exc):
+                return await self._lost(conn, started, notes, detail=describe_error(exc))
+            return self._result("ERROR", f"server {self.name!r}: {describe_error(exc)}", started, notes)
+        text = result_text(res)
+        outcome = "FAILURE" if res.is_error else "SUCCESS"
+        out = self._result(outcome, text, started, notes, error=text if res.is_error else None)
+        out.data = res.structured_content
+        return out
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    # -- connecting, restarting ---------------------------------------------------------------
+
+    async def _connect(self) -> None:
+        conn = _Connection(self)
+        timeout = float(self.server.connect_timeout_seconds)
+        deadline = time.monotonic() + timeout
+        ready = asyncio.ensure_future(conn.ready.wait())
+        garbage = asyncio.ensure_future(conn.garbage.wait())
+        try:
+            await asyncio.wait({ready, garbage}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.done() and garbage.done():
+                # A stray line need not be fatal, but a server that only prints noise would
+                # otherwise keep us waiting for the whole connect timeout.
+                await asyncio.wait({ready}, timeout=min(GARBAGE_GRACE_SECONDS, max(0, deadline - time.monotonic())))
+        finally:
+            ready.cancel()
+            garbage.cancel()
+        if conn.session is not None and conn.error is None:
+            self._conn = conn
+            self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in conn.tools]
+            return
+        await conn.close()
+        raise ToolError(self._connect_failure(conn, timeout))
+
+    def _connect_failure(self, conn: _Connection, timeout: float) -> str:
+        where = f"MCP server {self.name!r} ({self.target})"
+        proc = conn.proc
+        if proc is not None and proc.garbage:
+            msg = f"{where} wrote non-MCP output on stdout: {proc.garbage[0]!r}"
+        elif conn.error is not None:
+            err = describe_error(conn.error)
+            if proc is not None and proc.exit_code is not None:
+                msg = f"{where} exited with code {proc.exit_code} before answering"
+            else:
+                msg = f"{where} could not be started: {err}"
+        else:
+            msg = f"{where} did not answer within {timeout:g}s"
+        return self._redact(msg + self._stderr_suffix(proc))
+
+    async def _ensure(self, notes: list[str]) -> _Connection:
+        conn = self._conn
+        if conn is not None and conn.usable:
+            return conn
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and conn.usable:
+                return conn
+            if self._down:
+                raise ToolError(self._down)
+            if conn is not None:
+                self._conn = None
+                await conn.close()
+            crashed = self._crashed
+            if crashed:
+                self.restarts += 1
+                self._crashed = False
+            try:
+                await self._connect()
+            except ToolError as exc:
+                if crashed:  # the one restart failed: do not try on every call
+                    self._down = f"{exc} (while restarting it after a crash)"
+                raise
+            notes.append(f"restarted MCP server {self.name!r}" + (" after it crashed" if crashed else ""))
+            assert self._conn is not None
+            return self._conn
+
+    async def _lost(self, conn: _Connection, started: float, notes: list[str], detail: str = "") -> ToolResult:
+        proc = conn.proc
+        if proc is not None and proc.stopped_by_us:
+            msg = f"MCP server {self.name!r} was stopped while this call ran (another call timed out)"
+            return self._result("ERROR", msg, started, notes)
+        code = await proc.wait_exit(0.5) if proc is not None else None
+        await conn.close()
+        if proc is not None:
+            msg = f"MCP server {self.name!r} crashed during the call" + (
+                f" (exit code {code})" if code is not None else "")
+        else:
+            detail = detail or (describe_error(conn.error) if conn.error is not None else "")
+            msg = f"lost the connection to MCP server {self.name!r}" + (f" ({detail})" if detail else "")
+        async with self._lock:
+            if self._conn is conn:
+                self._conn = None
+                if self.restarts < self.max_restarts:
+                    self._crashed = True
+                    msg += "; it will be restarted for the next call"
+                else:
+                    self._down = self._redact(
+                        f"MCP server {self.name!r} is down: it failed again after {self.restarts} restart(s)")
+                    msg += "; it was already restarted once, so its tools are now unavailable"
+        if proc is not None and proc.stderr:
+            notes.append(f"stderr of {self.name} (last lines):\n{proc.stderr_tail()}")
+            msg += f"; last stderr line: {proc.stderr[-1]}"
+        return self._result("ERROR", msg, started, notes)
+
+    async def _timed_out(self, conn: _Connection, timeout: float, started: float, notes: list[str]) -> ToolResult:
+        msg = f"timed out after {timeout:g}s; the call was cancelled"
+        if conn.proc is not None:
+            # A stdio server stuck in a call may never read its stdin again: stop it now
+            # rather than leave a busy process behind; it starts afresh on the next call.
+            await conn.proc.terminate()
+            async with self._lock:
+                if self._conn is conn:
+                    self._conn = None
+            await conn.close()
+            msg += f" and MCP server {self.name!r} stopped (it starts again on the next call)"
+            notes.append(f"terminated MCP server {self.name!r} (pid {conn.proc.pid}) after a timeout")
+        return self._result("TIMEOUT", msg, started, notes)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _stderr_suffix(self, proc: StdioProcess | None) -> str:
+        if proc is None or not proc.stderr:
+            return ""
+        lines = [line for line in proc.stderr if line.strip()][-3:]
+        return ("; stderr: " + " | ".join(lines)) if lines else ""
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _result(self, outcome: Any, content: str, started: float, notes: list[str],
+                error: str | None = None) -> ToolResult:
+        content = self._redact(content)
+        if outcome in ("ERROR", "TIMEOUT") and error is None:
+            error = content
+        return ToolResult(outcome=outcome, content=content, error=error,
+                          duration_ms=int((time.perf_counter() - started) * 1000),
+                          notes=[self._redact(n) for n in notes])
+
+
+async def _list_all(session: Any) -> list[Any]:
+    from mcp_types import PaginatedRequestParams
+
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(100):  # a server whose cursor never ends cannot hang the start
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    import anyio
+
+    name = type(exc).__module__
+    return isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                            anyio.EndOfStream)) or name.startswith("httpx")
+
+
+def _version() -> str:
+    from magent import __version__
+
+    return __version__

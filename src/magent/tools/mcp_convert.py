@@ -1,0 +1,71 @@
+"""Translating between MCP's types and magent's: tool definitions, call results, errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from magent.models import Tool
+from magent.models.tools import DEFAULT_TOOL_TIMEOUT
+
+
+def to_tool(server: str, tool: Any, call_timeout: int | None) -> Tool:
+    """A magent ``Tool`` from an MCP ``Tool``; ``idempotentHint`` becomes ``idempotent``."""
+    annotations = getattr(tool, "annotations", None)
+    hint = getattr(annotations, "idempotent_hint", None) if annotations is not None else None
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {"type": "object"}
+    return Tool(name=tool.name, server=server, description=tool.description or "",
+                input_schema=schema, output_schema=tool.output_schema,
+                timeout_seconds=call_timeout or DEFAULT_TOOL_TIMEOUT,
+                idempotent=hint if isinstance(hint, bool) else None)
+
+
+def result_text(result: Any) -> str:
+    """The text a model sees for a ``CallToolResult``: its content blocks, one after another."""
+    parts: list[str] = []
+    for block in result.content or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            size = len(getattr(block, "data", "") or "") * 3 // 4
+            parts.append(f"[{kind}: {block.mime_type}, about {size} bytes]")
+        elif kind == "resource":
+            res = block.resource
+            text = getattr(res, "text", None)
+            parts.append(text if text is not None else f"[resource {res.uri}: {getattr(res, 'mime_type', None) or 'binary'}]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link {block.uri}: {block.name}]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
+    return "\n".join(parts)
+
+
+def leaf_error(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) exception groups from anyio task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # noqa: F821 (3.10: exceptiongroup backport)
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a connect or transport failure, without a traceback."""
+    exc = leaf_error(exc)
+    name = type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    cause = exc.__cause__ or exc.__context__
+    if not text and cause is not None:
+        return describe_error(cause)
+    if "ConnectError" in name or isinstance(exc, ConnectionRefusedError):
+        return f"cannot connect: {text or name}"
+    if name == "HTTPStatusError":
+        return f"HTTP error: {text}"
+    return f"{name}: {text}" if text else name
+
+
+try:  # Python 3.11 has it built in; on 3.10 anyio brings the backport
+    BaseExceptionGroup  # noqa: B018
+except NameError:  # pragma: no cover - 3.10 only
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[no-redef]

@@ -1,0 +1,100 @@
+"""A test MCP server built with the mcp SDK: ``python toolbox.py [stdio|sse|streamable_http] [PORT]``.
+
+Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``fail``
+(an MCP ``isError`` result), ``crash`` (the process exits), ``hang`` (never
+returns), ``huge`` (about a megabyte of text), ``writes`` (not idempotent).
+
+Environment knobs, so tests can make misbehaving servers from one script:
+``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_STDERR``
+a line written to stderr at start; ``TOOLBOX_DESCRIBE`` replaces ``echo``'s
+description (to test definition pinning); ``TOOLBOX_PIDFILE`` where to write
+the pid at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+server = MCPServer("toolbox", log_level="WARNING")
+
+
+@server.tool(description=os.environ.get("TOOLBOX_DESCRIBE", "Return the text unchanged."),
+             annotations=ToolAnnotations(idempotentHint=True, readOnlyHint=True))
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Add two integers.", annotations=ToolAnnotations(idempotentHint=True))
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool(description="Sleep for some seconds, then say so.")
+async def slow(seconds: float = 0.5) -> str:
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(description="The server's process id.")
+def pid() -> int:
+    return os.getpid()
+
+
+@server.tool(description="Always fails (an MCP error result).")
+def fail(reason: str = "it went wrong") -> str:
+    raise ToolError(reason)
+
+
+@server.tool(description="Exit the server process at once.")
+def crash() -> str:
+    print("toolbox: crashing on request", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool(description="Never return.")
+async def hang() -> str:
+    while True:
+        await asyncio.sleep(3600)
+
+
+@server.tool(description="Return a lot of text.")
+def huge(size: int = 1_000_000) -> str:
+    line = "0123456789abcdefghijklmnopqrstuvwxyz" * 2 + "\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+@server.tool(description="Record a write (not idempotent).", annotations=ToolAnnotations(idempotentHint=False))
+def writes(value: str) -> str:
+    return f"wrote {value}"
+
+
+def main() -> None:
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    if os.environ.get("TOOLBOX_PIDFILE"):
+        with open(os.environ["TOOLBOX_PIDFILE"], "w") as f:
+            f.write(str(os.getpid()))
+    if os.environ.get("TOOLBOX_STDERR"):
+        print(os.environ["TOOLBOX_STDERR"], file=sys.stderr, flush=True)
+    delay = float(os.environ.get("TOOLBOX_START_DELAY", "0"))
+    if delay:
+        time.sleep(delay)
+    if transport == "stdio":
+        server.run("stdio")
+    elif transport == "sse":
+        server.run("sse", host="127.0.0.1", port=port)
+    elif transport == "streamable_http":
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        sys.exit(f"unknown transport {transport!r}")
+
+
+if __name__ == "__main__":
+    main()
