@@ -1,0 +1,183 @@
+"""The scripted model (seed 004's stubbed provider): replies played from a YAML file.
+
+An agent with ``llm_config: {model: scripted, script: FILE}`` gets the entries of
+FILE's ``responses:`` list in order, one per call::
+
+    responses:
+      - content: "Let me look that up."
+        tool_calls:
+          - name: kv.get
+            arguments: {key: greeting}
+      - content: "The greeting is hello."
+        usage: {input: 120, output: 9}
+
+``arguments`` may be a string; one that is not a JSON object simulates a model
+sending garbage (the call comes back with ``arguments=None`` and the raw text).
+
+The position in the script is not kept here: the client reads and advances
+``cursors[agent]`` in a dict the engine owns and stores in every checkpoint, so
+a resumed run continues with the next response, not the first. This module
+never imports litellm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from magent.config import load_file, validate
+from magent.config.yamlfile import display_path
+from magent.errors import ConfigError, LLMError
+from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, TokenSink
+from magent.models.base import Model
+
+SCRIPTED = "scripted"
+"""The ``llm_config.model`` value that selects this provider."""
+
+
+class ScriptUsage(Model):
+    """Token counts to report for one response instead of the estimate."""
+
+    input: int = Field(ge=0)
+    output: int = Field(ge=0)
+
+
+class ScriptToolCall(Model):
+    """A tool call the scripted model makes."""
+
+    name: str = Field(min_length=1)
+    """Full ``server.tool`` name (an unknown name is allowed: it tests the engine)."""
+    arguments: Any = Field(default_factory=dict)
+    """A mapping, or a string sent verbatim (a string that is not a JSON object is garbage)."""
+
+    @field_validator("arguments")
+    @classmethod
+    def _mapping_or_text(cls, value: Any) -> Any:
+        if not isinstance(value, (dict, str)):
+            raise ValueError(f"must be a mapping or a string, got {value!r}")
+        return value
+
+
+class ScriptResponse(Model):
+    """One reply of the scripted model."""
+
+    content: str | None = None
+    """Assistant text (``""`` for an empty reply)."""
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    usage: ScriptUsage | None = None
+    """Reported tokens; by default estimated as ceil(characters / 4)."""
+
+    @model_validator(mode="after")
+    def _says_something(self) -> "ScriptResponse":
+        if self.content is None and not self.tool_calls:
+            raise ValueError("a response needs content and/or tool_calls "
+                             "(write content: \"\" for an empty reply)")
+        return self
+
+
+class Script(Model):
+    """A scripted model's file: the replies to play, in order."""
+
+    responses: list[ScriptResponse] = Field(min_length=1)
+
+
+def load_script(path: Path) -> Script:
+    """Parse and validate a script file. Raises ``ConfigError`` naming file:line:col and field."""
+    source = load_file(path)
+    return validate(source, Script)
+
+
+def resolve_script(script: str | None, base_dir: Path, agent: str) -> Path:
+    """The script file of ``agent``, relative to its agent file's directory."""
+    if not script:
+        raise ConfigError(f"agent {agent!r}: model 'scripted' needs a 'script' file of responses",
+                          field="llm_config.script")
+    path = Path(script).expanduser()
+    return path if path.is_absolute() else base_dir / path
+
+
+class ScriptedClient:
+    """Plays one agent's script; the cursor lives in ``cursors[agent]`` (engine-owned)."""
+
+    def __init__(self, path: Path, *, agent: str, cursors: dict[str, int],
+                 script: Script | None = None):
+        self.path = path
+        self.agent = agent
+        self.cursors = cursors
+        self.script = script if script is not None else load_script(path)
+
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
+        started = time.monotonic()
+        index = self.cursors.get(self.agent, 0)
+        responses = self.script.responses
+        if index >= len(responses):
+            raise LLMError(f"scripted model of agent {self.agent!r} has no response #{index + 1}: "
+                           f"{display_path(self.path)} has {len(responses)}")
+        # Advance before yielding to the loop, so a concurrent caller cannot replay this entry.
+        self.cursors[self.agent] = index + 1
+        entry = responses[index]
+        content = entry.content or ""
+        calls = [tool_call(f"call_{self.agent}_{index + 1}_{i + 1}", c.name, c.arguments)
+                 for i, c in enumerate(entry.tool_calls)]
+        if on_token is not None and content:
+            await stream_words(content, on_token)
+        if entry.usage is not None:
+            tokens_in, tokens_out = entry.usage.input, entry.usage.output
+        else:
+            tokens_in, tokens_out = estimate_tokens(request, content, calls)
+        return LLMResponse(content=content, tool_calls=calls, model=SCRIPTED, provider=SCRIPTED,
+                           tokens_in=tokens_in, tokens_out=tokens_out, cost=0.0,
+                           latency_ms=int((time.monotonic() - started) * 1000),
+                           stop_reason="tool_calls" if calls else "stop")
+
+    def supports_tools(self, model: str) -> bool:
+        return True
+
+
+def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str | None) -> LLMToolCall:
+    """Build an ``LLMToolCall``; a string is parsed, and is kept raw when not a JSON object."""
+    if isinstance(arguments, str):
+        return LLMToolCall(id=call_id, name=name, arguments=parse_arguments(arguments),
+                           raw_arguments=arguments)
+    args = dict(arguments or {})
+    return LLMToolCall(id=call_id, name=name, arguments=args, raw_arguments=json.dumps(args))
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """A tool call's argument text as a dict, or None when it is not a JSON object.
+
+    Blank text counts as ``{}``: models calling a tool without parameters often send it.
+    """
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+async def stream_words(content: str, on_token: TokenSink) -> None:
+    """Hand ``content`` to ``on_token`` a word at a time; the pieces join back to ``content``."""
+    for piece in _WORDS.findall(content):
+        on_token(piece)
+        await asyncio.sleep(0)
+
+
+def estimate_tokens(request: LLMRequest, content: str, calls: list[LLMToolCall]) -> tuple[int, int]:
+    """ceil(characters / 4) of what went in and what came out: a stand-in for a tokenizer."""
+    chars_in = len(request.system) + sum(
+        len(m.content) + sum(len(c.tool) + len(json.dumps(c.arguments)) for c in m.tool_calls)
+        for m in request.messages)
+    chars_out = len(content) + sum(len(c.name) + len(c.raw_arguments) for c in calls)
+    return math.ceil(chars_in / 4), math.ceil(chars_out / 4)
