@@ -30,18 +30,25 @@ def validate(
     files: Annotated[list[Path], typer.Argument(help="Agent, workflow, MCP servers or retention policy files.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
 ) -> None:
-    """Check config files; says which kind each is and whether it is valid. Exit 2 if any is not."""
+    """Check config files; says which kind each is and whether it is valid. Exit 2 if any is not.
+
+    Valid files are listed on stdout; each invalid one is one ``magent: error:`` line
+    on stderr naming file:line:col and the field.
+    """
+    import sys
+
     from magent.cli.output import print_json
     from magent.config.check import check_file
 
     results = [check_file(path) for path in files]
     if json_out:
         print_json([r.as_dict() for r in results])
-    else:
-        for r in results:
-            if r.ok:
-                print(f"ok       {r.kind or '?':<17} {r.path}" + (f"  ({r.summary})" if r.summary else ""))
-            else:
-                print(f"invalid  {r.kind or '?':<17} {r.error}")
+    for r in results:
+        if r.ok:
+            if not json_out:
+                print(f"ok  {r.kind:<17} {r.path}" + (f"  ({r.summary})" if r.summary else ""))
+        else:
+            what = f"invalid {r.kind}: " if r.kind else ""
+            print(f"magent: error: {what}{r.error}", file=sys.stderr)
     if not all(r.ok for r in results):
         raise typer.Exit(2)

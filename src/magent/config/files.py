@@ -31,7 +31,9 @@ _MARKERS: list[tuple[ConfigKind, set[str]]] = [
 def detect_kind(source: SourceFile) -> ConfigKind:
     """Tell which kind of config a parsed file is, from its top-level keys."""
     data = source.data
-    if not isinstance(data, dict) or not data:
+    if data in (None, {}):
+        raise source.error("the file is empty: nothing to validate")
+    if not isinstance(data, dict):
         raise source.error("expected a mapping of fields at the top of the file")
     keys = set(data)
     scores = [(len(keys & markers), kind) for kind, markers in _MARKERS]

@@ -33,10 +33,18 @@ def validate(source: SourceFile, model: type[M], data: Any = None, prefix: Field
 
 def to_config_error(exc: ValidationError, source: SourceFile, model: type[BaseModel],
                     data: Any, prefix: FieldPath = ()) -> ConfigError:
-    errors = exc.errors()
+    # An unknown field is reported first: a misspelt key also makes the real one
+    # "missing", and the did-you-mean on the misspelling is what fixes both.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
-    path = _data_path(data, tuple(first["loc"]))
-    message = _explain(first, model, tuple(first["loc"]), data, path)
+    loc = tuple(first["loc"])
+    is_key = bool(loc) and loc[-1] == "[key]"  # pydantic's marker for a bad dict key
+    if is_key:
+        loc = loc[:-1]
+    path = _data_path(data, loc)
+    message = _explain(first, model, loc, data, path)
+    if is_key:
+        message = f"invalid key: {message}"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
     return source.error(message, prefix + path)

@@ -86,66 +86,134 @@ def load_file(path: Path | str) -> SourceFile:
     return load_text(text, path)
 
 
+MAX_NODES = 100_000
+"""Values a config file may hold once aliases are expanded (stops "billion laughs" files)."""
+
+
 def load_text(text: str, path: Path) -> SourceFile:
+    """Parse YAML ``text`` read from ``path``; ``ConfigError`` names file, line and column."""
     shown = display_path(path)
-    loader = _Loader(text)
     marks: dict[FieldPath, tuple[int, int]] = {}
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)
         node = loader.get_single_node()
-        raw = {} if node is None else _build(loader, node, (), marks, shown)
+        raw = {} if node is None else _Builder(loader, marks, shown).build(node, ())
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        if "could not determine a constructor" in problem:
-            tag = problem.rsplit("the tag", 1)[-1].strip().strip("'")
-            tag = tag.replace("tag:yaml.org,2002:", "!!")
-            problem = f"YAML tag {tag} is not allowed (only plain YAML data is accepted)"
-        raise ConfigError(problem, path=shown, line=mark.line + 1 if mark else None,
-                          column=mark.column + 1 if mark else None) from None
+        raise _marked_error(exc, shown) from None
+    except yaml.reader.ReaderError as exc:
+        # Raised for control characters and bad encodings; it knows a position, not a line.
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise ConfigError(f"character {char!r} (U+{ord(char):04X}) is not allowed in YAML",
+                          path=shown, line=line, column=column) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", path=shown) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     source = SourceFile(path=path, raw=raw, data=None, marks=marks)
     source.data = _interpolate(raw, (), source)
     return source
 
 
-def _build(loader: _Loader, node: yaml.Node, path: FieldPath,
-           marks: dict[FieldPath, tuple[int, int]], shown: str) -> Any:
-    marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-    if isinstance(node, yaml.MappingNode):
+def _marked_error(exc: yaml.MarkedYAMLError, shown: str) -> ConfigError:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "invalid YAML"
+    if "could not determine a constructor" in problem:
+        tag = problem.rsplit("the tag", 1)[-1].strip().strip("'")
+        tag = tag.replace("tag:yaml.org,2002:", "!!")
+        problem = f"YAML tag {tag} is not allowed (only plain YAML data is accepted)"
+    elif problem == "but found another document":
+        problem = "found a second YAML document (a config file holds one; remove the '---')"
+    elif exc.problem and exc.context and exc.context_mark is not None:
+        # The context says what was open when the problem was found, often lines earlier
+        # (an unclosed bracket or quote): that is where the mistake usually is.
+        problem = f"{problem} ({exc.context} started on line {exc.context_mark.line + 1})"
+    return ConfigError(problem, path=shown, line=mark.line + 1 if mark else None,
+                       column=mark.column + 1 if mark else None)
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Builder:
+    """Builds plain Python data from composed nodes, recording where every field path is."""
+
+    def __init__(self, loader: _Loader, marks: dict[FieldPath, tuple[int, int]], shown: str):
+        self.loader = loader
+        self.marks = marks
+        self.shown = shown
+        self.count = 0
+        self.open: set[int] = set()
+        """Ids of the collection nodes being built: meeting one again is a recursive alias."""
+        self.written: dict[int, set[int]] = {}
+
+    def _error(self, message: str, node: yaml.Node, field: FieldPath = ()) -> ConfigError:
+        return ConfigError(message, path=self.shown, line=node.start_mark.line + 1,
+                           column=node.start_mark.column + 1, field=dotted(field) or None)
+
+    def build(self, node: yaml.Node, path: FieldPath) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise self._error(f"more than {MAX_NODES} values once aliases are expanded", node)
+        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            return self.loader.construct_object(node, deep=True)
+        if id(node) in self.open:
+            raise self._error("an alias refers to a value that contains it (recursive)", node, path)
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
+            if node.tag != "tag:yaml.org,2002:seq":
+                raise self._tag_error(node)
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        finally:
+            self.open.discard(id(node))
+
+    @staticmethod
+    def _tag_error(node: yaml.Node) -> yaml.constructor.ConstructorError:
+        return yaml.constructor.ConstructorError(
+            None, None, f"could not determine a constructor for the tag {node.tag}",
+            node.start_mark)
+
+    def _mapping(self, node: yaml.MappingNode, path: FieldPath) -> dict[Any, Any]:
         if node.tag != "tag:yaml.org,2002:map":
-            raise yaml.constructor.ConstructorError(
-                None, None, f"could not determine a constructor for the tag {node.tag}",
-                node.start_mark)
-        loader.flatten_mapping(node)
+            raise self._tag_error(node)
+        # Keys written in this mapping may repeat keys brought in by a ``<<`` merge
+        # (that is what a merge is for); two written keys with one name are a mistake.
+        # flatten_mapping rewrites node.value in place, so an aliased mapping met a
+        # second time is already flattened: remember what was written the first time.
+        written = self.written.get(id(node))
+        if written is None:
+            written = self.written[id(node)] = {id(k) for k, _ in node.value if k.tag != _MERGE}
+        self.loader.flatten_mapping(node)
         result: dict[Any, Any] = {}
+        from_merge: set[Any] = set()
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
+            key = self.loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)) or key is None:
-                raise ConfigError("mapping keys must be plain scalars", path=shown,
-                                  line=key_node.start_mark.line + 1,
-                                  column=key_node.start_mark.column + 1)
-            if key in result:
-                first = marks.get(path + (key,), (None, None))[0]
-                raise ConfigError(
-                    f"duplicate key {key!r} (first defined on line {first})", path=shown,
-                    line=key_node.start_mark.line + 1, column=key_node.start_mark.column + 1,
-                    field=dotted(path + (key,)))
-            marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            result[key] = _build(loader, value_node, path + (key,), marks, shown)
+                raise self._error("mapping keys must be plain scalars", key_node, path)
+            here = path + (key,)
+            if key in result and not (key in from_merge or id(key_node) not in written):
+                first = self.marks.get(here, (None, None))[0]
+                raise self._error(f"duplicate key {key!r} (first defined on line {first})",
+                                  key_node, here)
+            if id(key_node) in written:
+                from_merge.discard(key)
+                self.marks[here] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            else:
+                from_merge.add(key)
+                self.marks.setdefault(here, (key_node.start_mark.line + 1,
+                                             key_node.start_mark.column + 1))
+            result[key] = self.build(value_node, here)
         return result
-    if isinstance(node, yaml.SequenceNode):
-        if node.tag != "tag:yaml.org,2002:seq":
-            raise yaml.constructor.ConstructorError(
-                None, None, f"could not determine a constructor for the tag {node.tag}",
-                node.start_mark)
-        return [_build(loader, item, path + (i,), marks, shown) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
 
 
-_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|(?P<bad>\$\{[^}]*\}?)")
+VAR_SYNTAX = "write ${NAME} or ${NAME:-default}, and $$ for a literal $"
 
 
 def _interpolate(value: Any, path: FieldPath, source: SourceFile) -> Any:
@@ -156,20 +224,28 @@ def _interpolate(value: Any, path: FieldPath, source: SourceFile) -> Any:
     if isinstance(value, str) and "$" in value:
         return expand(value, lambda name: source.error(
             f"environment variable {name} is not set (write ${{{name}:-default}} for a default)", path),
-            source.secrets)
+            source.secrets,
+            malformed=lambda ref: source.error(f"malformed variable reference {ref!r} ({VAR_SYNTAX})",
+                                               path))
     return value
 
 
-def expand(text: str, missing, secrets: set[str] | None = None) -> str:
+def expand(text: str, missing, secrets: set[str] | None = None, *, malformed=None) -> str:
     """Expand ``${VAR}``/``${VAR:-default}`` (``$$`` is a literal ``$``).
 
-    ``missing(name)`` returns the exception to raise for an unset variable.
+    ``missing(name)`` returns the exception to raise for an unset variable, and
+    ``malformed(ref)`` the one for a ``${...}`` that is neither form (default:
+    ``ValueError``): a typo such as ``${KEY:default}`` must not pass as literal text.
     Values taken from the environment are added to ``secrets``.
     """
 
     def sub(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
+        if match.group("bad") is not None:
+            ref = match.group("bad")
+            raise (malformed(ref) if malformed else
+                   ValueError(f"malformed variable reference {ref!r} ({VAR_SYNTAX})"))
         name, default = match.group(1), match.group(2)
         value = os.environ.get(name)
         if value is None or (value == "" and default is not None):
@@ -181,3 +257,13 @@ def expand(text: str, missing, secrets: set[str] | None = None) -> str:
         return value
 
     return _VAR.sub(sub, text)
+
+
+def from_raw(raw: Any, path: Path) -> SourceFile:
+    """A SourceFile for data stored earlier as written (e.g. a task's config snapshot).
+
+    ``${VAR}`` is resolved again from the current environment; there are no line marks.
+    """
+    source = SourceFile(path=path, raw=raw, data=None)
+    source.data = _interpolate(raw, (), source)
+    return source

@@ -1,0 +1,169 @@
+"""Every bad config names file:line:col, the field path and what is wrong, in one line.
+
+The files are in ``tests/fixtures/configs/bad``; each has exactly one mistake.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from magent.config import load_agent, load_file, load_mcp_servers, load_retention_policy
+from magent.config.files import ConfigKind, detect_kind
+from magent.errors import ConfigError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "configs"
+BAD = FIXTURES / "bad"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.setenv("MAGENT_TEST_API_KEY", "sk-test-123456")
+    monkeypatch.delenv("MAGENT_TEST_UNSET_KEY", raising=False)
+    monkeypatch.chdir(FIXTURES)  # so paths are shown relative, as a user typing them sees them
+
+
+def _load(path: Path):
+    """Load ``path`` as whatever kind it is, like ``magent validate`` does."""
+    source = load_file(path)
+    kind = detect_kind(source)
+    if kind is ConfigKind.agent:
+        return load_agent(path, source)
+    if kind is ConfigKind.mcp_servers:
+        return load_mcp_servers(path)
+    return load_retention_policy(path, missing_ok=False)
+
+
+# file, line, column, field path (None: the error is about the file), words the message must hold
+CASES = [
+    ("malformed.yaml", 3, 14, None, ["expected ',' or ']'", "started on line 2"]),
+    ("python_tag.yaml", 2, 7, None, ["YAML tag !!python/object/apply:os.system is not allowed"]),
+    ("python_tag_mapping.yaml", 4, 13, None, ["YAML tag !!python/object:builtins.dict is not allowed"]),
+    ("duplicate_key.yaml", 6, 3, "llm_config.model", ["duplicate key 'model'", "first defined on line 5"]),
+    ("unknown_field.yaml", 6, 3, "llm_config.fallback_modle",
+     ["unknown field 'fallback_modle'", "did you mean 'fallback_model'?"]),
+    ("unknown_field_far.yaml", 4, 1, "colour", ["unknown field 'colour'", "allowed:", "system_prompt"]),
+    ("wrong_type.yaml", 4, 1, "max_iterations", ["valid integer", "'lots'"]),
+    ("bad_agent_name.yaml", 1, 1, "name", ["^[a-z][a-z0-9_]*$", "'Writer-2'"]),
+    ("missing_var.yaml", 6, 3, "llm_config.api_key",
+     ["environment variable MAGENT_TEST_UNSET_KEY is not set"]),
+    ("malformed_var.yaml", 6, 3, "llm_config.api_key",
+     ["malformed variable reference '${MAGENT_TEST_API_KEY:fallback}'", "${NAME:-default}"]),
+    ("mcp_transport.yaml", 2, 5, "servers[0]", ["unknown transport 'stdoi'", "'stdio'", "'sse'"]),
+    ("mcp_timeout.yaml", 6, 26, "servers[0].tools.get_current_time.timeout_seconds",
+     ["greater than 0", "got 0"]),
+    ("mcp_config_typo.yaml", 6, 7, "servers[0].config.header", ["did you mean 'headers'?"]),
+    ("retention_status.yaml", 3, 3, "by_status.finished", ["invalid key", "'failed'", "'finished'"]),
+    ("retention_negative.yaml", 3, 3, "by_task.debug", ["greater than or equal to 0", "-3"]),
+    ("two_documents.yaml", 2, 1, None, ["second YAML document"]),
+    ("top_level_list.yaml", 1, 1, None, ["expected a mapping"]),
+    ("unknown_kind.yaml", 1, 1, None, ["cannot tell what kind of config"]),
+    ("control_char.yaml", 3, 10, None, ["'\\x01'", "not allowed in YAML"]),
+]
+
+
+def test_every_bad_fixture_has_a_case():
+    assert sorted(p.name for p in BAD.glob("*.yaml")) == sorted(c[0] for c in CASES)
+
+
+@pytest.mark.parametrize("name,line,column,field,words", CASES, ids=[c[0] for c in CASES])
+def test_bad_config_error_names_file_line_column_and_field(name, line, column, field, words):
+    with pytest.raises(ConfigError) as exc:
+        _load(BAD / name)
+    err = exc.value
+    assert (err.path, err.line, err.column, err.field) == (f"bad/{name}", line, column, field)
+    text = str(err)
+    prefix = f"bad/{name}:{line}:{column}: " + (f"{field}: " if field else "")
+    assert text.startswith(prefix), text
+    for word in words:
+        assert word in text, text
+    assert "\n" not in text and "Traceback" not in text
+
+
+def test_error_path_is_absolute_when_the_file_is_outside_the_working_directory(tmp_path):
+    os.chdir(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        _load(BAD / "wrong_type.yaml")
+    assert str(exc.value).startswith(f"{BAD / 'wrong_type.yaml'}:4:1: max_iterations: ")
+
+
+def test_a_misspelt_field_is_reported_before_the_missing_one_it_causes(tmp_path):
+    f = tmp_path / "agent.yaml"
+    f.write_text("name: w\nrole: r\nsystem_prompt: s\nllm_config:\n  modle: gpt\n")
+    with pytest.raises(ConfigError) as exc:
+        load_agent(f)
+    assert exc.value.field == "llm_config.modle"
+    assert "did you mean 'model'?" in str(exc.value) and "(and 1 more error)" in str(exc.value)
+
+
+def test_missing_required_field_is_named(tmp_path):
+    f = tmp_path / "agent.yaml"
+    f.write_text("name: w\nrole: r\nllm_config: {model: gpt}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_agent(f)
+    assert exc.value.field == "system_prompt"
+    assert "missing required field 'system_prompt'" in str(exc.value)
+
+
+def test_did_you_mean_inside_a_discriminated_union(tmp_path):
+    f = tmp_path / "mcp.yaml"
+    f.write_text("servers:\n  - name: t\n    transport: stdio\n    config: {comand: x}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_mcp_servers(f)
+    assert exc.value.field == "servers[0].config.comand"
+    assert "did you mean 'command'?" in str(exc.value)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("a: 'unclosed\n", ["unexpected end of stream", "quoted scalar started on line 1"]),
+    ("a: b: c\n", ["mapping values are not allowed here"]),
+    ("a: *nowhere\n", ["undefined alias 'nowhere'"]),
+    ("a:\n\tb: 1\n", ["'\\t'"]),
+    ("a: &x [*x]\n", ["recursive"]),
+    ("? [a, b]\n: 1\n", ["mapping keys must be plain scalars"]),
+    ("a: !!set {x, y}\n", ["YAML tag !!set is not allowed"]),
+    ("a: !custom 1\n", ["YAML tag !custom is not allowed"]),
+])
+def test_yaml_syntax_errors_are_one_line_with_a_position(tmp_path, text, words):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_file(f)
+    assert exc.value.line is not None and exc.value.column is not None
+    for word in words:
+        assert word in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_alias_bomb_is_refused_quickly(tmp_path):
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="values once aliases are expanded"):
+        load_file(f)
+
+
+@pytest.mark.parametrize("setup,words", [
+    (lambda p: None, ["file not found"]),
+    (lambda p: p.mkdir(), ["is a directory"]),
+    (lambda p: p.write_bytes(b"name: \xff\xfe\n"), ["cannot read"]),
+])
+def test_unreadable_files(tmp_path, setup, words):
+    p = tmp_path / "x.yaml"
+    setup(p)
+    with pytest.raises(ConfigError) as exc:
+        load_file(p)
+    assert str(exc.value).startswith(f"{p}: ")
+    for word in words:
+        assert word in str(exc.value)
+
+
+def test_empty_file_is_reported_as_empty(tmp_path):
+    f = tmp_path / "empty.yaml"
+    f.write_text("# nothing here\n")
+    with pytest.raises(ConfigError, match="the file is empty"):
+        detect_kind(load_file(f))
