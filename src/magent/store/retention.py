@@ -39,6 +39,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 from magent.errors import StoreError, TaskLockedError
 from magent.ids import is_uuid4, now
 from magent.models import RetentionPolicy, TaskStatus
@@ -313,7 +318,7 @@ class Retention:
             v = self.judge(r)
             if v.action == "remove":
                 lock = self._task_lock(r.id)
-                if not lock.is_free():
+                if is_held(lock):
                     v.action, v.reason = "skip", "locked"
                     v.detail = f"in use by {lock.describe_holder()}"
             if v.action != "remove" and self.policy.keep_checkpoints:
@@ -340,7 +345,7 @@ class Retention:
             if cp is not None and cp.awaiting_human:
                 keep.add(cp.sequence)
         trim = [n for n in numbers if n not in keep]
-        if trim and not self._task_lock(record.id).is_free():
+        if trim and is_held(self._task_lock(record.id)):
             return  # a live run owns the checkpoints
         v.trim = trim
         v.trim_bytes = sum(_lsize(task_dir / f"checkpoint_{n:03d}.json") for n in trim)
@@ -467,6 +472,27 @@ class Retention:
                 os.unlink(self.store.locks_dir / f"{task_id}{suffix}")
             except FileNotFoundError:
                 pass
+
+
+def is_held(lock: Lock) -> bool:
+    """True when a live process holds ``lock``, probed without writing to its file.
+
+    (``Lock.is_free`` takes the lock through filelock, which truncates the file and
+    so changes its mtime; a dry run must leave the disk exactly as it was.)
+    """
+    if fcntl is None:
+        return not lock.is_free()
+    try:
+        fd = os.open(lock.path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False  # no lock file: nobody has ever held it since it was last cleaned
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing the only descriptor releases the probe's flock
+    return False
 
 
 def tree_size(path: Path) -> int:
