@@ -1,0 +1,96 @@
+"""Choosing a model client for an agent, and checking its model config before a run.
+
+``preflight`` runs before any model call so that a bad model setup fails at once
+with exit code 2 (``ConfigError``), not half-way through a run with exit 1.
+Scripted agents never import litellm; real models import it here, on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from magent.errors import ConfigError
+from magent.llm.base import LLMClient
+from magent.llm.scripted import SCRIPTED, ScriptedClient, load_script, resolve_script
+from magent.models.agent import LLMConfig
+
+_shared_lock = threading.Lock()
+_shared = None
+
+
+def make_client(config: LLMConfig, *, agent: str, base_dir: Path,
+                cursors: dict[str, int]) -> LLMClient:
+    """The client for ``agent``: a ``ScriptedClient`` for ``model: scripted`` (advancing
+    ``cursors[agent]``), else the process-wide ``LiteLLMClient``."""
+    if config.model == SCRIPTED:
+        return ScriptedClient(resolve_script(config.script, base_dir, agent), agent=agent,
+                              cursors=cursors)
+    return shared_litellm_client()
+
+
+def shared_litellm_client() -> LLMClient:
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            from magent.llm.litellm_client import LiteLLMClient
+
+            _shared = LiteLLMClient()
+        return _shared
+
+
+def preflight(config: LLMConfig, *, agent: str, base_dir: Path) -> None:
+    """Fail now, with one line naming the agent, if ``config`` cannot work.
+
+    Checks: a scripted agent's script exists and is well formed; litellm knows the
+    model (and the fallback) string; the provider's API key is in the environment,
+    unless ``api_key`` or ``endpoint`` is set. Raises ``ConfigError``.
+    """
+    if config.model == SCRIPTED:
+        load_script(resolve_script(config.script, base_dir, agent))
+        return
+    from magent.llm import litellm_client
+
+    litellm = litellm_client._litellm()
+    for field, model in (("model", config.model), ("fallback_model", config.fallback_model)):
+        if not model:
+            continue
+        if model == SCRIPTED:
+            raise ConfigError(f"agent {agent!r}: the scripted model cannot be a fallback",
+                              field=f"llm_config.{field}")
+        if not litellm_client.provider_of(model, config.endpoint):
+            raise ConfigError(f"agent {agent!r}: unknown model {model!r} "
+                              "(write it as provider/model, e.g. openai/gpt-4o-mini)")
+        if config.api_key or config.endpoint:
+            continue
+        missing = _missing_credentials(litellm, model)
+        if len(missing) == 1:
+            raise ConfigError(f"agent {agent!r}: model {model!r} needs {missing[0]}, "
+                              "which is not set")
+        if missing:
+            raise ConfigError(f"agent {agent!r}: model {model!r} needs credentials in the "
+                              f"environment; not set: {', '.join(missing)}")
+
+
+def _missing_credentials(litellm, model: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Environment variables holding secrets that litellm says ``model`` needs and lacks.
+
+    Only secrets: a missing ``*_API_BASE`` usually has a working default (ollama on
+    localhost), and a missing base URL shows up as a clear error on the first call.
+    """
+    try:
+        missing = litellm.validate_environment(model=model).get("missing_keys") or []
+    except Exception:
+        return []
+    return [k for k in missing if any(w in k for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))]
+
+
+def warm_import() -> None:
+    """Import litellm now (the engine runs this in a thread while MCP servers start).
+
+    Also loads what litellm otherwise imports during the first call (~1 s), so the
+    first model turn is not slower than the rest. A no-op once done.
+    """
+    from magent.llm.litellm_client import warm
+
+    warm()
