@@ -140,3 +140,122 @@ def state_view(state: "State", header: dict[str, Any]) -> None:
 
 def is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+class EventPrinter:
+    """The live view of a run: node headers, streamed text, tool calls and results, verdicts,
+    pauses and a closing summary. Subscribe ``print_event`` to the bus and pass ``token``
+    as the model's token sink."""
+
+    def __init__(self, task_id: str = "", quiet: bool = False):
+        self.out = console()
+        self.err = console(stderr=True)
+        self.quiet = quiet
+        self.task_id = task_id
+        self._streamed = False
+        self._open_line = False
+
+    def token(self, text: str) -> None:
+        if self.quiet:
+            return
+        if not self._open_line:
+            self.out.print("  ", end="")
+        self.out.print(text, end="", markup=False, highlight=False)
+        self._open_line = True
+        self._streamed = True
+
+    def _close_line(self) -> None:
+        if self._open_line:
+            self.out.print()
+            self._open_line = False
+
+    def print_event(self, ev: Any) -> None:
+        handler = getattr(self, f"_on_{ev.type}", None)
+        if handler is None:
+            return
+        if self.quiet and ev.type not in ("warning",):
+            return
+        if ev.type != "llm_call":
+            self._close_line()
+        handler(ev)
+
+    def _on_run_started(self, ev: Any) -> None:
+        if ev.field("resumed"):
+            how = (f"forked from {ev.field('forked_from')[:8]} at checkpoint {ev.field('from_checkpoint')}"
+                   if ev.field("forked_from") else f"resumed from checkpoint {ev.field('from_checkpoint')}")
+            self.out.print(f"[dim]{how}[/]")
+
+    def _on_node_started(self, ev: Any) -> None:
+        who = f" · {ev.field('agent')}" if ev.field("agent") else ""
+        visit = f" · round {ev.field('visit')}" if (ev.field("visit") or 1) > 1 else ""
+        again = " (continuing)" if ev.field("resumed") else ""
+        self.out.print(f"[bold cyan]▸ {ev.node}[/] [dim]{ev.field('kind')}{who}{visit}{again}[/]")
+
+    def _on_llm_call(self, ev: Any) -> None:
+        response = ev.field("response") or {}
+        if not self._streamed and response.get("content"):
+            self.out.print("  " + short(response["content"], 2000).replace("\n", "\n  "), markup=False)
+        self._close_line()
+        self._streamed = False
+        cost = f" ${ev.field('cost'):.4f}" if ev.field("cost") else ""
+        self.out.print(f"  [dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
+                       f"{cost} · {ev.field('latency_ms')} ms[/]")
+        for retry in ev.field("retries") or []:
+            self.out.print(f"  [yellow]retried: {retry}[/]", markup=True)
+
+    def _on_tool_call(self, ev: Any) -> None:
+        import json
+
+        args = json.dumps(ev.field("arguments") or {}, ensure_ascii=False, default=str)
+        self.out.print(f"  [magenta]→ {ev.field('tool')}[/] {short(args, 160)}", highlight=False)
+
+    def _on_tool_result(self, ev: Any) -> None:
+        outcome = ev.field("outcome")
+        color = {"SUCCESS": "green", "FAILURE": "yellow", "ERROR": "red", "TIMEOUT": "red"}.get(outcome, "white")
+        took = f" {ev.field('duration_ms')} ms" if ev.field("duration_ms") else ""
+        self.out.print(f"  [{color}]← {outcome}{took}[/] {short(ev.field('result') or '', 160)}", highlight=False)
+        for note in ev.field("notes") or []:
+            self.out.print(f"    [dim]{short(note, 200)}[/]")
+
+    def _on_reflection(self, ev: Any) -> None:
+        color = "green" if ev.field("verdict") == "pass" else "yellow"
+        self.out.print(f"  [{color}]verdict: {ev.field('verdict')}[/] (round {ev.field('round')}/"
+                       f"{ev.field('max_rounds')}) {short(ev.field('feedback') or '', 200)}")
+
+    def _on_human_decision(self, ev: Any) -> None:
+        msg = f": {ev.field('message')}" if ev.field("message") else ""
+        self.out.print(f"  [bold]a person chose {ev.field('action')}[/]{msg}")
+
+    def _on_warning(self, ev: Any) -> None:
+        self.err.print(f"[yellow]warning:[/] {ev.field('message')}", highlight=False)
+
+    def _on_error(self, ev: Any) -> None:
+        self.out.print(f"  [bold red]✗ {ev.field('message')}[/]", highlight=False)
+
+    def _on_awaiting_human(self, ev: Any) -> None:
+        self.out.print(f"[bold yellow]⏸ waiting for a person at '{ev.node}'[/]: {ev.field('question')}")
+        if ev.field("output"):
+            self.out.print("[dim]output to judge:[/]")
+            self.out.print("  " + short(ev.field("output"), 1500).replace("\n", "\n  "), markup=False)
+
+    def _on_interrupted(self, ev: Any) -> None:
+        self.err.print(f"[yellow]interrupted[/]: resume with `magent resume {self.task_id}`")
+
+    def _on_run_finished(self, ev: Any) -> None:
+        status = ev.field("status")
+        color = STATUS_STYLE.get(status, "")
+        secs = (ev.field("duration_ms") or 0) / 1000
+        self.out.print(f"[{color}]{status}[/] · {ev.field('steps')} steps · {ev.field('tokens_in')}→"
+                       f"{ev.field('tokens_out')} tokens · ${ev.field('cost') or 0:.4f} · {secs:.1f}s")
+        if status == "completed" and ev.field("result"):
+            self.out.print("[bold]answer[/]")
+            self.out.print(ev.field("result"), markup=False)
+
+    def resume_hint(self, task_id: str, allowed: list[str]) -> None:
+        self.out.print("continue with:")
+        if "approve" in allowed:
+            self.out.print(f"  magent resume {task_id} --approve [--message TEXT]", markup=False)
+        if "reject" in allowed:
+            self.out.print(f"  magent resume {task_id} --reject --message TEXT", markup=False)
+        if "modify" in allowed:
+            self.out.print(f"  magent resume {task_id} --modify FILE   (state updates, YAML or JSON)", markup=False)

@@ -1,0 +1,142 @@
+"""``magent run`` and ``magent resume``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", metavar="K=V", help="Set a State value: a metadata key (dots nest) or routing_key/next_action. Repeatable.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Stream events as JSON Lines on stdout; the last line is the result.")]
+NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("resume")(resume)
+
+
+def run(
+    target: Annotated[str, typer.Argument(help="A workflow or agent YAML file, or the name of one installed under the home.")],
+    task: Annotated[str, typer.Option("-t", "--task", help="What to do: the task description.")],
+    model: Annotated[Optional[str], typer.Option("--model", help="Use this litellm model string for every agent.")] = None,
+    set_: SetOpt = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Label the task (retention's by_task keys match tags). Repeatable.")] = None,
+    retention_days: Annotated[Optional[int], typer.Option("--retention-days", min=0, help="Keep this task N days after it finishes.")] = None,
+    json_out: JsonOpt = False,
+    no_input: NoInputOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
+) -> None:
+    """Run a workflow (or a single agent) on a task. Exit 0 completed, 1 failed, 3 paused for a person."""
+    from magent.engine.graph import load_target
+    from magent.engine.inputs import parse_sets
+    from magent.engine.session import start_run
+
+    if not task.strip():
+        from magent.errors import UsageError
+
+        raise UsageError("-t/--task must not be empty")
+    graph = load_target(target)
+    initial = parse_sets(set_ or [])
+    view = _View(json_out, quiet)
+
+    def started(t: Any) -> None:
+        view.announce(t.id, graph.name)
+
+    outcome = view.go(lambda options, sinks: start_run(
+        graph, task, target=target, tags=tag or [], retention_days=retention_days, initial=initial,
+        options=options, sinks=sinks, on_task=started), model=model, no_input=no_input)
+    raise typer.Exit(outcome.exit_code)
+
+
+def resume(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    approve: Annotated[bool, typer.Option("--approve", help="Approve what the paused run asks.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject it (give --message to say why).")] = False,
+    modify: Annotated[Optional[Path], typer.Option("--modify", metavar="FILE", help="Approve with State updates from a YAML or JSON file.")] = None,
+    message: Annotated[Optional[str], typer.Option("--message", "-m", help="Feedback the next nodes see.")] = None,
+    set_: SetOpt = None,
+    from_checkpoint: Annotated[Optional[int], typer.Option("--from-checkpoint", metavar="N", help="Start a new task from checkpoint N of ID (time travel).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Use this litellm model string for every agent.")] = None,
+    json_out: JsonOpt = False,
+    no_input: NoInputOpt = False,
+) -> None:
+    """Continue a paused, interrupted or crashed task, or fork one from a checkpoint."""
+    from magent.engine.inputs import load_modify_file, parse_sets
+    from magent.engine.session import Decision, fork_run, resume_run
+    from magent.errors import UsageError
+
+    chosen = [name for name, on in (("approve", approve), ("reject", reject), ("modify", modify is not None)) if on]
+    if len(chosen) > 1:
+        raise UsageError("give only one of --approve, --reject, --modify")
+    if message is not None and not chosen:
+        raise UsageError("--message goes with --approve, --reject or --modify")
+    if from_checkpoint is not None and from_checkpoint < 0:
+        raise UsageError("--from-checkpoint must be 0 or more")
+    decision = None
+    if chosen:
+        updates = load_modify_file(modify) if modify is not None else {}
+        decision = Decision(action=chosen[0], message=message, state_updates=updates)
+    sets = parse_sets(set_ or [])
+    view = _View(json_out, False)
+    if from_checkpoint is not None:
+        outcome = view.go(lambda options, sinks: fork_run(
+            task_id, from_checkpoint, decision=decision, set_values=sets, options=options, sinks=sinks,
+            on_task=lambda t: view.announce(t.id, t.workflow, forked=True)), model=model, no_input=no_input)
+    else:
+        outcome = view.go(lambda options, sinks: resume_run(
+            task_id, decision=decision, set_values=sets, options=options, sinks=sinks), model=model,
+            no_input=no_input, announce_id=task_id)
+    raise typer.Exit(outcome.exit_code)
+
+
+class _View:
+    """Output of a run: live terminal view, quiet, or JSON Lines; and inline answers to pauses."""
+
+    def __init__(self, json_out: bool, quiet: bool):
+        self.json_out = json_out
+        self.quiet = quiet
+        self.printer: Any = None
+        if not json_out:
+            from magent.render import EventPrinter
+
+            self.printer = EventPrinter(quiet=quiet)
+
+    def announce(self, task_id: str, workflow: str, forked: bool = False) -> None:
+        if self.printer is not None:
+            self.printer.task_id = task_id
+            line = f"task {task_id} ({'new branch of ' if forked else ''}{workflow})"
+            if self.quiet:
+                print(line, file=sys.stderr)
+            else:
+                self.printer.out.print(f"[bold]{line}[/]")
+
+    def go(self, start: Any, *, model: str | None, no_input: bool, announce_id: str | None = None) -> Any:
+        from magent.cli.runtime import JsonLines, ask_inline, run_async
+        from magent.engine.context import RunOptions
+        from magent.engine.session import resume_run
+
+        interactive = not no_input and not self.json_out and sys.stdin.isatty()
+        sinks = [JsonLines()] if self.json_out else [self.printer.print_event]
+        on_token = None if self.json_out or self.quiet else self.printer.token
+        options = RunOptions(model_override=model, no_input=not interactive, on_token=on_token)
+        outcome = run_async(lambda: start(options, sinks))
+        while outcome.request is not None and interactive:
+            decision = ask_inline(outcome.request)
+            if decision is None:
+                break
+            options = RunOptions(model_override=model, no_input=False, on_token=on_token)
+            outcome = run_async(lambda: resume_run(outcome.task_id, decision=decision, options=options,
+                                                   sinks=sinks))
+        if self.json_out:
+            JsonLines.result(outcome)
+        elif outcome.request is not None:
+            self.printer.resume_hint(outcome.task_id, outcome.request.allowed_actions)
+        elif self.quiet and outcome.result and outcome.status.value == "completed":
+            print(outcome.result)
+        elif self.quiet and outcome.error:
+            print(f"magent: {outcome.status.value}: {outcome.error}", file=sys.stderr)
+        return outcome

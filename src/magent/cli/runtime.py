@@ -1,0 +1,93 @@
+"""Running an async run from a command: signals, output sinks, pauses answered inline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import Any, Awaitable, Callable
+
+from magent.errors import EXIT_INTERRUPTED, MagentError
+
+
+class Interrupted(MagentError):
+    exit_code = EXIT_INTERRUPTED
+
+
+def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
+    """Run ``make()``; SIGINT/SIGTERM cancel it (the run checkpoints and stops) → exit 130."""
+
+    async def main() -> Any:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+            except (NotImplementedError, RuntimeError):
+                pass
+        return await make()
+
+    try:
+        return asyncio.run(main())
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise Interrupted("interrupted: the task was checkpointed and can be resumed with `magent resume ID`") from None
+
+
+class JsonLines:
+    """``--json``: every event as one JSON object per line on stdout, flushed as it happens."""
+
+    def __call__(self, event: Any) -> None:
+        sys.stdout.write(json.dumps(event.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    @staticmethod
+    def result(outcome: Any) -> None:
+        doc = {"type": "result", "task_id": outcome.task_id, "status": outcome.status.value,
+               "success": outcome.status.value == "completed", "result": outcome.result,
+               "error": outcome.error, "steps": outcome.steps, "exit_code": outcome.exit_code}
+        if outcome.request is not None:
+            doc["awaiting"] = outcome.request.model_dump(mode="json")
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def ask_inline(request: Any) -> Any:
+    """Ask the person at the terminal; returns a ``Decision`` or None to leave it paused."""
+    from magent.engine.inputs import parse_sets
+    from magent.engine.session import Decision
+
+    allowed = request.allowed_actions
+    keys = {"a": "approve", "r": "reject", "e": "modify", "l": None}
+    options = [f"[a]pprove" if "approve" in allowed else "", "[r]eject" if "reject" in allowed else "",
+               "[e]dit" if "modify" in allowed else "", "[l]ater"]
+    prompt = " / ".join(o for o in options if o) + ": "
+    while True:
+        try:
+            answer = input(prompt).strip().lower()[:1]
+        except EOFError:
+            return None
+        if answer in keys and (keys[answer] is None or keys[answer] in allowed):
+            break
+        print("please answer a, r, e or l")
+    action = keys[answer]
+    if action is None:
+        return None
+    updates: dict[str, Any] = {}
+    if action == "modify":
+        print("state updates as key=value (metadata keys, or routing_key=...); empty line to finish")
+        pairs = []
+        while True:
+            try:
+                line = input("  ").strip()
+            except EOFError:
+                break
+            if not line:
+                break
+            pairs.append(line)
+        updates = parse_sets(pairs)
+    try:
+        message = input("message (optional): ").strip() or None
+    except EOFError:
+        message = None
+    return Decision(action=action, message=message, state_updates=updates)

@@ -1,0 +1,1 @@
+"""The graph executor and its node kinds."""

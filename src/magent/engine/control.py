@@ -1,0 +1,21 @@
+"""Control-flow signals of a run: pausing for a person and failing a node."""
+
+from __future__ import annotations
+
+from magent.models import HumanRequest
+
+
+class PauseRun(Exception):
+    """Raised by a node (or the runner) to stop the run until a person answers ``request``.
+
+    The runner writes a checkpoint with ``awaiting_human: true`` and the node's
+    current progress, so ``magent resume`` re-enters the same node.
+    """
+
+    def __init__(self, request: HumanRequest):
+        super().__init__(request.question)
+        self.request = request
+
+
+class NodeFailed(Exception):
+    """The node cannot complete; the task fails with this message."""

@@ -1,0 +1,258 @@
+"""Loading a workflow (or a single agent) into a checked, runnable graph.
+
+Every problem is found here, before any model call: unknown node kinds, missing
+agents, dangling edges, conditions that do not parse or name unknown fields,
+unreachable nodes and cycles with no condition on them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magent import paths
+from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent
+from magent.config.validate import validate
+from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
+from magent.engine import conditions
+from magent.engine.nodes import NODE_KINDS
+from magent.engine.nodes.base import Node
+from magent.errors import ConfigError
+from magent.models import Agent, EdgeDef, Workflow
+
+END = "END"
+AGENT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass
+class Graph:
+    workflow: Workflow
+    nodes: dict[str, Node]
+    agents: dict[str, LoadedAgent]
+    source: SourceFile | None
+    kind: str = "workflow"
+    """``workflow``, or ``agent`` for a single agent run as a one-node workflow."""
+    mcp_files: list[Path] = field(default_factory=list)
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    """The config as written (``${VAR}`` unresolved), stored in task.json for resume."""
+    secrets: set[str] = field(default_factory=set)
+    """Values taken from the environment, to be redacted from anything written."""
+
+    @property
+    def name(self) -> str:
+        return self.workflow.name
+
+    def edges_from(self, node: str) -> list[EdgeDef]:
+        return [e for e in self.workflow.edges if e.from_ == node]
+
+    def agent(self, name: str) -> Agent:
+        return self.agents[name].agent
+
+
+def load_target(target: str, *, root: Path | None = None) -> Graph:
+    """A run target: a workflow or agent file, or the name of one installed in the home."""
+    path = Path(target)
+    if path.is_file():
+        return load_path(path)
+    if path.exists():
+        raise ConfigError(f"{target}: not a file")
+    candidates = []
+    for folder in (paths.workflows_dir(root), paths.agents_dir(root)):
+        for suffix in AGENT_SUFFIXES:
+            candidates.append(folder / f"{target}{suffix}")
+    for candidate in candidates:
+        if candidate.is_file():
+            return load_path(candidate)
+    raise ConfigError(f"no file {target!r}, and no workflow or agent of that name installed in "
+                      f"{paths.workflows_dir(root)} or {paths.agents_dir(root)}")
+
+
+def load_path(path: Path) -> Graph:
+    source = load_file(path)
+    kind = detect_kind(source)
+    if kind is ConfigKind.workflow:
+        return load_workflow(path, source=source)
+    if kind is ConfigKind.agent:
+        return single_agent_graph(load_agent(path, source))
+    raise ConfigError(f"is an {kind.value.replace('_', ' ')} file, not a workflow or agent",
+                      path=display_path(path))
+
+
+def single_agent_graph(loaded: LoadedAgent) -> Graph:
+    agent = loaded.agent
+    workflow = Workflow(name=agent.name, nodes={agent.name: {"type": "agent", "agent": agent.name}},
+                        edges=[], entry_point=agent.name)
+    cls = NODE_KINDS["agent"]
+    node = cls(agent.name, cls.Config.model_validate({"type": "agent", "agent": agent.name}), None)  # type: ignore[arg-type]
+    assert loaded.source is not None
+    graph = Graph(workflow=workflow, nodes={agent.name: node}, agents={agent.name: loaded},
+                  source=loaded.source, kind="agent",
+                  mcp_files=_agent_mcp_files(loaded),
+                  snapshot={"kind": "agent", "agents": {agent.name: _snap(loaded.source)}},
+                  secrets=set(loaded.source.secrets))
+    node.graph = graph
+    return graph
+
+
+def load_workflow(path: Path | str, *, source: SourceFile | None = None,
+                  agent_sources: dict[str, SourceFile] | None = None) -> Graph:
+    """Load and check a workflow file. ``agent_sources`` (from a snapshot) replaces file lookup."""
+    path = Path(path)
+    source = source or load_file(path)
+    workflow = validate(source, Workflow)
+    secrets = set(source.secrets)
+
+    if workflow.entry_point not in workflow.nodes:
+        raise source.error(f"entry_point {workflow.entry_point!r} is not a node "
+                           f"(nodes: {', '.join(workflow.nodes)})", ("entry_point",))
+
+    nodes: dict[str, Node] = {}
+    agents: dict[str, LoadedAgent] = {}
+    for name, nodedef in workflow.nodes.items():
+        at = ("nodes", name)
+        cls = NODE_KINDS.get(nodedef.type)
+        if cls is None:
+            close = difflib.get_close_matches(nodedef.type, NODE_KINDS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise source.error(f"unknown node type {nodedef.type!r}{hint}; kinds: "
+                               f"{', '.join(NODE_KINDS)}", at + ("type",))
+        config = validate(source, cls.Config, data=source.data["nodes"][name], prefix=at)
+        for fieldname, agent_name in cls.agent_refs(config):
+            if agent_name not in agents:
+                agents[agent_name] = _resolve_agent(agent_name, workflow, source, path,
+                                                    at + (fieldname,), agent_sources)
+                if agents[agent_name].source is not None:
+                    secrets |= agents[agent_name].source.secrets
+        nodes[name] = cls(name, config, None)  # type: ignore[arg-type]
+
+    _check_edges(workflow, source)
+    _check_reachable(workflow, source)
+    _check_cycles(workflow, source)
+    for i, gate in enumerate(workflow.checkpoints):
+        if gate not in workflow.nodes:
+            raise source.error(f"{gate!r} is not a node", ("checkpoints", i))
+
+    mcp_files: list[Path] = []
+    if workflow.mcp_servers:
+        mcp_files.append((path.parent / workflow.mcp_servers).resolve())
+    for loaded in agents.values():
+        for f in _agent_mcp_files(loaded):
+            if f not in mcp_files:
+                mcp_files.append(f)
+
+    snapshot = {"kind": "workflow", "workflow": _snap(source),
+                "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None
+                           and a.source is not source}}
+    graph = Graph(workflow=workflow, nodes=nodes, agents=agents, source=source,
+                  mcp_files=mcp_files, snapshot=snapshot, secrets=secrets)
+    for node in nodes.values():
+        node.graph = graph
+    return graph
+
+
+def from_snapshot(snapshot: dict[str, Any]) -> Graph:
+    """Rebuild the graph a task ran with from its stored snapshot (env values resolved anew)."""
+    agent_sources = {name: from_raw(s["raw"], Path(s["path"]))
+                     for name, s in snapshot.get("agents", {}).items()}
+    if snapshot.get("kind") == "agent":
+        (name, source), = agent_sources.items()
+        return single_agent_graph(load_agent(source.path, source))
+    wf = snapshot["workflow"]
+    source = from_raw(wf["raw"], Path(wf["path"]))
+    return load_workflow(source.path, source=source, agent_sources=agent_sources)
+
+
+def _snap(source: SourceFile) -> dict[str, Any]:
+    return {"path": str(source.path.resolve()), "raw": source.raw}
+
+
+def _agent_mcp_files(loaded: LoadedAgent) -> list[Path]:
+    if loaded.agent.mcp_servers:
+        return [(loaded.base_dir / loaded.agent.mcp_servers).resolve()]
+    return []
+
+
+def _resolve_agent(name: str, workflow: Workflow, source: SourceFile, path: Path,
+                   at: tuple[Any, ...], agent_sources: dict[str, SourceFile] | None) -> LoadedAgent:
+    if name in workflow.agents:
+        agent = validate(source, Agent, data=source.data["agents"][name], prefix=("agents", name))
+        if agent.name != name:
+            raise source.error(f"inline agent is named {agent.name!r} but listed as {name!r}",
+                               ("agents", name, "name"))
+        return LoadedAgent(agent=agent, source=source)
+    if agent_sources is not None and name in agent_sources:
+        return load_agent(agent_sources[name].path, agent_sources[name])
+    looked: list[Path] = []
+    for folder in (path.parent, path.parent.parent / "agents", paths.agents_dir()):
+        for suffix in AGENT_SUFFIXES:
+            candidate = folder / f"{name}{suffix}"
+            looked.append(candidate)
+            if candidate.is_file():
+                loaded = load_agent(candidate)
+                if loaded.agent.name != name:
+                    raise ConfigError(f"name is {loaded.agent.name!r} but the workflow refers to it "
+                                      f"as {name!r}", path=display_path(candidate), field="name")
+                return loaded
+    folders = sorted({display_path(p.parent) for p in looked})
+    raise source.error(f"no agent {name!r}: not defined under 'agents:' and no {name}.yaml in "
+                       f"{', '.join(folders)}", at)
+
+
+def _check_edges(workflow: Workflow, source: SourceFile) -> None:
+    for i, edge in enumerate(workflow.edges):
+        if edge.from_ not in workflow.nodes:
+            raise source.error(f"edge from unknown node {edge.from_!r} "
+                               f"(nodes: {', '.join(workflow.nodes)})", ("edges", i, "from"))
+        if edge.to != END and edge.to not in workflow.nodes:
+            raise source.error(f"edge {edge.from_} → {edge.to}: no node {edge.to!r} "
+                               f"(nodes: {', '.join(workflow.nodes)}, or END)", ("edges", i, "to"))
+        if edge.condition is not None:
+            try:
+                conditions.check(edge.condition)
+            except conditions.ConditionError as exc:
+                raise source.error(str(exc), ("edges", i, "condition")) from None
+
+
+def _check_reachable(workflow: Workflow, source: SourceFile) -> None:
+    seen = {workflow.entry_point}
+    todo = [workflow.entry_point]
+    while todo:
+        current = todo.pop()
+        for edge in workflow.edges:
+            if edge.from_ == current and edge.to != END and edge.to not in seen:
+                seen.add(edge.to)
+                todo.append(edge.to)
+    for name in workflow.nodes:
+        if name not in seen:
+            raise source.error(f"node {name!r} is unreachable from entry point "
+                               f"{workflow.entry_point!r}: no edge leads to it", ("nodes", name))
+
+
+def _check_cycles(workflow: Workflow, source: SourceFile) -> None:
+    """A cycle made only of unconditional edges would loop forever: refuse it."""
+    plain: dict[str, list[str]] = {}
+    for edge in workflow.edges:
+        if edge.condition is None and edge.to != END:
+            plain.setdefault(edge.from_, []).append(edge.to)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in plain.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise source.error(f"nodes {' → '.join(cycle)} form a cycle with no condition on any "
+                                   "edge; give one edge a condition (loops are bounded by "
+                                   "max_iterations)", ("edges",))
+            if state.get(nxt) is None:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for name in workflow.nodes:
+        if state.get(name) is None:
+            visit(name)

@@ -1,0 +1,51 @@
+"""What a node kind is: a config model and a class with ``run(ctx)``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import ConfigDict
+
+from magent.models import NodeDef
+
+if TYPE_CHECKING:
+    from magent.engine.context import RunContext
+    from magent.engine.graph import Graph
+
+
+class NodeConfig(NodeDef):
+    """Base of each kind's config: unlike ``NodeDef``, unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class NodeResult:
+    output: str | None = None
+    """The node's answer/output (the task's result when it is the last node)."""
+
+
+class Node:
+    """A node kind. Subclasses set ``kind`` and ``Config`` and implement ``run``."""
+
+    kind: ClassVar[str]
+    Config: ClassVar[type[NodeConfig]]
+
+    def __init__(self, name: str, config: NodeConfig, graph: "Graph"):
+        self.name = name
+        self.config = config
+        self.graph = graph
+
+    @classmethod
+    def agent_refs(cls, config: Any) -> list[tuple[str, str]]:
+        """``(field, agent name)`` pairs the graph loader must resolve."""
+        return []
+
+    @property
+    def agent_name(self) -> str:
+        refs = self.agent_refs(self.config)
+        return refs[0][1] if refs else ""
+
+    async def run(self, ctx: "RunContext") -> NodeResult:
+        raise NotImplementedError

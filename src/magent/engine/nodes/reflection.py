@@ -1,0 +1,100 @@
+"""``type: reflection`` — a critic agent judges the last output against the node's criteria.
+
+The verdict (``pass`` or ``revise``, with feedback) sets ``routing_key``; on
+``revise`` the feedback joins the conversation so the agent sees it on its next
+round. After ``max_rounds`` reviews without a pass, ``routing_key`` is
+``max_rounds`` (route it where you like; it does not match ``revise``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic import Field
+
+from magent.engine.control import NodeFailed
+from magent.engine.nodes.base import Node, NodeConfig, NodeResult
+from magent.llm.base import LLMRequest
+from magent.models import Message
+
+_VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(pass|revise)", re.I)
+_FEEDBACK = re.compile(r"feedback\s*[:=]\s*(.*)", re.I | re.S)
+
+
+class ReflectionConfig(NodeConfig):
+    critic: str
+    """The agent that judges."""
+    criteria: str = Field(min_length=1)
+    """What the output must satisfy."""
+    max_rounds: int = Field(default=3, gt=0)
+    """Reviews before giving up on a pass."""
+
+
+class ReflectionNode(Node):
+    kind = "reflection"
+    Config = ReflectionConfig
+
+    @classmethod
+    def agent_refs(cls, config: ReflectionConfig) -> list[tuple[str, str]]:
+        return [("critic", config.critic)]
+
+    async def run(self, ctx) -> NodeResult:
+        critic = self.graph.agent(self.config.critic)
+        output = ctx.last_output
+        if not output:
+            raise NodeFailed(f"reflection node '{self.name}' has no output to judge: put it after an "
+                             "agent node")
+        round_no = ctx.visits.get(self.name, 1)
+        prompt = (f"Judge the output below against these criteria.\n\nCriteria:\n{self.config.criteria}\n\n"
+                  f"Output:\n{output}\n\nReply with a JSON object "
+                  '{"verdict": "pass" or "revise", "feedback": "what to change, or why it passes"}.')
+        config = ctx.llm_config(critic.name)
+        request = LLMRequest(model=config.model, messages=[Message(role="user", content=prompt)],
+                             system=critic.system_prompt, temperature=critic.temperature,
+                             max_tokens=config.max_tokens, endpoint=config.endpoint,
+                             api_key=config.api_key, timeout=config.timeout_seconds,
+                             max_retries=config.max_retries, fallback_model=config.fallback_model,
+                             agent=critic.name)
+        response = await ctx.client_for(critic.name).complete(request, None)
+        ctx.record_llm_call(response, node=self.name, agent=critic.name, iteration=round_no - 1)
+        verdict, feedback, understood = parse_verdict(response.content)
+        if verdict == "pass":
+            key = "pass"
+        elif round_no >= self.config.max_rounds:
+            key = "max_rounds"
+        else:
+            key = "revise"
+        ctx.state.routing_key = key
+        ctx.state.metadata["reflection"] = {"node": self.name, "verdict": verdict, "feedback": feedback,
+                                            "round": round_no}
+        ctx.bus.emit("reflection", self.name, critic=critic.name, verdict=verdict, feedback=feedback,
+                     round=round_no, max_rounds=self.config.max_rounds, routing_key=key,
+                     understood=understood)
+        if key == "revise":
+            ctx.add_message(Message(role="user", name=critic.name,
+                                    content=f"Reviewer feedback (round {round_no}, revise): {feedback}"),
+                            node=self.name)
+        return NodeResult(output=output)
+
+
+def parse_verdict(text: str) -> tuple[str, str, bool]:
+    """``(verdict, feedback, understood)``; a reply that cannot be read counts as ``revise``."""
+    stripped = text.strip()
+    match = re.search(r"\{.*\}", stripped, re.S)
+    if match:
+        try:
+            doc = json.loads(match.group(0))
+            verdict = str(doc.get("verdict", "")).strip().lower()
+            if verdict in ("pass", "revise"):
+                return verdict, str(doc.get("feedback", "")).strip(), True
+        except (ValueError, AttributeError):
+            pass
+    m = _VERDICT.search(stripped)
+    if m:
+        fb = _FEEDBACK.search(stripped)
+        return m.group(1).lower(), (fb.group(1).strip() if fb else ""), True
+    first = stripped.split(None, 1)
+    if first and first[0].strip(".:,!").lower() in ("pass", "revise"):
+        return first[0].strip(".:,!").lower(), (first[1].strip() if len(first) > 1 else ""), True
+    return "revise", stripped or "(the critic's reply was empty)", False

@@ -1,0 +1,111 @@
+"""``type: tool`` — call one tool with arguments taken from State.
+
+Argument values that are strings starting with ``$`` are paths into State:
+``$metadata.topic``, ``$output`` (the last node's output), ``$routing_key``.
+Write ``$$`` for a literal leading ``$``. The result is stored in
+``metadata[<output_key or node name>]``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from magent.engine.control import NodeFailed, PauseRun
+from magent.engine.events import truncate
+from magent.engine.nodes.base import Node, NodeConfig, NodeResult
+from magent.models import HumanRequest
+
+
+class ToolNodeConfig(NodeConfig):
+    tool: str
+    """Full tool name, ``server.tool``."""
+    arguments: dict[str, Any] = {}
+    output_key: str | None = None
+    """Metadata key for the result (default: the node's name)."""
+    fail_on_error: bool = True
+    """A failed call fails the task; set false to store the error and go on."""
+
+
+class ToolNode(Node):
+    kind = "tool"
+    Config = ToolNodeConfig
+
+    async def run(self, ctx) -> NodeResult:
+        name = self.config.tool
+        visit = ctx.visits.get(self.name, 1)
+        call_id = f"{self.name}:{visit}"
+        args = {k: resolve(v, ctx) for k, v in self.config.arguments.items()}
+        key = self.config.output_key or self.name
+        done = ctx.recovery.finished.get(call_id)
+        if done is not None:  # it finished before the crash: never run it twice
+            outcome, content, data = done["outcome"], done.get("full_result", ""), done.get("data")
+        else:
+            decision = ctx.progress.get("decisions", {}).get(call_id)
+            tool = ctx.registry.get(name)
+            if call_id in ctx.recovery.started_calls and decision is None and not (tool and tool.idempotent):
+                raise PauseRun(HumanRequest(
+                    kind="tool_recovery", node=self.name, allowed_actions=["approve", "reject"],
+                    question=(f"The run stopped while {name} was running, and it is not marked idempotent. "
+                              "Run it again (approve) or skip it (reject)?"),
+                    output=f"{name}({truncate(json.dumps(args, default=str), 500)})",
+                    details={"call_id": call_id, "tool": name, "arguments": args}))
+            if tool is not None and tool.needs_approval and decision is None:
+                raise PauseRun(HumanRequest(
+                    kind="tool_approval", node=self.name, allowed_actions=["approve", "reject"],
+                    question=f"The workflow wants to call {name}. Allow it?",
+                    output=f"{name}({truncate(json.dumps(args, default=str), 500)})",
+                    details={"call_id": call_id, "tool": name, "arguments": args}))
+            if decision is not None and decision.get("action") == "reject":
+                outcome, content, data = "ERROR", "a person declined this call", None
+            else:
+                ctx.bus.emit("tool_call", self.name, call_id=call_id, tool=name,
+                             arguments=ctx.redactor.data(args))
+                result = await ctx.registry.call(name, args)
+                outcome, content, data = result.outcome, result.content, result.data
+                ctx.bus.emit("tool_result", self.name, call_id=call_id, tool=result.tool or name,
+                             requested_tool=name, outcome=outcome,
+                             result=truncate(ctx.redactor.text(content)),
+                             full_result=ctx.redactor.text(content),
+                             data=_jsonable(data), error=result.error, duration_ms=result.duration_ms,
+                             artifact=result.artifact, notes=result.notes or None)
+        ctx.progress.pop("decisions", None)
+        if outcome != "SUCCESS" and self.config.fail_on_error:
+            raise NodeFailed(f"tool node '{self.name}': {name} {outcome.lower()}: {truncate(content, 300)}")
+        ctx.state.metadata[key] = data if _jsonable(data) is not None else content
+        if outcome != "SUCCESS":
+            ctx.state.metadata[key] = {"outcome": outcome, "error": content}
+        return NodeResult(output=content)
+
+
+def resolve(value: Any, ctx) -> Any:
+    if isinstance(value, dict):
+        return {k: resolve(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, ctx) for v in value]
+    if not isinstance(value, str) or not value.startswith("$"):
+        return value
+    if value.startswith("$$"):
+        return value[1:]
+    path = value[1:].split(".")
+    state = ctx.state
+    roots = {"metadata": state.metadata, "routing_key": state.routing_key, "output": ctx.last_output,
+             "next_action": state.next_action, "current_agent": state.current_agent}
+    if path[0] not in roots:
+        raise NodeFailed(f"argument {value!r}: unknown State field {path[0]!r} "
+                         f"(use one of: {', '.join('$' + r for r in roots)})")
+    current: Any = roots[path[0]]
+    for part in path[1:]:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        else:
+            raise NodeFailed(f"argument {value!r}: State has no {'.'.join(path)}")
+    return current
+
+
+def _jsonable(data: Any) -> Any:
+    try:
+        json.dumps(data)
+        return data
+    except (TypeError, ValueError):
+        return None

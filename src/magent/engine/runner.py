@@ -1,0 +1,186 @@
+"""The executor: run the node at the current position, persist, route, repeat.
+
+The loop is deliberately short (pydantic_graph's lesson): everything durable
+happens through ``RunContext``, everything a node kind knows lives in its module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from magent.engine import conditions
+from magent.engine.context import RunContext
+from magent.engine.control import NodeFailed, PauseRun
+from magent.engine.events import truncate
+from magent.engine.graph import END
+from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, LLMError
+from magent.ids import new_id, now
+from magent.models import HumanRequest, TaskStatus
+
+
+@dataclass
+class RunOutcome:
+    task_id: str
+    status: TaskStatus
+    result: str | None = None
+    error: str | None = None
+    request: HumanRequest | None = None
+    steps: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return {TaskStatus.completed: EXIT_OK, TaskStatus.awaiting_human: EXIT_PAUSED}.get(
+            self.status, EXIT_FAILED)
+
+
+class Executor:
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+        self.started = time.perf_counter()
+
+    async def run(self) -> RunOutcome:
+        ctx = self.ctx
+        try:
+            while ctx.position != END:
+                if not ctx.node_done:
+                    await self._run_node()
+                self._gate()
+                nxt = self._route(ctx.position)
+                ctx.bus.emit("route", ctx.position, to=nxt, routing_key=ctx.state.routing_key)
+                ctx.position, ctx.node_done, ctx.progress = nxt, False, {}
+            return self._finish()
+        except PauseRun as pause:
+            return self._pause(pause.request)
+        except (NodeFailed, LLMError) as exc:
+            return self._fail(str(exc))
+        except asyncio.CancelledError:
+            self._interrupted()
+            raise
+
+    async def _run_node(self) -> None:
+        ctx = self.ctx
+        name = ctx.position
+        node = ctx.graph.nodes[name]
+        if not ctx.progress.get("entered"):
+            total = sum(ctx.visits.values())
+            limit = ctx.graph.workflow.max_iterations
+            if total >= limit:
+                raise NodeFailed(f"workflow '{ctx.graph.name}' stopped after max_iterations ({limit}) "
+                                 f"node runs; it was about to run '{name}' again")
+            ctx.visits[name] = ctx.visits.get(name, 0) + 1
+            ctx.progress["entered"] = True
+            ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
+                         visit=ctx.visits[name])
+        else:
+            ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
+                         visit=ctx.visits.get(name, 1), resumed=True)
+        started = time.perf_counter()
+        result = await node.run(ctx)
+        ctx.set_output(name, result.output)
+        ctx.node_done, ctx.progress = True, {}
+        ctx.bus.emit("node_finished", name, kind=node.kind, status="ok",
+                     duration_ms=int((time.perf_counter() - started) * 1000),
+                     output=truncate(ctx.redactor.text(result.output or ""), 1000) or None,
+                     routing_key=ctx.state.routing_key)
+        ctx.checkpoint("node_end")
+
+    def _gate(self) -> None:
+        """Approval gates (the workflow's ``checkpoints:``): a person approves before routing on."""
+        ctx = self.ctx
+        name = ctx.position
+        if name in ctx.graph.workflow.checkpoints and ctx.take_feedback(name) is None:
+            raise PauseRun(HumanRequest(
+                kind="approval", node=name, question=f"Node '{name}' has finished. Approve its output to go on?",
+                output=ctx.last_output or None))
+
+    def _route(self, name: str) -> str:
+        ctx = self.ctx
+        edges = ctx.graph.edges_from(name)
+        human = ctx.state.metadata.get("human") or {}
+        rejecting = human.get("action") == "reject" and human.get("node") == name and not human.get("routed")
+        if rejecting:
+            human["routed"] = True
+        if not edges:
+            if rejecting:
+                raise NodeFailed(_rejected(name, human))
+            return END
+        names = {
+            "routing_key": ctx.state.routing_key, "metadata": ctx.state.metadata,
+            "next_action": ctx.state.next_action, "current_agent": ctx.state.current_agent,
+            "iteration": sum(ctx.visits.values()), "visits": ctx.visits,
+            "human": human or None, "output": ctx.last_output,
+        }
+        for edge in edges:
+            if edge.condition is None:
+                if rejecting:
+                    continue  # a rejection only goes where a condition sends it
+                return edge.to
+            if conditions.evaluate(edge.condition, names):
+                return edge.to
+        if rejecting:
+            raise NodeFailed(_rejected(name, human))
+        raise NodeFailed(f"no edge from '{name}' matches (routing_key={ctx.state.routing_key!r}); add a "
+                         "condition for this case or an edge without a condition")
+
+    # endings
+    def _finish(self) -> RunOutcome:
+        ctx = self.ctx
+        ctx.checkpoint("finish")
+        result = ctx.last_output or None
+        return self._end(TaskStatus.completed, result=result)
+
+    def _fail(self, message: str) -> RunOutcome:
+        ctx = self.ctx
+        ctx.bus.emit("error", ctx.position, message=ctx.redactor.text(message))
+        return self._end(TaskStatus.failed, error=message)
+
+    def _pause(self, request: HumanRequest) -> RunOutcome:
+        ctx = self.ctx
+        ctx.checkpoint("pause", request=request)
+        ctx.bus.emit("awaiting_human", request.node, kind=request.kind, question=request.question,
+                     output=truncate(ctx.redactor.text(request.output or ""), 2000) or None,
+                     allowed_actions=request.allowed_actions, details=ctx.redactor.data(request.details) or None)
+        return self._end(TaskStatus.awaiting_human, request=request)
+
+    def _interrupted(self) -> None:
+        """Ctrl-C / SIGTERM: leave a checkpoint of the last consistent position and a resumable task."""
+        ctx = self.ctx
+        last = ctx.td.checkpoints.last_number()
+        if last is not None:
+            cp = ctx.td.checkpoints.read(last)
+            ctx.td.sync()
+            ctx.td.checkpoints.write(cp.model_copy(update={
+                "sequence": last + 1, "checkpoint_id": new_id(),
+                "parent_id": cp.checkpoint_id, "reason": "interrupt", "created_at": now(),
+                "events_seq": ctx.bus.seq, "sha256": None}))
+        ctx.bus.emit("interrupted", ctx.position, message="stopped by a signal; resume with magent resume")
+        task = ctx.task.model_copy(update={"error": "interrupted; continue with `magent resume "
+                                                    f"{ctx.task.id[:8]}`"})
+        ctx.task = ctx.td.save_task(self._with_usage(task))
+
+    def _end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,
+             request: HumanRequest | None = None) -> RunOutcome:
+        ctx = self.ctx
+        finished = status in (TaskStatus.completed, TaskStatus.failed)
+        task = ctx.task.model_copy(update={
+            "status": status, "result": result if status == TaskStatus.completed else ctx.task.result,
+            "error": error, "completed_at": now() if finished else None})
+        ctx.task = ctx.td.save_task(self._with_usage(task))
+        ctx.bus.emit("run_finished", None, status=status.value, result=ctx.redactor.text(result or "") or None,
+                     error=ctx.redactor.text(error) if error else None, steps=ctx.turn_index,
+                     tokens_in=ctx.total_usage.input, tokens_out=ctx.total_usage.output,
+                     cost=ctx.total_usage.cost,
+                     duration_ms=int((time.perf_counter() - self.started) * 1000))
+        return RunOutcome(task_id=ctx.task.id, status=status, result=result, error=error, request=request,
+                          steps=ctx.turn_index)
+
+    def _with_usage(self, task):
+        ctx = self.ctx
+        return task.model_copy(update={"usage": ctx.total_usage, "steps": ctx.turn_index})
+
+
+def _rejected(node: str, human: dict) -> str:
+    message = human.get("message")
+    return f"rejected by a person at '{node}'" + (f": {message}" if message else "")

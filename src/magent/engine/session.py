@@ -1,0 +1,312 @@
+"""Starting, resuming and forking runs: everything around the executor loop.
+
+Each entry point takes the task's lock for the whole run (a second one fails at
+once naming the holder), rebuilds the run context from disk when continuing,
+and always releases the lock and closes tool servers at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from magent.engine.context import RunContext, RunOptions
+from magent.engine.events import EventBus
+from magent.engine.graph import Graph, from_snapshot
+from magent.engine.inputs import merge_updates
+from magent.engine.recovery import recover
+from magent.engine.runner import Executor, RunOutcome
+from magent.errors import TaskStateError, UsageError
+from magent.ids import new_id, now
+from magent.models import Event, ForkRef, HumanFeedback, Message, Task, TaskStatus
+from magent.redact import Redactor
+from magent.store import Store, TaskDir
+
+Sink = Callable[[Event], None]
+
+
+@dataclass
+class Decision:
+    """A person's answer given on the command line (seed 002 Human Feedback)."""
+
+    action: str
+    message: str | None = None
+    state_updates: dict[str, Any] | None = None
+
+
+async def start_run(graph: Graph, description: str, *, target: str | None = None,
+                    tags: list[str] | None = None, retention_days: int | None = None,
+                    initial: dict[str, Any] | None = None, options: RunOptions | None = None,
+                    sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+    options = options or RunOptions()
+    preflight(graph, options)
+    store = Store().ensure()
+    entry = graph.nodes[graph.workflow.entry_point]
+    task = Task(id=new_id(), description=description, status=TaskStatus.running,
+                assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
+                tags=tags or [], retention_days=retention_days, started_at=now(),
+                config_snapshot={**graph.snapshot, "options": {
+                    "model_override": options.model_override, "initial": initial or {}}})
+    td = store.create_task(task)
+    lock = td.lock().acquire()
+    try:
+        if on_task:
+            on_task(task)
+        ctx = await _open(graph, td, task, options, sinks, start_seq=0)
+        try:
+            if initial:
+                ctx.state = merge_updates(ctx.state, initial)
+            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, target=target,
+                         description=ctx.redactor.text(description), resumed=False)
+            ctx.add_message(Message(role="user", content=description), node=None)
+            ctx.checkpoint("run_start")
+            return await Executor(ctx).run()
+        finally:
+            await _close(ctx)
+    finally:
+        lock.release()
+
+
+async def resume_run(task_ref: str, *, decision: Decision | None = None, set_values: dict[str, Any] | None = None,
+                     options: RunOptions | None = None, sinks: list[Sink] = ()) -> RunOutcome:
+    options = options or RunOptions()
+    store = Store()
+    td = store.task(task_ref)
+    lock = td.lock().acquire()
+    try:
+        task = td.load_task()
+        _check_resumable(task, decision)
+        graph = from_snapshot(task.config_snapshot)
+        options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
+        cp, notes, entries = _latest(td)
+        if task.status == TaskStatus.awaiting_human and not cp.awaiting_human:
+            raise TaskStateError(f"task {task.id[:8]} is marked awaiting a person but its latest "
+                                 "checkpoint is not a pause; resume without a decision to continue")
+        # Check every input before anything is written.
+        feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
+        preflight(graph, options)
+        seq = max((e.seq for e in td.read_events()), default=0)
+        task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None}))
+        ctx = await _open(graph, td, task, options, sinks, start_seq=seq)
+        try:
+            recover(ctx, cp, entries)
+            for note in notes:
+                ctx.bus.emit("warning", None, message=note)
+            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                         from_checkpoint=cp.sequence, description=ctx.redactor.text(task.description))
+            if feedback is not None or new_state is not None:
+                _apply(ctx, cp, feedback, new_state)
+            return await Executor(ctx).run()
+        finally:
+            await _close(ctx)
+    finally:
+        lock.release()
+
+
+async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None = None,
+                   set_values: dict[str, Any] | None = None, options: RunOptions | None = None,
+                   sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+    """Time travel: a new task that starts from checkpoint ``checkpoint`` of ``task_ref``."""
+    from magent.store.entries import EntryLog  # noqa: F401  (entries copied below)
+
+    store = Store()
+    src = store.task(task_ref)
+    parent = src.load_task()
+    numbers = src.checkpoints.numbers()
+    if checkpoint not in numbers:
+        last = numbers[-1] if numbers else None
+        raise UsageError(f"task {parent.id[:8]} has no checkpoint {checkpoint}"
+                         + (f" (its checkpoints are 0..{last})" if last is not None else ""))
+    cp = src.checkpoints.read(checkpoint)
+    entries = src.entries.load()
+    path = src.entries.path_to(cp.leaf_entry_id, entries)
+    graph = from_snapshot(parent.config_snapshot)
+    feedback, new_state = _prepare_feedback(cp, decision, set_values, src, fork=True)
+    options = options or RunOptions()
+    options.model_override = options.model_override or parent.config_snapshot.get("options", {}).get("model_override")
+    preflight(graph, options)
+    task = Task(id=new_id(), description=parent.description, status=TaskStatus.running,
+                assigned_agent=parent.assigned_agent, workflow=parent.workflow, target=parent.target,
+                tags=list(parent.tags), retention_days=parent.retention_days, started_at=now(),
+                parent_task_id=parent.id, parent_checkpoint=checkpoint,
+                config_snapshot=parent.config_snapshot)
+    td = store.create_task(task)
+    lock = td.lock().acquire()
+    try:
+        for entry in path:  # the branch's history, so the new task stands on its own
+            td.entries.append(entry)
+        _record_fork(src, task.id, checkpoint)
+        if on_task:
+            on_task(task)
+        ctx = await _open(graph, td, task, options, sinks, start_seq=0)
+        try:
+            ctx.restore(cp.model_copy(update={"task_id": task.id}), [m for m in _messages(path)])
+            ctx.last_checkpoint = None
+            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                         forked_from=parent.id, from_checkpoint=checkpoint,
+                         description=ctx.redactor.text(task.description))
+            if cp.awaiting_human and feedback is None:
+                ctx.checkpoint("fork", request=cp.human_request)
+                return Executor(ctx)._end(TaskStatus.awaiting_human, request=cp.human_request)
+            ctx.checkpoint("fork")
+            if feedback is not None or new_state is not None:
+                _apply(ctx, cp, feedback, new_state)
+            return await Executor(ctx).run()
+        finally:
+            await _close(ctx)
+    finally:
+        lock.release()
+
+
+def preflight(graph: Graph, options: RunOptions) -> None:
+    """Check every agent's model config before any model call (exit 2 on a problem)."""
+    if options.llm_factory is not None:
+        return
+    from magent.llm.factory import preflight as check
+
+    for name, loaded in graph.agents.items():
+        config = loaded.agent.llm_config
+        if options.model_override:
+            config = config.model_copy(update={"model": options.model_override, "script": None})
+        check(config, agent=name, base_dir=loaded.base_dir)
+
+
+# internals
+
+async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
+                start_seq: int) -> RunContext:
+    from magent.engine.toolbox import open_registry
+
+    redactor = Redactor(graph.secrets)
+    bus = EventBus(start_seq=start_seq)
+
+    def persist(event: Event) -> None:
+        td.append_event(Event.model_validate(redactor.data(event.model_dump(exclude_none=True))))
+
+    bus.subscribe(persist)
+    for sink in sinks:
+        bus.subscribe(sink)
+    registry = await open_registry(graph, td, options)
+    ctx = RunContext(graph=graph, task=task, td=td, bus=bus, registry=registry, options=options,
+                     redactor=redactor)
+    for server, error in registry.start_errors.items():
+        bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
+    return ctx
+
+
+async def _close(ctx: RunContext) -> None:
+    from magent.trace import write_trace
+
+    try:
+        await asyncio.shield(ctx.registry.close())
+    finally:
+        ctx.td.sync()
+        write_trace(ctx.td)
+        ctx.td.close()
+
+
+def _check_resumable(task: Task, decision: Decision | None) -> None:
+    short = task.id[:8]
+    if task.status == TaskStatus.completed:
+        raise TaskStateError(f"task {short} is completed; nothing to resume (start a new branch with "
+                             f"`magent resume {short} --from-checkpoint N`)")
+    if task.status == TaskStatus.cancelled:
+        raise TaskStateError(f"task {short} was cancelled; it cannot be resumed")
+    if task.status == TaskStatus.failed:
+        raise TaskStateError(f"task {short} failed ({task.error}); retry from a checkpoint with "
+                             f"`magent resume {short} --from-checkpoint N`")
+    if task.status == TaskStatus.awaiting_human and decision is None:
+        raise TaskStateError(f"task {short} is waiting for a person: give --approve, --reject or "
+                             "--modify FILE (with --message TEXT)")
+    if task.status != TaskStatus.awaiting_human and decision is not None:
+        raise TaskStateError(f"task {short} is {task.status.value}, not waiting for a person; "
+                             f"--{decision.action} has nothing to answer")
+
+
+def _latest(td: TaskDir):
+    cp, notes = td.checkpoints.latest(repair=True)
+    if cp is None:
+        raise TaskStateError(f"task {td.id[:8]} has no valid checkpoint to resume from"
+                             + (f" ({'; '.join(notes)})" if notes else ""))
+    entries = td.entries.load()
+    return cp, notes, entries
+
+
+def _prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, td: TaskDir,
+                      fork: bool = False):
+    """Validate a decision and state updates against the pause; returns (feedback, new state)."""
+    feedback = None
+    updates: dict[str, Any] = dict(set_values or {})
+    if decision is not None:
+        if not cp.awaiting_human or cp.human_request is None:
+            raise TaskStateError(f"checkpoint {cp.sequence} of task {td.id[:8]} is not waiting for a "
+                                 f"person; --{decision.action} has nothing to answer")
+        allowed = cp.human_request.allowed_actions
+        if decision.action not in allowed:
+            raise UsageError(f"this pause ({cp.human_request.kind}) accepts {', '.join('--' + a for a in allowed)}, "
+                             f"not --{decision.action}")
+        feedback = HumanFeedback(action=decision.action, message=decision.message,
+                                 state_updates=decision.state_updates or {})
+        for key, value in (decision.state_updates or {}).items():
+            if key == "metadata" and isinstance(value, dict) and isinstance(updates.get("metadata"), dict):
+                updates["metadata"] = {**value, **updates["metadata"]}
+            else:
+                updates.setdefault(key, value)
+    new_state = merge_updates(cp.state, updates) if updates else None
+    return feedback, new_state
+
+
+def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> None:
+    """Apply a person's decision and/or state updates, then checkpoint before going on."""
+    if new_state is not None:
+        added = new_state.messages[len(cp.state.messages):]
+        ctx.state = new_state.model_copy(update={"messages": ctx.state.messages})
+        for message in added:
+            ctx.add_message(message, node=None)
+    if feedback is not None:
+        request = cp.human_request
+        ctx.feedback = feedback
+        ctx.state.metadata["human"] = {"action": feedback.action, "message": feedback.message,
+                                       "node": request.node, "kind": request.kind}
+        if request.kind in ("human_node", "approval"):
+            ctx.state.routing_key = feedback.action
+        if request.kind in ("tool_approval", "tool_recovery"):
+            call_id = request.details.get("call_id")
+            ctx.progress.setdefault("decisions", {})[call_id] = {
+                "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
+            ctx.feedback = None
+        if request.kind == "tool_changed":
+            ctx.progress.setdefault("accepted_pins", []).append(request.details.get("tool"))
+            ctx.feedback = None
+            if feedback.action == "reject":
+                ctx.state.metadata["human"]["routed"] = True
+        if feedback.message:
+            ctx.add_message(Message(role="user", name="human",
+                                    content=f"[a person, {feedback.action}] {feedback.message}"),
+                            node=request.node)
+        ctx.bus.emit("human_decision", request.node, action=feedback.action, kind=request.kind,
+                     message=ctx.redactor.text(feedback.message or "") or None,
+                     state_updates=ctx.redactor.data(feedback.state_updates) or None)
+    ctx.checkpoint("resume", feedback=feedback)
+
+
+def _record_fork(src: TaskDir, child: str, checkpoint: int) -> None:
+    from magent.errors import TaskLockedError
+
+    try:
+        lock = src.lock().acquire()
+    except TaskLockedError:
+        return  # the parent is running; its fork list is best effort
+    try:
+        parent = src.load_task()
+        src.save_task(parent.model_copy(update={"forks": [*parent.forks, ForkRef(task_id=child,
+                                                                                  checkpoint=checkpoint)]}))
+    finally:
+        lock.release()
+
+
+def _messages(entries):
+    from magent.store import to_message
+
+    return [to_message(e) for e in entries]
