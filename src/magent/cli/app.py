@@ -84,6 +84,9 @@ def _register() -> None:
     app.add_typer(checkpoints.app, name="checkpoints")
     from magent.cli import retention
     app.add_typer(retention.app, name="retention")
+    from magent.cli import mcp, tools
+    app.add_typer(tools.app, name="tools")
+    app.add_typer(mcp.app, name="mcp")
 
 
 _register()

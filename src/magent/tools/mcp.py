@@ -122,6 +122,8 @@ class _Connection:
 
     async def close(self) -> None:
         self.stop.set()
+        if self.session is None:
+            self.task.cancel()  # still connecting: nothing will look at ``stop``
         try:
             await asyncio.wait_for(asyncio.shield(self.task), CLOSE_TIMEOUT_SECONDS)
         except (asyncio.TimeoutError, asyncio.CancelledError):
@@ -240,7 +242,8 @@ class MCPProvider:
             if proc is not None and proc.exit_code is not None:
                 msg = f"{where} exited with code {proc.exit_code} before answering"
             else:
-                msg = f"{where} could not be started: {err}"
+                verb = "started" if proc is not None else "reached"
+                msg = f"{where} could not be {verb}: {err}"
         else:
             msg = f"{where} did not answer within {timeout:g}s"
         return self._redact(msg + self._stderr_suffix(proc))

@@ -58,8 +58,12 @@ def describe_error(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
     if not text and cause is not None:
         return describe_error(cause)
-    if "ConnectError" in name or isinstance(exc, ConnectionRefusedError):
-        return f"cannot connect: {text or name}"
+    if isinstance(exc, FileNotFoundError) and text:
+        return text
+    if isinstance(exc, ConnectionRefusedError) or "refused" in text.lower():
+        return "connection refused"
+    if "ConnectError" in name:
+        return f"cannot connect ({text or name})"
     if name == "HTTPStatusError":
         return f"HTTP error: {text}"
     return f"{name}: {text}" if text else name

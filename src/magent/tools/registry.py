@@ -14,11 +14,14 @@ import fnmatch
 import hashlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from magent.models import Tool
 from magent.models.tools import ToolLimits
 from magent.tools.base import ToolProvider, ToolResult
+
+PROVIDER_GRACE_SECONDS = 15.0
+"""Slack past a tool's timeout for its provider to cancel the call and stop a hung server."""
 
 
 class ToolRegistry:
@@ -30,37 +33,61 @@ class ToolRegistry:
         self.artifacts_dir = artifacts_dir
         self.settings = settings or {}
         """``server.tool`` → overrides (timeout_seconds, fallback_tools, idempotent, needs_approval)."""
+        self.secrets: set[str] = set()
+        """Values taken from the environment by the MCP files (never to be written to disk)."""
         self._tools: dict[str, Tool] = {}
-        self._started = False
+        self._started: set[str] = set()
+        self._validators: dict[str, Any] = {}
         self.start_errors: dict[str, str] = {}
+        self.start_seconds: dict[str, float] = {}
+        """How long each provider took to start (for the trace and the start-up benchmark)."""
         for p in providers or []:
             self.add(p)
 
     def add(self, provider: ToolProvider) -> None:
         self.providers[provider.name] = provider
-        self._started = False
+        self._started.discard(provider.name)
 
-    async def start(self) -> None:
-        """Start every provider concurrently and collect their tools.
+    @property
+    def started(self) -> set[str]:
+        return set(self._started)
 
-        A provider that fails to start is recorded in ``start_errors``; calls to its
-        tools become ERROR observations naming the failure.
+    async def start(self, only: Iterable[str] | None = None) -> None:
+        """Start providers concurrently and collect their tools.
+
+        ``only`` limits this to those provider names (unknown names are ignored:
+        ``unknown_servers`` reports them); providers already started are left as
+        they are, so calling ``start`` again for more servers is cheap. A provider
+        that fails to start is recorded in ``start_errors``; calls to its tools
+        become ERROR observations naming the failure.
         """
-        names = list(self.providers)
+        wanted = set(self.providers) if only is None else set(only) & set(self.providers)
+        names = sorted(n for n in wanted if n not in self._started)
+        if not names:
+            return
         results = await asyncio.gather(*(self._start_one(n) for n in names), return_exceptions=True)
-        self._tools = {}
         for name, res in zip(names, results):
+            self._started.add(name)
             if isinstance(res, BaseException):
-                self.start_errors[name] = f"{type(res).__name__}: {res}" if not str(res) else str(res)
+                if not isinstance(res, Exception):
+                    raise res  # cancellation and interrupts are not a server's failure
+                self.start_errors[name] = str(res) or type(res).__name__
                 continue
+            self.start_errors.pop(name, None)
+            for key in [k for k, t in self._tools.items() if t.server == name]:
+                del self._tools[key]
             for tool in res:
                 self._tools[tool.full_name] = self._with_settings(tool)
-        self._started = True
+                self._validators.pop(tool.full_name, None)
 
     async def _start_one(self, name: str) -> list[Tool]:
         provider = self.providers[name]
-        await provider.start()
-        return await provider.list_tools()
+        began = time.perf_counter()
+        try:
+            await provider.start()
+            return await provider.list_tools()
+        finally:
+            self.start_seconds[name] = time.perf_counter() - began
 
     def _with_settings(self, tool: Tool) -> Tool:
         extra = self.settings.get(tool.full_name)
@@ -88,17 +115,35 @@ class ToolRegistry:
         names = list(self._tools)
         return [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
 
+    def servers_for(self, patterns: Iterable[str]) -> set[str]:
+        """Provider names that tool patterns can reach: ``fs.read`` → ``fs``; ``*`` → all."""
+        out: set[str] = set()
+        for pattern in patterns:
+            server = pattern.split(".", 1)[0]
+            out |= {n for n in self.providers if fnmatch.fnmatchcase(n, server)}
+        return out
+
+    def unknown_servers(self, patterns: Iterable[str]) -> list[str]:
+        """Patterns whose server part names no configured server (a config mistake)."""
+        return [p for p in patterns if not any(
+            fnmatch.fnmatchcase(n, p.split(".", 1)[0]) for n in self.providers)]
+
     async def call(self, full_name: str, arguments: Any, *, allowed: set[str] | None = None,
                    artifact_key: str = "") -> ToolResult:
-        """Call a tool; every failure comes back as a result (ERROR/FAILURE/TIMEOUT), never raised."""
-        result = await self._call_once(full_name, arguments, allowed)
+        """Call a tool; every failure comes back as a result (ERROR/FAILURE/TIMEOUT), never raised.
+
+        A call refused before it ran (not allowed, unknown tool, arguments that
+        do not fit the schema) does not fall back; one that ran and did not
+        succeed tries the tool's ``fallback_tools`` in order.
+        """
+        result, ran = await self._call_once(full_name, arguments, allowed)
         tool = self._tools.get(full_name)
-        if not result.ok and tool is not None and tool.fallback_tools:
+        if not result.ok and ran and tool is not None and tool.fallback_tools:
             tried = [f"{full_name}: {result.outcome.lower()}: {result.error or result.content}"]
             for alt in tool.fallback_tools:
-                alt_result = await self._call_once(alt, arguments, None)
+                alt_result, _ = await self._call_once(alt, arguments, None)
                 if alt_result.ok:
-                    alt_result.notes = [f"fell back from {full_name} to {alt}", *tried]
+                    alt_result.notes = [f"fell back from {full_name} to {alt}", *tried, *alt_result.notes]
                     result = alt_result
                     break
                 tried.append(f"{alt}: {alt_result.outcome.lower()}: {alt_result.error or alt_result.content}")
@@ -106,40 +151,56 @@ class ToolRegistry:
                 result.notes.append("fallbacks failed too: " + "; ".join(tried[1:]))
         return self._limit(result, artifact_key or full_name)
 
-    async def _call_once(self, full_name: str, arguments: Any, allowed: set[str] | None) -> ToolResult:
+    async def _call_once(self, full_name: str, arguments: Any,
+                         allowed: set[str] | None) -> tuple[ToolResult, bool]:
         started = time.perf_counter()
         tool = self._tools.get(full_name)
+        server = full_name.split(".", 1)[0]
+        if tool is None and server in self.providers and server not in self._started:
+            await self.start(only={server})  # a server this run did not expect to need
+            tool = self._tools.get(full_name)
         if allowed is not None and full_name not in allowed:
             choices = ", ".join(sorted(allowed)) or "none"
             why = "is not allowed for this agent" if tool else "does not exist"
             return ToolResult(outcome="ERROR", tool=full_name,
                               content=f"tool {full_name!r} {why}; allowed tools: {choices}",
-                              error=f"tool {full_name} {why}")
+                              error=f"tool {full_name} {why}"), False
         if tool is None:
-            server = full_name.split(".", 1)[0]
             if server in self.start_errors:
                 msg = f"server {server!r} is unavailable: {self.start_errors[server]}"
             else:
                 msg = f"tool {full_name!r} does not exist"
-            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name)
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         if not isinstance(arguments, dict):
             msg = "arguments must be a JSON object"
-            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name)
-        problem = check_arguments(tool, arguments)
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
+        problem = self._check(tool, arguments)
         if problem:
             msg = f"invalid arguments for {full_name}: {problem}"
-            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name)
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         provider = self.providers[tool.server]
         timeout = float(tool.timeout_seconds)
         try:
-            result = await asyncio.wait_for(provider.call(tool.name, arguments, timeout), timeout + 1)
+            # Providers enforce the timeout themselves (and clean up after it); this
+            # outer bound only guards against one that does not.
+            result = await asyncio.wait_for(provider.call(tool.name, arguments, timeout),
+                                            timeout + PROVIDER_GRACE_SECONDS)
         except asyncio.TimeoutError:
             msg = f"timed out after {timeout:g}s"
             result = ToolResult(outcome="TIMEOUT", content=msg, error=msg)
+        except Exception as exc:  # a provider bug must not crash the run
+            msg = f"{type(exc).__name__}: {exc}"
+            result = ToolResult(outcome="ERROR", content=msg, error=msg)
         result.tool = full_name
         if not result.duration_ms:
             result.duration_ms = int((time.perf_counter() - started) * 1000)
-        return result
+        return result, True
+
+    def _check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
+        key = tool.full_name
+        if key not in self._validators:
+            self._validators[key] = make_validator(tool.input_schema)
+        return first_problem(self._validators[key], arguments)
 
     def _limit(self, result: ToolResult, key: str) -> ToolResult:
         limit = self.limits.max_output_chars
@@ -174,20 +235,36 @@ class ToolRegistry:
         return f"artifacts/{name}"
 
     async def close(self) -> None:
-        await asyncio.gather(*(p.close() for p in self.providers.values()), return_exceptions=True)
+        """Close every provider (stop the servers); safe to call more than once."""
+        names = list(self._started)
+        self._started.clear()
+        await asyncio.gather(*(self.providers[n].close() for n in names), return_exceptions=True)
 
 
-def check_arguments(tool: Tool, arguments: dict[str, Any]) -> str | None:
-    """First problem of ``arguments`` against the tool's input schema, or None."""
+def make_validator(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator for a tool's input schema, or None when the schema itself is broken."""
     import jsonschema
 
     try:
-        validator_cls = jsonschema.validators.validator_for(tool.input_schema)
-        validator = validator_cls(tool.input_schema)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
     except jsonschema.exceptions.SchemaError:
         return None  # a server's broken schema should not block the call
+
+
+def first_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
+    if validator is None:
+        return None
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if error is None:
         return None
     where = ".".join(str(p) for p in error.absolute_path)
     return f"{where}: {error.message}" if where else error.message
+
+
+def check_arguments(tool: Tool, arguments: dict[str, Any]) -> str | None:
+    """First problem of ``arguments`` against the tool's input schema, or None."""
+    return first_problem(make_validator(tool.input_schema), arguments)

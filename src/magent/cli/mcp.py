@@ -1,0 +1,41 @@
+"""``magent mcp``: the configured MCP servers and whether each answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+app = typer.Typer(help="Inspect the configured MCP servers.", no_args_is_help=True)
+
+McpFiles = Annotated[Optional[List[Path]], typer.Option(
+    "--mcp", metavar="FILE", help="An extra MCP servers file (repeatable); later files override servers "
+                                  "of the same name from the home's config/mcp_servers.yaml.")]
+
+
+@app.command("list")
+def list_servers(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the servers as a JSON array.")] = False,
+    mcp: McpFiles = None,
+) -> None:
+    """List MCP servers: name, transport, command or URL, and whether it answers (each is started,
+    asked for its tools, and stopped)."""
+    import asyncio
+
+    from magent.cli.output import print_json
+    from magent.tools.catalog import cli_config, format_table, probe_servers
+
+    config = cli_config(mcp or [])
+    statuses = asyncio.run(probe_servers(config))
+    if json_out:
+        print_json([s.to_dict() for s in statuses])
+        return
+    if not statuses:
+        print("no MCP servers configured: add them to config/mcp_servers.yaml in the home, "
+              "or pass --mcp FILE")
+        return
+    rows = [[s.name, s.transport, s.target,
+             f"ok: {s.tools} tool(s) in {s.seconds:.1f}s" if s.ok else f"not answering: {s.error}"]
+            for s in statuses]
+    print(format_table(["NAME", "TRANSPORT", "TARGET", "STATUS"], rows, max_width=200))

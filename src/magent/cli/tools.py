@@ -1,0 +1,72 @@
+"""``magent tools``: list the tools the configured servers offer, and call one directly."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+app = typer.Typer(help="List tools and call one directly.", no_args_is_help=True)
+
+McpFiles = Annotated[Optional[List[Path]], typer.Option(
+    "--mcp", metavar="FILE", help="An extra MCP servers file (repeatable); later files override servers "
+                                  "of the same name from the home's config/mcp_servers.yaml.")]
+
+
+@app.command("list")
+def list_tools(
+    server: Annotated[Optional[str], typer.Option("--server", "-s", help="Only this server's tools.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the tools as a JSON array.")] = False,
+    mcp: McpFiles = None,
+) -> None:
+    """List tools as `server.tool`, with description and arguments (`*` marks required ones)."""
+    import asyncio
+
+    from magent.cli.output import print_json, warn
+    from magent.tools import catalog
+
+    registry = catalog.cli_registry(mcp or [])
+    tools = asyncio.run(catalog.list_tools(registry, server))
+    for name, error in sorted(registry.start_errors.items()):
+        warn(error if name in error else f"{name}: {error}")
+    if json_out:
+        print_json([catalog.tool_dict(t) for t in tools])
+        return
+    if not tools:
+        print("no tools" + (f" on {server}" if server else ""))
+        return
+    rows = [[t.full_name, t.description.split("\n")[0], catalog.schema_summary(t.input_schema)] for t in tools]
+    print(catalog.format_table(["TOOL", "DESCRIPTION", "ARGUMENTS"], rows))
+
+
+@app.command("call")
+def call(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The tool, as server.tool.")],
+    args: Annotated[str, typer.Option("--args", "-a", metavar="JSON", help="Arguments as a JSON object.")] = "{}",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
+    mcp: McpFiles = None,
+) -> None:
+    """Run one tool directly and print its result. Exit 0 on success, 1 otherwise."""
+    import asyncio
+
+    from magent.cli.output import print_json
+    from magent.errors import EXIT_FAILED
+    from magent.tools import catalog
+
+    arguments = catalog.parse_args_json(args)
+    registry = catalog.cli_registry(mcp or [])
+    result = asyncio.run(catalog.call_tool(registry, name, arguments))
+    if json_out:
+        print_json({"tool": result.tool, "outcome": result.outcome, "content": result.content,
+                    "data": result.data, "error": result.error, "duration_ms": result.duration_ms,
+                    "notes": result.notes})
+    elif result.ok:
+        sys.stdout.write(result.content + ("" if result.content.endswith("\n") else "\n"))
+    else:
+        print(f"magent: {result.outcome}: {result.content}", file=sys.stderr)
+    for note in result.notes if not json_out else []:
+        print(f"magent: note: {note}", file=sys.stderr)
+    if not result.ok:
+        raise typer.Exit(EXIT_FAILED)

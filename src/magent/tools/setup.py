@@ -1,0 +1,137 @@
+"""Building a run's tool registry from the MCP files: the home's, then a workflow's or agent's own.
+
+``build_registry`` only reads config and creates providers; nothing is started.
+A run then starts just the servers its agents can reach, all at once::
+
+    registry = build_registry(mcp_files=[workflow_mcp], artifacts_dir=task_dir / "artifacts",
+                              kv_path=task_dir / "kv.json")
+    await start_with_imports(registry, registry.servers_for(patterns), modules=("litellm",))
+    ...
+    await registry.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from magent.models.tools import Builtins, MCPServersFile, ToolLimits
+from magent.tools.base import ToolProvider
+from magent.tools.registry import ToolRegistry
+
+
+@dataclass
+class ToolConfig:
+    """The MCP files of a run merged: later files override servers of the same name."""
+
+    servers: dict[str, Any] = field(default_factory=dict)
+    """Server name → ``StdioServer | HttpServer``."""
+    base_dirs: dict[str, Path] = field(default_factory=dict)
+    """Server name → directory of the file that defined it (relative ``cwd`` resolves there)."""
+    sources: dict[str, Path] = field(default_factory=dict)
+    """Server name → the file that defined it."""
+    builtins: Builtins = field(default_factory=Builtins)
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    secrets: set[str] = field(default_factory=set)
+
+
+def load_tool_config(mcp_files: Iterable[Path] = (), *, home_config: bool = True) -> ToolConfig:
+    """Read the home's ``config/mcp_servers.yaml`` (if present) and then each of ``mcp_files``.
+
+    A file named explicitly must exist; every problem is a ``ConfigError`` naming
+    the file, line and field. Within ``builtins`` and ``limits`` a later file
+    overrides only the sections it writes.
+    """
+    from magent import paths
+    from magent.config.files import load_mcp_servers
+
+    out = ToolConfig()
+    loaded = []
+    if home_config:
+        loaded.append(load_mcp_servers(paths.mcp_servers_file(), missing_ok=True))
+    loaded.extend(load_mcp_servers(Path(f)) for f in mcp_files)
+    for item in loaded:
+        cfg: MCPServersFile = item.config
+        for server in cfg.servers:
+            out.servers[server.name] = server
+            out.base_dirs[server.name] = item.base_dir
+            if item.source is not None:
+                out.sources[server.name] = item.source.path
+        out.builtins = _overlay(out.builtins, cfg.builtins)
+        out.limits = _overlay(out.limits, cfg.limits)
+        if item.source is not None:
+            out.secrets |= item.source.secrets
+    return out
+
+
+def _overlay(base: Any, top: Any) -> Any:
+    """``base`` with the fields ``top`` explicitly set (recursively for nested models)."""
+    update = {}
+    for name in top.model_fields_set:
+        value = getattr(top, name)
+        current = getattr(base, name)
+        update[name] = _overlay(current, value) if hasattr(value, "model_fields_set") else value
+    return base.model_copy(update=update)
+
+
+def tool_settings(config: ToolConfig) -> dict[str, dict[str, Any]]:
+    """``server.tool`` → the per-tool settings a file wrote explicitly (others keep the server's)."""
+    out: dict[str, dict[str, Any]] = {}
+    for server in config.servers.values():
+        for tool, settings in server.tools.items():
+            written = settings.model_dump(include=settings.model_fields_set)
+            if written:
+                out[f"{server.name}.{tool}"] = written
+    return out
+
+
+def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None = None,
+                   kv_path: Path | None = None, extra_providers: Iterable[ToolProvider] = (),
+                   home_config: bool = True, config: ToolConfig | None = None) -> ToolRegistry:
+    """A registry with the built-in connectors and every configured MCP server, none started.
+
+    ``kv`` is on unless a file turns it off; ``http`` and ``shell`` are off unless
+    a file turns them on. ``extra_providers`` (in-process tools for tests and
+    benchmarks) are added last and win over a server of the same name.
+    """
+    from magent.tools.mcp import MCPProvider
+
+    config = config or load_tool_config(mcp_files, home_config=home_config)
+    providers: list[ToolProvider] = []
+    if config.builtins.kv.enabled:
+        from magent.tools.kv import kv_provider
+
+        providers.append(kv_provider(kv_path))
+    if config.builtins.http.enabled:
+        from magent.tools.http import http_provider
+
+        providers.append(http_provider(config.builtins.http))
+    if config.builtins.shell.enabled:
+        from magent.tools.shell import ShellProvider
+
+        providers.append(ShellProvider(config.builtins.shell))
+    for name, server in config.servers.items():
+        providers.append(MCPProvider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets))
+    providers.extend(extra_providers)
+    registry = ToolRegistry(providers, limits=config.limits, artifacts_dir=artifacts_dir,
+                            settings=tool_settings(config))
+    registry.secrets = set(config.secrets)
+    return registry
+
+
+async def start_with_imports(registry: ToolRegistry, only: Iterable[str] | None = None,
+                             modules: Iterable[str] = ()) -> None:
+    """Start servers while heavy modules (e.g. ``litellm``) import in a worker thread.
+
+    Server start-up is mostly waiting for child processes and sockets, so it
+    overlaps well with an import; an import error is re-raised after the servers
+    have started (and a failing server is only recorded in ``start_errors``).
+    """
+    imports = [asyncio.to_thread(importlib.import_module, m) for m in modules]
+    results = await asyncio.gather(registry.start(only=only), *imports, return_exceptions=True)
+    for res in results:
+        if isinstance(res, BaseException):
+            raise res
