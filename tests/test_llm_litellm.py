@@ -86,7 +86,7 @@ def test_tool_call_round_trip_maps_names(stub: OpenAIStub) -> None:
     ]
     reply = complete(ask(stub, messages=history, tools=[KV_GET]))
     [call] = reply.tool_calls
-    assert (call.id, call.name, call.arguments) == ("call_stub_0", "kv.get", {"key": "greeting"})
+    assert (call.id, call.name, call.arguments) == ("call_stub_1_0", "kv.get", {"key": "greeting"})
     assert reply.content == "Looking." and reply.stop_reason == "tool_calls"
     sent = stub.requests[0]
     assert [t["function"]["name"] for t in sent["tools"]] == ["kv__get"]
@@ -94,6 +94,28 @@ def test_tool_call_round_trip_maps_names(stub: OpenAIStub) -> None:
     assert sent["messages"][2]["tool_calls"][0]["function"] == {"name": "kv__get",
                                                                  "arguments": '{"key": "a"}'}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": "c1", "content": "1"}
+
+
+def test_tool_calls_without_ids_get_unique_ones(stub: OpenAIStub) -> None:
+    stub.tool_call("kv__get", {"key": "a"}, more=[("kv__get", {"key": "b"})], with_ids=False)
+    stub.tool_call("kv__get", {"key": "c"}, with_ids=False)
+    ids = [c.id for c in complete(ask(stub, tools=[KV_GET])).tool_calls]
+    ids += [c.id for c in complete(ask(stub, tools=[KV_GET])).tool_calls]
+    assert len(set(ids)) == 3 and all(i.startswith("call_") for i in ids)
+
+
+def test_stub_answers_non_streaming_requests_too(stub: OpenAIStub) -> None:
+    from magent.llm.litellm_client import _litellm
+
+    stub.tool_call("kv__get", {"key": "a"}, content="Looking.")
+    reply = asyncio.run(_litellm().acompletion(
+        model=STUB_MODEL, api_base=stub.url, api_key=STUB_KEY, max_retries=0,
+        messages=[{"role": "user", "content": "hi"}]))
+    message = reply.choices[0].message
+    assert message.content == "Looking."
+    assert message.tool_calls[0].function.name == "kv__get"
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (11, 7)
+    assert stub.requests[0].get("stream") in (None, False)
 
 
 def test_provider_safe_names() -> None:

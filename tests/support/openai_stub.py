@@ -46,6 +46,10 @@ class Behaviour:
     delay: float = 0.0
     usage: tuple[int, int] = (11, 7)
     """(prompt_tokens, completion_tokens) reported to the client."""
+    with_ids: bool = True
+    """False: tool calls come without ids (some local servers do that)."""
+    number: int = 0
+    """Which request (1-based) got this behaviour; tool-call ids are ``call_stub_<number>_<i>``."""
 
 
 @dataclass
@@ -115,10 +119,11 @@ class OpenAIStub:
         return self.push(Behaviour("text", content="", usage=(11, 0)))
 
     def tool_call(self, name: str, arguments: dict[str, Any] | str, *, content: str = "",
-                  more: list[tuple[str, dict[str, Any] | str]] = ()) -> "OpenAIStub":  # type: ignore[assignment]
+                  more: list[tuple[str, dict[str, Any] | str]] = (),  # type: ignore[assignment]
+                  with_ids: bool = True) -> "OpenAIStub":
         """A reply calling ``name``; ``arguments`` as a string is sent verbatim (invalid JSON)."""
         calls = [(name, arguments), *more]
-        return self.push(Behaviour("tool_calls", content=content, tool_calls=[
+        return self.push(Behaviour("tool_calls", content=content, with_ids=with_ids, tool_calls=[
             {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)} for n, a in calls]))
 
     def error(self, status: int, *, retry_after: float | None = None,
@@ -175,6 +180,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 return self._send(behaviour.status, behaviour.body, behaviour.headers)
             if behaviour.kind == "garbage":
                 return self._send(200, behaviour.body, {"Content-Type": "application/json"})
+            behaviour.number = len(stub.received)  # tool-call ids differ from reply to reply
             stream = bool((body or {}).get("stream"))
             model = (body or {}).get("model", "stub-model")
             if stream:
@@ -222,7 +228,8 @@ def _chunks(b: Behaviour, model: str, include_usage: bool) -> list[dict[str, Any
     for i, word in enumerate(words if b.content else []):
         out.append(choice({"content": word if i == 0 else " " + word}))
     for i, call in enumerate(b.tool_calls):
-        out.append(choice({"tool_calls": [{"index": i, "id": f"call_stub_{i}", "type": "function",
+        call_id = f"call_stub_{b.number}_{i}" if b.with_ids else None
+        out.append(choice({"tool_calls": [{"index": i, "id": call_id, "type": "function",
                                            "function": {"name": call["name"], "arguments": ""}}]}))
         text = call["arguments"]
         half = len(text) // 2  # arguments arrive in pieces, as real providers send them
@@ -241,7 +248,7 @@ def _completion(b: Behaviour, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": b.content or None}
     if b.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_stub_{i}", "type": "function",
+            {"id": f"call_stub_{b.number}_{i}" if b.with_ids else None, "type": "function",
              "function": {"name": c["name"], "arguments": c["arguments"]}}
             for i, c in enumerate(b.tool_calls)]
     p, c = b.usage

@@ -27,6 +27,7 @@ import random
 import re
 import threading
 import time
+import uuid
 import warnings
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable
@@ -198,7 +199,8 @@ class LiteLLMClient:
         remaining = max(request.timeout - (time.monotonic() - started), 0.001)
         collected = await asyncio.wait_for(_collect(stream, on_token), timeout=remaining)
         content, raw_calls, finish, usage = collected
-        calls = [LLMToolCall(id=c["id"] or f"call_{i}", name=names.full(c["name"]),
+        # A provider that sends no id gets a unique one: ids key results and recovery.
+        calls = [LLMToolCall(id=c["id"] or f"call_{uuid.uuid4().hex[:24]}", name=names.full(c["name"]),
                              arguments=parse_arguments(c["arguments"]), raw_arguments=c["arguments"])
                  for i, c in enumerate(raw_calls)]
         if usage is not None:
