@@ -99,3 +99,11 @@ class RunFailed(MagentError):
     """The run ended in failure; the task is marked failed with this message."""
 
     exit_code = EXIT_FAILED
+
+
+class CheckpointSequenceError(StoreError, ValueError):
+    """A checkpoint write out of order, or of a number that already exists (never overwritten)."""
+
+
+class EntriesCorruptError(StoreError, ValueError):
+    """The conversation cannot be rebuilt: an entry on the path to a leaf is missing, or a cycle."""

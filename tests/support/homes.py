@@ -26,10 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+import pytest
 
 from magent.ids import new_id, now
 from magent.models import (
@@ -302,3 +306,39 @@ def snapshot_tree(root: Path) -> dict[str, tuple[int, int, int, str]]:
 
 def utc(year: int, month: int, day: int, hour: int = 0) -> datetime:
     return datetime(year, month, day, hour, tzinfo=timezone.utc)
+
+
+@contextmanager
+def unwritable(path: Path) -> Iterator[Path]:
+    """Make the directory ``path`` (created if missing) unwritable for this process, then restore.
+
+    A normal user gets mode 0500. Root ignores modes, so for root the directory is
+    made immutable (``chattr +i``), which binds root too.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o500)
+        try:
+            yield path
+        finally:
+            path.chmod(mode)
+        return
+    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if made.returncode != 0:
+        # No way to take write access away from root here (no CAP_LINUX_IMMUTABLE).
+        pytest.skip(f"running as root and `chattr +i` failed: {made.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.fixture
+def unwritable_home(magent_home: Path) -> Iterator[Path]:
+    """``$MAGENT_HOME`` as an existing directory this process cannot write into.
+
+    Import it into a test module (``from support.homes import unwritable_home``).
+    """
+    with unwritable(magent_home) as path:
+        yield path

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from magent.errors import CheckpointCorruptError, CheckpointNotFoundError
+from magent.errors import (
+    CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
+)
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
-from magent.store.files import create_immutable, dumps
+from magent.store.files import create_immutable, dumps, fsync_dir
 from magent.store.migrations import migrate
 
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
@@ -57,15 +59,29 @@ class CheckpointLog:
         return 0 if last is None else last + 1
 
     def write(self, checkpoint: Checkpoint) -> Checkpoint:
-        """Write ``checkpoint`` as a new file. Its sequence must follow the last one."""
+        """Write ``checkpoint`` as a new file. Its sequence must follow the last one.
+
+        Raises ``CheckpointSequenceError`` (a ``ValueError``) for a sequence out of
+        order or a file that already exists: a checkpoint is never overwritten.
+        """
+        if checkpoint.task_id != self.task_id:
+            raise StoreError(f"checkpoint of task {checkpoint.task_id} written to task {self.task_id}")
         expected = self.next_number()
         if checkpoint.sequence != expected:
-            raise ValueError(f"checkpoint sequence {checkpoint.sequence} out of order "
-                             f"(next is {expected})")
+            raise CheckpointSequenceError(
+                f"task {self.task_id[:8]}: checkpoint sequence {checkpoint.sequence} out of order "
+                f"(next is {expected})")
         doc = checkpoint.model_dump(mode="json", exclude={"sha256": True, "state": {"messages"}},
                                     exclude_none=True)
         doc["sha256"] = canonical_hash(doc)
-        create_immutable(self.path(checkpoint.sequence), dumps(doc))
+        try:
+            create_immutable(self.path(checkpoint.sequence), dumps(doc))
+        except FileExistsError:
+            # Another writer got there first (the lock should make this impossible).
+            self._last = None
+            raise CheckpointSequenceError(
+                f"task {self.task_id[:8]}: {file_name(checkpoint.sequence)} already exists; "
+                "checkpoints are never overwritten") from None
         self._last = checkpoint.sequence
         return checkpoint.model_copy(update={"sha256": doc["sha256"]})
 
@@ -77,6 +93,10 @@ class CheckpointLog:
             raw = path.read_bytes()
         except FileNotFoundError:
             raise CheckpointNotFoundError(f"{where}: no such checkpoint") from None
+        except IsADirectoryError:
+            raise CheckpointCorruptError(f"{where}: is a directory, not a checkpoint") from None
+        except OSError as exc:
+            raise StoreError(f"{where}: cannot read: {exc.strerror}") from None
         try:
             doc = json.loads(raw)
         except ValueError:
@@ -86,10 +106,15 @@ class CheckpointLog:
         stored = doc.pop("sha256", None)
         if stored != canonical_hash(doc):
             raise CheckpointCorruptError(f"{where}: content does not match its sha256 (edited or damaged)")
-        version = doc.get("schema_version", 0)
+        version = doc.get("schema_version")
+        if type(version) is not int or version < 1:
+            raise CheckpointCorruptError(f"{where}: schema_version {version!r} is not a version")
         if version > SCHEMA_VERSION:
             raise CheckpointCorruptError(f"{where}: written by a newer magent (schema {version})")
-        doc = migrate("checkpoint", doc)
+        try:
+            doc = migrate("checkpoint", doc)
+        except ValueError as exc:
+            raise CheckpointCorruptError(f"{where}: {exc}") from None
         try:
             cp = Checkpoint.model_validate(doc)
         except ValidationError as exc:
@@ -109,6 +134,7 @@ class CheckpointLog:
             dst = src.with_name(f"{src.name}.corrupt.{n}")
             n += 1
         os.replace(src, dst)
+        fsync_dir(self.dir)
         self._last = None
         return dst
 
@@ -126,6 +152,8 @@ class CheckpointLog:
         for seq in reversed(self.numbers()):
             try:
                 cp = self.read(seq)
+            except CheckpointNotFoundError:
+                continue  # removed since the listing (retention trimming old ones)
             except CheckpointCorruptError as exc:
                 notes.append(str(exc))
                 if repair:
@@ -140,6 +168,8 @@ class CheckpointLog:
         for seq in self.numbers():
             try:
                 cp = self.read(seq)
+            except CheckpointNotFoundError:
+                continue
             except CheckpointCorruptError:
                 out.append(CheckpointSummary(sequence=seq, checkpoint_id="?", created_at=_mtime(self.path(seq)),
                                              position="?", reason="corrupt", awaiting_human=False,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from magent.errors import EntriesCorruptError
 from magent.models import Entry, Message
 from magent.store.files import JsonlWriter, read_jsonl
 
@@ -56,7 +57,11 @@ class EntryLog:
         return out
 
     def path_to(self, leaf_id: str | None, entries: dict[str, Entry] | None = None) -> list[Entry]:
-        """Entries from the root to ``leaf_id``, oldest first."""
+        """Entries from the root to ``leaf_id``, oldest first.
+
+        Raises ``EntriesCorruptError`` (a ``ValueError``) when an entry on the way is
+        missing or the parent links loop.
+        """
         if leaf_id is None:
             return []
         entries = self.load() if entries is None else entries
@@ -65,11 +70,14 @@ class EntryLog:
         current: str | None = leaf_id
         while current is not None:
             if current in seen:
-                raise ValueError(f"entry tree has a cycle at {current}")
+                raise EntriesCorruptError(f"task {self.path.parent.name[:8]}: {self.path.name}: "
+                                          f"the entry tree has a cycle at entry {current}")
             seen.add(current)
             entry = entries.get(current)
             if entry is None:
-                raise ValueError(f"entry {current} is missing from {self.path.name}")
+                raise EntriesCorruptError(f"task {self.path.parent.name[:8]}: entry {current} is "
+                                          f"missing from {self.path.name}, so the conversation "
+                                          "cannot be rebuilt")
             chain.append(entry)
             current = entry.parent_id
         chain.reverse()

@@ -61,8 +61,16 @@ def _write_temp(path: Path, data: bytes) -> Path:
     return tmp
 
 
+def _store_error(exc: OSError, verb: str, path: Path) -> StoreError:
+    reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+    return StoreError(f"cannot {verb} {path}: {reason}")
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix."""
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix.
+
+    Raises ``StoreError`` when the directory cannot be written (read-only, full...).
+    """
     try:
         tmp = _write_temp(path, data)
         try:
@@ -71,15 +79,25 @@ def atomic_write(path: Path, data: bytes) -> None:
             tmp.unlink(missing_ok=True)
             raise
         fsync_dir(path.parent)
-    except PermissionError:
-        raise StoreError(f"cannot write {path}: permission denied") from None
+    except OSError as exc:
+        raise _store_error(exc, "write", path) from None
 
 
 def create_immutable(path: Path, data: bytes) -> None:
-    """Create ``path`` atomically; fails with ``FileExistsError`` if it exists (never overwrites)."""
-    tmp = _write_temp(path, data)
+    """Create ``path`` atomically; fails with ``FileExistsError`` if it exists (never overwrites).
+
+    Other failures (read-only, full disk) raise ``StoreError``.
+    """
+    try:
+        tmp = _write_temp(path, data)
+    except OSError as exc:
+        raise _store_error(exc, "write", path) from None
     try:
         os.link(tmp, path)  # link(2) refuses to replace an existing name
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise _store_error(exc, "write", path) from None
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
@@ -110,7 +128,10 @@ class JsonlWriter:
 
     def __init__(self, path: Path):
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        except OSError as exc:
+            raise _store_error(exc, "open", path) from None
         self._repair_tail()
         self._dirty = False
 
@@ -135,9 +156,12 @@ class JsonlWriter:
     def append(self, obj: Any) -> None:
         line = dumps(obj) + b"\n"
         view = memoryview(line)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as exc:
+            raise _store_error(exc, "append to", self.path) from None
         self._dirty = True
 
     def sync(self) -> None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import shutil
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -20,15 +23,21 @@ from magent.errors import (
     AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
 )
 from magent.ids import is_uuid4, now
-from magent.models import Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog
+from magent.models import (
+    SCHEMA_VERSION, Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog,
+)
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
-    JsonlWriter, atomic_write, dumps, ensure_dir, read_json, read_jsonl,
+    DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
 )
 from magent.store.locks import Lock
 
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
+
+
+def _task_json(task: Task) -> bytes:
+    return dumps(task.model_dump(mode="json"), indent=2)
 
 
 class TaskDir:
@@ -56,16 +65,27 @@ class TaskDir:
             raise TaskNotFoundError(f"task {self.id}: task.json is missing") from None
         except (ValueError, OSError) as exc:
             raise StoreError(f"task {self.id}: task.json is unreadable ({exc})") from None
+        if not isinstance(doc, dict):
+            raise StoreError(f"task {self.id}: task.json is not a JSON object")
+        version = doc.get("schema_version")
+        if type(version) is int and version > SCHEMA_VERSION:
+            raise StoreError(f"task {self.id}: task.json was written by a newer magent "
+                             f"(schema {version}; this one reads {SCHEMA_VERSION})")
         try:
-            return Task.model_validate(doc)
+            task = Task.model_validate(doc)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise StoreError(f"task {self.id}: task.json: {'.'.join(map(str, err['loc']))}: "
                              f"{err['msg']}") from None
+        if task.id != self.id:
+            # A copied or hand-edited directory: trusting either id would misattribute it.
+            raise StoreError(f"task {self.id}: task.json names another task ({task.id})")
+        return task
 
     def save_task(self, task: Task) -> Task:
+        """Write ``task`` as task.json (atomically) with ``updated_at`` set to now; returns it."""
         task = task.model_copy(update={"updated_at": now()})
-        atomic_write(self.task_file, dumps(task.model_dump(mode="json"), indent=2))
+        atomic_write(self.task_file, _task_json(task))
         return task
 
     # the conversation
@@ -144,16 +164,28 @@ class Store:
         return self
 
     def create_task(self, task: Task) -> TaskDir:
-        """Make the task's directory and write its first ``task.json``."""
+        """Make the task's directory and write its first ``task.json``.
+
+        The directory appears complete or not at all: it is built under a hidden
+        temporary name (never a task id, so listings skip it) and renamed into place.
+        """
         self.ensure()
         td = TaskDir(self, task.id)
+        if os.path.lexists(td.path):
+            raise StoreError(f"task {task.id} already exists")
+        staging = self.tasks_dir / f".new-{task.id}-{secrets.token_hex(4)}"
         try:
-            td.path.mkdir(mode=0o700)
-        except FileExistsError:
-            raise StoreError(f"task {task.id} already exists") from None
-        except PermissionError:
-            raise StoreError(f"cannot create {td.path}: permission denied") from None
-        td.save_task(task)
+            staging.mkdir(mode=DIR_MODE)
+            try:
+                atomic_write(staging / "task.json", _task_json(task))
+                os.rename(staging, td.path)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)  # our own staging dir; no symlinks in it
+                raise
+        except OSError as exc:
+            reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror
+            raise StoreError(f"cannot create task {task.id} in {self.tasks_dir}: {reason}") from None
+        fsync_dir(self.tasks_dir)
         return td
 
     def task_ids(self) -> list[str]:
@@ -162,6 +194,10 @@ class Store:
             it = os.scandir(self.tasks_dir)
         except FileNotFoundError:
             return []
+        except NotADirectoryError:
+            raise StoreError(f"{self.tasks_dir} is not a directory (is MAGENT_HOME right?)") from None
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.tasks_dir}: {exc.strerror}") from None
         with it:
             return [e.name for e in it if is_uuid4(e.name) and e.is_dir(follow_symlinks=False)]
 
@@ -172,7 +208,7 @@ class Store:
             raise InvalidTaskIdError(f"{text!r} is not a task id or id prefix "
                                      "(ids are UUIDs: hex digits and dashes)")
         if is_uuid4(text):
-            if (self.tasks_dir / text).is_dir():
+            if self._is_task_dir(text):
                 return text
             raise TaskNotFoundError(f"no task {text} in {self.tasks_dir}")
         matches = sorted(i for i in self.task_ids() if i.startswith(text))
@@ -184,6 +220,15 @@ class Store:
             raise AmbiguousTaskIdError(f"{text!r} matches {len(matches)} tasks: {shown}{more}; "
                                        "give more characters")
         return matches[0]
+
+    def _is_task_dir(self, task_id: str) -> bool:
+        """A real directory (not a symlink: nothing read through one can leave the root)."""
+        try:
+            return stat.S_ISDIR(os.lstat(self.tasks_dir / task_id).st_mode)
+        except NotADirectoryError:
+            raise StoreError(f"{self.tasks_dir} is not a directory (is MAGENT_HOME right?)") from None
+        except OSError:
+            return False
 
     def task(self, text: str) -> TaskDir:
         return TaskDir(self, self.resolve(text))

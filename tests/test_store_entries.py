@@ -1,0 +1,157 @@
+"""The conversation tree: messages rebuilt from a checkpoint's leaf by walking parent_id."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from magent.errors import EntriesCorruptError
+from magent.ids import new_id
+from magent.models import Entry
+from magent.store import EntryLog
+from support.homes import HomeBuilder
+
+
+@pytest.fixture
+def t():
+    return HomeBuilder().task("talk")
+
+
+def _contents(td, cp):
+    return [m.content for m in td.full_state(cp).messages]
+
+
+def test_messages_are_rebuilt_from_the_leaf(t):
+    t.conversation(("system", "be brief"), ("user", "hi"))
+    cp0 = t.checkpoint("a")
+    t.conversation(("assistant", "hello"), ("user", "bye"))
+    cp1 = t.checkpoint("b")
+    t.close()
+    assert _contents(t.dir, t.dir.checkpoints.read(0)) == ["be brief", "hi"]
+    assert _contents(t.dir, t.dir.checkpoints.read(1)) == ["be brief", "hi", "hello", "bye"]
+    assert cp0.entry_count == 2 and cp1.entry_count == 4
+
+
+def test_a_fork_gives_each_checkpoint_its_own_branch(t):
+    root = t.say("user", "name it")
+    t.say("assistant", "first idea")
+    t.say("user", "shorter")
+    t.checkpoint("a")
+    t.fork(root)                      # resume from the older point: a second child of root
+    t.say("assistant", "second idea")
+    t.checkpoint("b")
+    t.close()
+    entries = t.dir.entries.load()
+    children = [e for e in entries.values() if e.parent_id == root.id]
+    assert len(children) == 2         # the file holds a tree
+    assert _contents(t.dir, t.dir.checkpoints.read(0)) == ["name it", "first idea", "shorter"]
+    assert _contents(t.dir, t.dir.checkpoints.read(1)) == ["name it", "second idea"]
+    assert t.dir.checkpoints.read(1).entry_count == 2
+
+
+def test_two_roots_are_two_conversations(t):
+    t.say("user", "one")
+    t.checkpoint("a")
+    t.fork(None)
+    t.say("user", "two")
+    t.checkpoint("b")
+    t.close()
+    assert _contents(t.dir, t.dir.checkpoints.read(0)) == ["one"]
+    assert _contents(t.dir, t.dir.checkpoints.read(1)) == ["two"]
+
+
+def test_message_fields_survive_the_round_trip(t):
+    t.say("assistant", "", tool_calls=[{"id": "c1", "server": "kv", "tool": "get",
+                                        "arguments": {"key": "k"}}])
+    t.say("tool", '{"v": 1}', tool_call_id="c1", name="kv.get")
+    cp = t.checkpoint("a")
+    t.close()
+    msgs = t.dir.full_state(t.dir.checkpoints.read(cp.sequence)).messages
+    assert msgs[0].tool_calls[0].full_name == "kv.get" and msgs[0].tool_calls[0].arguments == {"key": "k"}
+    assert (msgs[1].role, msgs[1].tool_call_id, msgs[1].name) == ("tool", "c1", "kv.get")
+    assert msgs[1].timestamp == t.entries[1].created_at
+
+
+def test_no_leaf_means_no_messages(t):
+    cp = t.checkpoint("start")
+    assert cp.leaf_entry_id is None and t.dir.full_state(cp).messages == []
+
+
+def test_torn_last_entry_is_ignored_and_repaired_on_next_append(t):
+    t.conversation(("user", "a"), ("assistant", "b"))
+    t.checkpoint("x")
+    t.close()
+    with open(t.entries_file, "ab") as fh:
+        fh.write(b'{"id": "' + new_id().encode() + b'", "role": "user", "cont')
+    problems: list[str] = []
+    assert len(t.dir.entries.load(problems)) == 2
+    assert problems and "torn last line" in problems[0]
+    assert _contents(t.dir, t.dir.checkpoints.read(0)) == ["a", "b"]
+    t.say("user", "c")          # a new writer opens the file: the torn tail goes first
+    t.close()
+    lines = t.entries_file.read_bytes().split(b"\n")
+    assert len(lines) == 4 and lines[-1] == b""
+    assert all(json.loads(line) for line in lines[:-1])
+    assert [e.content for e in t.dir.entries.load().values()] == ["a", "b", "c"]
+
+
+def test_entries_are_appended_not_rewritten(t):
+    t.say("user", "first")
+    t.close()
+    first = t.entries_file.read_bytes()
+    t.say("assistant", "second")
+    t.close()
+    assert t.entries_file.read_bytes().startswith(first)
+
+
+def test_a_missing_entry_on_the_path_is_a_clear_error(t):
+    t.conversation(("user", "a"), ("assistant", "b"), ("user", "c"))
+    cp = t.checkpoint("x")
+    t.close()
+    lines = t.entries_file.read_bytes().split(b"\n")
+    t.entries_file.write_bytes(b"\n".join([lines[0], lines[2], b""]))  # drop the middle entry
+    with pytest.raises(EntriesCorruptError) as exc:
+        t.dir.full_state(cp)
+    assert f"entry {t.entries[1].id} is missing from entries.jsonl" in str(exc.value)
+    assert str(exc.value).startswith(f"task {t.id[:8]}: ")
+    assert isinstance(exc.value, ValueError)  # callers that caught ValueError still do
+
+
+def test_a_parent_cycle_is_a_clear_error(tmp_path):
+    log = EntryLog(tmp_path / "entries.jsonl")
+    a, b = new_id(), new_id()
+    log.append(Entry(id=a, parent_id=b, role="user", content="x"))
+    log.append(Entry(id=b, parent_id=a, role="user", content="y"))
+    log.close()
+    with pytest.raises(EntriesCorruptError, match="cycle"):
+        log.path_to(a)
+
+
+def test_an_entry_that_does_not_fit_the_schema_is_skipped_and_reported(t):
+    t.say("user", "ok")
+    t.close()
+    with open(t.entries_file, "ab") as fh:
+        fh.write(json.dumps({"id": "not-a-uuid", "role": "user"}).encode() + b"\n")
+    problems: list[str] = []
+    assert len(t.dir.entries.load(problems)) == 1
+    assert problems == ["entries.jsonl: entry 2 does not fit the schema, skipped"]
+
+
+def test_children_chain_follows_the_newest_child(t):
+    root = t.say("user", "q")
+    cp = t.checkpoint("a")
+    t.say("assistant", "old branch")
+    t.fork(root)
+    newer = t.say("assistant", "new branch")
+    tail = t.say("tool", "result")
+    t.close()
+    chain = t.dir.entries.children_chain(cp.leaf_entry_id, t.dir.entries.load())
+    assert [e.id for e in chain] == [newer.id, tail.id]
+
+
+def test_entry_lines_are_compact(t):
+    t.say("user", "hi")
+    t.close()
+    doc = json.loads(t.entries_file.read_text().splitlines()[0])
+    assert set(doc) == {"id", "role", "content", "created_at"}  # defaults left out
