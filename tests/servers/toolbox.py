@@ -2,7 +2,8 @@
 
 Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``fail``
 (an MCP ``isError`` result), ``crash`` (the process exits), ``hang`` (never
-returns), ``huge`` (about a megabyte of text), ``writes`` (not idempotent).
+returns), ``huge`` (about a megabyte of text), ``writes`` (not idempotent), ``whoami`` (the request's Authorization header),
+``env_sha`` (hash of an environment variable).
 
 Environment knobs, so tests can make misbehaving servers from one script:
 ``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_STDERR``
@@ -14,11 +15,12 @@ the pid at start.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -73,6 +75,18 @@ def huge(size: int = 1_000_000) -> str:
 @server.tool(description="Record a write (not idempotent).", annotations=ToolAnnotations(idempotentHint=False))
 def writes(value: str) -> str:
     return f"wrote {value}"
+
+
+@server.tool(description="The Authorization header of the HTTP request (empty over stdio).")
+def whoami(ctx: Context) -> str:
+    request = getattr(ctx.request_context, "request", None)
+    headers = getattr(request, "headers", None)
+    return (headers.get("authorization") if headers is not None else None) or ""
+
+
+@server.tool(description="sha256 of an environment variable's value (to check it arrived, unseen).")
+def env_sha(name: str) -> str:
+    return hashlib.sha256(os.environ.get(name, "").encode()).hexdigest()
 
 
 def main() -> None:

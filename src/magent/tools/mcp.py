@@ -229,15 +229,16 @@ class MCPProvider:
             self._conn = conn
             self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in conn.tools]
             return
+        timed_out = not conn.ready.is_set()  # neither connected nor failed yet
         await conn.close()
-        raise ToolError(self._connect_failure(conn, timeout))
+        raise ToolError(self._connect_failure(conn, timeout, timed_out))
 
-    def _connect_failure(self, conn: _Connection, timeout: float) -> str:
+    def _connect_failure(self, conn: _Connection, timeout: float, timed_out: bool) -> str:
         where = f"MCP server {self.name!r} ({self.target})"
         proc = conn.proc
         if proc is not None and proc.garbage:
             msg = f"{where} wrote non-MCP output on stdout: {proc.garbage[0]!r}"
-        elif conn.error is not None:
+        elif conn.error is not None and not timed_out:
             err = describe_error(conn.error)
             if proc is not None and proc.exit_code is not None:
                 msg = f"{where} exited with code {proc.exit_code} before answering"

@@ -1,0 +1,73 @@
+"""Starting the project's test MCP servers for tests and benchmarks: stdio configs, HTTP subprocesses."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+HERE = Path(__file__).resolve().parent
+TOOLBOX = HERE / "toolbox.py"
+GARBAGE = HERE / "garbage.py"
+
+
+def stdio_server(name: str = "tb", script: Path = TOOLBOX, args: list[str] | None = None,
+                 env: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    """An MCP servers file entry running ``script`` with this Python over stdio."""
+    return {"name": name, "transport": "stdio",
+            "config": {"command": sys.executable, "args": [str(script), *(args or [])], "env": env or {}},
+            **extra}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_server(transport: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run the toolbox over ``sse`` or ``streamable_http`` on 127.0.0.1; yield its URL and process."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(TOOLBOX), transport, str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **(env or {})})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"toolbox {transport} server did not start (exit {proc.poll()})")
+                time.sleep(0.05)
+        path = "/sse" if transport == "sse" else "/mcp"
+        yield f"http://127.0.0.1:{port}{path}", proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def pid_gone(pid: int, wait: float = 5.0) -> bool:
+    """True once no process (not even a zombie) has this pid."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)  # a zombie (exited, not reaped) still answers kill(pid, 0)
+    return False
+
+
+def write_mcp_file(path: Path, servers: list[dict[str, Any]], **top: Any) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump({"servers": servers, **top}, sort_keys=False))
+    return path
