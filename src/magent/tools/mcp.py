@@ -270,7 +270,7 @@ class MCPProvider:
                 await self._connect()
             except ToolError as exc:
                 if crashed:  # the one restart failed: do not try on every call
-                    self._down = f"{exc} (while restarting it after a crash)"
+                    self._down = f"{exc}; restarting it after a crash failed, so it is down"
                 raise
             notes.append(f"restarted MCP server {self.name!r}" + (" after it crashed" if crashed else ""))
             assert self._conn is not None

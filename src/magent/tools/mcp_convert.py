@@ -63,7 +63,8 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, ConnectionRefusedError) or "refused" in text.lower():
         return "connection refused"
     if "ConnectError" in name:
-        return f"cannot connect ({text or name})"
+        # httpx's "All connection attempts failed": every address refused or was unreachable
+        return "cannot connect (connection refused or host unreachable)"
     if name == "HTTPStatusError":
         return f"HTTP error: {text}"
     return f"{name}: {text}" if text else name
