@@ -17,6 +17,7 @@ NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the t
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("resume")(resume)
+    app.command("replay")(replay)
 
 
 def run(
@@ -87,10 +88,36 @@ def resume(
             task_id, from_checkpoint, decision=decision, set_values=sets, options=options, sinks=sinks,
             on_task=lambda t: view.announce(t.id, t.workflow, forked=True)), model=model, no_input=no_input)
     else:
+        from magent.store import Store
+
+        task_id = Store().resolve(task_id)
+        view.announce(task_id, "resumed")
         outcome = view.go(lambda options, sinks: resume_run(
             task_id, decision=decision, set_values=sets, options=options, sinks=sinks), model=model,
-            no_input=no_input, announce_id=task_id)
+            no_input=no_input)
     raise typer.Exit(outcome.exit_code)
+
+
+def replay(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="A completed or failed task (id or unique prefix).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Re-run a finished task with the model responses it recorded; report a match or the first
+    divergence. Exit 0 when it matched, 1 when it diverged."""
+    from magent.cli.output import print_json
+    from magent.cli.runtime import run_async
+    from magent.engine.replay import replay_task
+
+    report = run_async(lambda: replay_task(task_id))
+    if json_out:
+        print_json({"original": report.original, "replay": report.replay, "matched": report.matched,
+                    "steps": report.steps, "divergence": report.divergence, "details": report.details})
+    elif report.matched:
+        print(f"replay matched: {report.steps} steps, same calls and results "
+              f"(replay task {report.replay[:8]})")
+    else:
+        print(f"replay diverged at {report.divergence} (replay task {report.replay[:8]})")
+    raise typer.Exit(0 if report.matched else 1)
 
 
 class _View:
@@ -114,7 +141,7 @@ class _View:
             else:
                 self.printer.out.print(f"[bold]{line}[/]")
 
-    def go(self, start: Any, *, model: str | None, no_input: bool, announce_id: str | None = None) -> Any:
+    def go(self, start: Any, *, model: str | None, no_input: bool) -> Any:
         from magent.cli.runtime import JsonLines, ask_inline, run_async
         from magent.engine.context import RunOptions
         from magent.engine.session import resume_run

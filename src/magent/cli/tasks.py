@@ -58,3 +58,14 @@ def show(
 
     live = task.status != TaskStatus.running or not td.lock().is_free()
     render.task_detail(task, live, len(td.checkpoints.numbers()))
+
+
+@app.command("cancel")
+def cancel(
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+) -> None:
+    """Abandon a paused or dead task (status cancelled). A task a live run holds cannot be cancelled."""
+    from magent.engine.session import cancel_task
+
+    task = cancel_task(task_id)
+    print(f"task {task.id} cancelled")

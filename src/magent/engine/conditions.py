@@ -67,11 +67,11 @@ def check(expression: str) -> set[str]:
 
 def evaluate(expression: str, names: dict[str, Any]) -> bool:
     """Evaluate a checked expression. A runtime type problem (``None >= 0.8``) reads as False."""
-    from simpleeval import SimpleEval
+    from simpleeval import EvalWithCompoundTypes
 
     env = {k: _wrap(v) for k, v in names.items()}
     env.update({"true": True, "false": False, "none": None, "True": True, "False": False, "None": None})
-    evaluator = SimpleEval(names=env, functions={"len": len, "str": str, "int": int,
+    evaluator = EvalWithCompoundTypes(names=env, functions={"len": len, "str": str, "int": int,
                                                  "float": float, "bool": bool})
     try:
         return bool(evaluator.eval(expression.strip()))

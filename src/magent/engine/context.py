@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from magent import failpoints
 from magent.engine.events import EventBus, truncate
 from magent.ids import new_id, now
 from magent.models import (
@@ -87,6 +88,10 @@ class RunContext:
         self.leaf = entry.id
         self.entry_count += 1
         self.state.messages.append(message)
+        if message.role == "assistant":
+            failpoints.hit("after_assistant_entry")
+        elif message.role == "tool":
+            failpoints.hit("after_tool_entry")
         return entry
 
     def adopt(self, entries: list[Entry]) -> None:
@@ -156,9 +161,11 @@ class RunContext:
     # checkpoints
     def checkpoint(self, reason: str, *, request: HumanRequest | None = None,
                    feedback: HumanFeedback | None = None) -> Checkpoint:
-        """Write the next checkpoint. Entries and events are synced first, so a checkpoint never
-        points at an entry that is not on disk."""
-        self.td.sync()
+        """Write the next checkpoint. Entries are synced first, so a checkpoint never points at an
+        entry that is not on disk. (Events are synced where they matter: before a tool that is
+        not idempotent runs, and when the run stops.)"""
+        self.td.entries.sync()
+        failpoints.hit("before_checkpoint")
         seq = self.td.checkpoints.next_number()
         state = self.state.model_copy(update={"messages": []})
         cp = Checkpoint(
@@ -172,6 +179,7 @@ class RunContext:
             cursors=self.cursors, events_seq=self.bus.seq)
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
+        failpoints.hit("after_checkpoint")
         return self.last_checkpoint
 
     def restore(self, cp: Checkpoint, messages: list[Message]) -> None:

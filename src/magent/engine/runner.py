@@ -10,6 +10,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from magent import failpoints
 from magent.engine import conditions
 from magent.engine.context import RunContext
 from magent.engine.control import NodeFailed, PauseRun
@@ -85,6 +86,7 @@ class Executor:
                      output=truncate(ctx.redactor.text(result.output or ""), 1000) or None,
                      routing_key=ctx.state.routing_key)
         ctx.checkpoint("node_end")
+        failpoints.hit("after_node_end")
 
     def _gate(self) -> None:
         """Approval gates (the workflow's ``checkpoints:``): a person approves before routing on."""
@@ -138,6 +140,7 @@ class Executor:
 
     def _pause(self, request: HumanRequest) -> RunOutcome:
         ctx = self.ctx
+        failpoints.hit("before_pause")
         ctx.checkpoint("pause", request=request)
         ctx.bus.emit("awaiting_human", request.node, kind=request.kind, question=request.question,
                      output=truncate(ctx.redactor.text(request.output or ""), 2000) or None,

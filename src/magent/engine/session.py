@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from magent import failpoints
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus
 from magent.engine.graph import Graph, from_snapshot
@@ -61,6 +62,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                          description=ctx.redactor.text(description), resumed=False)
             ctx.add_message(Message(role="user", content=description), node=None)
             ctx.checkpoint("run_start")
+            failpoints.hit("after_run_start")
             return await Executor(ctx).run()
         finally:
             await _close(ctx)
@@ -310,3 +312,28 @@ def _messages(entries):
     from magent.store import to_message
 
     return [to_message(e) for e in entries]
+
+
+def cancel_task(task_ref: str) -> Task:
+    """Abandon a paused or dead task: status ``cancelled``. A live run's lock makes this fail."""
+    td = Store().task(task_ref)
+    lock = td.lock().acquire()
+    try:
+        task = td.load_task()
+        if task.status.finished:
+            raise TaskStateError(f"task {task.id[:8]} is already {task.status.value}")
+        with_events = EventBus(start_seq=max((e.seq for e in td.read_events()), default=0))
+        with_events.subscribe(lambda ev: td.append_event(ev))
+        with_events.emit("run_finished", None, status="cancelled", error="cancelled by a person",
+                         steps=task.steps, tokens_in=task.usage.input, tokens_out=task.usage.output,
+                         cost=task.usage.cost)
+        task = td.save_task(task.model_copy(update={"status": TaskStatus.cancelled, "completed_at": now(),
+                                                    "error": "cancelled by a person"}))
+        td.sync()
+        from magent.trace import write_trace
+
+        write_trace(td)
+        td.close()
+        return task
+    finally:
+        lock.release()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
+from magent import failpoints
 from magent.engine.events import truncate
 from magent.llm.base import ToolSpec
 from magent.models import Agent, Message, ToolCall
@@ -59,12 +60,6 @@ class Toolset:
                 for c in pending if c.id in over}
 
 
-def observation_text(result: ToolResult) -> str:
-    if result.outcome == "SUCCESS":
-        return result.content
-    return f"[{result.outcome}] {result.content}"
-
-
 def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
                     result: ToolResult | None = None) -> None:
     """Record a tool result the model will see (also for calls that never ran)."""
@@ -86,11 +81,15 @@ async def run_tool_call(ctx, node: str, call: ToolCall, tools: Toolset) -> ToolR
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
                  arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
                  else {"_raw": ctx.redactor.text(call.raw_arguments)})
+    if not tools.idempotent(name):
+        ctx.td.sync()  # the intent must survive a power loss before a call that cannot be repeated
+    failpoints.hit("after_tool_intent")
     if call.raw_arguments is not None:
         result = ToolResult(outcome="ERROR", tool=name,
                             content=f"arguments were not a JSON object: {truncate(call.raw_arguments, 200)!r}",
                             error="invalid JSON arguments")
     else:
         result = await ctx.registry.call(name, call.arguments, allowed=tools.names)
+        failpoints.hit("after_tool_call")
     add_observation(ctx, node, call, result.outcome, result.content, result)
     return result

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from magent import failpoints
 from magent.engine.control import NodeFailed, PauseRun
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
@@ -61,7 +62,11 @@ class ToolNode(Node):
             else:
                 ctx.bus.emit("tool_call", self.name, call_id=call_id, tool=name,
                              arguments=ctx.redactor.data(args))
+                if not (tool and tool.idempotent):
+                    ctx.td.sync()  # the intent must be durable before a call that cannot be repeated
+                failpoints.hit("after_tool_intent")
                 result = await ctx.registry.call(name, args)
+                failpoints.hit("after_tool_call")
                 outcome, content, data = result.outcome, result.content, result.data
                 ctx.bus.emit("tool_result", self.name, call_id=call_id, tool=result.tool or name,
                              requested_tool=name, outcome=outcome,

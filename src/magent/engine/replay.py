@@ -1,0 +1,143 @@
+"""Deterministic replay (seed 004): run a finished task again with the model responses its
+history recorded, and report whether it did the same thing or where it first diverged.
+
+The replay is a real new task (tagged ``replay``, its parent the original), so its own trace can be
+inspected. Tools run for real; only the model is replaced. People's decisions at pauses are replayed
+from the record too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from magent.engine.context import RunOptions
+from magent.engine.graph import from_snapshot
+from magent.engine.session import Decision, resume_run, start_run
+from magent.errors import TaskStateError
+from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall
+from magent.models import Event, TaskStatus
+from magent.store import Store
+
+# What must match, per event type (volatile fields such as ids, times and latency are left out).
+COMPARED = {
+    "node_started": ("kind", "agent"),
+    "llm_call": ("agent", "response"),
+    "tool_call": ("tool", "arguments"),
+    "tool_result": ("tool", "outcome", "result"),
+    "reflection": ("verdict", "routing_key"),
+    "human_decision": ("action", "message"),
+    "awaiting_human": ("kind", "question"),
+    "run_finished": ("status", "result", "error"),
+}
+
+
+@dataclass
+class ReplayReport:
+    original: str
+    replay: str
+    matched: bool
+    steps: int
+    divergence: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class RecordedModel:
+    """Answers each model call with the next response recorded for that agent."""
+
+    def __init__(self, calls: list[Event]):
+        self.by_agent: dict[str, list[Event]] = {}
+        for ev in calls:
+            self.by_agent.setdefault(ev.field("agent") or "", []).append(ev)
+
+    def supports_tools(self, model: str) -> bool:
+        return True
+
+    async def complete(self, request: LLMRequest, on_token=None) -> LLMResponse:
+        queue = self.by_agent.get(request.agent) or []
+        if not queue:
+            from magent.errors import LLMError
+
+            raise LLMError(f"replay: the record has no more model responses for agent '{request.agent}'")
+        ev = queue.pop(0)
+        response = ev.field("response") or {}
+        calls = [LLMToolCall(id=c.get("id") or "", name=c.get("name", ""), arguments=c.get("arguments"),
+                             raw_arguments=c.get("raw_arguments") or "")
+                 for c in response.get("tool_calls") or []]
+        if on_token and response.get("content"):
+            on_token(response["content"])
+        return LLMResponse(content=response.get("content") or "", tool_calls=calls, model=ev.field("model", ""),
+                           provider=ev.field("provider") or "", tokens_in=ev.field("tokens_in", 0),
+                           tokens_out=ev.field("tokens_out", 0), cost=0.0,
+                           stop_reason=ev.field("stop_reason"))
+
+
+async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
+    store = Store()
+    src = store.task(task_ref)
+    original = src.load_task()
+    if not original.status.finished or original.status == TaskStatus.cancelled:
+        raise TaskStateError(f"task {original.id[:8]} is {original.status.value}; only completed or failed "
+                             "tasks can be replayed")
+    events = src.read_events()
+    model = RecordedModel([e for e in events if e.type == "llm_call"])
+    decisions = [e for e in events if e.type == "human_decision"]
+    graph = from_snapshot(original.config_snapshot)
+    initial = original.config_snapshot.get("options", {}).get("initial") or {}
+    options = RunOptions(llm_factory=lambda *a, **k: model, no_input=True)
+    outcome = await start_run(graph, original.description, target=original.target,
+                              tags=[*original.tags, "replay"], retention_days=original.retention_days,
+                              initial=initial, options=options, sinks=list(sinks))
+    replay_id = outcome.task_id
+    td = store.task(replay_id)
+    task = td.load_task()
+    task = td.save_task(task.model_copy(update={"parent_task_id": original.id}))
+    while outcome.status == TaskStatus.awaiting_human and decisions:
+        ev = decisions.pop(0)
+        decision = Decision(action=ev.field("action"), message=ev.field("message"),
+                            state_updates=ev.field("state_updates") or {})
+        outcome = await resume_run(replay_id, decision=decision, options=RunOptions(
+            llm_factory=lambda *a, **k: model, no_input=True), sinks=list(sinks))
+    return compare(original.id, replay_id, events, td.read_events())
+
+
+def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    out = []
+    for ev in events:
+        keys = COMPARED.get(ev.type)
+        if keys is None:
+            continue
+        fields = {k: ev.field(k) for k in keys}
+        if ev.type == "llm_call":
+            response = dict(fields["response"] or {})
+            response["tool_calls"] = [{k: v for k, v in c.items() if k != "id"}
+                                      for c in response.get("tool_calls") or []]
+            fields["response"] = response
+        out.append((ev.type, ev.node, fields))
+    return out
+
+
+def compare(original_id: str, replay_id: str, before: list[Event], after: list[Event]) -> ReplayReport:
+    a, b = _signature(before), _signature(after)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            what = _describe(x, y)
+            return ReplayReport(original_id, replay_id, False, i + 1,
+                                divergence=f"step {i + 1} ({x[0]} at node '{x[1]}'): {what}",
+                                details={"recorded": x[2], "replayed": y[2]})
+    if len(a) != len(b):
+        longer, label = (a, "the original went on") if len(a) > len(b) else (b, "the replay went on")
+        nxt = longer[min(len(a), len(b))]
+        return ReplayReport(original_id, replay_id, False, min(len(a), len(b)) + 1,
+                            divergence=f"step {min(len(a), len(b)) + 1}: {label} with {nxt[0]} at node '{nxt[1]}'")
+    return ReplayReport(original_id, replay_id, True, len(a))
+
+
+def _describe(x: tuple, y: tuple) -> str:
+    if x[0] != y[0] or x[1] != y[1]:
+        return f"recorded {x[0]} at '{x[1]}', replay did {y[0]} at '{y[1]}'"
+    diffs = [k for k in x[2] if x[2][k] != y[2].get(k)]
+    k = diffs[0]
+    show = lambda v: json.dumps(v, ensure_ascii=False, default=str)[:200]  # noqa: E731
+    return f"{k} differs: recorded {show(x[2][k])}, replay {show(y[2][k])}"

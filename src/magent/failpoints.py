@@ -1,0 +1,40 @@
+"""Deterministic crash points for tests: ``MAGENT_FAILPOINT=name[@N]`` kills the process
+with SIGKILL the N-th time (default first) execution reaches ``hit(name)``.
+
+Only the crash tests set the variable; with it unset, ``hit`` is a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+_SPEC = os.environ.get("MAGENT_FAILPOINT", "")
+_NAME, _, _NTH = _SPEC.partition("@")
+_WANT = int(_NTH) if _NTH.isdigit() else 1
+_count = 0
+
+POINTS = (
+    "after_run_start",       # the first checkpoint is written
+    "after_assistant_entry",  # a model turn's message is on disk, its tools not yet run
+    "after_tool_intent",      # a tool call's intent event is written, the call not made
+    "after_tool_call",        # the tool has run, its result not yet written
+    "after_tool_entry",       # a tool result entry is written
+    "before_checkpoint",      # entries synced, the checkpoint not yet written
+    "after_checkpoint",       # a checkpoint is written
+    "after_node_end",         # a node's end checkpoint is written, routing not done
+    "before_pause",           # a pause is about to be written
+)
+
+
+def hit(name: str) -> None:
+    global _count
+    if not _NAME or name != _NAME:
+        return
+    _count += 1
+    if _count == _WANT:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def armed() -> bool:
+    return bool(_NAME)
