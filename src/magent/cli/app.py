@@ -77,9 +77,10 @@ def root(
 
 
 def _register() -> None:
-    from magent.cli import checkpoints, setup, tasks
+    from magent.cli import checkpoints, run, setup, tasks
 
     setup.register(app)
+    run.register(app)
     app.add_typer(tasks.app, name="tasks")
     app.add_typer(checkpoints.app, name="checkpoints")
     from magent.cli import retention
