@@ -17,11 +17,12 @@ GARBAGE = HERE / "garbage.py"
 
 
 def stdio_server(name: str = "tb", script: Path = TOOLBOX, args: list[str] | None = None,
-                 env: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+                 env: dict[str, str] | None = None, cwd: str | None = None, **extra: Any) -> dict[str, Any]:
     """An MCP servers file entry running ``script`` with this Python over stdio."""
-    return {"name": name, "transport": "stdio",
-            "config": {"command": sys.executable, "args": [str(script), *(args or [])], "env": env or {}},
-            **extra}
+    config: dict[str, Any] = {"command": sys.executable, "args": [str(script), *(args or [])], "env": env or {}}
+    if cwd is not None:
+        config["cwd"] = cwd
+    return {"name": name, "transport": "stdio", "config": config, **extra}
 
 
 def free_port() -> int:

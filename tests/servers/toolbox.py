@@ -1,6 +1,6 @@
 """A test MCP server built with the mcp SDK: ``python toolbox.py [stdio|sse|streamable_http] [PORT]``.
 
-Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``fail``
+Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``, ``fail``
 (an MCP ``isError`` result), ``crash`` (the process exits), ``hang`` (never
 returns), ``huge`` (about a megabyte of text), ``writes`` (not idempotent), ``whoami`` (the request's Authorization header),
 ``env_sha`` (hash of an environment variable).
@@ -47,6 +47,11 @@ async def slow(seconds: float = 0.5) -> str:
 @server.tool(description="The server's process id.")
 def pid() -> int:
     return os.getpid()
+
+
+@server.tool(description="The server's working directory.")
+def cwd() -> str:
+    return os.getcwd()
 
 
 @server.tool(description="Always fails (an MCP error result).")
