@@ -38,24 +38,58 @@ def short(text: str | None, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def task_table(tasks: list["Task"], live: dict[str, bool]) -> None:
-    from rich.table import Table
+def _esc(value: Any) -> str:
+    """User text (descriptions, node names, errors) shown literally, never read as rich markup."""
+    from rich.markup import escape
 
+    return escape(str(value))
+
+
+def _grid(out: "Console", header: list[str], rows: list[list[Any]], flexible: int) -> None:
+    """Print plain text columns; cells are text or (text, style).
+
+    In a terminal only column ``flexible`` is shortened (with …) to fit the
+    width; into a pipe nothing is cut, so ``grep`` sees whole values.
+    """
+    from rich.cells import cell_len, set_cell_size
+
+    plain = [[c[0] if isinstance(c, tuple) else c for c in row] for row in rows]
+    widths = [max([cell_len(h)] + [cell_len(r[i]) for r in plain]) for i, h in enumerate(header)]
+    if out.is_terminal:
+        excess = sum(widths) + 2 * (len(widths) - 1) - out.width
+        if excess > 0:
+            widths[flexible] = max(len(header[flexible]), widths[flexible] - excess)
+    last = len(header) - 1
+
+    def line(cells: list[Any], bold: bool = False) -> str:
+        parts = []
+        for i, cell in enumerate(cells):
+            text, style = cell if isinstance(cell, tuple) else (cell, "bold" if bold else "")
+            if cell_len(text) > widths[i]:
+                text = set_cell_size(text, widths[i] - 1) + "…"
+            pad = "" if i == last else " " * (widths[i] - cell_len(text))
+            parts.append((f"[{style}]{_esc(text)}[/]" if style else _esc(text)) + pad)
+        return "  ".join(parts).rstrip()
+
+    out.print(line(header, bold=True), soft_wrap=True)
+    for row in rows:
+        out.print(line(row), soft_wrap=True)
+
+
+def task_table(tasks: list["Task"], live: dict[str, bool]) -> None:
     out = console()
     if not tasks:
         out.print("no tasks yet: start one with `magent run TARGET -t TEXT`")
         return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"):
-        table.add_column(col, no_wrap=True)
+    rows: list[list[Any]] = []
     for t in tasks:
         status = t.status.value
         if status == "running" and not live.get(t.id, True):
             status = "running (not live)"
-        table.add_row(t.id[:8], f"[{STATUS_STYLE.get(t.status.value, '')}]{status}[/]", t.workflow,
-                      short(t.description, 40), ago(t.created_at), str(t.steps),
-                      f"${t.usage.cost:.4f}")
-    out.print(table)
+        rows.append([t.id[:8], (status, STATUS_STYLE.get(t.status.value, "")), t.workflow,
+                     short(t.description, 60), ago(t.created_at), str(t.steps),
+                     f"${t.usage.cost:.4f}"])
+    _grid(out, ["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], rows, flexible=3)
 
 
 def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
@@ -63,9 +97,9 @@ def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
     style = STATUS_STYLE.get(task.status.value, "")
     status = task.status.value + ("" if live or task.status.value != "running" else " (not live: resume it)")
     rows = [
-        ("id", task.id), ("status", f"[{style}]{status}[/]"), ("workflow", task.workflow),
-        ("target", task.target or "-"), ("task", task.description),
-        ("agent", task.assigned_agent), ("tags", ", ".join(task.tags) or "-"),
+        ("id", task.id), ("status", f"[{style}]{status}[/]"), ("workflow", _esc(task.workflow)),
+        ("target", _esc(task.target or "-")), ("task", _esc(task.description)),
+        ("agent", _esc(task.assigned_agent)), ("tags", _esc(", ".join(task.tags) or "-")),
         ("created", f"{task.created_at.isoformat(timespec='seconds')} ({ago(task.created_at)})"),
         ("started", task.started_at.isoformat(timespec="seconds") if task.started_at else "-"),
         ("finished", task.completed_at.isoformat(timespec="seconds") if task.completed_at else "-"),
@@ -84,12 +118,10 @@ def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
         out.print("[bold]result[/]")
         out.print(task.result, markup=False)
     if task.error:
-        out.print(f"[bold red]error[/]        {task.error}", markup=True)
+        out.print(f"[bold red]error[/]        {_esc(task.error)}")
 
 
 def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None:
-    from rich.table import Table
-
     out = console()
     if task.parent_task_id:
         out.print(f"forked from task {task.parent_task_id[:8]} at checkpoint {task.parent_checkpoint}")
@@ -99,38 +131,38 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
     forks: dict[int, list[str]] = {}
     for fork in task.forks:
         forks.setdefault(fork.checkpoint, []).append(fork.task_id[:8])
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"):
-        table.add_column(col, no_wrap=True)
+    rows: list[list[Any]] = []
     for s in summaries:
-        note = []
+        note, style = [], ""
         if s.corrupt:
-            note.append("[red]corrupt[/]")
+            note.append("corrupt")
+            style = "red"
         if s.awaiting_human:
-            note.append("[yellow]awaiting human[/]")
+            note.append("awaiting human")
+            style = style or "yellow"
         if s.sequence in forks:
             note.append("forked → " + ", ".join(forks[s.sequence]))
-        table.add_row(str(s.sequence), s.created_at.strftime("%Y-%m-%d %H:%M:%S"), s.position,
-                      s.reason, str(s.entry_count), " ".join(note))
-    out.print(table)
+        rows.append([str(s.sequence), s.created_at.strftime("%Y-%m-%d %H:%M:%S"), s.position,
+                     s.reason, str(s.entry_count), (", ".join(note), style)])
+    _grid(out, ["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
 
 
 def state_view(state: "State", header: dict[str, Any]) -> None:
     out = console()
     for key, value in header.items():
-        out.print(f"[bold]{key:<15}[/] {value}")
-    out.print(f"[bold]{'current_agent':<15}[/] {state.current_agent or '-'}")
-    out.print(f"[bold]{'routing_key':<15}[/] {state.routing_key or '-'}")
-    out.print(f"[bold]{'next_action':<15}[/] {state.next_action or '-'}")
+        out.print(f"[bold]{key:<15}[/] {_esc(value)}")
+    out.print(f"[bold]{'current_agent':<15}[/] {_esc(state.current_agent or '-')}")
+    out.print(f"[bold]{'routing_key':<15}[/] {_esc(state.routing_key or '-')}")
+    out.print(f"[bold]{'next_action':<15}[/] {_esc(state.next_action or '-')}")
     if state.metadata:
         import json
 
-        out.print(f"[bold]metadata[/]")
+        out.print("[bold]metadata[/]")
         out.print(json.dumps(state.metadata, indent=2, default=str), markup=False)
     out.print(f"[bold]messages[/] ({len(state.messages)})")
     for i, m in enumerate(state.messages):
         who = m.role + (f" {m.name}" if m.name else "")
-        out.print(f"[dim]{i:>3}[/] [bold]{who}[/]", end=" ")
+        out.print(f"[dim]{i:>3}[/] [bold]{_esc(who)}[/]", end=" ")
         text = m.content
         if m.tool_calls:
             calls = ", ".join(f"{c.full_name}({short(str(c.arguments), 60)})" for c in m.tool_calls)
@@ -259,3 +291,33 @@ class EventPrinter:
             self.out.print(f"  magent resume {task_id} --reject --message TEXT", markup=False)
         if "modify" in allowed:
             self.out.print(f"  magent resume {task_id} --modify FILE   (state updates, YAML or JSON)", markup=False)
+
+
+# Trace, step and graph views: ``magent.trace`` lays out lines of (text, style)
+# segments; these print them, with colour only on a terminal. Off a terminal
+# (pipes, files, tests, benchmarks) rich is not even imported.
+
+def wants_color(stderr: bool = False) -> bool:
+    import os
+
+    stream = sys.stderr if stderr else sys.stdout
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+
+
+def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False) -> None:
+    """Print styled lines (see ``magent.trace.view``): rich styles on a terminal, plain text otherwise."""
+    stream = sys.stderr if stderr else sys.stdout
+    if not wants_color(stderr):
+        stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
+        stream.flush()
+        return
+    from rich.text import Text
+
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for line in lines:
+        for segment, style in line:
+            text.append(segment, style or "")
+        text.append("\n")
+    console(stderr).print(text, end="", soft_wrap=True)

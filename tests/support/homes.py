@@ -20,6 +20,10 @@ Typical use::
 
 ``standard_home()`` builds a small home with one task of each interesting kind
 (see ``StandardHome``); ``populate()`` builds many tasks fast for benchmarks.
+``snapshot_tree()`` and the ``unwritable_home`` fixture help bad-input tests.
+
+The builder skips fsync while it writes (``HomeBuilder(durable=True)`` keeps it):
+the fixture's writes are not under test, and a home builds ten times faster.
 """
 
 from __future__ import annotations
@@ -40,6 +44,37 @@ from magent.models import (
     Checkpoint, Entry, Event, HumanRequest, State, Task, TaskStatus, ToolCall, Usage,
 )
 from magent.store import Store, TaskDir
+
+
+@contextmanager
+def _building(durable: bool) -> Iterator[None]:
+    """Skip fsync while a fixture writes, unless ``durable``.
+
+    The fixture's own writes are not what a test checks, and without fsync a home
+    builds about ten times faster; the store code that runs is otherwise the same.
+    """
+    if durable:
+        yield
+        return
+    real = os.fsync
+    os.fsync = lambda fd: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os.fsync = real
+
+
+def _fixture_write(method):
+    """Run a builder method under ``_building`` for its home's ``durable`` setting."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        home = self if isinstance(self, HomeBuilder) else self.home
+        with _building(home.durable):
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class TaskBuilder:
@@ -64,6 +99,7 @@ class TaskBuilder:
         return self.dir.path
 
     # the conversation
+    @_fixture_write
     def say(self, role: str, content: str = "", *, tool_calls: Iterable[ToolCall | dict] = (),
             tool_call_id: str | None = None, name: str | None = None, node: str | None = None,
             created_at: datetime | None = None) -> Entry:
@@ -90,6 +126,7 @@ class TaskBuilder:
         return len(self.dir.entries.path_to(leaf)) if leaf else 0
 
     # checkpoints
+    @_fixture_write
     def checkpoint(self, position: str = "agent", *, reason: str = "node_end",
                    state: State | dict[str, Any] | None = None, awaiting_human: bool = False,
                    human_request: HumanRequest | dict[str, Any] | None = None,
@@ -116,6 +153,7 @@ class TaskBuilder:
         return cp
 
     # events
+    @_fixture_write
     def event(self, type: str, node: str | None = None, **fields: Any) -> Event:
         """Append an event with the next ``seq``."""
         ev = Event(seq=len(self.events) + 1, ts=now().isoformat(), type=type, node=node, **fields)
@@ -124,13 +162,14 @@ class TaskBuilder:
         return ev
 
     # task.json
+    @_fixture_write
     def update(self, **fields: Any) -> Task:
         """Change task fields (``status="failed"``...) and rewrite task.json."""
-        if "status" in fields:
-            fields["status"] = TaskStatus(fields["status"])
-        self.task = self.dir.save_task(self.task.model_copy(update=fields))
+        task = Task.model_validate({**self.task.model_dump(), **fields})
+        self.task = self.dir.save_task(task)
         return self.task
 
+    @_fixture_write
     def close(self) -> "TaskBuilder":
         """Flush and close the appenders (entries, events)."""
         self.dir.close()
@@ -152,15 +191,19 @@ class TaskBuilder:
 class HomeBuilder:
     """A magent home (default: the test's ``$MAGENT_HOME``) created through the store API."""
 
-    def __init__(self, root: Path | None = None, *, init: bool = False):
+    def __init__(self, root: Path | None = None, *, init: bool = False, durable: bool = False):
+        """``init`` also writes the default config files; ``durable`` keeps the store's fsyncs."""
+        self.durable = durable
         self.store = Store(root).ensure()
         self.root = self.store.root
         self.tasks: list[TaskBuilder] = []
         if init:
             from magent.store.home import init_home
 
-            init_home(self.root)
+            with _building(durable):
+                init_home(self.root)
 
+    @_fixture_write
     def task(self, description: str = "a test task", *, status: str | TaskStatus = "completed",
              workflow: str = "demo", agent: str = "assistant", task_id: str | None = None,
              created_at: datetime | None = None, tags: Iterable[str] = (), **fields: Any) -> TaskBuilder:

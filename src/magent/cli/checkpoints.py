@@ -15,12 +15,19 @@ def list_checkpoints(
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List a task's checkpoints, with forks and the task it was forked from."""
-    from magent.cli.output import print_json
+    from magent.cli.output import print_json, warn
+    from magent.errors import CheckpointCorruptError
     from magent.store import Store
 
     td = Store().task(task_id)
     task = td.load_task()
     summaries = td.checkpoints.summaries()
+    for s in summaries:
+        if s.corrupt:
+            try:
+                td.checkpoints.read(s.sequence)
+            except CheckpointCorruptError as exc:
+                warn(f"{exc} (resume falls back to the checkpoint before it)")
     if json_out:
         print_json({"task_id": task.id, "parent_task_id": task.parent_task_id,
                     "parent_checkpoint": task.parent_checkpoint,
@@ -35,26 +42,33 @@ def list_checkpoints(
 @app.command("show")
 def show(
     task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
-    number: Annotated[Optional[int], typer.Argument(metavar="[N]", help="Checkpoint number (default: the latest).")] = None,
+    number: Annotated[Optional[int], typer.Argument(metavar="N", help="Checkpoint number (default: the latest).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the checkpoint with its full State as JSON.")] = False,
 ) -> None:
     """Show one checkpoint with its full State, messages included."""
     from magent.cli.output import print_json
-    from magent.errors import CheckpointNotFoundError
+    from magent.errors import CheckpointCorruptError, CheckpointNotFoundError
     from magent.store import Store
 
     td = Store().task(task_id)
+    nums = td.checkpoints.numbers()
     if number is None:
-        nums = td.checkpoints.numbers()
         if not nums:
-            raise CheckpointNotFoundError(f"task {td.id} has no checkpoints")
+            raise CheckpointNotFoundError(f"task {td.id[:8]} has no checkpoints")
         number = nums[-1]
-    elif number < 0 or number not in td.checkpoints.numbers():
-        last = td.checkpoints.last_number()
+    elif number not in nums:
         raise CheckpointNotFoundError(
             f"task {td.id[:8]} has no checkpoint {number}"
-            + (f" (checkpoints 0..{last})" if last is not None else " (it has none)"))
-    cp = td.checkpoints.read(number)
+            + (f" (it has {_ranges(nums)})" if nums else " (it has none)"))
+    try:
+        cp = td.checkpoints.read(number)
+    except CheckpointCorruptError as exc:
+        good, _ = td.checkpoints.latest(repair=False)  # read-only: nothing is moved aside here
+        if good is None:
+            raise CheckpointCorruptError(f"{exc}; the task has no valid checkpoint") from None
+        raise CheckpointCorruptError(
+            f"{exc}; the latest valid one is {good.sequence} "
+            f"(magent checkpoints show {td.id[:8]} {good.sequence})") from None
     state = td.full_state(cp)
     if json_out:
         doc = cp.model_dump(mode="json")
@@ -71,3 +85,17 @@ def show(
     if cp.human_feedback:
         header["decision"] = f"{cp.human_feedback.action}: {cp.human_feedback.message or ''}"
     render.state_view(state, header)
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``checkpoints 0-2, 5``."""
+    spans: list[str] = []
+    start = prev = numbers[0]
+    for n in numbers[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ("checkpoint " if len(numbers) == 1 else "checkpoints ") + ", ".join(spans)

@@ -7,6 +7,7 @@ second run can say who has the task.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -66,18 +67,24 @@ class Lock:
             return "another process"
 
     def is_free(self) -> bool:
-        """True when no live process holds the lock (checked by trying to take it)."""
-        if not self.path.exists():
-            return True
-        lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
+        """True when no live process holds the lock.
+
+        Probes with a shared, non-blocking ``flock`` on a read-only descriptor, so
+        read-only commands never create, truncate or chmod the lock file.
+        """
         try:
-            lock.acquire()
-        except Timeout:
-            return False
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
+            return True  # no lock file: nobody ever held it (or it cannot be a lock)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a holder has it exclusively
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
             return True
-        lock.release()
-        return True
+        finally:
+            os.close(fd)
 
     def __enter__(self) -> "Lock":
         return self.acquire()

@@ -1,0 +1,89 @@
+"""Fast start: the read-side commands never import litellm or mcp (and --help not even pydantic).
+
+Each command runs in a fresh interpreter, which then reports what it imported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.homes import standard_home
+
+FIXTURES = Path(__file__).parent / "fixtures" / "configs" / "good"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+WRAPPER = """
+import contextlib, io, json, sys
+sys.argv = ["magent", *sys.argv[1:]]
+from magent.cli.app import main
+out = io.StringIO()
+code = 0
+with contextlib.redirect_stdout(out):
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code or 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "out": out.getvalue()}))
+"""
+
+HEAVY = ("litellm", "mcp", "openai", "anthropic", "tiktoken")
+
+
+def _imports(*args: str, prelude: str = "") -> dict:
+    p = subprocess.run([sys.executable, "-c", prelude + WRAPPER, *args], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def _roots(modules: list[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    root = tmp_path_factory.mktemp("startup") / "home"
+    std = standard_home(root)
+    return root, std.completed.id
+
+
+def _commands(task_id: str) -> list[tuple[str, ...]]:
+    workflows = sorted((EXAMPLES / "workflows").glob("*.yaml"))
+    validate = [str(FIXTURES / "agent.yaml"), str(FIXTURES / "mcp_servers.yaml"),
+                str(FIXTURES / "retention_policy.yaml"), *map(str, workflows[:1])]
+    return [
+        ("--help",), ("tasks", "--help"),
+        ("tasks", "list"), ("tasks", "show", task_id[:8]),
+        ("checkpoints", "list", task_id[:8]), ("checkpoints", "show", task_id[:8]),
+        ("checkpoints", "show", task_id[:8], "1", "--json"),
+        ("validate", *validate),
+    ]
+
+
+def test_read_commands_do_not_import_litellm_or_mcp(home, monkeypatch):
+    root, task_id = home
+    monkeypatch.setenv("MAGENT_HOME", str(root))
+    monkeypatch.setenv("MAGENT_TEST_API_KEY", "sk-test")
+    for args in _commands(task_id):
+        report = _imports(*args)
+        assert report["code"] == 0, (args, report["out"])
+        heavy = sorted(_roots(report["modules"]) & set(HEAVY))
+        assert heavy == [], f"`magent {' '.join(args)}` imported {heavy}"
+
+
+def test_help_does_not_import_pydantic_or_the_models():
+    report = _imports("--help")
+    assert "Usage: magent" in report["out"]
+    assert "pydantic" not in _roots(report["modules"])
+    assert not [m for m in report["modules"] if m.startswith(("magent.models", "magent.store"))]
+
+
+def test_the_check_has_teeth():
+    """The same wrapper does report mcp when something imports it (guards against a blind test)."""
+    report = _imports("--help", prelude="import mcp\n")
+    assert "mcp" in _roots(report["modules"])
