@@ -181,3 +181,22 @@ def test_no_policy_file_means_the_built_in_defaults(magent_home: Path):
     r = invoke("retention", "sweep")
     assert r.code == 0 and "removed 1" in r.out
     assert not old.path.exists() and young.path.exists()
+
+
+def test_task_fields_parses_the_head_but_never_misreads_a_tricky_document(magent_home: Path):
+    from magent.store.retention import task_fields
+
+    t = HomeBuilder().task(status="failed", tags=["debug"],
+                           description='quote "config_snapshot": {"status": "completed"}, here',
+                           config_snapshot={"status": "completed", "config_snapshot": 1})
+    text = t.dir.task_file.read_text()
+    assert task_fields(text)["status"] == "failed"
+    assert task_fields(text)["tags"] == ["debug"]
+    assert read_record(t.path, t.id).status == TaskStatus.failed
+    # another field order (hand-written): a full parse, same answer
+    doc = json.loads(text)
+    reordered = {"config_snapshot": doc.pop("config_snapshot"), **doc}
+    assert task_fields(json.dumps(reordered))["status"] == "failed"
+    # a torn file is refused even though its head is intact
+    with pytest.raises(ValueError, match="not closed"):
+        task_fields(text[: len(text) // 2 + 200])

@@ -77,14 +77,14 @@ class TaskRecord:
     """(task id, checkpoint) this task was forked from."""
 
 
-def read_record(task_dir: Path, task_id: str) -> TaskRecord:
+def read_record(task_dir: str | Path, task_id: str) -> TaskRecord:
     """Read the retention fields of ``task_dir/task.json``; ``StoreError`` says what is wrong."""
     where = f"task {task_id}: task.json"
     try:
         # O_NOFOLLOW: a task.json planted as a symlink is reported, never read through.
-        fd = os.open(task_dir / "task.json", os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(task_dir, "task.json"), os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as fh:
-            doc = json.loads(fh.read())
+            doc = task_fields(fh.read().decode("utf-8"))
     except FileNotFoundError:
         raise StoreError(f"{where} is missing (a half-written task directory?)") from None
     except (OSError, ValueError) as exc:
@@ -123,6 +123,38 @@ def read_record(task_dir: Path, task_id: str) -> TaskRecord:
     return TaskRecord(id=task_id, status=status, tags=tuple(tags), retention_days=days, since=since,
                       since_field=since_field, forks=frozenset(f["checkpoint"] for f in forks),
                       parent=parent)
+
+
+_WANTED = frozenset({"id", "status", "tags", "retention_days", "completed_at", "updated_at",
+                     "forks", "parent_task_id", "parent_checkpoint"})
+_BULK = '"config_snapshot":'
+
+
+def task_fields(text: str) -> dict[str, Any]:
+    """The task.json document, parsing only the part before ``config_snapshot`` when it can.
+
+    Task.json is written with every field retention needs before the frozen config,
+    which is most of the file; parsing the head alone keeps a sweep over thousands
+    of tasks fast. Inside a JSON string a quote is escaped, so ``"config_snapshot":``
+    can only be a key; a head that does not parse, or lacks a field, costs a full
+    parse instead. Raises ``ValueError`` if the document is torn or not JSON.
+    """
+    body = text.strip()
+    if not body.startswith("{"):
+        return json.loads(text)  # not an object at all: the caller says so
+    if not body.endswith("}"):
+        raise ValueError("the JSON object is not closed (truncated)")
+    cut = text.find(_BULK)
+    if cut > 0:
+        head = text[:cut].rstrip()
+        if head.endswith(","):
+            try:
+                doc = json.loads(head[:-1] + "}")
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict) and _WANTED <= doc.keys():
+                return doc
+    return json.loads(text)
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -299,6 +331,7 @@ class Retention:
         with it:
             entries = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in it
                        if is_uuid4(e.name)]
+        tasks_dir = str(self.store.tasks_dir)
         for name, is_dir, is_link in sorted(entries):
             if not is_dir:
                 what = "a symlink" if is_link else "not a directory"
@@ -306,7 +339,7 @@ class Retention:
                                         f"tasks/{name} is {what}; left alone"))
                 continue
             try:
-                records.append(read_record(self.store.tasks_dir / name, name))
+                records.append(read_record(os.path.join(tasks_dir, name), name))
             except StoreError as exc:
                 verdicts.append(Verdict(name, None, "skip", "unreadable", f"{exc}; left in place"))
         forked: dict[str, set[int]] = {}
@@ -316,11 +349,9 @@ class Retention:
                 forked.setdefault(r.parent[0], set()).add(r.parent[1])
         for r in records:
             v = self.judge(r)
-            if v.action == "remove":
-                lock = self._task_lock(r.id)
-                if is_held(lock):
-                    v.action, v.reason = "skip", "locked"
-                    v.detail = f"in use by {lock.describe_holder()}"
+            if v.action == "remove" and is_held(self._lock_file(r.id)):
+                v.action, v.reason = "skip", "locked"
+                v.detail = f"in use by {self._task_lock(r.id).describe_holder()}"
             if v.action != "remove" and self.policy.keep_checkpoints:
                 self._plan_trim(v, r, forked.get(r.id, set()))
             verdicts.append(v)
@@ -345,7 +376,7 @@ class Retention:
             if cp is not None and cp.awaiting_human:
                 keep.add(cp.sequence)
         trim = [n for n in numbers if n not in keep]
-        if trim and is_held(self._task_lock(record.id)):
+        if trim and is_held(self._lock_file(record.id)):
             return  # a live run owns the checkpoints
         v.trim = trim
         v.trim_bytes = sum(_lsize(task_dir / f"checkpoint_{n:03d}.json") for n in trim)
@@ -355,6 +386,9 @@ class Retention:
             return sorted(n for n in os.listdir(self.store.tasks_dir) if _TRASH.match(n))
         except FileNotFoundError:
             return []
+
+    def _lock_file(self, task_id: str) -> str:
+        return os.path.join(self.store.locks_dir, f"{task_id}.lock")
 
     def _task_lock(self, task_id: str) -> Lock:
         return Lock(self.store.locks_dir, task_id, f"task {task_id}")
@@ -474,16 +508,17 @@ class Retention:
                 pass
 
 
-def is_held(lock: Lock) -> bool:
-    """True when a live process holds ``lock``, probed without writing to its file.
+def is_held(lock_file: str | Path) -> bool:
+    """True when a live process holds the lock ``lock_file``, probed without writing to it.
 
     (``Lock.is_free`` takes the lock through filelock, which truncates the file and
     so changes its mtime; a dry run must leave the disk exactly as it was.)
     """
     if fcntl is None:
-        return not lock.is_free()
+        path = Path(lock_file)
+        return not Lock(path.parent, path.name[: -len(".lock")], "").is_free()
     try:
-        fd = os.open(lock.path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(lock_file, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return False  # no lock file: nobody has ever held it since it was last cleaned
     try:
@@ -495,11 +530,11 @@ def is_held(lock: Lock) -> bool:
     return False
 
 
-def tree_size(path: Path) -> int:
+def tree_size(path: str | Path) -> int:
     """Bytes of the files under ``path`` by lstat: symlinks count as themselves, never followed."""
     if os.path.islink(path) or not os.path.isdir(path):
         return _lsize(path)
-    total, stack = 0, [path]
+    total, stack = 0, [os.fspath(path)]
     while stack:
         try:
             it = os.scandir(stack.pop())
@@ -509,7 +544,7 @@ def tree_size(path: Path) -> int:
             for e in it:
                 try:
                     if e.is_dir(follow_symlinks=False):
-                        stack.append(Path(e.path))
+                        stack.append(e.path)
                     else:
                         total += e.stat(follow_symlinks=False).st_size
                 except OSError:
@@ -517,7 +552,7 @@ def tree_size(path: Path) -> int:
     return total
 
 
-def _lsize(path: Path) -> int:
+def _lsize(path: str | Path) -> int:
     try:
         return os.lstat(path).st_size
     except OSError:
