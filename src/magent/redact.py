@@ -2,11 +2,24 @@
 
 Values resolved from ``${VAR}`` are replaced wherever they appear, and strings
 shaped like API keys are masked, before events, entries or traces reach disk.
+
+What is masked can be configured in ``$MAGENT_HOME/config/redaction.yaml``::
+
+    default_patterns: true   # the built-in API-key shapes below
+    patterns:                # more regular expressions to mask
+      - 'ACME-[0-9]{8}'
+    trace_tool_io: true      # false: tool arguments and results are left out of
+                             # events.jsonl and trace.json (seed 004's flag)
+
+The conversation (``entries.jsonl``) keeps tool results whatever
+``trace_tool_io`` says, with secrets masked: a resumed run needs them.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 DEFAULT_PATTERNS = (
@@ -18,13 +31,90 @@ DEFAULT_PATTERNS = (
     r"[Bb]earer\s+[A-Za-z0-9._\-]{16,}",  # bearer tokens in headers
 )
 MASK = "[REDACTED]"
+TOOL_IO_OMITTED = "[left out: trace_tool_io is false in config/redaction.yaml]"
+OMITTED_ARGS = {"_omitted": TOOL_IO_OMITTED}
+SETTINGS_FILE = "redaction.yaml"
+_FIELDS = ("default_patterns", "patterns", "trace_tool_io")
+
+
+@dataclass(frozen=True)
+class RedactionSettings:
+    """The home's redaction settings (defaults when ``config/redaction.yaml`` is absent)."""
+
+    default_patterns: bool = True
+    patterns: tuple[str, ...] = ()
+    trace_tool_io: bool = True
+    path: Path | None = None
+
+    @property
+    def all_patterns(self) -> tuple[str, ...]:
+        return (DEFAULT_PATTERNS if self.default_patterns else ()) + self.patterns
+
+
+def settings_file(root: Path | None = None) -> Path:
+    from magent import paths
+
+    return paths.config_dir(root) / SETTINGS_FILE
+
+
+def load_settings(root: Path | None = None) -> RedactionSettings:
+    """Read ``config/redaction.yaml``. Raises ``ConfigError`` (file:line, field) when it is wrong."""
+    path = settings_file(root)
+    if not path.is_file():
+        return RedactionSettings()
+    from magent.config.yamlfile import load_file
+
+    source = load_file(path)
+    data = source.data
+    if data is None:
+        return RedactionSettings(path=path)
+    if not isinstance(data, dict):
+        raise source.error("expected a mapping with default_patterns, patterns, trace_tool_io")
+    for key in data:
+        if key not in _FIELDS:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), _FIELDS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise source.error(f"unknown field{hint}; fields: {', '.join(_FIELDS)}", (key,))
+    for key in ("default_patterns", "trace_tool_io"):
+        if key in data and not isinstance(data[key], bool):
+            raise source.error(f"must be true or false, not {data[key]!r}", (key,))
+    patterns = data.get("patterns") or []
+    if not isinstance(patterns, list):
+        raise source.error("must be a list of regular expressions", ("patterns",))
+    for i, pattern in enumerate(patterns):
+        if not isinstance(pattern, str) or not pattern:
+            raise source.error("must be a non-empty string (a regular expression)", ("patterns", i))
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise source.error(f"not a regular expression: {exc}", ("patterns", i)) from None
+        if compiled.fullmatch(""):
+            raise source.error("matches the empty string, so it would mask nothing useful "
+                               "and break every text", ("patterns", i))
+    return RedactionSettings(default_patterns=data.get("default_patterns", True), patterns=tuple(patterns),
+                             trace_tool_io=data.get("trace_tool_io", True), path=path)
 
 
 class Redactor:
-    def __init__(self, secrets: set[str] | None = None, patterns: tuple[str, ...] = DEFAULT_PATTERNS):
+    """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
+
+    With ``tool_io=False``, ``event()`` also drops tool arguments and results from events.
+    """
+
+    def __init__(self, secrets: set[str] | None = None, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
+                 *, tool_io: bool = True):
         # Longest first so a secret that contains another is replaced whole.
         self.secrets = sorted({s for s in (secrets or set()) if len(s) >= 4}, key=len, reverse=True)
         self._re = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        self.tool_io = tool_io
+
+    @classmethod
+    def configured(cls, secrets: set[str] | None = None, root: Path | None = None) -> "Redactor":
+        """A redactor with the home's settings (``config/redaction.yaml``)."""
+        settings = load_settings(root)
+        return cls(secrets, settings.all_patterns, tool_io=settings.trace_tool_io)
 
     def add(self, secrets: set[str]) -> None:
         self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4},
@@ -46,3 +136,36 @@ class Redactor:
         if isinstance(value, list):
             return [self.data(v) for v in value]
         return value
+
+    def event(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """An event as it may be written: masked, and without tool I/O when ``tool_io`` is off."""
+        doc = self.data(doc)
+        if not self.tool_io:
+            strip_tool_io(doc)
+        return doc
+
+
+def strip_tool_io(doc: dict[str, Any]) -> dict[str, Any]:
+    """Replace the tool arguments and results an event carries by a note (in place)."""
+    kind = doc.get("type")
+    if kind == "tool_call":
+        doc["arguments"] = dict(OMITTED_ARGS)
+    elif kind == "tool_result":
+        doc["result"] = TOOL_IO_OMITTED
+        for key in ("full_result", "data"):
+            doc.pop(key, None)
+        if doc.get("error"):
+            doc["error"] = TOOL_IO_OMITTED
+    elif kind == "llm_call":
+        for call in (doc.get("response") or {}).get("tool_calls") or []:
+            call["arguments"] = dict(OMITTED_ARGS)
+            call.pop("raw_arguments", None)
+    elif kind == "node_finished" and doc.get("kind") == "tool" and doc.get("output"):
+        doc["output"] = TOOL_IO_OMITTED
+    elif kind == "awaiting_human" and doc.get("kind") in ("tool_approval", "tool_recovery", "tool_changed"):
+        details = doc.get("details") or {}
+        if "arguments" in details:
+            details["arguments"] = dict(OMITTED_ARGS)
+        if doc.get("output"):
+            doc["output"] = TOOL_IO_OMITTED
+    return doc

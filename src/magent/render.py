@@ -321,3 +321,33 @@ def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False) -> Non
             text.append(segment, style or "")
         text.append("\n")
     console(stderr).print(text, end="", soft_wrap=True)
+
+
+# Trace, step and graph views: ``magent.trace`` lays out lines of (text, style)
+# segments; these print them, with colour only on a terminal. Off a terminal
+# (pipes, files, tests, benchmarks) rich is not even imported.
+
+def wants_color(stderr: bool = False) -> bool:
+    import os
+
+    stream = sys.stderr if stderr else sys.stdout
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+
+
+def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False) -> None:
+    """Print styled lines (see ``magent.trace.view``): rich styles on a terminal, plain text otherwise."""
+    stream = sys.stderr if stderr else sys.stdout
+    if not wants_color(stderr):
+        stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
+        stream.flush()
+        return
+    from rich.text import Text
+
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for line in lines:
+        for segment, style in line:
+            text.append(segment, style or "")
+        text.append("\n")
+    console(stderr).print(text, end="", soft_wrap=True)

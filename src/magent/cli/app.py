@@ -88,6 +88,9 @@ def _register() -> None:
     from magent.cli import mcp, tools
     app.add_typer(tools.app, name="tools")
     app.add_typer(mcp.app, name="mcp")
+    from magent.cli import graph, trace
+    trace.register(app)
+    graph.register(app)
 
 
 _register()

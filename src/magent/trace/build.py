@@ -1,104 +1,417 @@
-"""Building seed 002's TraceLog (with seed 003 action records) from ``events.jsonl``."""
+"""Building seed 002's TraceLog (with seed 003 action records) from ``events.jsonl``.
+
+The builder works on plain event dicts (the JSON of each line) and produces the
+TraceLog's JSON form, so ``magent trace`` can show a 1,000-step task without
+building thousands of models; ``build_trace`` validates that form into a
+``TraceLog``.
+
+Layout of ``steps`` (numbered from 1 by ``magent trace``):
+
+- a **node step** per node visit (``kind`` set, ``iteration`` null): agent,
+  duration, status, and a message with the visit, a reflection's verdict and the
+  node it routed to. A tool node's call and a reflection's model call sit on it.
+- an **iteration step** per ReAct model turn of an agent node (``iteration``
+  set, ``step_name`` ``node:iteration`` like the entries' ``turn_id``): its
+  ``llm_calls`` (one) and the ``tool_calls`` the model asked for, in order.
+- an **event step** for what happens between: ``awaiting_human``,
+  ``human_decision``, ``resumed``, ``warning``, ``error``, ``interrupted``.
+
+A tool call's result is kept once, truncated to about 1,000 characters, in its
+``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
+is the entry ``entry_id`` in ``entries.jsonl`` (and ``artifact`` for big
+outputs). The action records on disk name each call and its outcome; their
+``args`` and ``result`` are filled from the iteration step's records when the
+trace is read (``hydrate``), because action *k* and the *k*-th agent iteration
+step describe the same turn and list the same calls in the same order.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Iterable
 
-from magent.models import (
-    ActionRecord, ActionToolCall, Event, LLMCallRecord, StepRecord, ToolCallRecord, TraceLog, Usage,
-)
-from magent.store import TaskDir
+from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
+
+if TYPE_CHECKING:
+    from magent.models import TraceLog
+    from magent.store import TaskDir
+
+THINKING_LIMIT = 4000
+"""Characters of a model turn's text kept in its action record (the whole text is an entry)."""
+RESULT_LIMIT = 1000
+"""Characters of a tool result kept in the trace (seed 003: about 1,000)."""
+EVENT_STEPS = ("awaiting_human", "human_decision", "resumed", "warning", "error", "interrupted")
 
 
-def build_trace(task_id: str, events: list[Event], created_at: datetime | None = None) -> TraceLog:
-    steps: list[StepRecord] = []
-    actions: list[ActionRecord] = []
-    usage: dict[str, Usage] = {}
-    current: StepRecord | None = None
-    calls: dict[str, ToolCallRecord] = {}
-    action_by_entry: dict[str, ActionRecord] = {}
+def _truncate(text: str | None, limit: int) -> str:
+    if not text:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def _ms_between(start: str, end: str) -> int:
+    try:
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except ValueError:
+        return 0
+    return max(0, int(delta.total_seconds() * 1000))
+
+
+def _minus_ms(ts: str, ms: int) -> str:
+    if not ms:
+        return ts
+    try:
+        return (datetime.fromisoformat(ts) - timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+    except ValueError:
+        return ts
+
+
+@dataclass
+class _Node:
+    index: int
+    visit: int = 1
+    finished: bool = False
+    parts: list[str] = field(default_factory=list)
+    route: str | None = None
+
+
+@dataclass
+class TraceDoc:
+    """A built trace: the TraceLog's JSON form plus, per step, the events it came from."""
+
+    doc: dict[str, Any]
+    events: list[list[dict[str, Any]]]
+    """``events[i]`` are the event dicts behind ``doc["steps"][i]`` (for ``--step``)."""
+    last_status: str | None = None
+    """Status of the last ``run_finished`` after the last ``run_started`` (None: still running or died)."""
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return self.doc["steps"]
+
+
+class _Builder:
+    def __init__(self, task_id: str):
+        self.task_id = task_id
+        self.steps: list[dict[str, Any]] = []
+        self.step_events: list[list[dict[str, Any]]] = []
+        self.actions: list[dict[str, Any]] = []
+        self.action_of: dict[int, int] = {}  # iteration step index -> action index
+        self.usage: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[tuple[str, int], _Node] = {}
+        self.node: _Node | None = None
+        self.turn: int | None = None  # index of the open iteration step
+        self.calls: dict[str, tuple[int, int]] = {}  # call id -> (step index, position)
+        self.last_status: str | None = None
+        self.first_ts: str | None = None
+
+    # helpers
+    def _step(self, ev: dict[str, Any], **fields: Any) -> int:
+        step = {"step_name": "", "message": "", "timestamp": ev.get("ts"), "status": "info", "agent": "",
+                "tool_calls": [], "duration_ms": 0, "node": ev.get("node"), "kind": None,
+                "iteration": None, "llm_calls": []}
+        step.update(fields)
+        self.steps.append(step)
+        self.step_events.append([ev])
+        return len(self.steps) - 1
+
+    def _flag(self, index: int, status: str) -> None:
+        order = {"info": 0, "warning": 1, "error": 2}
+        if order[status] > order[self.steps[index]["status"]]:
+            self.steps[index]["status"] = status
+
+    def _attach(self, index: int, ev: dict[str, Any]) -> None:
+        self.step_events[index].append(ev)
+
+    def _owner(self) -> int | None:
+        """The step a tool call or model call belongs to: the open turn, else the node."""
+        if self.turn is not None:
+            return self.turn
+        return self.node.index if self.node is not None else None
+
+    def _add_call(self, index: int, record: dict[str, Any]) -> int:
+        calls = self.steps[index]["tool_calls"]
+        calls.append(record)
+        action = self.action_of.get(index)
+        if action is not None:
+            self.actions[action]["tool_calls"].append(
+                {"name": f"{record['server']}.{record['tool']}" if record["server"] else record["tool"]})
+        if record.get("call_id"):
+            self.calls[record["call_id"]] = (index, len(calls) - 1)
+        return len(calls) - 1
+
+    # events
+    def feed(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if self.first_ts is None:
+            self.first_ts = ev.get("ts")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(ev)
+
+    def _on_run_started(self, ev: dict[str, Any]) -> None:
+        self.last_status = None
+        if not ev.get("resumed"):
+            return
+        if ev.get("forked_from"):
+            text = f"forked from task {str(ev['forked_from'])[:8]} at checkpoint {ev.get('from_checkpoint')}"
+        else:
+            text = f"resumed from checkpoint {ev.get('from_checkpoint')}"
+        self._step(ev, step_name="resumed", message=text)
+
+    def _on_node_started(self, ev: dict[str, Any]) -> None:
+        name, visit = ev.get("node") or "", int(ev.get("visit") or 1)
+        self.turn = None
+        known = self.nodes.get((name, visit))
+        if ev.get("resumed") and known is not None:
+            self.node = known
+            self._attach(known.index, ev)
+            return
+        index = self._step(ev, step_name=name, agent=ev.get("agent") or "", kind=ev.get("kind") or "")
+        self.node = self.nodes[(name, visit)] = _Node(index=index, visit=visit)
+
+    def _on_node_finished(self, ev: dict[str, Any]) -> None:
+        if self.node is None:
+            return
+        self._attach(self.node.index, ev)
+        self.steps[self.node.index]["duration_ms"] += int(ev.get("duration_ms") or 0)
+        self.node.finished = True
+        self.turn = None
+
+    def _on_route(self, ev: dict[str, Any]) -> None:
+        node = self.node
+        if node is not None and self.steps[node.index]["node"] == ev.get("node"):
+            node.route = ev.get("to")
+            self._attach(node.index, ev)
+
+    def _on_llm_call(self, ev: dict[str, Any]) -> None:
+        record = {"model": ev.get("model") or "", "provider": ev.get("provider") or "",
+                  "tokens_in": int(ev.get("tokens_in") or 0), "tokens_out": int(ev.get("tokens_out") or 0),
+                  "cost": float(ev.get("cost") or 0.0), "latency_ms": int(ev.get("latency_ms") or 0),
+                  "stop_reason": ev.get("stop_reason")}
+        # Keyed like the checkpoints' usage_by_model (LLMResponse.usage_key).
+        key = (f"{record['provider']}/{record['model']}" if record["provider"] and "/" not in record["model"]
+               else record["model"])
+        total = self.usage.setdefault(key, {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
+        total["input"] += record["tokens_in"]
+        total["output"] += record["tokens_out"]
+        total["cost"] = round(total["cost"] + record["cost"], 10)
+        total["calls"] += 1
+        response = ev.get("response") or {}
+        node = self.node
+        if node is None or self.steps[node.index]["kind"] != "agent":
+            owner = node.index if node is not None else self._step(ev, step_name="llm_call")
+            self.steps[owner]["llm_calls"].append(record)
+            if node is not None:
+                self._attach(owner, ev)
+            return
+        iteration = int(ev.get("iteration") or 0)
+        calls = response.get("tool_calls") or []
+        content = response.get("content") or ""
+        message = ("calls " + ", ".join(str(c.get("name")) for c in calls) if calls
+                   else "final answer" if content.strip() else "empty reply")
+        index = self._step(ev, step_name=f"{ev.get('node')}:{iteration}", message=message,
+                           timestamp=_minus_ms(ev.get("ts") or "", record["latency_ms"]),
+                           agent=ev.get("agent") or "", kind="agent", iteration=iteration,
+                           llm_calls=[record], duration_ms=record["latency_ms"])
+        self.turn = index
+        self.action_of[index] = len(self.actions)
+        self.actions.append({"iteration": iteration, "timestamp": ev.get("ts"),
+                             "thinking": _truncate(content, THINKING_LIMIT), "tool_calls": []})
+        for call in calls:
+            server, dot, tool = str(call.get("name") or "").partition(".")
+            if not dot:
+                server, tool = "", server
+            args = call.get("arguments")
+            if args is None:
+                args = {"_raw": call.get("raw_arguments") or ""}
+            self._add_call(index, {"call_id": call.get("id"), "server": server, "tool": tool,
+                                   "arguments": args, "result": None, "error": None,
+                                   "outcome": "SUCCESS", "duration_ms": 0})
+
+    def _locate(self, ev: dict[str, Any], name: str) -> tuple[int, int] | None:
+        found = self.calls.get(ev.get("call_id") or "")
+        if found is not None:
+            return found
+        owner = self._owner()
+        if owner is None:
+            return None
+        server, dot, tool = name.partition(".")
+        if not dot:
+            server, tool = "", server
+        position = self._add_call(owner, {"call_id": ev.get("call_id"), "server": server, "tool": tool,
+                                          "arguments": {}, "result": None, "error": None,
+                                          "outcome": "SUCCESS", "duration_ms": 0})
+        return owner, position
+
+    def _on_tool_call(self, ev: dict[str, Any]) -> None:
+        where = self._locate(ev, ev.get("tool") or "")
+        if where is None:
+            return
+        index, position = where
+        self._attach(index, ev)
+        if "arguments" in ev:
+            self.steps[index]["tool_calls"][position]["arguments"] = ev.get("arguments") or {}
+
+    def _on_tool_result(self, ev: dict[str, Any]) -> None:
+        where = self._locate(ev, ev.get("requested_tool") or ev.get("tool") or "")
+        if where is None:
+            return
+        index, position = where
+        self._attach(index, ev)
+        record = self.steps[index]["tool_calls"][position]
+        outcome = ev.get("outcome") or "SUCCESS"
+        text = str(ev.get("result") or "")
+        # The engine already cut it to about RESULT_LIMIT with a note of how much is left; keep that note.
+        result: dict[str, Any] = {"text": text if len(text) <= RESULT_LIMIT + 64 else _truncate(text, RESULT_LIMIT)}
+        for key in ("entry_id", "artifact", "notes"):
+            if ev.get(key):
+                result[key] = ev[key]
+        used = ev.get("tool") or ""
+        if used and ev.get("requested_tool") and used != ev.get("requested_tool"):
+            server, _, tool = used.partition(".")
+            result["requested"] = ev.get("requested_tool")
+            record["server"], record["tool"] = server, tool
+        record.update(result=result, outcome=outcome, error=ev.get("error"),
+                      duration_ms=int(ev.get("duration_ms") or 0))
+        action = self.action_of.get(index)
+        if action is not None and outcome != "SUCCESS":
+            self.actions[action]["tool_calls"][position]["outcome"] = outcome
+        if self.steps[index]["iteration"] is not None:
+            start = self.steps[index]["timestamp"]
+            self.steps[index]["duration_ms"] = max(self.steps[index]["duration_ms"],
+                                                   _ms_between(start, ev.get("ts") or start))
+        if outcome != "SUCCESS":
+            self._flag(index, "warning")
+            if self.node is not None:
+                self._flag(self.node.index, "warning")
+
+    def _on_reflection(self, ev: dict[str, Any]) -> None:
+        if self.node is None:
+            return
+        self._attach(self.node.index, ev)
+        feedback = " ".join(str(ev.get("feedback") or "").split())
+        text = (f"verdict {ev.get('verdict')} (round {ev.get('round')}/{ev.get('max_rounds')})"
+                + (f": {_truncate(feedback, 300)}" if feedback else ""))
+        if ev.get("understood") is False:
+            text += " [the critic's reply could not be read; counted as revise]"
+        self.node.parts.append(text)
+
+    def _on_awaiting_human(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="awaiting_human", status="warning",
+                   message=f"waiting for a person ({ev.get('kind')}): {ev.get('question') or ''}")
+
+    def _on_human_decision(self, ev: dict[str, Any]) -> None:
+        text = f"a person chose {ev.get('action')}"
+        if ev.get("message"):
+            text += f": {ev['message']}"
+        if ev.get("state_updates"):
+            text += f" (state updates: {', '.join(map(str, ev['state_updates']))})"
+        self._step(ev, step_name="human_decision", message=text)
+
+    def _on_warning(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="warning", status="warning", message=str(ev.get("message") or ""))
+
+    def _on_error(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="error", status="error", message=str(ev.get("message") or ""))
+        if self.node is not None:
+            self._flag(self.node.index, "error")
+
+    def _on_interrupted(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="interrupted", status="warning",
+                   message=str(ev.get("message") or "stopped by a signal"))
+
+    def _on_run_finished(self, ev: dict[str, Any]) -> None:
+        self.last_status = ev.get("status")
+
+    def finish(self, created_at: str | None) -> TraceDoc:
+        for (_, visit), node in self.nodes.items():
+            parts = ([f"visit {visit}"] if visit > 1 else []) + node.parts
+            if node.route:
+                parts.append(f"→ {node.route}")
+            if not node.finished:
+                parts.append("did not finish")
+            self.steps[node.index]["message"] = " · ".join(parts)
+        created = created_at or self.first_ts
+        doc: dict[str, Any] = {"task_id": self.task_id, "steps": self.steps, "sub_agent_sessions": {},
+                               "actions": self.actions, "usage_by_model": self.usage}
+        if created:
+            doc["created_at"] = created
+        return TraceDoc(doc=doc, events=self.step_events, last_status=self.last_status)
+
+
+def build_trace_doc(task_id: str, events: Iterable[Any], created_at: str | None = None) -> TraceDoc:
+    """Build the TraceLog's JSON form from events (dicts, or ``Event`` models), oldest first."""
+    builder = _Builder(task_id)
     for ev in events:
-        ts = datetime.fromisoformat(ev.ts)
-        if ev.type == "node_started":
-            current = StepRecord(step_name=ev.node or "", node=ev.node, kind=ev.field("kind"),
-                                 agent=ev.field("agent") or "", timestamp=ts,
-                                 message=f"{ev.field('kind')} node '{ev.node}' (visit {ev.field('visit')})")
-            steps.append(current)
-        elif ev.type == "node_finished" and current is not None:
-            current.duration_ms = ev.field("duration_ms", 0)
-            if ev.field("output"):
-                current.message += f": {ev.field('output')[:200]}"
-        elif ev.type == "llm_call":
-            rec = LLMCallRecord(model=ev.field("model", ""), provider=ev.field("provider") or "",
-                                tokens_in=ev.field("tokens_in", 0), tokens_out=ev.field("tokens_out", 0),
-                                cost=ev.field("cost", 0.0), latency_ms=ev.field("latency_ms", 0),
-                                stop_reason=ev.field("stop_reason"))
-            if current is not None:
-                current.llm_calls.append(rec)
-            key = rec.model if not rec.provider or "/" in rec.model else f"{rec.provider}/{rec.model}"
-            usage[key] = usage.get(key, Usage()).add(Usage(input=rec.tokens_in, output=rec.tokens_out,
-                                                           cost=rec.cost, calls=1))
-            response = ev.field("response") or {}
-            if current is not None and current.kind == "agent":
-                action = ActionRecord(iteration=ev.field("iteration", 0), timestamp=ts,
-                                      thinking=response.get("content") or "")
-                actions.append(action)
-                if ev.field("entry_id"):
-                    action_by_entry[ev.field("entry_id")] = action
-                for call in response.get("tool_calls") or []:
-                    action.tool_calls.append(ActionToolCall(name=call.get("name", ""),
-                                                            args=call.get("arguments") or {}))
-        elif ev.type == "tool_call":
-            server, _, tool = (ev.field("tool") or "").partition(".")
-            rec = ToolCallRecord(call_id=ev.field("call_id"), server=server, tool=tool,
-                                 arguments=ev.field("arguments") or {})
-            calls[rec.call_id or ""] = rec
-            if current is not None:
-                current.tool_calls.append(rec)
-        elif ev.type == "tool_result":
-            rec = calls.get(ev.field("call_id") or "")
-            if rec is None:
-                server, _, tool = (ev.field("requested_tool") or ev.field("tool") or "").partition(".")
-                rec = ToolCallRecord(call_id=ev.field("call_id"), server=server, tool=tool)
-                if current is not None:
-                    current.tool_calls.append(rec)
-            rec.outcome = ev.field("outcome", "SUCCESS")
-            rec.error = ev.field("error")
-            rec.duration_ms = ev.field("duration_ms", 0)
-            rec.result = {"text": ev.field("result", "")}
-            if ev.field("artifact"):
-                rec.result["artifact"] = ev.field("artifact")
-            if rec.outcome != "SUCCESS" and current is not None:
-                current.status = "warning" if current.status == "info" else current.status
-            for action in reversed(actions):
-                for tc in action.tool_calls:
-                    if tc.name == (ev.field("requested_tool") or ev.field("tool")) and not tc.result:
-                        tc.result, tc.outcome = ev.field("result", ""), rec.outcome
-                        break
-                else:
-                    continue
-                break
-        elif ev.type == "error":
-            steps.append(StepRecord(step_name="error", node=ev.node, status="error", timestamp=ts,
-                                    message=ev.field("message", "")))
-            if current is not None:
-                current.status = "error"
-        elif ev.type in ("awaiting_human", "human_decision"):
-            text = (f"waiting for a person: {ev.field('question')}" if ev.type == "awaiting_human"
-                    else f"a person chose {ev.field('action')}" + (f": {ev.field('message')}" if ev.field("message") else ""))
-            steps.append(StepRecord(step_name=ev.type, node=ev.node, status="warning" if ev.type == "awaiting_human" else "info",
-                                    timestamp=ts, message=text))
-        elif ev.type == "reflection" and current is not None:
-            current.message += f" — verdict {ev.field('verdict')}: {str(ev.field('feedback') or '')[:200]}"
-    created = created_at or (datetime.fromisoformat(events[0].ts) if events else None)
-    trace = TraceLog(task_id=task_id, steps=steps, actions=actions, usage_by_model=usage)
-    if created is not None:
-        trace.created_at = created
+        if not isinstance(ev, dict):
+            ev = ev.model_dump(mode="json", exclude_none=True)
+        builder.feed(ev)
+    return builder.finish(created_at)
+
+
+def build_trace(task_id: str, events: Iterable[Any], created_at: datetime | None = None) -> "TraceLog":
+    """The ``TraceLog`` of ``events`` (a task's ``events.jsonl``, oldest first)."""
+    from magent.models import TraceLog
+
+    built = build_trace_doc(task_id, events, created_at.isoformat() if created_at else None)
+    return TraceLog.model_validate(built.doc)
+
+
+def dump_for_disk(trace: "TraceLog") -> bytes:
+    """Compact JSON of ``trace``: defaults are left out inside records (they come back on
+    load), the action records' copies of call arguments and results too (see ``hydrate``)."""
+    doc = trace.model_dump(mode="json", exclude_defaults=True)
+    for action in doc.get("actions") or []:
+        for call in action.get("tool_calls") or []:
+            call.pop("args", None)
+            call.pop("result", None)
+    out = {"schema_version": trace.schema_version, "task_id": trace.task_id, "steps": doc.get("steps", []),
+           "sub_agent_sessions": doc.get("sub_agent_sessions", {}), "actions": doc.get("actions", []),
+           "usage_by_model": doc.get("usage_by_model", {}),
+           **trace.model_dump(mode="json", include={"created_at", "updated_at"})}
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def write_trace(td: "TaskDir") -> "TraceLog":
+    """Rebuild ``trace.json`` from the task's ``events.jsonl`` (atomically); returns the trace.
+
+    Called by the engine whenever a run ends, pauses or is interrupted.
+    """
+    from magent.errors import MagentError
+    from magent.ids import now
+    from magent.models import TraceLog
+    from magent.redact import load_settings
+    from magent.store.files import atomic_write, read_jsonl
+
+    try:
+        created = td.load_task().created_at.isoformat()
+    except Exception:  # a damaged task.json must not stop the trace being written
+        created = None
+    built = build_trace_doc(td.id, read_jsonl(td.events_file), created)
+    try:
+        keep_tool_io = load_settings().trace_tool_io
+    except MagentError:  # an unreadable redaction.yaml: keep the trace lean rather than leaky
+        keep_tool_io = False
+    if not keep_tool_io:
+        omit_tool_io(built.doc)
+    built.doc["updated_at"] = now().isoformat()
+    trace = TraceLog.model_validate(built.doc)
+    atomic_write(td.trace_file, dump_for_disk(trace))
     return trace
 
 
-def write_trace(td: TaskDir) -> TraceLog:
-    task = td.load_task()
-    trace = build_trace(td.id, td.read_events(), task.created_at)
-    td.write_trace(trace)
-    return trace
+def omit_tool_io(doc: dict[str, Any]) -> None:
+    """Leave tool arguments and results out of a trace doc (``trace_tool_io: false``)."""
+    for step in doc.get("steps") or []:
+        for record in step.get("tool_calls") or []:
+            record["arguments"] = dict(OMITTED_ARGS)
+            if record.get("result") is not None:
+                kept = {k: v for k, v in record["result"].items() if k in ("entry_id", "artifact")}
+                record["result"] = {"text": TOOL_IO_OMITTED, **kept}
+            if record.get("error"):
+                record["error"] = TOOL_IO_OMITTED

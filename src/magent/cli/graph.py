@@ -1,0 +1,38 @@
+"""``magent graph TARGET``: draw a workflow (or a single agent) without running it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+FORMATS = ("text", "mermaid", "json")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("graph")(graph)
+
+
+def graph(
+    target: Annotated[str, typer.Argument(help="A workflow or agent YAML file, or the name of one installed under the home.")],
+    format_: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text (default), mermaid (a flowchart for Markdown) or json.")] = "text",
+) -> None:
+    """Draw a workflow: nodes by kind, edges with their conditions, END, approval gates."""
+    from magent.engine.graph import load_target
+    from magent.errors import UsageError
+
+    if format_ not in FORMATS:
+        raise UsageError(f"--format {format_!r} is not a format (one of: {', '.join(FORMATS)})")
+    loaded = load_target(target)
+    from magent.trace import diagram
+
+    if format_ == "mermaid":
+        print(diagram.mermaid(loaded), end="")
+    elif format_ == "json":
+        from magent.cli.output import print_json
+
+        print_json(diagram.describe(loaded))
+    else:
+        from magent.render import print_lines
+
+        print_lines(diagram.text_lines(loaded))

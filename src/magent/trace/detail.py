@@ -1,0 +1,230 @@
+"""One step of a trace, whole: ``magent trace ID --step N``.
+
+The trace keeps results truncated; this goes back to where the full text is:
+the model's reply in its ``llm_call`` event, a tool call's arguments in its
+``tool_call`` event, the result as the model saw it in ``entries.jsonl`` (or a
+tool node's ``full_result``), and the path of the artifact holding a big
+output in full.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from magent.trace.actions import compress_actions
+from magent.trace.load import TraceView
+from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, money, tokens
+
+
+def _entries(td: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    from magent.store.files import read_jsonl
+
+    if not wanted:
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for raw in read_jsonl(td.path / "entries.jsonl"):
+        if raw.get("id") in wanted:
+            found[raw["id"]] = raw
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def _artifact(td: Any, name: str | None) -> dict[str, Any] | None:
+    """Where an artifact is, if the name stays inside the task directory."""
+    if not name:
+        return None
+    rel = Path(name)
+    if rel.is_absolute() or ".." in rel.parts:
+        return {"path": name, "exists": False, "note": "not a path inside the task directory"}
+    path = td.path / rel
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return {"path": str(path), "exists": False}
+    return {"path": str(path), "exists": True, "bytes": size}
+
+
+def step_detail(view: TraceView, number: int) -> dict[str, Any]:
+    """Everything known about step ``number`` (1-based) as plain data. Raises ``UsageError``
+    when there is no such step."""
+    from magent.errors import UsageError
+
+    steps = view.steps
+    if not 1 <= number <= len(steps):
+        raise UsageError(f"task {view.td.id[:8]} has no step {number}"
+                         + (f" (its steps are 1..{len(steps)})" if steps else " (it has no steps yet)"))
+    step = steps[number - 1]
+    events = view.built.events[number - 1] if view.built is not None else []
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for ev in events:
+        by_type.setdefault(str(ev.get("type")), []).append(ev)
+    detail: dict[str, Any] = {"number": number, "source": view.source, "step": step,
+                              "type": "node" if is_node(step) else "turn" if step.get("iteration") is not None
+                              else "event"}
+    if view.built is None:
+        detail["note"] = "events.jsonl is missing: inputs and outputs are shown as the trace kept them (truncated)"
+
+    llm_events = by_type.get("llm_call", [])
+    detail["llm_calls"] = []
+    for i, record in enumerate(step.get("llm_calls") or []):
+        ev = llm_events[i] if i < len(llm_events) else {}
+        detail["llm_calls"].append({**record, "response": (ev.get("response") or {}).get("content"),
+                                    "retries": ev.get("retries"), "entry_id": ev.get("entry_id")})
+
+    tool_calls = []
+    calls_by_id = {ev.get("call_id"): ev for ev in by_type.get("tool_call", [])}
+    results_by_id = {ev.get("call_id"): ev for ev in by_type.get("tool_result", [])}
+    entry_ids = {str((r.get("result") or {}).get("entry_id")) for r in step.get("tool_calls") or []
+                 if (r.get("result") or {}).get("entry_id")}
+    entries = _entries(view.td, entry_ids)
+    for record in step.get("tool_calls") or []:
+        result = record.get("result") or {}
+        call_ev = calls_by_id.get(record.get("call_id"), {})
+        result_ev = results_by_id.get(record.get("call_id"), {})
+        entry = entries.get(str(result.get("entry_id")))
+        if entry is not None:
+            full, where = entry.get("content") or "", "entries.jsonl (what the model saw)"
+        elif result_ev.get("full_result") is not None:
+            full, where = result_ev["full_result"], "events.jsonl (the tool node's full result)"
+        elif result_ev.get("result") is not None:
+            full, where = result_ev["result"], "events.jsonl (truncated)"
+        else:
+            full, where = result.get("text"), "trace (truncated)"
+        tool_calls.append({
+            "name": f"{record.get('server')}.{record.get('tool')}" if record.get("server") else record.get("tool"),
+            "call_id": record.get("call_id"), "arguments": call_ev.get("arguments", record.get("arguments")),
+            "outcome": record.get("outcome") if result or record.get("error") else None,
+            "error": record.get("error"), "duration_ms": record.get("duration_ms"),
+            "result": full, "result_from": where if full is not None else None,
+            "data": result_ev.get("data"), "notes": result.get("notes"),
+            "requested": result.get("requested"), "artifact": _artifact(view.td, result.get("artifact"))})
+    detail["tool_calls"] = tool_calls
+
+    if detail["type"] == "node":
+        children, turns = [], []
+        for n in range(number + 1, len(steps) + 1):
+            if is_node(steps[n - 1]):
+                break
+            children.append(n)
+            if steps[n - 1].get("iteration") is not None:
+                turns.append(steps[n - 1])
+        detail["children"] = children
+        finished = by_type.get("node_finished", [])
+        detail["output"] = finished[-1].get("output") if finished else None
+        reflection = by_type.get("reflection", [])
+        if reflection:
+            detail["verdict"] = {k: reflection[-1].get(k) for k in ("verdict", "feedback", "round", "max_rounds",
+                                                                     "routing_key", "understood")}
+        if turns:
+            last = _last_reply(view, number, children)
+            if last is not None:
+                detail["output"] = last
+            detail["attempts"] = compress_actions(_actions_of(view, turns))
+    elif detail["type"] == "event" and events:
+        detail["event"] = {k: v for k, v in events[0].items() if k not in ("seq", "type")}
+    return detail
+
+
+def _last_reply(view: TraceView, number: int, children: list[int]) -> str | None:
+    """The full text of the node's last model reply (its answer), from the events."""
+    if view.built is None:
+        return None
+    for n in reversed(children):
+        for ev in reversed(view.built.events[n - 1]):
+            if ev.get("type") == "llm_call":
+                return (ev.get("response") or {}).get("content")
+    return None
+
+
+def _actions_of(view: TraceView, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    all_turns = [s for s in view.steps if s.get("iteration") is not None and s.get("kind") == "agent"]
+    actions = view.doc.get("actions") or []
+    if len(all_turns) != len(actions):
+        return []
+    index = {id(s): a for s, a in zip(all_turns, actions)}
+    return [index[id(t)] for t in turns if id(t) in index]
+
+
+def _block(lines: list[Line], title: str, text: Any, style: str | None = None) -> None:
+    lines.append([(title, "bold")])
+    if text is None or text == "":
+        lines.append([("  (empty)", "dim")])
+        return
+    if not isinstance(text, str):
+        text = json.dumps(text, indent=2, ensure_ascii=False, default=str)
+    for row in text.splitlines() or [""]:
+        lines.append([("  " + row, style)])
+
+
+def step_lines(detail: dict[str, Any]) -> list[Line]:
+    """A step's details as styled lines, nothing truncated."""
+    step = detail["step"]
+    lines: list[Line] = []
+    head: Line = [(f"step {detail['number']}", "bold"), (f" · {detail['type']}", "dim")]
+    name = step.get("step_name")
+    head.append((f" · {name}", "bold cyan"))
+    for key in ("kind", "agent"):
+        if step.get(key):
+            head.append((f" · {step[key]}", None))
+    if step.get("iteration") is not None:
+        head.append((f" · turn {step['iteration']}", None))
+    head.append((f" · {duration(step.get('duration_ms'))}", "dim"))
+    status = step.get("status") or "info"
+    if status != "info":
+        head.append((f" · {status}", "bold red" if status == "error" else "yellow"))
+    lines.append(head)
+    lines.append([(f"at {step.get('timestamp')}", "dim")])
+    if step.get("message"):
+        lines.append([(str(step["message"]), None)])
+    if detail.get("note"):
+        lines.append([(detail["note"], "yellow")])
+    for call in detail.get("llm_calls") or []:
+        lines.append([])
+        lines.append([("model call ", "bold"), (str(call.get("model")), "blue"),
+                      (f" ({call.get('provider')}) · {tokens(int(call.get('tokens_in') or 0))} in · "
+                       f"{tokens(int(call.get('tokens_out') or 0))} out · {money(float(call.get('cost') or 0))} · "
+                       f"{duration(call.get('latency_ms'))} · stop: {call.get('stop_reason')}", "dim")])
+        for retry in call.get("retries") or []:
+            lines.append([(f"  retried: {retry}", "yellow")])
+        if call.get("response") is not None:
+            _block(lines, "reply", call["response"], "italic")
+    for i, call in enumerate(detail.get("tool_calls") or [], 1):
+        lines.append([])
+        outcome = call.get("outcome")
+        lines.append([(f"tool call {i}: ", "bold"), (str(call.get("name")), "magenta"),
+                      (f"  {outcome or 'no result'}", OUTCOME_STYLE.get(outcome or "", "yellow")),
+                      (f" · {duration(call.get('duration_ms'))} · id {call.get('call_id')}", "dim")])
+        if call.get("requested"):
+            lines.append([(f"  fallback for {call['requested']}", "yellow")])
+        _block(lines, "arguments", call.get("arguments") or {})
+        if call.get("error"):
+            _block(lines, "error", call["error"], "red")
+        if call.get("result") is not None:
+            _block(lines, f"result (from {call.get('result_from')})", call["result"])
+        for note in call.get("notes") or []:
+            lines.append([(f"  note: {note}", "dim")])
+        artifact = call.get("artifact")
+        if artifact:
+            state = f"{artifact.get('bytes')} bytes" if artifact.get("exists") else "missing"
+            lines.append([("full output: ", "bold"), (artifact["path"], None), (f" ({state})", "dim")])
+    if detail.get("verdict"):
+        lines.append([])
+        _block(lines, "verdict", detail["verdict"])
+    if detail.get("output") is not None and detail["type"] == "node":
+        lines.append([])
+        _block(lines, "output", detail["output"])
+    if detail.get("attempts"):
+        lines.append([])
+        lines.append([("attempts (seed 003, derived from the action records)", "bold")])
+        for line in detail["attempts"]:
+            lines.append([("  " + line, None)])
+    if detail.get("children"):
+        lines.append([])
+        lines.append([("steps inside: ", "bold"), (", ".join(map(str, detail["children"])), None)])
+    if detail.get("event"):
+        lines.append([])
+        _block(lines, "event", detail["event"])
+    return lines

@@ -1,0 +1,129 @@
+"""Drawing a workflow: nodes by kind, edges with their conditions, END, approval gates.
+
+``mermaid(graph)`` is a Mermaid flowchart (paste it into Markdown); ``text_lines(graph)``
+is the same graph for a terminal, each node with its edges in the order they are
+tried (the first whose condition holds is taken; one without a condition is the
+"otherwise").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magent.engine.graph import Graph
+
+Line = list[tuple[str, "str | None"]]
+
+# Mermaid shapes by node kind (open, close); unknown kinds are rounded boxes.
+SHAPES = {"agent": ("[", "]"), "reflection": ("{{", "}}"), "tool": ("[[", "]]"),
+          "condition": ("{", "}"), "human": ("[/", "/]")}
+KIND_STYLE = {"agent": "cyan", "reflection": "blue", "tool": "magenta", "condition": "white",
+              "human": "yellow"}
+
+
+def node_detail(node: Any) -> str:
+    """A few words saying what a node does, from its kind's config."""
+    config, kind = node.config, node.kind
+    if kind == "reflection":
+        return f"judged by {node.agent_name}, at most {getattr(config, 'max_rounds', '?')} rounds"
+    if kind == "tool":
+        return str(getattr(config, "tool", ""))
+    if kind == "human":
+        return str(getattr(config, "prompt", ""))
+    return node.agent_name
+
+
+def describe(graph: "Graph") -> dict[str, Any]:
+    """The graph as plain data (also ``magent graph --format json``)."""
+    wf = graph.workflow
+    return {
+        "name": wf.name, "description": wf.description, "entry_point": wf.entry_point,
+        "nodes": [{"name": name, "kind": node.kind, "detail": node_detail(node),
+                   "agent": node.agent_name or None, "approval_gate": name in wf.checkpoints}
+                  for name, node in graph.nodes.items()],
+        "edges": [{"from": e.from_, "to": e.to, "condition": e.condition} for e in wf.edges],
+        "max_iterations": wf.max_iterations,
+    }
+
+
+def _label(text: str) -> str:
+    """Mermaid label text: quotes and angle brackets as entities (they would end or open markup)."""
+    return (text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+            .replace("|", "#124;"))
+
+
+def _clip(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def mermaid(graph: "Graph") -> str:
+    spec = describe(graph)
+    ids = {n["name"]: f"n{i}" for i, n in enumerate(spec["nodes"])}
+    out = ["flowchart TD", '    start(("start"))']
+    gates: list[str] = []
+    for node in spec["nodes"]:
+        opening, closing = SHAPES.get(node["kind"], ("(", ")"))
+        label = f"<b>{_label(node['name'])}</b><br/>{node['kind']}"
+        if node["detail"]:
+            label += f": {_label(_clip(node['detail']))}"
+        if node["approval_gate"]:
+            label += "<br/>⏸ approval gate"
+            gates.append(ids[node["name"]])
+        out.append(f'    {ids[node["name"]]}{opening}"{label}"{closing}')
+    uses_end = any(e["to"] == "END" for e in spec["edges"]) or any(
+        not [e for e in spec["edges"] if e["from"] == n["name"]] for n in spec["nodes"])
+    if uses_end:
+        out.append('    finish(("END"))')
+    out.append(f"    start --> {ids[spec['entry_point']]}")
+    for node in spec["nodes"]:
+        edges = [e for e in spec["edges"] if e["from"] == node["name"]]
+        if not edges:  # a node with no edges ends the run
+            out.append(f"    {ids[node['name']]} --> finish")
+        conditional = any(e["condition"] for e in edges)
+        for edge in edges:
+            target = "finish" if edge["to"] == "END" else ids[edge["to"]]
+            if edge["condition"]:
+                out.append(f'    {ids[node["name"]]} -->|"{_label(edge["condition"])}"| {target}')
+            elif conditional:
+                out.append(f'    {ids[node["name"]]} -->|"otherwise"| {target}')
+            else:
+                out.append(f"    {ids[node['name']]} --> {target}")
+    if gates:
+        out.append("    classDef gate stroke:#d97706,stroke-width:3px,stroke-dasharray:5 3")
+        out.append(f"    class {','.join(gates)} gate")
+    return "\n".join(out) + "\n"
+
+
+def text_lines(graph: "Graph") -> list[Line]:
+    spec = describe(graph)
+    lines: list[Line] = [[(f"{spec['name']}", "bold")]
+                         + ([(f" — {spec['description']}", "dim")] if spec["description"] else [])]
+    lines.append([(f"starts at {spec['entry_point']} · at most {spec['max_iterations']} node runs", "dim")])
+    lines.append([])
+    width = max(len(n["name"]) for n in spec["nodes"])
+    for node in spec["nodes"]:
+        entry = node["name"] == spec["entry_point"]
+        line: Line = [("▶ " if entry else "  ", "bold"), (f"{node['name']:<{width}}", "bold"),
+                      (f"  [{node['kind']}]", KIND_STYLE.get(node["kind"], None))]
+        if node["detail"]:
+            line.append((f" {_clip(node['detail'], 70)}", None))
+        if node["approval_gate"]:
+            line.append(("  ⏸ approval gate: a person approves its output", "bold yellow"))
+        lines.append(line)
+        edges = [e for e in spec["edges"] if e["from"] == node["name"]]
+        if not edges:
+            lines.append([("      → END", "dim")])
+        conditional = any(e["condition"] for e in edges)
+        for edge in edges:
+            target = edge["to"]
+            line = [("      → ", None), (target, "bold" if target != "END" else "dim")]
+            if edge["condition"]:
+                line.append((f"  if {edge['condition']}", "yellow"))
+            elif conditional:
+                line.append(("  otherwise", "dim"))
+            lines.append(line)
+        if edges and all(e["condition"] for e in edges):
+            lines.append([("      (no condition holds: the run fails here)", "dim")])
+    return lines

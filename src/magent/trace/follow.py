@@ -1,0 +1,118 @@
+"""Following a task live: ``magent trace ID --follow``.
+
+Polls ``events.jsonl`` and hands each new complete line to a sink, until the run
+stops: a ``run_finished`` or ``interrupted`` after the last ``run_started``, or
+nobody holds the task's lock and no more events come (the run died). Only
+complete lines are read; a line being written is picked up on the next poll.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from magent.store import TaskDir
+
+ENDINGS = ("run_finished", "interrupted")
+REPLAY = 60
+"""Events replayed before following; older ones are summed up in one line."""
+
+
+class Tail:
+    """Reads the complete lines appended to a JSON Lines file since the last read."""
+
+    def __init__(self, path: Any):
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size < self.offset:  # truncated (a torn tail repaired): read its new end again
+                    self.offset, self.partial = 0, b""
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        out = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                out.append(doc)
+        return out
+
+
+def _replay_start(events: list[dict[str, Any]]) -> int:
+    """Where to start replaying a long history: the last node started, within the last REPLAY events."""
+    if len(events) <= REPLAY:
+        return 0
+    floor = len(events) - REPLAY
+    for i in range(len(events) - 1, floor - 1, -1):
+        if events[i].get("type") == "node_started":
+            return i
+    return floor
+
+
+def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], None] | None = None,
+           poll: float = 0.2, grace: int = 3) -> str:
+    """Send the task's events to ``sink`` (as ``Event`` models) as they are written; returns why it
+    stopped: ``finished`` (status in the last run_finished), ``interrupted`` or ``not running``.
+
+    ``grace`` polls with the lock free and nothing new are waited before giving up on a run
+    that is just starting (its lock is taken a moment after its directory appears).
+    """
+    from magent.models import Event
+
+    tail = Tail(td.events_file)
+    history = tail.read()
+    start = _replay_start(history)
+    if say is not None:
+        say(f"following task {td.id} — Ctrl-C to stop")
+        if start:
+            say(f"… {start} earlier events (magent trace {td.id[:8]} shows them all)")
+    running = False
+    ended = ""
+    for ev in history:
+        if ev.get("type") == "run_started":
+            running, ended = True, ""
+        elif ev.get("type") in ENDINGS:
+            running, ended = False, (ev.get("status") or ev.get("type"))
+    for ev in history[start:]:
+        sink(Event.model_validate(ev))
+    if not running and history:
+        return ended or "not running"
+    idle = 0
+    while True:
+        time.sleep(poll)
+        fresh = tail.read()
+        for ev in fresh:
+            sink(Event.model_validate(ev))
+            if ev.get("type") == "run_started":
+                running = True
+            elif ev.get("type") in ENDINGS:
+                return ev.get("status") or ev.get("type")
+        if fresh:
+            idle = 0
+            continue
+        if td.lock().is_free():
+            idle += 1
+            if idle >= grace:
+                if say is not None:
+                    say("the run is not live: no process holds the task's lock (resume it with magent resume)")
+                return "not running"
+        else:
+            idle = 0

@@ -1,0 +1,189 @@
+"""Finding the trace of a task to show: ``trace.json`` when it is current, else ``events.jsonl``.
+
+A running task has no complete ``trace.json``: its trace is built from the
+events written so far. A task whose ``trace.json`` is missing, unreadable,
+stale (older than its events: the run died before writing it) or of another
+schema version is shown from its events too, with a note saying so. When only
+one of the two files is usable, what it holds is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from magent.trace.actions import hydrate
+from magent.trace.build import TraceDoc, build_trace_doc
+
+if TYPE_CHECKING:
+    from magent.store import TaskDir
+
+
+@dataclass
+class TaskInfo:
+    """What the trace views need from task.json (read as plain JSON: no model to build)."""
+
+    id: str
+    status: str
+    workflow: str = ""
+    description: str = ""
+    created_at: str | None = None
+    updated_at: str | None = None
+    error: str | None = None
+
+
+def read_task(td: "TaskDir", notes: list[str]) -> TaskInfo | None:
+    from magent.models import SCHEMA_VERSION
+
+    try:
+        with open(td.task_file, "rb") as fh:
+            doc = json.loads(fh.read())
+    except FileNotFoundError:
+        notes.append(f"task {td.id[:8]}: task.json is missing")
+        return None
+    except (OSError, ValueError) as exc:
+        notes.append(f"task {td.id[:8]}: task.json is unreadable ({exc})")
+        return None
+    if not isinstance(doc, dict):
+        notes.append(f"task {td.id[:8]}: task.json is not a JSON object")
+        return None
+    version = doc.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        notes.append(f"task.json was written by a newer magent (schema {version}); some fields may be missing")
+    return TaskInfo(id=td.id, status=str(doc.get("status") or "unknown"), workflow=str(doc.get("workflow") or ""),
+                    description=str(doc.get("description") or ""), created_at=doc.get("created_at"),
+                    updated_at=doc.get("updated_at"), error=doc.get("error"))
+
+
+@dataclass
+class TraceView:
+    """What ``magent trace`` shows: the trace (JSON form), where it came from, and notes."""
+
+    td: "TaskDir"
+    task: TaskInfo | None
+    doc: dict[str, Any]
+    source: str
+    """``trace.json``, ``events.jsonl``, or ``nothing`` (neither file could be read)."""
+    built: TraceDoc | None = None
+    """Set when built from events: the events behind each step."""
+    live: bool = False
+    """A process holds the task's lock: it is running now."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return self.doc.get("steps") or []
+
+    @property
+    def status(self) -> str:
+        if self.task is None:
+            return "unknown"
+        status = self.task.status
+        if status == "running" and not self.live:
+            return "running (not live)"
+        return status
+
+
+def _mtime(path: Any) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
+    """trace.json as a dict if it is current; otherwise None with the reason in ``notes``."""
+    from magent.models import SCHEMA_VERSION
+
+    trace_time = _mtime(td.trace_file)
+    if trace_time is None:
+        notes.append("trace.json is missing")
+        return None
+    try:
+        with open(td.trace_file, "rb") as fh:
+            doc = json.loads(fh.read())
+    except (OSError, ValueError) as exc:
+        notes.append(f"trace.json is unreadable ({exc.__class__.__name__}: {exc})")
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        notes.append("trace.json is not a TraceLog (no steps list)")
+        return None
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        age = "an older" if not isinstance(version, int) or version < SCHEMA_VERSION else "a newer"
+        notes.append(f"trace.json has {age} schema version ({version}; this magent writes {SCHEMA_VERSION})")
+        doc["_unusable"] = True
+        return doc
+    events_time = _mtime(td.events_file)
+    if events_time is not None and events_time > trace_time:
+        notes.append("trace.json is older than events.jsonl (the run stopped without writing it)")
+        doc["_unusable"] = True
+        return doc
+    return doc
+
+
+def load_view(td: "TaskDir", *, need_events: bool = False) -> TraceView:
+    """The trace of the task in ``td`` with notes on anything missing or damaged.
+
+    ``need_events`` builds from ``events.jsonl`` even when ``trace.json`` is current
+    (``--step`` needs the events behind each step).
+    """
+    from magent.store.files import read_jsonl
+
+    notes: list[str] = []
+    task = read_task(td, notes)
+    live = task is not None and task.status == "running" and not td.lock().is_free()
+    created = task.created_at if task is not None else None
+
+    trace_notes: list[str] = []
+    stored = None
+    if not live and not need_events:
+        stored = _read_trace_file(td, trace_notes)
+        if stored is not None and not stored.get("_unusable"):
+            return TraceView(td=td, task=task, doc=hydrate(stored), source="trace.json", live=live,
+                             notes=notes)
+
+    if os.path.exists(td.events_file):
+        problems: list[str] = []
+        built = build_trace_doc(td.id, read_jsonl(td.events_file, problems), created)
+        if live:
+            problems = [p for p in problems if "torn last line" not in p]  # a line being written
+        elif not need_events:
+            notes.extend(f"{n}; built from events.jsonl" for n in trace_notes)
+        notes.extend(problems)
+        return TraceView(td=td, task=task, doc=hydrate(built.doc), source="events.jsonl", built=built,
+                         live=live, notes=notes)
+
+    notes.append("events.jsonl is missing")
+    if stored is None and (live or need_events):
+        stored = _read_trace_file(td, trace_notes)
+    if stored is not None:
+        stored.pop("_unusable", None)
+        notes.extend(f"{n}; showing what it holds" for n in trace_notes)
+        return TraceView(td=td, task=task, doc=hydrate(stored), source="trace.json", live=live,
+                         notes=notes)
+    notes.extend(trace_notes)
+    return TraceView(td=td, task=task, doc={"task_id": td.id, "steps": []}, source="nothing",
+                     live=live, notes=notes)
+
+
+def as_tracelog(view: TraceView) -> tuple[Any, str | None]:
+    """``(TraceLog, None)``, or ``(the raw doc, why it is not a valid TraceLog)``."""
+    from pydantic import ValidationError
+
+    from magent.models import TraceLog
+
+    doc = {k: v for k, v in view.doc.items() if not k.startswith("_")}
+    doc.setdefault("task_id", view.td.id)
+    if view.task is not None:
+        for key in ("created_at", "updated_at"):
+            if getattr(view.task, key):
+                doc.setdefault(key, getattr(view.task, key))
+    try:
+        return TraceLog.model_validate(doc), None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(map(str, err["loc"]))
+        return doc, f"the trace does not fit the TraceLog model at {where}: {err['msg']}"

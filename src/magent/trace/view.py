@@ -1,0 +1,300 @@
+"""The trace as a tree of styled lines: what ``magent trace ID`` prints.
+
+Workflow nodes, then their ReAct turns, then each turn's model call and tool
+calls; reflection verdicts, pauses for a person and their decisions, warnings
+and errors in between; totals per model at the bottom. Steps are numbered as in
+``trace.json`` so ``--step N`` finds one. Long runs of uneventful turns are
+folded (first and last few shown, every turn with a problem kept).
+
+A line is a list of ``(text, style)`` segments; ``magent.render`` prints them
+with colour on a terminal and as plain text elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from magent.trace.load import TraceView
+
+Segment = tuple[str, "str | None"]
+Line = list[Segment]
+
+OUTCOME_STYLE = {"SUCCESS": "green", "FAILURE": "yellow", "ERROR": "bold red", "TIMEOUT": "bold red"}
+STATUS_STYLE = {"pending": "dim", "running": "cyan", "awaiting_human": "yellow", "completed": "green",
+                "failed": "bold red", "cancelled": "magenta", "running (not live)": "yellow"}
+FOLD_OVER = 12
+FOLD_KEEP = 4
+
+
+def short(text: Any, width: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def duration(ms: int | float | None) -> str:
+    ms = int(ms or 0)
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(ms // 1000, 60)
+    return f"{minutes}m {seconds:02d}s"
+
+
+def tokens(n: int) -> str:
+    return f"{n:,}"
+
+
+def money(cost: float) -> str:
+    return f"${cost:.4f}"
+
+
+def args_text(arguments: Any, width: int) -> str:
+    return short(json.dumps(arguments, ensure_ascii=False, default=str), width)
+
+
+def is_node(step: dict[str, Any]) -> bool:
+    return bool(step.get("kind")) and step.get("iteration") is None
+
+
+def _when(ts: Any) -> str:
+    try:
+        return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return str(ts)
+
+
+def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Model calls, tokens and cost per model (from the steps, so older traces add up too)."""
+    out: dict[str, dict[str, Any]] = {}
+    for step in steps:
+        for call in step.get("llm_calls") or []:
+            row = out.setdefault(call.get("model") or "?", {"calls": 0, "input": 0, "output": 0, "cost": 0.0})
+            row["calls"] += 1
+            row["input"] += int(call.get("tokens_in") or 0)
+            row["output"] += int(call.get("tokens_out") or 0)
+            row["cost"] += float(call.get("cost") or 0.0)
+    return out
+
+
+class _Tree:
+    def __init__(self, view: TraceView, show_all: bool):
+        self.view = view
+        self.show_all = show_all
+        self.lines: list[Line] = []
+        steps = view.steps
+        self.width = len(str(len(steps)))
+        turns = [s for s in steps if s.get("iteration") is not None and s.get("kind") == "agent"]
+        actions = view.doc.get("actions") or []
+        self.thinking = {id(s): a.get("thinking") or "" for s, a in zip(turns, actions)} \
+            if len(turns) == len(actions) else {}
+
+    def num(self, n: int | None) -> Segment:
+        return (f"{n:>{self.width}} " if n is not None else " " * (self.width + 1), "dim")
+
+    # pieces
+    def header(self) -> None:
+        view, task = self.view, self.view.task
+        steps = view.steps
+        line: Line = [("task ", None), (view.td.id, "bold")]
+        if task is not None:
+            line += [(f" · {task.workflow}", None), (" · ", None),
+                     (view.status, STATUS_STYLE.get(view.status, "")), ]
+        if view.live:
+            line.append((" · live", "cyan"))
+        self.lines.append(line)
+        if task is not None:
+            self.lines.append([("  ", None), (short(task.description, 200), "italic")])
+        rows = totals(steps)
+        calls = sum(r["calls"] for r in rows.values())
+        tools = sum(len(s.get("tool_calls") or []) for s in steps)
+        busy = sum(int(s.get("duration_ms") or 0) for s in steps if is_node(s))
+        when = _when(task.created_at) if task is not None and task.created_at else ""
+        self.lines.append([(f"  {when} · " if when else "  ", "dim"),
+                           (f"{len(steps)} steps · {calls} model calls · {tools} tool calls · "
+                            f"{tokens(sum(r['input'] for r in rows.values()))}→"
+                            f"{tokens(sum(r['output'] for r in rows.values()))} tokens · "
+                            f"{money(sum(r['cost'] for r in rows.values()))} · {duration(busy)} in nodes", "dim")])
+        if task is not None and task.error and task.status != "completed":
+            self.lines.append([("  ", None), ("✗ " + short(task.error, 300), "bold red")])
+        self.lines.append([])
+
+    def llm_line(self, call: dict[str, Any], indent: str, n: int | None = None, label: str = "") -> None:
+        cost = float(call.get("cost") or 0.0)
+        line: Line = [self.num(n), (indent, None)]
+        if label:
+            line.append((label + " · ", "bold"))
+        line += [(call.get("model") or "?", "blue"),
+                 (f" · {tokens(int(call.get('tokens_in') or 0))}→{tokens(int(call.get('tokens_out') or 0))} tokens"
+                  f" · {money(cost)} · {duration(call.get('latency_ms'))}", "dim")]
+        if call.get("stop_reason") and call.get("stop_reason") not in ("stop", "tool_calls", "end_turn"):
+            line.append((f" · stopped: {call['stop_reason']}", "yellow"))
+        if call.get("error"):
+            line.append((f" · {short(call['error'], 120)}", "bold red"))
+        self.lines.append(line)
+
+    def tool_line(self, record: dict[str, Any], indent: str) -> None:
+        name = f"{record.get('server')}.{record.get('tool')}" if record.get("server") else str(record.get("tool"))
+        result = record.get("result")
+        line: Line = [self.num(None), (indent, None), ("→ ", "magenta"), (name, "magenta"),
+                      (" " + args_text(record.get("arguments") or {}, 70), None)]
+        if result is None and not record.get("error"):
+            line.append(("  … no result", "yellow"))
+            self.lines.append(line)
+            return
+        outcome = record.get("outcome") or "SUCCESS"
+        line += [("  ", None), (outcome, OUTCOME_STYLE.get(outcome, "")),
+                 (f" {duration(record.get('duration_ms'))}", "dim")]
+        text = record.get("error") if outcome != "SUCCESS" and record.get("error") else (result or {}).get("text")
+        if text:
+            line.append(("  " + short(text, 90), "red" if outcome != "SUCCESS" else "dim"))
+        self.lines.append(line)
+        if (result or {}).get("requested"):
+            self.lines.append([self.num(None), (indent + "  ", None),
+                               (f"(fallback for {result['requested']})", "yellow")])
+
+    def node(self, n: int, step: dict[str, Any], live_tail: bool) -> str | None:
+        """The node's header, verdict and own calls; returns its route (printed after its children)."""
+        message = str(step.get("message") or "")
+        parts = [p for p in message.split(" · ") if p] if message else []
+        visit = next((p for p in parts if p.startswith("visit ")), None)
+        line: Line = [self.num(n), ("▸ ", "bold cyan"), (str(step.get("step_name")), "bold cyan"),
+                      (f"  {step.get('kind')}", "dim")]
+        if step.get("agent"):
+            line.append((f" · {step['agent']}", None))
+        if visit:
+            line.append((f" · {visit}", None))
+        unfinished = "did not finish" in parts
+        if unfinished and live_tail:
+            line.append((" · running…", "cyan"))
+        else:
+            line.append((f" · {duration(step.get('duration_ms'))}", "dim"))
+        if step.get("status") == "error":
+            line.append(("  ✗ failed", "bold red"))
+        elif unfinished and not live_tail:
+            line.append(("  did not finish", "yellow"))
+        elif step.get("status") == "warning":
+            line.append(("  ⚠", "yellow"))
+        self.lines.append(line)
+        for call in step.get("llm_calls") or []:
+            self.llm_line(call, "    ")
+        for record in step.get("tool_calls") or []:
+            self.tool_line(record, "    ")
+        for part in parts:
+            if part.startswith("visit ") or part.startswith("→ ") or part == "did not finish":
+                continue
+            style = "green" if part.startswith("verdict pass") else "yellow" if part.startswith("verdict") else "dim"
+            self.lines.append([self.num(None), ("    ", None), (part, style)])
+        return next((p for p in parts if p.startswith("→ ")), None)
+
+    def turn(self, n: int, step: dict[str, Any]) -> None:
+        calls = step.get("llm_calls") or []
+        label = f"turn {step.get('iteration')}"
+        if calls:
+            self.llm_line(calls[0], "  ", n, label)
+        else:
+            self.lines.append([self.num(n), ("  " + label, "bold")])
+        thinking = self.thinking.get(id(step), "")
+        if thinking.strip():
+            self.lines.append([self.num(None), ("      ", None), (short(thinking, 110), "italic")])
+        for record in step.get("tool_calls") or []:
+            self.tool_line(record, "      ")
+
+    def event(self, n: int, step: dict[str, Any], indent: str) -> None:
+        name, message = step.get("step_name"), short(step.get("message"), 200)
+        icon, style = {
+            "awaiting_human": ("⏸ ", "bold yellow"), "resumed": ("↻ ", "dim"), "warning": ("⚠ ", "yellow"),
+            "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"),
+        }.get(str(name), ("• ", None))
+        if name == "human_decision":
+            action = message.split(":")[0]
+            icon = "✔ "
+            style = "bold red" if "reject" in action else "bold yellow" if "modify" in action else "bold green"
+        line: Line = [self.num(n), (indent, None), (icon + message, style)]
+        self.lines.append(line)
+        for call in step.get("llm_calls") or []:
+            self.llm_line(call, indent + "  ")
+
+    def fold(self, group: list[tuple[int, dict[str, Any]]]) -> None:
+        calls = sum(len(s.get("tool_calls") or []) for _, s in group)
+        self.lines.append([self.num(None), ("  ", None),
+                           (f"… {len(group)} uneventful turns (steps {group[0][0]}–{group[-1][0]}, "
+                            f"{calls} tool calls, all successful); --all shows them", "dim")])
+
+    def body(self) -> None:
+        steps = self.view.steps
+        last_node = max((i for i, s in enumerate(steps) if is_node(s)), default=-1)
+        i = 0
+        while i < len(steps):
+            step = steps[i]
+            if is_node(step):
+                route = self.node(i + 1, step, live_tail=self.view.live and i == last_node)
+                i += 1
+                children = []
+                while i < len(steps) and not is_node(steps[i]):
+                    children.append((i + 1, steps[i]))
+                    i += 1
+                self.children(children)
+                if route:
+                    self.lines.append([self.num(None), ("  " + route, "dim")])
+            else:
+                self.event(i + 1, step, "")
+                i += 1
+
+    def children(self, children: list[tuple[int, dict[str, Any]]]) -> None:
+        turns = [c for c in children if c[1].get("iteration") is not None]
+        hidden: set[int] = set()
+        if not self.show_all and len(turns) > FOLD_OVER:
+            middle = turns[FOLD_KEEP:-FOLD_KEEP]
+            hidden = {n for n, s in middle if s.get("status", "info") == "info"}
+        group: list[tuple[int, dict[str, Any]]] = []
+        for n, step in children:
+            if n in hidden:
+                group.append((n, step))
+                continue
+            if group:
+                self.fold(group)
+                group = []
+            if step.get("iteration") is not None:
+                self.turn(n, step)
+            else:
+                self.event(n, step, "  ")
+        if group:
+            self.fold(group)
+
+    def footer(self) -> None:
+        rows = totals(self.view.steps)
+        self.lines.append([])
+        if not rows:
+            self.lines.append([("no model calls", "dim")])
+        else:
+            width = max(len(m) for m in [*rows, "model", "all"])
+            self.lines.append([(f"{'model':<{width}}  {'calls':>6}  {'tokens in':>10}  {'tokens out':>10}  "
+                                f"{'cost':>10}", "bold")])
+            everything = {"calls": 0, "input": 0, "output": 0, "cost": 0.0}
+            for model, row in sorted(rows.items()):
+                self.lines.append([(self._row(model, row, width), None)])
+                for key in everything:
+                    everything[key] += row[key]
+            if len(rows) > 1:
+                self.lines.append([(self._row("all", everything, width), "bold")])
+        if self.view.steps:
+            self.lines.append([(f"magent trace {self.view.td.id[:8]} --step N shows step N whole", "dim")])
+
+    @staticmethod
+    def _row(name: str, row: dict[str, Any], width: int) -> str:
+        return (f"{name:<{width}}  {row['calls']:>6}  {tokens(row['input']):>10}  {tokens(row['output']):>10}  "
+                f"{money(row['cost']):>10}")
+
+
+def tree_lines(view: TraceView, show_all: bool = False) -> list[Line]:
+    """The whole trace as styled lines: header, numbered steps, totals."""
+    tree = _Tree(view, show_all)
+    tree.header()
+    if not view.steps:
+        tree.lines.append([("no steps recorded yet", "dim")])
+    tree.body()
+    tree.footer()
+    return tree.lines
