@@ -70,6 +70,12 @@ def test_text_reply_streams_tokens_and_records_usage(stub: OpenAIStub) -> None:
                                 {"role": "user", "content": "hello?"}]
 
 
+def test_a_local_endpoint_needs_no_api_key(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    stub.text("no key needed")
+    assert complete(ask(stub, api_key=None, max_retries=0)).content == "no key needed"
+
+
 def test_known_model_is_priced(stub: OpenAIStub) -> None:
     stub.text("hi", usage=(1000, 1000))
     reply = complete(ask(stub, model="openai/gpt-4o-mini"))

@@ -190,6 +190,10 @@ class LiteLLMClient:
             kwargs["api_base"] = request.endpoint
         if request.api_key:
             kwargs["api_key"] = request.api_key
+        elif request.endpoint and _needs_key(model):
+            # A local OpenAI-compatible server usually wants no key, but the OpenAI SDK
+            # refuses to send a request without one: give it a placeholder.
+            kwargs["api_key"] = "sk-no-key-set"
         if request.tools:
             kwargs["tools"] = to_openai_tools(request.tools, names)
         started = time.monotonic()
@@ -248,6 +252,15 @@ async def _collect(stream: Any, on_token: TokenSink | None
                     if fn.arguments:
                         call["arguments"] += fn.arguments
     return "".join(text), [calls[i] for i in sorted(calls)], finish, usage
+
+
+def _needs_key(model: str) -> bool:
+    """Whether litellm finds no API key in the environment for ``model``'s provider."""
+    try:
+        missing = _litellm().validate_environment(model=model).get("missing_keys") or []
+    except Exception:
+        return False
+    return any("KEY" in name for name in missing)
 
 
 def cost_of(model: str, tokens_in: int, tokens_out: int) -> float:
