@@ -230,7 +230,7 @@ def test_an_interrupted_removal_never_leaves_a_half_deleted_task(magent_home: Pa
 
     monkeypatch.setattr(shutil, "rmtree", crash_half_way)
     r = invoke("retention", "sweep")
-    assert r.code == 1 and "could not finish removing .trash-" in r.err and "1 failed" in r.out
+    assert r.code == 1 and "could not finish removing .trash-" in r.err and "1 error (see stderr)" in r.out
     assert t.id not in task_ids(magent_home)             # never visible as a task
     assert invoke("tasks", "list", "--json").out.strip() == "[]"
     assert invoke("retention", "show").out.strip().endswith("no tasks")

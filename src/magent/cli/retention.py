@@ -115,7 +115,8 @@ def summary_line(report: "SweepReport") -> str:
         text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
                  f"left by an interrupted sweep ({human_bytes(report.leftover_bytes)})")
     if report.problems:
-        text += f", {len(report.problems)} failed"
+        n = len(report.problems)
+        text += f", {n} error{'s' if n > 1 else ''} (see stderr)"
     return text
 
 

@@ -28,6 +28,7 @@ never the newest N, one a fork started from, or the pause a task is waiting on.
 from __future__ import annotations
 
 import errno
+import fcntl  # POSIX only, like the flock(2) locks of store.locks
 import json
 import os
 import re
@@ -38,11 +39,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
 
 from magent.errors import StoreError, TaskLockedError
 from magent.ids import is_uuid4, now
@@ -207,7 +203,7 @@ class Verdict:
     action: str
     """``remove``, ``keep`` (not eligible yet) or ``skip``."""
     reason: str = ""
-    """Why skipped: ``running``, ``awaiting_human``, ``locked`` or ``unreadable``."""
+    """Why skipped: ``running``, ``awaiting_human``, ``locked``, ``unreadable`` or ``failed``."""
     detail: str = ""
     rule: Rule | None = None
     since: datetime | None = None
@@ -435,17 +431,17 @@ class Retention:
                 fresh = Verdict(v.task_id, None, "skip", "unreadable", f"{exc}; left in place")
             if fresh.action != "remove":
                 return fresh
-            v = fresh
-            if not stat.S_ISDIR(os.lstat(path).st_mode):
-                v.action, v.reason, v.detail = "skip", "unreadable", "no longer a directory"
+            v, trash = fresh, tasks_dir / f".trash-{v.task_id}-{secrets.token_hex(4)}"
+            try:
+                if not stat.S_ISDIR(os.lstat(path).st_mode):
+                    raise OSError(errno.ENOTDIR, "no longer a directory")
+                os.rename(path, trash)  # from here on it is not a task for anyone
+            except OSError as exc:
+                report.problems.append(f"task {v.task_id}: could not move it aside ({exc})")
+                v.action, v.reason, v.detail = "skip", "failed", f"could not move aside: {exc}"
                 return v
-            trash = tasks_dir / f".trash-{v.task_id}-{secrets.token_hex(4)}"
-            os.rename(path, trash)  # from here on it is not a task for anyone
             fsync_dir(tasks_dir)
             self._unlink_locks(v.task_id)  # while held, so no one takes the old file
-        except OSError as exc:
-            v.action, v.reason, v.detail = "skip", "unreadable", f"could not move aside: {exc}"
-            return v
         finally:
             lock.release()
         v.bytes = tree_size(trash)
@@ -514,9 +510,6 @@ def is_held(lock_file: str | Path) -> bool:
     (``Lock.is_free`` takes the lock through filelock, which truncates the file and
     so changes its mtime; a dry run must leave the disk exactly as it was.)
     """
-    if fcntl is None:
-        path = Path(lock_file)
-        return not Lock(path.parent, path.name[: -len(".lock")], "").is_free()
     try:
         fd = os.open(lock_file, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
