@@ -248,3 +248,30 @@ def test_read_commands_change_nothing_on_disk(std, args):
     r = invoke(*[std.completed.id[:8] if a == "PREFIX" else a for a in args])
     assert r.code == 0
     assert snapshot_tree(std.root) == before
+
+
+# in a terminal ----------------------------------------------------------------------------
+
+def test_in_a_narrow_terminal_only_the_description_is_shortened(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from magent import render
+    from magent.store import Store
+
+    home = HomeBuilder()
+    t = home.task("a rather long description of what this [bold]task[/] should do", workflow="flow",
+                  status="awaiting_human")
+    buf = io.StringIO()
+    monkeypatch.setattr(render, "is_terminal", lambda: True)
+    monkeypatch.setattr(render, "console", lambda stderr=False: Console(
+        file=buf, width=110, force_terminal=True, color_system=None, highlight=False))
+    render.task_table(Store().list_tasks(), {})
+    lines = buf.getvalue().splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"]
+    assert all(len(line) <= 110 for line in lines) and len(lines[1]) == 110
+    row = lines[1]
+    assert row.startswith(f"{t.id[:8]}  awaiting_human  flow      ")
+    assert "  a rather long description of what this [bold]tas…  " in row  # cut, and not markup
+    assert row.endswith("0s ago   0      $0.0000")

@@ -45,41 +45,51 @@ def _esc(value: Any) -> str:
     return escape(str(value))
 
 
-def _grid(out: "Console", header: list[str], rows: list[list[Any]], flexible: int) -> None:
-    """Print plain text columns; cells are text or (text, style).
+def _grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
+    """Print text columns; cells are text or (text, style).
 
-    In a terminal only column ``flexible`` is shortened (with …) to fit the
-    width; into a pipe nothing is cut, so ``grep`` sees whole values.
+    In a terminal only column ``flexible`` is shortened (with …) to fit the width,
+    and styles are shown. Into a pipe nothing is cut, so ``grep`` sees whole values,
+    and rich is not even imported (a thousand rows print in milliseconds).
     """
-    from rich.cells import cell_len, set_cell_size
-
     plain = [[c[0] if isinstance(c, tuple) else c for c in row] for row in rows]
+    if not is_terminal():
+        widths = [max([len(h)] + [len(r[i]) for r in plain]) for i, h in enumerate(header)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip()
+                 for cells in [header, *plain]]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+
+    from rich.cells import cell_len, set_cell_size
+    from rich.text import Text
+
+    out = console()
     widths = [max([cell_len(h)] + [cell_len(r[i]) for r in plain]) for i, h in enumerate(header)]
-    if out.is_terminal:
-        excess = sum(widths) + 2 * (len(widths) - 1) - out.width
-        if excess > 0:
-            widths[flexible] = max(len(header[flexible]), widths[flexible] - excess)
+    excess = sum(widths) + 2 * (len(widths) - 1) - out.width
+    if excess > 0:
+        widths[flexible] = max(len(header[flexible]), widths[flexible] - excess)
     last = len(header) - 1
 
-    def line(cells: list[Any], bold: bool = False) -> str:
-        parts = []
+    def line(cells: list[Any], bold: bool = False) -> "Text":
+        text_line = Text(no_wrap=True, overflow="ellipsis")
         for i, cell in enumerate(cells):
             text, style = cell if isinstance(cell, tuple) else (cell, "bold" if bold else "")
             if cell_len(text) > widths[i]:
                 text = set_cell_size(text, widths[i] - 1) + "…"
-            pad = "" if i == last else " " * (widths[i] - cell_len(text))
-            parts.append((f"[{style}]{_esc(text)}[/]" if style else _esc(text)) + pad)
-        return "  ".join(parts).rstrip()
+            if i:
+                text_line.append("  ")
+            text_line.append(text, style=style or None)  # Text: user values are never markup
+            if i != last:
+                text_line.append(" " * (widths[i] - cell_len(text)))
+        text_line.rstrip()
+        return text_line
 
-    out.print(line(header, bold=True), soft_wrap=True)
-    for row in rows:
-        out.print(line(row), soft_wrap=True)
+    out.print(Text("\n").join([line(header, bold=True)] + [line(r) for r in rows]), soft_wrap=True)
 
 
 def task_table(tasks: list["Task"], live: dict[str, bool]) -> None:
-    out = console()
     if not tasks:
-        out.print("no tasks yet: start one with `magent run TARGET -t TEXT`")
+        print("no tasks yet: start one with `magent run TARGET -t TEXT`")
         return
     rows: list[list[Any]] = []
     for t in tasks:
@@ -89,7 +99,7 @@ def task_table(tasks: list["Task"], live: dict[str, bool]) -> None:
         rows.append([t.id[:8], (status, STATUS_STYLE.get(t.status.value, "")), t.workflow,
                      short(t.description, 60), ago(t.created_at), str(t.steps),
                      f"${t.usage.cost:.4f}"])
-    _grid(out, ["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], rows, flexible=3)
+    _grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], rows, flexible=3)
 
 
 def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
@@ -122,11 +132,10 @@ def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
 
 
 def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None:
-    out = console()
     if task.parent_task_id:
-        out.print(f"forked from task {task.parent_task_id[:8]} at checkpoint {task.parent_checkpoint}")
+        print(f"forked from task {task.parent_task_id[:8]} at checkpoint {task.parent_checkpoint}")
     if not summaries:
-        out.print("no checkpoints")
+        print("no checkpoints")
         return
     forks: dict[int, list[str]] = {}
     for fork in task.forks:
@@ -144,7 +153,7 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
             note.append("forked → " + ", ".join(forks[s.sequence]))
         rows.append([str(s.sequence), s.created_at.strftime("%Y-%m-%d %H:%M:%S"), s.position,
                      s.reason, str(s.entry_count), (", ".join(note), style)])
-    _grid(out, ["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
+    _grid(["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
 
 
 def state_view(state: "State", header: dict[str, Any]) -> None:
@@ -291,36 +300,6 @@ class EventPrinter:
             self.out.print(f"  magent resume {task_id} --reject --message TEXT", markup=False)
         if "modify" in allowed:
             self.out.print(f"  magent resume {task_id} --modify FILE   (state updates, YAML or JSON)", markup=False)
-
-
-# Trace, step and graph views: ``magent.trace`` lays out lines of (text, style)
-# segments; these print them, with colour only on a terminal. Off a terminal
-# (pipes, files, tests, benchmarks) rich is not even imported.
-
-def wants_color(stderr: bool = False) -> bool:
-    import os
-
-    stream = sys.stderr if stderr else sys.stdout
-    if os.environ.get("NO_COLOR"):
-        return False
-    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
-
-
-def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False) -> None:
-    """Print styled lines (see ``magent.trace.view``): rich styles on a terminal, plain text otherwise."""
-    stream = sys.stderr if stderr else sys.stdout
-    if not wants_color(stderr):
-        stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
-        stream.flush()
-        return
-    from rich.text import Text
-
-    text = Text(no_wrap=True, overflow="ellipsis")
-    for line in lines:
-        for segment, style in line:
-            text.append(segment, style or "")
-        text.append("\n")
-    console(stderr).print(text, end="", soft_wrap=True)
 
 
 # Trace, step and graph views: ``magent.trace`` lays out lines of (text, style)

@@ -305,18 +305,21 @@ def standard_home(root: Path | None = None, *, init: bool = True) -> StandardHom
 
 
 def populate(root: Path | None = None, count: int = 1000, *, checkpoints: int = 2,
-             messages_per_checkpoint: int = 2) -> list[str]:
+             messages_per_checkpoint: int = 2, config_snapshot: dict[str, Any] | None = None,
+             durable: bool = False) -> list[str]:
     """Create ``count`` tasks (statuses cycling), each with a short conversation and checkpoints.
 
-    For benchmarks and listing tests; returns the task ids.
+    ``config_snapshot`` is stored in every task.json, as a run stores its frozen
+    workflow and agents. For benchmarks and listing tests; returns the task ids.
     """
-    home = HomeBuilder(root)
+    home = HomeBuilder(root, durable=durable)
     statuses = ["completed", "failed", "awaiting_human", "completed", "cancelled", "pending"]
     start = now() - timedelta(days=1)
     ids: list[str] = []
     for n in range(count):
         t = home.task(f"task number {n}", status=statuses[n % len(statuses)],
-                      created_at=start + timedelta(seconds=n), tags=["bench"])
+                      created_at=start + timedelta(seconds=n), tags=["bench"],
+                      config_snapshot=config_snapshot or {})
         for c in range(checkpoints):
             for m in range(messages_per_checkpoint):
                 t.say("user" if m % 2 == 0 else "assistant", f"message {c}.{m} of task {n}")
