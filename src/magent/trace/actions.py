@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 def hydrate(doc: dict[str, Any]) -> dict[str, Any]:
-    """Fill the action records' ``args``, ``result`` and ``outcome`` from their iteration steps.
+    """Fill the action records' ``result`` (and ``args``, ``outcome``) from their iteration steps.
 
     Returns ``doc`` (changed in place). Traces whose actions do not line up with
     their agent iteration steps (hand-edited, or from another writer) are left as they are.

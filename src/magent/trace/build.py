@@ -19,10 +19,11 @@ Layout of ``steps`` (numbered from 1 by ``magent trace``):
 A tool call's result is kept once, truncated to about 1,000 characters, in its
 ``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
 is the entry ``entry_id`` in ``entries.jsonl`` (and ``artifact`` for big
-outputs). The action records on disk name each call and its outcome; their
-``args`` and ``result`` are filled from the iteration step's records when the
-trace is read (``hydrate``), because action *k* and the *k*-th agent iteration
-step describe the same turn and list the same calls in the same order.
+outputs). The action records on disk hold each call's name, args and outcome
+(all ``compress_actions`` needs); their ``result`` is filled from the iteration
+step's record when the trace is read (``hydrate``), because action *k* and the
+*k*-th agent iteration step describe the same turn and list the same calls in
+the same order.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ class _Builder:
         action = self.action_of.get(index)
         if action is not None:
             self.actions[action]["tool_calls"].append(
-                {"name": f"{record['server']}.{record['tool']}" if record["server"] else record["tool"]})
+                {"name": f"{record['server']}.{record['tool']}" if record["server"] else record["tool"],
+                 "args": record["arguments"]})
         if record.get("call_id"):
             self.calls[record["call_id"]] = (index, len(calls) - 1)
         return len(calls) - 1
@@ -255,7 +257,11 @@ class _Builder:
         index, position = where
         self._attach(index, ev)
         if "arguments" in ev:
-            self.steps[index]["tool_calls"][position]["arguments"] = ev.get("arguments") or {}
+            args = ev.get("arguments") or {}
+            self.steps[index]["tool_calls"][position]["arguments"] = args
+            action = self.action_of.get(index)
+            if action is not None:
+                self.actions[action]["tool_calls"][position]["args"] = args
 
     def _on_tool_result(self, ev: dict[str, Any]) -> None:
         where = self._locate(ev, ev.get("requested_tool") or ev.get("tool") or "")
@@ -364,11 +370,10 @@ def build_trace(task_id: str, events: Iterable[Any], created_at: datetime | None
 
 def dump_for_disk(trace: "TraceLog") -> bytes:
     """Compact JSON of ``trace``: defaults are left out inside records (they come back on
-    load), the action records' copies of call arguments and results too (see ``hydrate``)."""
+    load), and so are the action records' copies of call results (see ``hydrate``)."""
     doc = trace.model_dump(mode="json", exclude_defaults=True)
     for action in doc.get("actions") or []:
         for call in action.get("tool_calls") or []:
-            call.pop("args", None)
             call.pop("result", None)
     out = {"schema_version": trace.schema_version, "task_id": trace.task_id, "steps": doc.get("steps", []),
            "sub_agent_sessions": doc.get("sub_agent_sessions", {}), "actions": doc.get("actions", []),
@@ -415,3 +420,6 @@ def omit_tool_io(doc: dict[str, Any]) -> None:
                 record["result"] = {"text": TOOL_IO_OMITTED, **kept}
             if record.get("error"):
                 record["error"] = TOOL_IO_OMITTED
+    for action in doc.get("actions") or []:
+        for call in action.get("tool_calls") or []:
+            call["args"] = dict(OMITTED_ARGS)

@@ -1,0 +1,157 @@
+"""trace.json: seed 002's TraceLog built from events, with seed 003's action records and attempts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from magent.models import TraceLog
+from magent.testing import QueueModel
+from magent.tools.function import FunctionProvider, ToolFailure
+from magent.trace import attempts, build_trace, compress_actions, hydrate, write_trace
+from support.cli import invoke
+from support.engine import agent_yaml, events, resume_with, run_with, task_dir, write
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run_example(target: str, *args: str) -> str:
+    result = invoke("run", str(EXAMPLES / target), "-t", "example task", "--no-input", *args)
+    assert result.code in (0, 3), result.out + result.err
+    return result.out.splitlines()[0].split()[1]
+
+
+def trace_of(task_id: str) -> TraceLog:
+    return TraceLog.model_validate_json((task_dir(task_id).trace_file).read_text())
+
+
+def agent_home(tmp_path: Path, tools: str = "[t.*]", extra: str = "") -> Path:
+    return write(tmp_path, "worker.yaml", agent_yaml("worker", tools, extra))
+
+
+def test_write_review_trace_has_nodes_turns_llm_calls_and_tool_calls() -> None:
+    task_id = run_example("workflows/write_review.yaml")
+    trace = trace_of(task_id)
+    shape = [(s.step_name, s.kind, s.iteration) for s in trace.steps]
+    assert shape == [("write", "agent", None), ("write:0", "agent", 0), ("write:1", "agent", 1),
+                     ("review", "reflection", None), ("write", "agent", None), ("write:0", "agent", 0),
+                     ("review", "reflection", None)]
+    first_turn = trace.steps[1]
+    assert [c.model for c in first_turn.llm_calls] == ["scripted"]
+    call = first_turn.llm_calls[0]
+    assert call.tokens_in > 0 and call.tokens_out > 0 and call.stop_reason == "tool_calls"
+    (tool,) = first_turn.tool_calls
+    assert (tool.server, tool.tool, tool.arguments, tool.outcome) == ("kv", "set", {"key": "title", "value": "Tidy"}, "SUCCESS")
+    assert tool.result["text"] == "stored title" and tool.result["entry_id"]
+    review = trace.steps[3]
+    assert "verdict revise (round 1/3)" in review.message and "→ write" in review.message
+    assert "verdict pass" in trace.steps[6].message and "→ END" in trace.steps[6].message
+    assert trace.steps[4].message.startswith("visit 2")
+    assert trace.usage_by_model["scripted/scripted"].calls == 5
+    assert sum(c.tokens_in for s in trace.steps for c in s.llm_calls) == trace.usage_by_model["scripted/scripted"].input
+
+
+def test_action_records_are_one_per_react_turn_and_attempts_are_derived() -> None:
+    task_id = run_example("workflows/write_review.yaml")
+    trace = trace_of(task_id)
+    assert [a.iteration for a in trace.actions] == [0, 1, 0]
+    assert trace.actions[0].thinking == "Let me save a working title before drafting."
+    assert [c.name for c in trace.actions[0].tool_calls] == ["kv.set"]
+    assert attempts(trace) == ['kv.set(key="title", value="Tidy") → SUCCESS']
+    # On disk the action's copy of the result is not stored (the step's record has it) ...
+    raw = json.loads(task_dir(task_id).trace_file.read_text())
+    assert raw["actions"][0]["tool_calls"] == [{"name": "kv.set", "args": {"key": "title", "value": "Tidy"}}]
+    assert "attempts" not in raw
+    # ... and reading fills them back in.
+    doc = hydrate(raw)
+    assert doc["actions"][0]["tool_calls"][0] == {"name": "kv.set", "args": {"key": "title", "value": "Tidy"},
+                                                  "result": "stored title", "outcome": "SUCCESS"}
+
+
+def test_results_are_truncated_once_and_the_full_text_stays_in_the_entries(tmp_path: Path) -> None:
+    tools = FunctionProvider("t")
+    tools.add("dump", lambda: "x" * 5000 + "THE END", "dump")
+    model = QueueModel([{"tool_calls": [{"name": "t.dump", "arguments": {}}]}, "done"])
+    outcome = run_with(model, agent_home(tmp_path), providers=[tools])
+    text = task_dir(outcome.task_id).trace_file.read_text()
+    trace = trace_of(outcome.task_id)
+    result = trace.steps[1].tool_calls[0].result
+    assert result["text"].startswith("x" * 1000) and "more characters" in result["text"]
+    assert len(result["text"]) < 1100
+    assert text.count("x" * 1000) == 1  # kept once: not again in the action record
+    entries = task_dir(outcome.task_id).entries.load()
+    assert entries[result["entry_id"]].content.endswith("THE END")
+
+
+def test_failed_and_parallel_calls_keep_their_order_and_outcomes(tmp_path: Path) -> None:
+    tools = FunctionProvider("t")
+
+    async def slow(n: int) -> str:
+        import asyncio
+
+        await asyncio.sleep(0.05 * (3 - n))  # the first asked finishes last
+        return f"page {n}"
+
+    def broken() -> str:
+        raise ToolFailure("disk full")
+
+    tools.add("read", slow, "read", {"type": "object", "properties": {"n": {"type": "integer"}}})
+    tools.add("broken", broken, "fails")
+    model = QueueModel([{"tool_calls": [{"name": "t.read", "arguments": {"n": 1}},
+                                        {"name": "t.broken", "arguments": {}},
+                                        {"name": "t.read", "arguments": {"n": 2}}]},
+                        "done"])
+    outcome = run_with(model, agent_home(tmp_path), providers=[tools])
+    trace = trace_of(outcome.task_id)
+    node, turn = trace.steps[0], trace.steps[1]
+    assert [(c.tool, c.arguments, c.outcome) for c in turn.tool_calls] == [
+        ("read", {"n": 1}, "SUCCESS"), ("broken", {}, "FAILURE"), ("read", {"n": 2}, "SUCCESS")]
+    assert turn.tool_calls[0].result["text"] == "page 1" and turn.tool_calls[1].error == "disk full"
+    assert turn.status == "warning" and node.status == "warning"
+    assert turn.duration_ms >= 100  # from the model's reply to the last result
+    assert compress_actions(trace.actions) == ["t.read(n=1) → SUCCESS", "t.broken() → FAILURE",
+                                               "t.read(n=2) → SUCCESS"]
+
+
+def test_a_pause_for_tool_approval_then_resume_fills_the_waiting_call(tmp_path: Path) -> None:
+    tools = FunctionProvider("t")
+    tools.add("send", lambda to: f"sent to {to}", "send mail",
+              {"type": "object", "properties": {"to": {"type": "string"}}}, needs_approval=True)
+    replies = [{"tool_calls": [{"name": "t.send", "arguments": {"to": "bob"}}]}, "sent it"]
+    paused = run_with(QueueModel(replies), agent_home(tmp_path), providers=[tools])
+    assert paused.status.value == "awaiting_human"
+    trace = trace_of(paused.task_id)
+    assert trace.steps[1].tool_calls[0].result is None  # asked for, not run yet
+    assert trace.steps[-1].step_name == "awaiting_human" and "tool_approval" in trace.steps[-1].message
+
+    done = resume_with(QueueModel(replies[1:]), paused.task_id, "approve", providers=[tools])
+    assert done.status.value == "completed"
+    trace = trace_of(paused.task_id)
+    names = [s.step_name for s in trace.steps]
+    assert names == ["worker", "worker:0", "awaiting_human", "resumed", "human_decision", "worker:1"]
+    assert trace.steps[1].tool_calls[0].result["text"] == "sent to bob"
+    assert trace.steps[4].message == "a person chose approve"
+
+
+def test_build_trace_accepts_event_models_and_validates(tmp_path: Path) -> None:
+    task_id = run_example("agents/note_taker.yaml")
+    built = build_trace(task_id, events(task_id))
+    assert isinstance(built, TraceLog)
+    on_disk = trace_of(task_id)
+    assert [s.step_name for s in built.steps] == [s.step_name for s in on_disk.steps]
+    # write_trace rewrites trace.json from events.jsonl (what the engine calls when a run stops).
+    task_dir(task_id).trace_file.unlink()
+    again = write_trace(task_dir(task_id))
+    assert [s.step_name for s in again.steps] == [s.step_name for s in on_disk.steps]
+    assert task_dir(task_id).trace_file.exists()
+
+
+def test_errors_warnings_and_failed_runs_are_steps(tmp_path: Path) -> None:
+    model = QueueModel([{"tool_calls": [{"name": "t.missing", "arguments": {}}]}])  # then runs out
+    outcome = run_with(model, agent_home(tmp_path, tools="[kv.*]"))
+    assert outcome.status.value == "failed"
+    trace = trace_of(outcome.task_id)
+    assert trace.steps[-1].step_name == "error" and trace.steps[-1].status == "error"
+    assert trace.steps[0].status == "error" and "did not finish" in trace.steps[0].message
+    refused = trace.steps[1].tool_calls[0]
+    assert refused.outcome == "ERROR" and refused.tool == "missing"
