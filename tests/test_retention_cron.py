@@ -79,16 +79,19 @@ def test_a_task_locked_by_a_live_run_is_skipped_until_the_run_dies(magent_home: 
     assert r.code == 0 and "removed 1" in r.out and task_ids(magent_home) == set()
 
 
-def test_running_tasks_when_the_policy_names_running(magent_home: Path, holders):
-    write_policy(magent_home, "default_days: 30\nby_status:\n  running: 1\n")
+def test_running_and_paused_tasks_when_the_policy_names_them(magent_home: Path, holders):
+    write_policy(magent_home, "default_days: 30\nby_status:\n  running: 1\n  awaiting_human: 5\n")
     home = HomeBuilder()
     crashed = make_task(home, "running", updated_days=2)  # status says running, nobody holds it
     live = make_task(home, "running", updated_days=2)
     fresh = make_task(home, "running", updated_days=0.5)
+    abandoned = make_task(home, "awaiting_human", updated_days=6)
+    waiting = make_task(home, "awaiting_human", updated_days=4)
     holders(magent_home / "locks", live.id, f"task {live.id}")
     r = run("retention", "sweep")
-    assert r.code == 0 and "removed 1" in r.out and "kept 1, skipped 1 (1 locked)" in r.out
-    assert task_ids(magent_home) == {live.id, fresh.id} and not crashed.path.exists()
+    assert r.code == 0 and "removed 2" in r.out and "kept 2, skipped 1 (1 locked)" in r.out
+    assert task_ids(magent_home) == {live.id, fresh.id, waiting.id}
+    assert not crashed.path.exists() and not abandoned.path.exists()
 
 
 def test_checkpoints_of_a_live_run_are_not_trimmed(magent_home: Path, holders):
@@ -99,7 +102,7 @@ def test_checkpoints_of_a_live_run_are_not_trimmed(magent_home: Path, holders):
     home.close()
     holders(magent_home / "locks", live.id, f"task {live.id}")
     r = run("retention", "sweep")
-    assert r.code == 0 and "trimmed 3 checkpoints in 1 tasks" in r.out
+    assert r.code == 0 and "trimmed 3 checkpoints in 1 task (" in r.out
     assert live.dir.checkpoints.numbers() == [0, 1, 2, 3]
     assert idle.dir.checkpoints.numbers() == [3]
 
@@ -157,5 +160,5 @@ def test_the_crontab_line_works_with_no_terminal_and_a_bare_environment(tmp_path
     assert len(lines) == 2 and all(LINE.match(line) for line in lines), log
     assert "\x1b" not in log
     assert "scanned 2 tasks: removed 1 (" in lines[0] and "kept 1, skipped 0" in lines[0]
-    assert "scanned 1 tasks: removed 0 (0 B), kept 1, skipped 0" in lines[1]
+    assert "scanned 1 task: removed 0 (0 B), kept 1, skipped 0" in lines[1]
     assert not old.path.exists() and young.path.exists()

@@ -99,7 +99,7 @@ def summary_line(report: "SweepReport") -> str:
         return f"{head}: another sweep is already running ({report.busy}); nothing done"
     verb = "would remove" if report.dry_run else "removed"
     removed = [v for v in report.verdicts if v.action == "remove"]
-    text = (f"{head}: scanned {len(report.verdicts)} tasks: {verb} {len(removed)}"
+    text = (f"{head}: scanned {_n(len(report.verdicts), 'task')}: {verb} {len(removed)}"
             f" ({human_bytes(sum(v.bytes for v in removed))}), kept {report.count('keep')}")
     skipped = report.skipped()
     text += f", skipped {sum(skipped.values())}"
@@ -109,7 +109,7 @@ def summary_line(report: "SweepReport") -> str:
     trimmed = [v for v in report.verdicts if v.trim]
     if trimmed:
         text += (f", {'would trim' if report.dry_run else 'trimmed'} "
-                 f"{sum(len(v.trim) for v in trimmed)} checkpoints in {len(trimmed)} tasks"
+                 f"{_n(sum(len(v.trim) for v in trimmed), 'checkpoint')} in {_n(len(trimmed), 'task')}"
                  f" ({human_bytes(sum(v.trim_bytes for v in trimmed))})")
     if report.leftovers:
         text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
@@ -118,6 +118,10 @@ def summary_line(report: "SweepReport") -> str:
         n = len(report.problems)
         text += f", {n} error{'s' if n > 1 else ''} (see stderr)"
     return text
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _print_plan(report: "SweepReport") -> None:
