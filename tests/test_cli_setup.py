@@ -168,3 +168,32 @@ def test_every_example_validates(path):
     assert r.code == 0, r.err
     kind = "workflow" if path.parent.name == "workflows" else "agent"
     assert r.out.split()[:2] == ["ok", kind]
+
+
+WORKFLOW_MISTAKES = [
+    ("agent: writer", "agent: ghostwriter", "nodes.write.agent", "no agent 'ghostwriter'"),
+    ("entry_point: write", "entrypoint: write", "entrypoint", "did you mean 'entry_point'?"),
+    ("to: END}", "to: nowhere}", "edges[2].to", "no node 'nowhere'"),
+]
+
+
+@pytest.mark.parametrize("old,new,field,words", WORKFLOW_MISTAKES, ids=[m[2] for m in WORKFLOW_MISTAKES])
+def test_validate_a_broken_workflow_names_the_field(tmp_path, monkeypatch, old, new, field, words):
+    source = EXAMPLES / "workflows" / "write_review.yaml"
+    for agent in ("writer.yaml", "critic.yaml"):
+        (tmp_path / agent).write_bytes((EXAMPLES / "agents" / agent).read_bytes())
+    (tmp_path / "scripts").mkdir()
+    for script in (EXAMPLES / "agents" / "scripts").iterdir():
+        (tmp_path / "scripts" / script.name).write_bytes(script.read_bytes())
+    text = source.read_text()
+    assert old in text
+    (tmp_path / "ok.yaml").write_text(text)
+    (tmp_path / "broken.yaml").write_text(text.replace(old, new, 1))
+    monkeypatch.chdir(tmp_path)
+    r = invoke("validate", "ok.yaml", "broken.yaml")
+    assert r.code == 2
+    assert r.out.startswith("ok  workflow          ok.yaml")
+    line = r.err.strip()
+    assert "\n" not in line
+    assert line.startswith("magent: error: invalid workflow: broken.yaml:")
+    assert f": {field}: " in line and words in line
