@@ -187,13 +187,17 @@ def test_a_task_directory_that_is_a_symlink_is_left_alone(magent_home: Path, tmp
     assert link.is_symlink() and (outside / "task.json").exists()
 
 
-def test_a_tasks_dir_that_is_a_symlink_is_refused(magent_home: Path, tmp_path: Path):
-    real = tmp_path / "real-tasks"
-    real.mkdir()
-    magent_home.mkdir()
-    os.symlink(real, magent_home / "tasks")
-    r = invoke("retention", "sweep")
-    assert r.code == 2 and "is a symlink" in r.err
+@pytest.mark.parametrize("linked", ["tasks", "locks"])
+def test_a_tasks_or_locks_dir_that_is_a_symlink_is_refused(magent_home: Path, tmp_path: Path, linked):
+    make_task(HomeBuilder(), done_days=400)
+    real = tmp_path / "real"
+    shutil.move(magent_home / linked, real)
+    os.symlink(real, magent_home / linked)
+    before = snapshot_tree(real)
+    for args in (("sweep",), ("sweep", "--dry-run"), ("show",)):
+        r = invoke("retention", *args)
+        assert r.code == 2 and f"{magent_home / linked} is a symlink" in r.err
+    assert snapshot_tree(real) == before
 
 
 def test_corrupt_and_half_written_task_dirs_are_reported_and_kept(magent_home: Path):

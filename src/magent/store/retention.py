@@ -313,9 +313,10 @@ class Retention:
         return report
 
     def _check_tasks_dir(self) -> None:
-        if self.store.tasks_dir.is_symlink():
-            raise StoreError(f"{self.store.tasks_dir} is a symlink: retention never deletes "
-                             "through one (point MAGENT_HOME at the real directory instead)")
+        for d in (self.store.tasks_dir, self.store.locks_dir):
+            if d.is_symlink():
+                raise StoreError(f"{d} is a symlink: retention never deletes through one "
+                                 "(point MAGENT_HOME at the real directory instead)")
 
     def _scan(self) -> list[Verdict]:
         verdicts: list[Verdict] = []
