@@ -1,9 +1,10 @@
 """A test MCP server built with the mcp SDK: ``python toolbox.py [stdio|sse|streamable_http] [PORT]``.
 
-Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``, ``fail``
-(an MCP ``isError`` result), ``crash`` (the process exits), ``hang`` (never
-returns), ``huge`` (about a megabyte of text), ``writes`` (not idempotent), ``whoami`` (the request's Authorization header),
-``env_sha`` (hash of an environment variable).
+Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``,
+``fail`` (an MCP ``isError`` result), ``crash`` (the process exits), ``hang``
+(never returns), ``huge`` (about a megabyte of text), ``writes`` (not
+idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
+(hash of an environment variable).
 
 Environment knobs, so tests can make misbehaving servers from one script:
 ``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_STDERR``
@@ -20,9 +21,19 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+# The start-up knobs act before the (slow) mcp import, so their timing does not depend on it.
+if __name__ == "__main__":
+    if os.environ.get("TOOLBOX_PIDFILE"):
+        with open(os.environ["TOOLBOX_PIDFILE"], "w") as f:
+            f.write(str(os.getpid()))
+    if os.environ.get("TOOLBOX_STDERR"):
+        print(os.environ["TOOLBOX_STDERR"], file=sys.stderr, flush=True)
+    if float(os.environ.get("TOOLBOX_START_DELAY", "0")):
+        time.sleep(float(os.environ["TOOLBOX_START_DELAY"]))
+
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp_types import ToolAnnotations  # noqa: E402
 
 server = MCPServer("toolbox", log_level="WARNING")
 
@@ -97,14 +108,6 @@ def env_sha(name: str) -> str:
 def main() -> None:
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    if os.environ.get("TOOLBOX_PIDFILE"):
-        with open(os.environ["TOOLBOX_PIDFILE"], "w") as f:
-            f.write(str(os.getpid()))
-    if os.environ.get("TOOLBOX_STDERR"):
-        print(os.environ["TOOLBOX_STDERR"], file=sys.stderr, flush=True)
-    delay = float(os.environ.get("TOOLBOX_START_DELAY", "0"))
-    if delay:
-        time.sleep(delay)
     if transport == "stdio":
         server.run("stdio")
     elif transport == "sse":

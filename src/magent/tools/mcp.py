@@ -34,8 +34,9 @@ from magent.tools.mcp_process import StdioProcess, stdio_transport
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 ServerConfig = Union[StdioServer, HttpServer]
-GARBAGE_GRACE_SECONDS = 2.0
-"""After a non-MCP line on stdout, how long the handshake may still take before giving up."""
+GARBAGE_LINES = 2
+"""This many non-MCP lines on stdout before the handshake ends it: one may be a start-up banner,
+but a server that answers our request with more noise will never speak MCP."""
 CLOSE_TIMEOUT_SECONDS = 10.0
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 """Largest single reply accepted over streamable HTTP; big outputs are cut by the registry, not lost here."""
@@ -84,6 +85,10 @@ class _Connection:
             self.lost = True
             self.ready.set()
 
+    def _on_garbage(self) -> None:
+        if self.proc is not None and self.proc.garbage_count >= GARBAGE_LINES:
+            self.garbage.set()
+
     async def _on_message(self, message: Any) -> None:
         # Transport faults (a broken SSE stream, an oversized event) arrive here as
         # exceptions; the last one explains a lost connection better than "closed".
@@ -98,7 +103,7 @@ class _Connection:
             if cwd is not None and self.provider.base_dir is not None and not Path(cwd).is_absolute():
                 cwd = str(self.provider.base_dir / cwd)
             self.proc = StdioProcess(command=cfg.command, args=list(cfg.args), env=dict(cfg.env), cwd=cwd,
-                                     on_garbage=self.garbage.set)
+                                     on_garbage=self._on_garbage)
             return stdio_transport(self.proc)
         headers = dict(server.config.headers)
         timeout = float(server.connect_timeout_seconds)
@@ -219,9 +224,9 @@ class MCPProvider:
         try:
             await asyncio.wait({ready, garbage}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             if not ready.done() and garbage.done():
-                # A stray line need not be fatal, but a server that only prints noise would
-                # otherwise keep us waiting for the whole connect timeout.
-                await asyncio.wait({ready}, timeout=min(GARBAGE_GRACE_SECONDS, max(0, deadline - time.monotonic())))
+                # The reply may have come in right behind the noise; otherwise give up now
+                # rather than wait out the whole connect timeout.
+                await asyncio.wait({ready}, timeout=min(0.5, max(0, deadline - time.monotonic())))
         finally:
             ready.cancel()
             garbage.cancel()
@@ -238,6 +243,9 @@ class MCPProvider:
         proc = conn.proc
         if proc is not None and proc.garbage:
             msg = f"{where} wrote non-MCP output on stdout: {proc.garbage[0]!r}"
+            if timed_out and proc.garbage_count < GARBAGE_LINES:
+                msg = f"{where} did not answer within {timeout:g}s; it wrote non-MCP output on stdout: " \
+                      f"{proc.garbage[0]!r}"
         elif conn.error is not None and not timed_out:
             err = describe_error(conn.error)
             if proc is not None and proc.exit_code is not None:

@@ -48,6 +48,7 @@ class StdioProcess:
     stderr: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=STDERR_TAIL_LINES))
     garbage: list[str] = field(default_factory=list)
     """Non-JSON-RPC lines seen on stdout (only the first few are kept)."""
+    garbage_count: int = 0
     on_garbage: Callable[[], None] | None = None
     """Called for each non-JSON-RPC line (the connect step fails fast on it)."""
     stopped_by_us: bool = False
@@ -185,6 +186,7 @@ def _parse(raw: bytes, proc: StdioProcess) -> Any:
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError:
+        proc.garbage_count += 1
         if len(proc.garbage) < 5:
             proc.garbage.append(line[:MAX_LINE_CHARS])
         if proc.on_garbage is not None:
