@@ -180,7 +180,7 @@ async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sink
                 start_seq: int) -> RunContext:
     from magent.engine.toolbox import open_registry
 
-    redactor = Redactor(graph.secrets)
+    redactor = Redactor.configured(graph.secrets)
     bus = EventBus(start_seq=start_seq)
 
     def persist(event: Event) -> None:

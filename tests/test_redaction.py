@@ -1,0 +1,142 @@
+"""Secrets never reach disk: ``${VAR}`` values, API-key shapes, configured patterns; tool I/O left out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from magent.errors import ConfigError
+from magent.redact import MASK, OMITTED_ARGS, TOOL_IO_OMITTED, Redactor, load_settings
+from support.cli import invoke, run
+from support.engine import write
+
+SECRET = "hunter2-very-secret-value"
+KEY = "sk-abcdefghijklmnopqrstuvwx"
+
+
+def settings_file(home: Path, text: str) -> Path:
+    path = home / "config" / "redaction.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def files_containing(root: Path, needle: str) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and needle.encode() in path.read_bytes():
+            found.append(str(path.relative_to(root)))
+    return found
+
+
+def test_settings_default_when_there_is_no_file(magent_home: Path) -> None:
+    settings = load_settings()
+    assert settings.default_patterns and settings.trace_tool_io and settings.patterns == ()
+    assert Redactor.configured().text(f"key {KEY}") == f"key {MASK}"
+
+
+def test_configured_patterns_are_added_to_the_defaults_or_replace_them(magent_home: Path) -> None:
+    settings_file(magent_home, "patterns:\n  - 'ACME-[0-9]{8}'\n")
+    redactor = Redactor.configured({SECRET})
+    assert redactor.text(f"ticket ACME-12345678, key {KEY}, {SECRET}") == f"ticket {MASK}, key {MASK}, {MASK}"
+    settings_file(magent_home, "default_patterns: false\npatterns: ['ACME-[0-9]{8}']\n")
+    redactor = Redactor.configured({SECRET})
+    assert redactor.text(f"ACME-12345678 {KEY} {SECRET}") == f"{MASK} {KEY} {MASK}"  # env values always
+
+
+@pytest.mark.parametrize("text, message", [
+    ("patterns: ['ok', '(unclosed']\n", "redaction.yaml:1:18: patterns[1]: not a regular expression"),
+    ("patterns: ['a*']\n", "patterns[0]: matches the empty string"),
+    ("pattern: ['x']\n", "redaction.yaml:1:1: pattern: unknown field (did you mean 'patterns'?)"),
+    ("trace_tool_io: 'no'\n", "trace_tool_io: must be true or false"),
+    ("patterns: 'abc'\n", "patterns: must be a list of regular expressions"),
+    ("- patterns\n", "expected a mapping"),
+])
+def test_a_bad_settings_file_names_file_line_and_field(magent_home: Path, text: str, message: str) -> None:
+    settings_file(magent_home, text)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert message in str(err.value)
+
+
+def test_event_redaction_can_leave_tool_io_out() -> None:
+    redactor = Redactor({SECRET}, tool_io=False)
+    call = redactor.event({"seq": 1, "type": "tool_call", "tool": "kv.set", "arguments": {"value": "x"}})
+    assert call["arguments"] == OMITTED_ARGS and call["tool"] == "kv.set"
+    result = redactor.event({"seq": 2, "type": "tool_result", "result": "page", "full_result": "page",
+                             "data": {"a": 1}, "outcome": "SUCCESS", "entry_id": "e"})
+    assert result["result"] == TOOL_IO_OMITTED and "full_result" not in result and "data" not in result
+    assert result["entry_id"] == "e" and result["outcome"] == "SUCCESS"
+    llm = redactor.event({"seq": 3, "type": "llm_call", "response": {
+        "content": f"I will {SECRET}", "tool_calls": [{"name": "kv.set", "arguments": {"v": 1}, "raw_arguments": None}]}})
+    assert llm["response"]["content"] == f"I will {MASK}"
+    assert llm["response"]["tool_calls"][0] == {"name": "kv.set", "arguments": OMITTED_ARGS}
+    kept = Redactor({SECRET}).event({"seq": 4, "type": "tool_call", "arguments": {"v": SECRET}})
+    assert kept["arguments"] == {"v": MASK}
+
+
+KEEPER = """
+name: keeper
+role: keeps a token
+system_prompt: "You hold the token ${MY_SECRET}; never repeat it."
+tools: [kv.*]
+llm_config:
+  model: scripted
+  script: keeper.script.yaml
+  api_key: ${MY_SECRET}
+"""
+SCRIPT = f"""
+responses:
+  - content: "Noting ticket ACME-12345678 and a stray key {KEY}."
+    tool_calls:
+      - name: kv.set
+        arguments: {{key: ticket, value: "noted"}}
+  - content: "Done."
+"""
+WORKFLOW = """
+name: secretive
+entry_point: keep
+nodes:
+  keep: {type: agent, agent: keeper, prompt: "Authenticate with ${MY_SECRET} first."}
+edges: []
+checkpoints: [keep]
+"""
+
+
+@pytest.mark.slow
+def test_a_secret_from_the_environment_appears_in_no_file_under_the_home(magent_home: Path, tmp_path: Path) -> None:
+    write(tmp_path, "keeper.yaml", KEEPER)
+    write(tmp_path, "keeper.script.yaml", SCRIPT)
+    workflow = write(tmp_path, "wf.yaml", WORKFLOW)
+    settings_file(magent_home, "patterns: ['ACME-[0-9]{8}']\n")
+    env = {"MY_SECRET": SECRET}
+    paused = run("run", str(workflow), "-t", "keep the token safe", "--no-input", env=env)
+    assert paused.code == 3, paused.err
+    task_id = paused.out.splitlines()[0].split()[1]
+    done = run("resume", task_id, "--approve", "--no-input", env=env)
+    assert done.code == 0, done.err
+    assert run("trace", task_id).code == 0 and run("trace", task_id, "--json").code == 0
+    assert files_containing(magent_home, SECRET) == []
+    assert files_containing(magent_home, KEY) == []
+    assert files_containing(magent_home, "ACME-12345678") == []
+    # The run did see them: masked where they were written.
+    task = magent_home / "tasks" / task_id
+    assert "Authenticate with [REDACTED] first." in (task / "entries.jsonl").read_text()
+    assert "Noting ticket [REDACTED] and a stray key [REDACTED]." in (task / "trace.json").read_text()
+
+
+def test_trace_tool_io_false_leaves_tool_io_out_of_the_trace(magent_home: Path) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    settings_file(magent_home, "trace_tool_io: false\n")
+    result = invoke("run", str(examples / "workflows/write_review.yaml"), "-t", "copy", "--no-input")
+    assert result.code == 0
+    task_id = result.out.splitlines()[0].split()[1]
+    trace_text = (magent_home / "tasks" / task_id / "trace.json").read_text()
+    assert "Tidy" not in json.dumps(json.loads(trace_text)["steps"][1]["tool_calls"])
+    assert "stored title" not in trace_text and TOOL_IO_OMITTED in trace_text
+    out = invoke("trace", task_id).out
+    assert "→ kv.set" in out and "stored title" not in out and "left out" in out
+    # The conversation keeps the result (a resumed run needs it), masked like everything else.
+    assert "stored title" in (magent_home / "tasks" / task_id / "entries.jsonl").read_text()
