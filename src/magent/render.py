@@ -315,8 +315,10 @@ def wants_color(stderr: bool = False) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
 
 
-def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False) -> None:
-    """Print styled lines (see ``magent.trace.view``): rich styles on a terminal, plain text otherwise."""
+def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False, crop: bool = False) -> None:
+    """Print styled lines (see ``magent.trace.view``): rich styles on a terminal, plain text otherwise.
+
+    ``crop`` cuts lines wider than the terminal with … (overviews); otherwise they wrap."""
     stream = sys.stderr if stderr else sys.stdout
     if not wants_color(stderr):
         stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
@@ -324,9 +326,12 @@ def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False) -> Non
         return
     from rich.text import Text
 
-    text = Text(no_wrap=True, overflow="ellipsis")
+    text = Text()
     for line in lines:
         for segment, style in line:
             text.append(segment, style or "")
         text.append("\n")
-    console(stderr).print(text, end="", soft_wrap=True)
+    if crop:
+        console(stderr).print(text, end="", no_wrap=True, overflow="ellipsis")
+    else:
+        console(stderr).print(text, end="", soft_wrap=True)

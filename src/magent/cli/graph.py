@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
 
 
 def graph(
-    target: Annotated[str, typer.Argument(help="A workflow or agent YAML file, or the name of one installed under the home.")],
+    target: Annotated[str, typer.Argument(metavar="TARGET", help="A workflow or agent YAML file, or the name of one installed under the home.")],
     format_: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text (default), mermaid (a flowchart for Markdown) or json.")] = "text",
 ) -> None:
     """Draw a workflow: nodes by kind, edges with their conditions, END, approval gates."""
@@ -35,4 +35,4 @@ def graph(
     else:
         from magent.render import print_lines
 
-        print_lines(diagram.text_lines(loaded))
+        print_lines(diagram.text_lines(loaded), crop=True)

@@ -63,7 +63,7 @@ def trace(
         return
     from magent.trace.view import tree_lines
 
-    render.print_lines(tree_lines(view, show_all=show_all))
+    render.print_lines(tree_lines(view, show_all=show_all), crop=True)
 
 
 def _follow(td, json_out: bool) -> None:

@@ -57,14 +57,15 @@ class Tail:
 
 
 def _replay_start(events: list[dict[str, Any]]) -> int:
-    """Where to start replaying a long history: the last node started, within the last REPLAY events."""
+    """Where to start replaying a long history: the last node started within the last REPLAY
+    events, else the first model turn in them (so the replay starts at a boundary)."""
     if len(events) <= REPLAY:
         return 0
     floor = len(events) - REPLAY
     for i in range(len(events) - 1, floor - 1, -1):
         if events[i].get("type") == "node_started":
             return i
-    return floor
+    return next((i for i in range(floor, len(events)) if events[i].get("type") == "llm_call"), floor)
 
 
 def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], None] | None = None,

@@ -48,7 +48,11 @@ def tokens(n: int) -> str:
 
 
 def money(cost: float) -> str:
-    return f"${cost:.4f}"
+    return f"${cost:.6f}" if 0 < cost < 0.0001 else f"${cost:.4f}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def args_text(arguments: Any, width: int) -> str:
@@ -113,10 +117,8 @@ class _Tree:
         busy = sum(int(s.get("duration_ms") or 0) for s in steps if is_node(s))
         when = _when(task.created_at) if task is not None and task.created_at else ""
         self.lines.append([(f"  {when} · " if when else "  ", "dim"),
-                           (f"{len(steps)} steps · {calls} model calls · {tools} tool calls · "
-                            f"{tokens(sum(r['input'] for r in rows.values()))}→"
-                            f"{tokens(sum(r['output'] for r in rows.values()))} tokens · "
-                            f"{money(sum(r['cost'] for r in rows.values()))} · {duration(busy)} in nodes", "dim")])
+                           (f"{plural(len(steps), 'step')} · {plural(calls, 'model call')} · "
+                            f"{plural(tools, 'tool call')} · {duration(busy)} in nodes", "dim")])
         if task is not None and task.error and task.status != "completed":
             self.lines.append([("  ", None), ("✗ " + short(task.error, 300), "bold red")])
         self.lines.append([])
