@@ -9,7 +9,8 @@ idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
 Environment knobs, so tests can make misbehaving servers from one script:
 ``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_STDERR``
 a line written to stderr at start; ``TOOLBOX_DESCRIBE`` replaces ``echo``'s
-description (to test definition pinning); ``TOOLBOX_PIDFILE`` where to write
+description (to test definition pinning), or ``TOOLBOX_DESCRIBE_FILE`` names a
+file holding it (read at each start); ``TOOLBOX_PIDFILE`` where to write
 the pid at start.
 """
 
@@ -38,7 +39,15 @@ from mcp_types import ToolAnnotations  # noqa: E402
 server = MCPServer("toolbox", log_level="WARNING")
 
 
-@server.tool(description=os.environ.get("TOOLBOX_DESCRIBE", "Return the text unchanged."),
+def _echo_description() -> str:
+    path = os.environ.get("TOOLBOX_DESCRIBE_FILE")
+    if path and os.path.exists(path):
+        with open(path) as f:
+            return f.read().strip()
+    return os.environ.get("TOOLBOX_DESCRIBE", "Return the text unchanged.")
+
+
+@server.tool(description=_echo_description(),
              annotations=ToolAnnotations(idempotentHint=True, readOnlyHint=True))
 def echo(text: str) -> str:
     return text

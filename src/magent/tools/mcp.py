@@ -153,6 +153,8 @@ class MCPProvider:
         self._crashed = False
         self._lock = asyncio.Lock()
         self._tools: list[Tool] = []
+        self.generation = 0
+        """Counts connections; when it moves (a restart), the registry re-reads the tools."""
 
     # -- what the registry and the CLI see ---------------------------------------------------
 
@@ -233,6 +235,7 @@ class MCPProvider:
         if conn.session is not None and conn.error is None:
             self._conn = conn
             self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in conn.tools]
+            self.generation += 1
             return
         timed_out = not conn.ready.is_set()  # neither connected nor failed yet
         await conn.close()

@@ -38,6 +38,7 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._started: set[str] = set()
         self._validators: dict[str, Any] = {}
+        self._generations: dict[str, int] = {}
         self.start_errors: dict[str, str] = {}
         self.start_seconds: dict[str, float] = {}
         """How long each provider took to start (for the trace and the start-up benchmark)."""
@@ -74,11 +75,15 @@ class ToolRegistry:
                 self.start_errors[name] = str(res) or type(res).__name__
                 continue
             self.start_errors.pop(name, None)
-            for key in [k for k, t in self._tools.items() if t.server == name]:
-                del self._tools[key]
-            for tool in res:
-                self._tools[tool.full_name] = self._with_settings(tool)
-                self._validators.pop(tool.full_name, None)
+            self._set_tools(name, res)
+
+    def _set_tools(self, name: str, tools: list[Tool]) -> None:
+        for key in [k for k, t in self._tools.items() if t.server == name]:
+            del self._tools[key]
+            self._validators.pop(key, None)
+        for tool in tools:
+            self._tools[tool.full_name] = self._with_settings(tool)
+        self._generations[name] = getattr(self.providers[name], "generation", 0)
 
     async def _start_one(self, name: str) -> list[Tool]:
         provider = self.providers[name]
@@ -191,6 +196,10 @@ class ToolRegistry:
         except Exception as exc:  # a provider bug must not crash the run
             msg = f"{type(exc).__name__}: {exc}"
             result = ToolResult(outcome="ERROR", content=msg, error=msg)
+        if getattr(provider, "generation", 0) != self._generations.get(tool.server, 0):
+            # The server was restarted during this call: it may offer changed definitions now
+            # (the engine's pin check sees them on the next ``get``).
+            self._set_tools(tool.server, await provider.list_tools())
         result.tool = full_name
         if not result.duration_ms:
             result.duration_ms = int((time.perf_counter() - started) * 1000)
@@ -236,9 +245,9 @@ class ToolRegistry:
 
     async def close(self) -> None:
         """Close every provider (stop the servers); safe to call more than once."""
-        names = list(self._started)
         self._started.clear()
-        await asyncio.gather(*(self.providers[n].close() for n in names), return_exceptions=True)
+        # All of them, not only those started here: a call can start a server lazily.
+        await asyncio.gather(*(p.close() for p in self.providers.values()), return_exceptions=True)
 
 
 def make_validator(schema: dict[str, Any]) -> Any:
