@@ -75,6 +75,7 @@ def test_pauses_and_decisions_show_in_the_tree() -> None:
 
 def test_a_human_node_reject_then_approve(tmp_path: Path) -> None:
     task_id = run_example("workflows/publish.yaml")
+    assert "▸ approve  human  ⏸ waiting for a person" in invoke("trace", task_id).out
     assert invoke("resume", task_id, "--reject", "-m", "shorter please", "--no-input").code == 3
     assert invoke("resume", task_id, "--approve", "--no-input").code == 0
     out = invoke("trace", task_id).out
@@ -272,3 +273,11 @@ def test_every_step_number_in_the_tree_opens_with_step() -> None:
         assert result.code == 0 and result.out.startswith(f"step {n} · ")
         assert trace.steps[n - 1].step_name in result.out.splitlines()[0]
     assert Store().resolve(task_id[:8]) == task_id
+
+
+def test_a_fork_says_where_it_came_from() -> None:
+    parent = run_example("workflows/publish.yaml")
+    forked = invoke("resume", parent, "--from-checkpoint", "2", "--no-input")
+    child = forked.out.splitlines()[0].split()[1]
+    steps = numbered(invoke("trace", child).out)
+    assert steps[1] == f"↻ forked from task {parent[:8]} at checkpoint 2"

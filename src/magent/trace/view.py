@@ -157,7 +157,7 @@ class _Tree:
             self.lines.append([self.num(None), (indent + "  ", None),
                                (f"(fallback for {result['requested']})", "yellow")])
 
-    def node(self, n: int, step: dict[str, Any], live_tail: bool) -> str | None:
+    def node(self, n: int, step: dict[str, Any], live_tail: bool, waiting: bool = False) -> str | None:
         """The node's header, verdict and own calls; returns its route (printed after its children)."""
         message = str(step.get("message") or "")
         parts = [p for p in message.split(" · ") if p] if message else []
@@ -171,10 +171,12 @@ class _Tree:
         unfinished = "did not finish" in parts
         if unfinished and live_tail:
             line.append((" · running…", "cyan"))
-        else:
+        elif not unfinished:
             line.append((f" · {duration(step.get('duration_ms'))}", "dim"))
         if step.get("status") == "error":
             line.append(("  ✗ failed", "bold red"))
+        elif unfinished and waiting:
+            line.append(("  ⏸ waiting for a person", "yellow"))
         elif unfinished and not live_tail:
             line.append(("  did not finish", "yellow"))
         elif step.get("status") == "warning":
@@ -232,12 +234,15 @@ class _Tree:
         while i < len(steps):
             step = steps[i]
             if is_node(step):
-                route = self.node(i + 1, step, live_tail=self.view.live and i == last_node)
+                number = i + 1
                 i += 1
                 children = []
                 while i < len(steps) and not is_node(steps[i]):
                     children.append((i + 1, steps[i]))
                     i += 1
+                waiting = bool(children) and children[-1][1].get("step_name") == "awaiting_human"
+                route = self.node(number, step, live_tail=self.view.live and number - 1 == last_node,
+                                  waiting=waiting)
                 self.children(children)
                 if route:
                     self.lines.append([self.num(None), ("  " + route, "dim")])
