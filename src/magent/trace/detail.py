@@ -171,7 +171,8 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
             head.append((f" · {step[key]}", None))
     if step.get("iteration") is not None:
         head.append((f" · turn {step['iteration']}", None))
-    head.append((f" · {duration(step.get('duration_ms'))}", "dim"))
+    if detail["type"] != "event":
+        head.append((f" · {duration(step.get('duration_ms'))}", "dim"))
     status = step.get("status") or "info"
     if status != "info":
         head.append((f" · {status}", "bold red" if status == "error" else "yellow"))
@@ -226,5 +227,12 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
         lines.append([("steps inside: ", "bold"), (", ".join(map(str, detail["children"])), None)])
     if detail.get("event"):
         lines.append([])
-        _block(lines, "event", detail["event"])
+        for key, value in detail["event"].items():
+            if key == "ts":
+                continue
+            inline = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            if "\n" not in inline and len(inline) <= 100:
+                lines.append([(f"{key}: ", "bold"), (inline, None)])
+            else:
+                _block(lines, f"{key}:", value)
     return lines
