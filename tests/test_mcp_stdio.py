@@ -290,3 +290,27 @@ def test_no_server_process_outlives_a_cancelled_run(tmp_path: Path) -> None:
 
     assert pid_gone(asyncio.run(main()))
     assert os.getpid()  # the test process itself is untouched
+
+
+def test_a_server_that_dies_between_calls_is_restarted_once(tmp_path: Path) -> None:
+    import signal
+
+    async def main():
+        reg = registry_for(tmp_path, stdio_server("tb"))
+        await reg.start()
+        try:
+            pid = int((await reg.call("tb.pid", {})).content)
+            os.kill(pid, signal.SIGKILL)
+            await asyncio.sleep(0.5)  # let the event loop see the exit: the server died while idle
+            back = await reg.call("tb.echo", {"text": "again"})
+            assert back.ok and back.notes[0] == "MCP server 'tb' had exited (exit code -9)"
+            assert "restarted MCP server 'tb' after it crashed" in back.notes
+            os.kill(int((await reg.call("tb.pid", {})).content), signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            down = await reg.call("tb.echo", {"text": "again"})
+            assert down.outcome == "ERROR"
+            assert down.content == "MCP server 'tb' had exited (exit code -9); it was already restarted once, so it is down"
+        finally:
+            await reg.close()
+
+    asyncio.run(main())

@@ -270,9 +270,15 @@ class MCPProvider:
                 return conn
             if self._down:
                 raise ToolError(self._down)
-            if conn is not None:
+            if conn is not None:  # it stopped between calls, on its own
                 self._conn = None
                 await conn.close()
+                gone = self._gone_message(conn)
+                if self.restarts >= self.max_restarts:
+                    self._down = self._redact(f"{gone}; it was already restarted once, so it is down")
+                    raise ToolError(self._down)
+                self._crashed = True
+                notes.append(self._redact(gone + self._stderr_suffix(conn.proc)))
             crashed = self._crashed
             if crashed:
                 self.restarts += 1
@@ -283,9 +289,17 @@ class MCPProvider:
                 if crashed:  # the one restart failed: do not try on every call
                     self._down = f"{exc}; restarting it after a crash failed, so it is down"
                 raise
-            notes.append(f"restarted MCP server {self.name!r}" + (" after it crashed" if crashed else ""))
+            if self.generation > 1:
+                notes.append(f"restarted MCP server {self.name!r}" + (" after it crashed" if crashed else ""))
             assert self._conn is not None
             return self._conn
+
+    def _gone_message(self, conn: _Connection) -> str:
+        if conn.proc is not None:
+            code = conn.proc.exit_code
+            return f"MCP server {self.name!r} had exited" + (f" (exit code {code})" if code is not None else "")
+        detail = describe_error(conn.error) if conn.error is not None else "closed"
+        return f"the connection to MCP server {self.name!r} was lost ({detail})"
 
     async def _lost(self, conn: _Connection, started: float, notes: list[str], detail: str = "") -> ToolResult:
         proc = conn.proc
