@@ -205,11 +205,13 @@ def test_a_banner_line_before_a_working_server_is_tolerated(tmp_path: Path) -> N
 
 def test_a_server_slower_than_its_connect_timeout_is_stopped_with_its_stderr(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
+    reg_ref: list = []
 
     async def main():
         reg = registry_for(tmp_path, stdio_server(
             "sleepy", env={"TOOLBOX_START_DELAY": "30", "TOOLBOX_STDERR": "warming up the flux capacitor",
                            "TOOLBOX_PIDFILE": str(pidfile)}, connect_timeout_seconds=1.5))
+        reg_ref.append(reg)
         await reg.start()
         await reg.close()
         return reg.start_errors["sleepy"]
@@ -218,6 +220,7 @@ def test_a_server_slower_than_its_connect_timeout_is_stopped_with_its_stderr(tmp
     err = asyncio.run(main())
     assert time.monotonic() - began < 8
     assert "did not answer within 1.5s" in err and "warming up the flux capacitor" in err
+    assert reg_ref[0].providers["sleepy"].stderr_tail == "warming up the flux capacitor"
     assert pid_gone(int(pidfile.read_text()))
 
 

@@ -153,6 +153,8 @@ class MCPProvider:
         self._crashed = False
         self._lock = asyncio.Lock()
         self._tools: list[Tool] = []
+        self.stderr_tail = ""
+        """The last stderr lines of a stdio server that failed to start or crashed (for the trace)."""
         self.generation = 0
         """Counts connections; when it moves (a restart), the registry re-reads the tools."""
 
@@ -258,6 +260,8 @@ class MCPProvider:
                 msg = f"{where} could not be {verb}: {err}"
         else:
             msg = f"{where} did not answer within {timeout:g}s"
+        if proc is not None:
+            self.stderr_tail = self._redact(proc.stderr_tail())
         return self._redact(msg + self._stderr_suffix(proc))
 
     async def _ensure(self, notes: list[str]) -> _Connection:
@@ -325,6 +329,7 @@ class MCPProvider:
                         f"MCP server {self.name!r} is down: it failed again after {self.restarts} restart(s)")
                     msg += "; it was already restarted once, so its tools are now unavailable"
         if proc is not None and proc.stderr:
+            self.stderr_tail = self._redact(proc.stderr_tail())
             notes.append(f"stderr of {self.name} (last lines):\n{proc.stderr_tail()}")
             msg += f"; last stderr line: {proc.stderr[-1]}"
         return self._result("ERROR", msg, started, notes)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from magent.models import Tool
 from magent.models.tools import DEFAULT_TOOL_TIMEOUT
+
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport on 3.10
+    from exceptiongroup import BaseExceptionGroup
 
 
 def to_tool(server: str, tool: Any, call_timeout: int | None) -> Tool:
@@ -45,7 +49,7 @@ def result_text(result: Any) -> str:
 
 def leaf_error(exc: BaseException) -> BaseException:
     """The first real error inside (possibly nested) exception groups from anyio task groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # noqa: F821 (3.10: exceptiongroup backport)
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
 
@@ -68,9 +72,3 @@ def describe_error(exc: BaseException) -> str:
     if name == "HTTPStatusError":
         return f"HTTP error: {text}"
     return f"{name}: {text}" if text else name
-
-
-try:  # Python 3.11 has it built in; on 3.10 anyio brings the backport
-    BaseExceptionGroup  # noqa: B018
-except NameError:  # pragma: no cover - 3.10 only
-    from exceptiongroup import BaseExceptionGroup  # type: ignore[no-redef]
