@@ -6,6 +6,7 @@ by default it prints exactly one timestamped line per run on stdout.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -125,16 +126,20 @@ def _n(count: int, noun: str) -> str:
 
 
 def _print_plan(report: "SweepReport") -> None:
+    lines = []
     for v in report.verdicts:
         if v.action == "remove":
-            print(f"would remove  {v.task_id}  {v.status:<14} {human_bytes(v.bytes):>9}  {v.detail}")
+            lines.append(f"would remove  {v.task_id}  {v.status:<14} {human_bytes(v.bytes):>9}  "
+                         f"{v.detail}")
         elif v.action == "skip" and v.reason in ("locked", "unreadable"):
-            print(f"would skip    {v.task_id}  {v.status or '?':<14} {v.reason:>9}  {v.detail}")
+            lines.append(f"would skip    {v.task_id}  {v.status or '?':<14} {v.reason:>9}  "
+                         f"{v.detail}")
         if v.trim:
-            print(f"would trim    {v.task_id}  {v.status:<14} {human_bytes(v.trim_bytes):>9}  "
-                  f"checkpoints {_ranges(v.trim)} (keep_checkpoints)")
-    for name in report.leftovers:
-        print(f"would clear   tasks/{name}  (left by an interrupted sweep)")
+            lines.append(f"would trim    {v.task_id}  {v.status:<14} {human_bytes(v.trim_bytes):>9}"
+                         f"  checkpoints {_ranges(v.trim)} (keep_checkpoints)")
+    lines += [f"would clear   tasks/{name}  (left by an interrupted sweep)" for name in report.leftovers]
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _ranges(numbers: list[int]) -> str:

@@ -43,7 +43,7 @@ from typing import Any, Callable
 from magent.errors import StoreError, TaskLockedError
 from magent.ids import is_uuid4, now
 from magent.models import RetentionPolicy, TaskStatus
-from magent.store.checkpoints import CheckpointLog
+from magent.store.checkpoints import file_name
 from magent.store.files import fsync_dir
 from magent.store.locks import Lock
 from magent.store.tasks import Store
@@ -54,6 +54,7 @@ PROTECTED = (TaskStatus.running, TaskStatus.awaiting_human)
 
 _TRASH = re.compile(r"^\.trash-([0-9a-f-]{36})-[0-9a-f]{8}$")
 _CHECKPOINT = re.compile(r"^checkpoint_(\d{3,})\.json$")
+_PAUSED = re.compile(rb'"awaiting_human"\s*:\s*true')
 
 
 @dataclass(frozen=True)
@@ -357,7 +358,7 @@ class Retention:
 
     def _plan_trim(self, v: Verdict, record: TaskRecord, forked: set[int]) -> None:
         keep_n = self.policy.keep_checkpoints or 0
-        task_dir = self.store.tasks_dir / record.id
+        task_dir = os.path.join(self.store.tasks_dir, record.id)
         try:
             numbers = sorted(int(m.group(1)) for n in os.listdir(task_dir)
                              if (m := _CHECKPOINT.match(n)))
@@ -367,16 +368,14 @@ class Retention:
             return
         keep = set(numbers[-keep_n:]) | forked
         if record.status == TaskStatus.awaiting_human:
-            # The pause resumes from the newest readable checkpoint, which is older than
-            # the newest file when that one is corrupt.
-            cp, _ = CheckpointLog(task_dir, record.id).latest(repair=False)
-            if cp is not None and cp.awaiting_human:
-                keep.add(cp.sequence)
+            pause = _newest_pause(task_dir, numbers)
+            if pause is not None:
+                keep.add(pause)
         trim = [n for n in numbers if n not in keep]
         if trim and is_held(self._lock_file(record.id)):
             return  # a live run owns the checkpoints
         v.trim = trim
-        v.trim_bytes = sum(_lsize(task_dir / f"checkpoint_{n:03d}.json") for n in trim)
+        v.trim_bytes = sum(_lsize(os.path.join(task_dir, file_name(n))) for n in trim)
 
     def _leftovers(self) -> list[str]:
         try:
@@ -460,7 +459,7 @@ class Retention:
         done, freed = [], 0
         try:
             for n in v.trim:
-                p = task_dir / f"checkpoint_{n:03d}.json"
+                p = task_dir / file_name(n)
                 try:
                     size = _lsize(p)
                     os.unlink(p)  # unlinks a symlink itself, never its target
@@ -503,6 +502,24 @@ class Retention:
                 os.unlink(self.store.locks_dir / f"{task_id}{suffix}")
             except FileNotFoundError:
                 pass
+
+
+def _newest_pause(task_dir: str, numbers: list[int]) -> int | None:
+    """The newest checkpoint that records a pause (``awaiting_human: true``), if any.
+
+    A paused task resumes from its newest readable checkpoint, which is the pause;
+    it is older than the newest file only when a newer file is corrupt. Looking for
+    the flag in the raw bytes, newest first, finds it without parsing every file,
+    and can only err towards keeping one checkpoint more.
+    """
+    for n in reversed(numbers):
+        try:
+            with open(os.path.join(task_dir, file_name(n)), "rb") as fh:
+                if _PAUSED.search(fh.read()):
+                    return n
+        except OSError:
+            continue
+    return None
 
 
 def is_held(lock_file: str | Path) -> bool:
