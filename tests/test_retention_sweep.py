@@ -303,6 +303,20 @@ def test_keep_checkpoints_keeps_the_newest_and_those_forks_depend_on(magent_home
     assert invoke("checkpoints", "list", plain.id).code == 0
 
 
+def test_trimming_a_checkpoint_that_is_a_symlink_removes_only_the_link(magent_home: Path,
+                                                                       tmp_path: Path):
+    write_policy(magent_home, "keep_checkpoints: 1\n")
+    t = with_checkpoints(HomeBuilder(), 3)
+    t.close()
+    target = tmp_path / "outside.json"
+    target.write_text("precious")
+    t.checkpoint_file(0).unlink()
+    os.symlink(target, t.checkpoint_file(0))
+    r = invoke("retention", "sweep")
+    assert r.code == 0 and "trimmed 2 checkpoints in 1 task" in r.out
+    assert checkpoints_of(t) == [2] and target.read_text() == "precious"
+
+
 def test_keep_checkpoints_never_drops_the_pause_a_task_waits_on(magent_home: Path):
     write_policy(magent_home, "keep_checkpoints: 1\n")
     home = HomeBuilder()
