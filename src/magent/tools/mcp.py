@@ -162,10 +162,10 @@ class MCPProvider:
 
     @property
     def target(self) -> str:
-        """What the server is: its command line or its URL (for listings and messages)."""
+        """What the server is: its command line or its URL (for listings and messages), secrets masked."""
         if isinstance(self.server, StdioServer):
-            return " ".join([self.server.config.command, *self.server.config.args])
-        return self.server.config.url
+            return self._redact(" ".join([self.server.config.command, *self.server.config.args]))
+        return self._redact(self.server.config.url)
 
     @property
     def pid(self) -> int | None:
