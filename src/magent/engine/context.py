@@ -73,14 +73,19 @@ class RunContext:
         self.cursors: dict[str, int] = {}
         self.last_checkpoint: Checkpoint | None = None
         self.recovery = Recovery()
+        from magent.tools.pinning import PINS_FILE, PinStore
+
+        self.pins = PinStore(td.path / PINS_FILE)
+        """Tool definitions this task has used, by hash (a changed one pauses the run)."""
         self.feedback: HumanFeedback | None = None
         """The answer to the pause this run resumed from, until a node consumes it."""
         self._clients: dict[str, "LLMClient"] = {}
 
     # conversation
-    def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None) -> Entry:
+    def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
+                    entry_id: str | None = None) -> Entry:
         """Append ``message`` to the conversation: written as an entry now, in memory for the model."""
-        entry = Entry(id=new_id(), parent_id=self.leaf, role=message.role,
+        entry = Entry(id=entry_id or new_id(), parent_id=self.leaf, role=message.role,
                       content=self.redactor.text(message.content),
                       tool_calls=message.tool_calls, tool_call_id=message.tool_call_id,
                       name=message.name, turn_id=turn_id, node=node, created_at=message.timestamp)

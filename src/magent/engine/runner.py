@@ -156,8 +156,10 @@ class Executor:
             ctx.td.sync()
             ctx.td.checkpoints.write(cp.model_copy(update={
                 "sequence": last + 1, "checkpoint_id": new_id(),
+                # events_seq stays: what happened after the consistent checkpoint (a call in
+                # flight, say) is exactly what recovery must look at.
                 "parent_id": cp.checkpoint_id, "reason": "interrupt", "created_at": now(),
-                "events_seq": ctx.bus.seq, "sha256": None}))
+                "sha256": None}))
         ctx.bus.emit("interrupted", ctx.position, message="stopped by a signal; resume with magent resume")
         task = ctx.task.model_copy(update={"error": "interrupted; continue with `magent resume "
                                                     f"{ctx.task.id[:8]}`"})

@@ -42,6 +42,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                     sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
     options = options or RunOptions()
     preflight(graph, options)
+    check_tools(graph, options)
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]
     task = Task(id=new_id(), description=description, status=TaskStatus.running,
@@ -88,6 +89,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         # Check every input before anything is written.
         feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
         preflight(graph, options)
+        check_tools(graph, options)
         seq = max((e.seq for e in td.read_events()), default=0)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None}))
         ctx = await _open(graph, td, task, options, sinks, start_seq=seq)
@@ -128,6 +130,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
     options = options or RunOptions()
     options.model_override = options.model_override or parent.config_snapshot.get("options", {}).get("model_override")
     preflight(graph, options)
+    check_tools(graph, options)
     task = Task(id=new_id(), description=parent.description, status=TaskStatus.running,
                 assigned_agent=parent.assigned_agent, workflow=parent.workflow, target=parent.target,
                 tags=list(parent.tags), retention_days=parent.retention_days, started_at=now(),
@@ -161,6 +164,13 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
         lock.release()
 
 
+def check_tools(graph: Graph, options: RunOptions) -> None:
+    """Every tool pattern must name a configured server (exit 2 before anything runs)."""
+    from magent.engine.toolbox import prepare_registry
+
+    prepare_registry(graph, None, options)
+
+
 def preflight(graph: Graph, options: RunOptions) -> None:
     """Check every agent's model config before any model call (exit 2 on a problem)."""
     if options.llm_factory is not None:
@@ -190,6 +200,7 @@ async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sink
     for sink in sinks:
         bus.subscribe(sink)
     registry = await open_registry(graph, td, options)
+    redactor.add(getattr(registry, "secrets", set()))
     ctx = RunContext(graph=graph, task=task, td=td, bus=bus, registry=registry, options=options,
                      redactor=redactor)
     for server, error in registry.start_errors.items():
@@ -271,18 +282,19 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
         ctx.feedback = feedback
         ctx.state.metadata["human"] = {"action": feedback.action, "message": feedback.message,
                                        "node": request.node, "kind": request.kind}
+        if request.kind not in ("human_node", "approval"):
+            # A decision about one tool call is not a verdict on the node: it does not route.
+            ctx.state.metadata["human"]["routed"] = True
         if request.kind in ("human_node", "approval"):
             ctx.state.routing_key = feedback.action
-        if request.kind in ("tool_approval", "tool_recovery"):
+        if request.kind in ("tool_approval", "tool_recovery", "tool_changed"):
             call_id = request.details.get("call_id")
             ctx.progress.setdefault("decisions", {})[call_id] = {
                 "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
             ctx.feedback = None
-        if request.kind == "tool_changed":
-            ctx.progress.setdefault("accepted_pins", []).append(request.details.get("tool"))
-            ctx.feedback = None
-            if feedback.action == "reject":
-                ctx.state.metadata["human"]["routed"] = True
+            tool = ctx.registry.get(request.details.get("tool") or "")
+            if request.kind == "tool_changed" and feedback.action == "approve" and tool is not None:
+                ctx.pins.accept(tool)  # the new definition is the one this task uses from now on
         if feedback.message:
             ctx.add_message(Message(role="user", name="human",
                                     content=f"[a person, {feedback.action}] {feedback.message}"),

@@ -1,4 +1,4 @@
-"""How nodes call tools: the agent's rails, and one call made durable.
+"""How nodes call tools: the agent's rails, pauses a call may need, and one call made durable.
 
 A call is bracketed by events: ``tool_call`` (the intent) before it runs and
 ``tool_result`` after. On recovery a call with an intent and no result may or
@@ -7,57 +7,52 @@ may not have happened, which is why only idempotent tools are re-run blindly.
 
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import dataclass, field
+from typing import Any
 
 from magent import failpoints
+from magent.engine.control import PauseRun
 from magent.engine.events import truncate
-from magent.llm.base import ToolSpec
-from magent.models import Agent, Message, ToolCall
+from magent.models import HumanRequest, Message, ToolCall
 from magent.tools.base import ToolResult
-from magent.tools.registry import ToolRegistry
+from magent.tools.policy import ToolPolicy
 
 
-@dataclass
-class Toolset:
-    """The tools one agent may use, and the rails on them (seed 000 tool rails)."""
+def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, asker: str) -> None:
+    """Pause (raise ``PauseRun``) if this call needs a person first; otherwise return.
 
-    agent: Agent
-    registry: ToolRegistry
-    names: set[str] = field(default_factory=set)
-    specs: list[ToolSpec] = field(default_factory=list)
+    In order: a tool whose definition changed since the task pinned it; a call the run may
+    have made before it died, to a tool that is not idempotent; a tool marked ``needs_approval``.
+    A decision already given for ``call_id`` (after a resume) lets the call through.
+    """
+    if ctx.progress.get("decisions", {}).get(call_id) is not None:
+        return
+    tool = ctx.registry.get(name)
+    if tool is None:
+        return  # unknown tools are refused by the registry as an observation
+    shown = f"{name}({truncate(str(arguments), 500)})"
+    details = {"call_id": call_id, "tool": name, "arguments": arguments}
+    change = ctx.pins.check(tool)
+    if change is not None:
+        raise PauseRun(HumanRequest(kind="tool_changed", node=node, allowed_actions=["approve", "reject"],
+                                    question=change.question, output=change.text(),
+                                    details={**details, "change": change.to_dict()}))
+    if call_id in ctx.recovery.started_calls and not tool.idempotent:
+        raise PauseRun(HumanRequest(
+            kind="tool_recovery", node=node, allowed_actions=["approve", "reject"], output=shown,
+            question=(f"The run stopped while {name} was running, and it is not marked idempotent. "
+                      "Run it again (approve) or skip it (reject)?"), details=details))
+    if tool.needs_approval:
+        raise PauseRun(HumanRequest(kind="tool_approval", node=node, allowed_actions=["approve", "reject"],
+                                    question=f"{asker} wants to call {name}. Allow it?", output=shown,
+                                    details=details))
 
-    @classmethod
-    def for_agent(cls, agent: Agent, registry: ToolRegistry) -> "Toolset":
-        tools = registry.resolve(agent.tools, agent.deny_tools)
-        specs = [ToolSpec(name=t.full_name, description=t.description, parameters=t.input_schema)
-                 for t in tools]
-        return cls(agent=agent, registry=registry, names={t.full_name for t in tools}, specs=specs)
 
-    def allowed(self, name: str) -> bool:
-        return name in self.names
-
-    def needs_approval(self, name: str) -> bool:
-        tool = self.registry.get(name)
-        return bool(tool and tool.needs_approval)
-
-    def idempotent(self, name: str) -> bool:
-        tool = self.registry.get(name)
-        return bool(tool and tool.idempotent)
-
-    def refused(self, messages: list[Message], pending: list[ToolCall]) -> dict[str, str]:
-        """Calls beyond ``max_calls_per_turn`` in the current response, with the reason."""
-        cap = self.agent.max_calls_per_turn
-        if cap is None:
-            return {}
-        turn_calls: list[ToolCall] = []
-        for message in reversed(messages):
-            if message.role == "assistant" and message.tool_calls:
-                turn_calls = message.tool_calls
-                break
-        over = {c.id for c in turn_calls[cap:]}
-        return {c.id: f"refused: this agent may make at most {cap} tool call(s) per turn"
-                for c in pending if c.id in over}
+def declined(ctx, call_id: str) -> str | None:
+    """The reason a person gave for not running ``call_id``, if they declined it."""
+    decision = ctx.progress.get("decisions", {}).get(call_id)
+    if decision is not None and decision.get("action") == "reject":
+        return "a person declined this call" + (f": {decision['message']}" if decision.get("message") else "")
+    return None
 
 
 def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
@@ -67,21 +62,22 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
     entry = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=call.full_name),
                             node=node)
     ctx.bus.emit("tool_result", node, call_id=call.id, tool=(result.tool if result else "") or call.full_name,
-                 requested_tool=call.full_name, outcome=outcome,
-                 result=truncate(ctx.redactor.text(result.content if result else content)),
-                 error=(result.error if result else content) if outcome != "SUCCESS" else None,
-                 duration_ms=result.duration_ms if result else 0,
+                 requested_tool=call.full_name if result and result.tool != call.full_name else None,
+                 outcome=outcome, result=truncate(ctx.redactor.text(result.content if result else content)),
+                 error=ctx.redactor.text((result.error if result else content) or "") or None
+                 if outcome != "SUCCESS" else None,
+                 duration_ms=result.duration_ms if result else None,
                  artifact=result.artifact if result else None,
-                 notes=(result.notes or None) if result else None, entry_id=entry.id)
+                 notes=ctx.redactor.data(result.notes) or None if result else None, entry_id=entry.id)
 
 
-async def run_tool_call(ctx, node: str, call: ToolCall, tools: Toolset) -> ToolResult:
+async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
     """Run one call the model asked for; its result becomes an entry whatever happens."""
     name = call.full_name
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
                  arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
                  else {"_raw": ctx.redactor.text(call.raw_arguments)})
-    if not tools.idempotent(name):
+    if not policy.is_idempotent(name):
         ctx.td.sync()  # the intent must survive a power loss before a call that cannot be repeated
     failpoints.hit("after_tool_intent")
     if call.raw_arguments is not None:
@@ -89,7 +85,14 @@ async def run_tool_call(ctx, node: str, call: ToolCall, tools: Toolset) -> ToolR
                             content=f"arguments were not a JSON object: {truncate(call.raw_arguments, 200)!r}",
                             error="invalid JSON arguments")
     else:
-        result = await ctx.registry.call(name, call.arguments, allowed=tools.names)
+        result = await ctx.registry.call(name, call.arguments, allowed=policy.names)
         failpoints.hit("after_tool_call")
     add_observation(ctx, node, call, result.outcome, result.content, result)
     return result
+
+
+def turn_refusals(policy: ToolPolicy, turn_calls: list[ToolCall], pending: list[ToolCall]) -> dict[str, str]:
+    """Pending calls beyond ``max_calls_per_turn`` in their response, with the reason."""
+    _, refused = policy.split(turn_calls)
+    pending_ids = {c.id for c in pending}
+    return {c.id: reason for c, reason in refused if c.id in pending_ids}

@@ -112,6 +112,7 @@ class ScriptedClient:
         self.agent = agent
         self.cursors = cursors
         self.script = script if script is not None else load_script(path)
+        self._counter = InputCounter()
 
     async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
         started = time.monotonic()
@@ -131,7 +132,7 @@ class ScriptedClient:
         if entry.usage is not None:
             tokens_in, tokens_out = entry.usage.input, entry.usage.output
         else:
-            tokens_in, tokens_out = estimate_tokens(request, content, calls)
+            tokens_in, tokens_out = estimate_tokens(request, content, calls, self._counter)
         return LLMResponse(content=content, tool_calls=calls, model=SCRIPTED, provider=SCRIPTED,
                            tokens_in=tokens_in, tokens_out=tokens_out, cost=0.0,
                            latency_ms=int((time.monotonic() - started) * 1000),
@@ -174,10 +175,37 @@ async def stream_words(content: str, on_token: TokenSink) -> None:
         await asyncio.sleep(0)
 
 
-def estimate_tokens(request: LLMRequest, content: str, calls: list[LLMToolCall]) -> tuple[int, int]:
+class InputCounter:
+    """Characters of a conversation counted incrementally.
+
+    The engine passes the same append-only message list on every turn, so only the
+    messages added since the last call are counted: a long run's turns stay O(1)
+    instead of re-reading the whole history each time.
+    """
+
+    def __init__(self) -> None:
+        self._list_id = 0
+        self._counted = 0
+        self._chars = 0
+
+    def chars(self, messages: list) -> int:
+        if id(messages) != self._list_id or len(messages) < self._counted:
+            self._list_id, self._counted, self._chars = id(messages), 0, 0
+        for m in messages[self._counted:]:
+            self._chars += _message_chars(m)
+        self._counted = len(messages)
+        return self._chars
+
+
+def _message_chars(m) -> int:  # type: ignore[no-untyped-def]
+    return len(m.content) + sum(len(c.tool) + len(json.dumps(c.arguments)) for c in m.tool_calls)
+
+
+def estimate_tokens(request: LLMRequest, content: str, calls: list[LLMToolCall],
+                    counter: InputCounter | None = None) -> tuple[int, int]:
     """ceil(characters / 4) of what went in and what came out: a stand-in for a tokenizer."""
-    chars_in = len(request.system) + sum(
-        len(m.content) + sum(len(c.tool) + len(json.dumps(c.arguments)) for c in m.tool_calls)
-        for m in request.messages)
+    history = counter.chars(request.messages) if counter is not None else sum(
+        _message_chars(m) for m in request.messages)
+    chars_in = len(request.system) + history
     chars_out = len(content) + sum(len(c.name) + len(c.raw_arguments) for c in calls)
     return math.ceil(chars_in / 4), math.ceil(chars_out / 4)

@@ -9,16 +9,17 @@ pause to approve a call — is finished first when the node is entered again.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from magent.engine import textmode
-from magent.engine.control import NodeFailed, PauseRun
-from magent.engine.events import truncate
+from magent.engine.control import NodeFailed
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.engine.tooluse import Toolset, add_observation, run_tool_call
+from magent.engine.tooluse import (
+    add_observation, check_before_call, declined, run_tool_call, turn_refusals,
+)
+from magent.tools.policy import ToolPolicy
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall
-from magent.models import Agent, HumanRequest, Message, ToolCall
+from magent.models import Agent, Message, ToolCall
 
 
 class AgentConfig(NodeConfig):
@@ -39,7 +40,7 @@ class AgentNode(Node):
     async def run(self, ctx) -> NodeResult:
         agent = self.graph.agent(self.config.agent)
         ctx.state.current_agent = agent.name
-        tools = Toolset.for_agent(agent, ctx.registry)
+        tools = ToolPolicy.for_agent(agent, ctx.registry)
         p = ctx.progress
         if not p.get("started"):
             self._start(ctx, agent)
@@ -66,11 +67,14 @@ class AgentNode(Node):
             response = await client.complete(self._request(ctx, agent, tools, text_mode),
                                              ctx.options.on_token)
             message, final = self._interpret(response, text_mode)
-            entry = ctx.add_message(message, node=self.name, turn_id=f"{self.name}:{iteration}")
+            # The call's record (with the script cursor after it) goes first: a crash between the
+            # two leaves a record without an entry, and recovery then makes the call again.
+            entry_id = new_id()
             ctx.record_llm_call(response, node=self.name, agent=agent.name, iteration=iteration,
-                                entry_id=entry.id)
+                                entry_id=entry_id)
+            ctx.add_message(message, node=self.name, turn_id=f"{self.name}:{iteration}", entry_id=entry_id)
             if message.tool_calls:
-                p["turn_open"] = entry.id
+                p["turn_open"] = entry_id
                 continue
             p["iteration"] = iteration + 1
             if not final.strip():
@@ -87,7 +91,7 @@ class AgentNode(Node):
             ctx.add_message(Message(role="user", name="workflow",
                                     content=f"Continue the task. Your role: {agent.role}"), node=self.name)
 
-    def _request(self, ctx, agent: Agent, tools: Toolset, text_mode: bool) -> LLMRequest:
+    def _request(self, ctx, agent: Agent, tools: ToolPolicy, text_mode: bool) -> LLMRequest:
         config = ctx.llm_config(agent.name)
         system = agent.system_prompt
         messages = ctx.state.messages
@@ -116,38 +120,21 @@ class AgentNode(Node):
         tool_calls = [to_tool_call(c) for c in calls]
         return Message(role="assistant", content=response.content, tool_calls=tool_calls), final
 
-    async def _finish_turn(self, ctx, agent: Agent, tools: Toolset, pending: list[ToolCall]) -> None:
-        decisions: dict[str, Any] = ctx.progress.setdefault("decisions", {})
-        refused = tools.refused(ctx.state.messages, pending)
+    async def _finish_turn(self, ctx, agent: Agent, policy: ToolPolicy, pending: list[ToolCall]) -> None:
+        turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
+        refused = turn_refusals(policy, turn.tool_calls, pending)
+        for call in pending:  # every pause is asked before any call of the turn runs
+            if call.id not in refused:
+                check_before_call(ctx, self.name, call.id, call.full_name, call.arguments,
+                                  f"Agent '{agent.name}'")
         to_run: list[ToolCall] = []
         for call in pending:
-            decision = decisions.get(call.id)
-            if call.id in refused or decision is not None:
-                continue
-            name = call.full_name
-            if tools.allowed(name) and tools.needs_approval(name):
-                raise PauseRun(HumanRequest(
-                    kind="tool_approval", node=self.name, allowed_actions=["approve", "reject"],
-                    question=f"Agent '{agent.name}' wants to call {name}. Allow it?",
-                    output=f"{name}({truncate(str(call.arguments), 500)})",
-                    details={"call_id": call.id, "tool": name, "arguments": call.arguments}))
-            if call.id in ctx.recovery.started_calls and not tools.idempotent(name):
-                raise PauseRun(HumanRequest(
-                    kind="tool_recovery", node=self.name, allowed_actions=["approve", "reject"],
-                    question=(f"The run stopped while {name} was running, and it is not marked "
-                              "idempotent. Run it again (approve) or skip it (reject)?"),
-                    output=f"{name}({truncate(str(call.arguments), 500)})",
-                    details={"call_id": call.id, "tool": name, "arguments": call.arguments}))
-        for call in pending:
-            decision = decisions.get(call.id)
-            if call.id in refused:
-                add_observation(ctx, self.name, call, "ERROR", refused[call.id])
-            elif decision is not None and decision.get("action") == "reject":
-                why = "a person declined this call" + (f": {decision['message']}" if decision.get("message") else "")
-                add_observation(ctx, self.name, call, "ERROR", why)
+            reason = refused.get(call.id) or declined(ctx, call.id)
+            if reason:
+                add_observation(ctx, self.name, call, "ERROR", reason)
             else:
                 to_run.append(call)
-        await asyncio.gather(*(run_tool_call(ctx, self.name, call, tools) for call in to_run))
+        await asyncio.gather(*(run_tool_call(ctx, self.name, call, policy) for call in to_run))
 
 
 def to_tool_call(call: LLMToolCall) -> ToolCall:

@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 from magent import failpoints
-from magent.engine.control import NodeFailed, PauseRun
+from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.models import HumanRequest
+from magent.engine.tooluse import check_before_call, declined
 
 
 class ToolNodeConfig(NodeConfig):
@@ -42,24 +42,12 @@ class ToolNode(Node):
         if done is not None:  # it finished before the crash: never run it twice
             outcome, content, data = done["outcome"], done.get("full_result", ""), done.get("data")
         else:
-            decision = ctx.progress.get("decisions", {}).get(call_id)
-            tool = ctx.registry.get(name)
-            if call_id in ctx.recovery.started_calls and decision is None and not (tool and tool.idempotent):
-                raise PauseRun(HumanRequest(
-                    kind="tool_recovery", node=self.name, allowed_actions=["approve", "reject"],
-                    question=(f"The run stopped while {name} was running, and it is not marked idempotent. "
-                              "Run it again (approve) or skip it (reject)?"),
-                    output=f"{name}({truncate(json.dumps(args, default=str), 500)})",
-                    details={"call_id": call_id, "tool": name, "arguments": args}))
-            if tool is not None and tool.needs_approval and decision is None:
-                raise PauseRun(HumanRequest(
-                    kind="tool_approval", node=self.name, allowed_actions=["approve", "reject"],
-                    question=f"The workflow wants to call {name}. Allow it?",
-                    output=f"{name}({truncate(json.dumps(args, default=str), 500)})",
-                    details={"call_id": call_id, "tool": name, "arguments": args}))
-            if decision is not None and decision.get("action") == "reject":
-                outcome, content, data = "ERROR", "a person declined this call", None
+            check_before_call(ctx, self.name, call_id, name, args, "The workflow")
+            reason = declined(ctx, call_id)
+            if reason:
+                outcome, content, data = "ERROR", reason, None
             else:
+                tool = ctx.registry.get(name)
                 ctx.bus.emit("tool_call", self.name, call_id=call_id, tool=name,
                              arguments=ctx.redactor.data(args))
                 if not (tool and tool.idempotent):
@@ -69,11 +57,11 @@ class ToolNode(Node):
                 failpoints.hit("after_tool_call")
                 outcome, content, data = result.outcome, result.content, result.data
                 ctx.bus.emit("tool_result", self.name, call_id=call_id, tool=result.tool or name,
-                             requested_tool=name, outcome=outcome,
-                             result=truncate(ctx.redactor.text(content)),
+                             outcome=outcome, result=truncate(ctx.redactor.text(content)),
                              full_result=ctx.redactor.text(content),
-                             data=_jsonable(data), error=result.error, duration_ms=result.duration_ms,
-                             artifact=result.artifact, notes=result.notes or None)
+                             data=ctx.redactor.data(_jsonable(data)), error=result.error,
+                             duration_ms=result.duration_ms, artifact=result.artifact,
+                             notes=result.notes or None)
         ctx.progress.pop("decisions", None)
         if outcome != "SUCCESS" and self.config.fail_on_error:
             raise NodeFailed(f"tool node '{self.name}': {name} {outcome.lower()}: {truncate(content, 300)}")

@@ -1,0 +1,50 @@
+"""A workflow for crash tests: concurrent calls to a non-idempotent MCP tool and an idempotent
+built-in, a second turn, a final answer, and a tool node that records it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from support.engine import write
+
+LEDGER_SERVER = Path(__file__).resolve().parent / "ledger_server.py"
+
+
+def make_flow(folder: Path, *, nap: float | None = None, pause: bool = False) -> Path:
+    write(folder, "mcp.yaml", f"""
+        servers:
+          - name: ledger
+            transport: stdio
+            config:
+              command: {sys.executable}
+              args: [{LEDGER_SERVER}]
+              env: {{LEDGER: "${{LEDGER}}"}}
+        """)
+    first = "[{name: ledger.append, arguments: {line: a}}, {name: kv.set, arguments: {key: k1, value: 1}}]"
+    napping = f"\n  - tool_calls: [{{name: ledger.nap, arguments: {{seconds: {nap}}}}}]" if nap else ""
+    write(folder, "worker.script.yaml", f"""
+responses:
+  - content: two things at once
+    tool_calls: {first}{napping}
+  - tool_calls: [{{name: ledger.append, arguments: {{line: b}}}}]
+  - content: all done
+""")
+    write(folder, "worker.yaml", """
+        name: worker
+        role: crash test worker
+        system_prompt: work
+        tools: [ledger.*, kv.*]
+        llm_config: {model: scripted, script: worker.script.yaml}
+        """)
+    gate = "checkpoints: [work]\n" if pause else ""
+    return write(folder, "flow.yaml", f"""
+name: crashflow
+mcp_servers: mcp.yaml
+entry_point: work
+nodes:
+  work: {{type: agent, agent: worker}}
+  record: {{type: tool, tool: kv.set, arguments: {{key: final, value: $output}}}}
+edges:
+  - {{from: work, to: record}}
+{gate}""")

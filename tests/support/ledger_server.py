@@ -1,0 +1,39 @@
+"""A test MCP server (stdio) whose tools leave marks outside magent, so tests can count runs.
+
+``append(line)`` adds a line to the file named by ``$LEDGER`` (not idempotent);
+``nap(seconds)`` sleeps, then appends ``nap`` to the ledger (not idempotent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+server = MCPServer("ledger", log_level="WARNING")
+
+
+def _write(line: str) -> None:
+    with open(os.environ["LEDGER"], "a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@server.tool(description="Append a line to the ledger.", annotations=ToolAnnotations(idempotentHint=False))
+def append(line: str) -> str:
+    _write(line)
+    return f"appended {line}"
+
+
+@server.tool(description="Sleep, then note it in the ledger.", annotations=ToolAnnotations(idempotentHint=False))
+async def nap(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    _write("nap")
+    return f"slept {seconds}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
