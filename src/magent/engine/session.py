@@ -295,7 +295,9 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             tool = ctx.registry.get(request.details.get("tool") or "")
             if request.kind == "tool_changed" and feedback.action == "approve" and tool is not None:
                 ctx.pins.accept(tool)  # the new definition is the one this task uses from now on
-        if feedback.message:
+        if feedback.message and request.kind in ("human_node", "approval"):
+            # (For a decision about a tool call the message goes into that call's observation:
+            # nothing may come between a model's tool calls and their results.)
             ctx.add_message(Message(role="user", name="human",
                                     content=f"[a person, {feedback.action}] {feedback.message}"),
                             node=request.node)

@@ -55,6 +55,14 @@ def declined(ctx, call_id: str) -> str | None:
     return None
 
 
+def approval_note(ctx, call_id: str) -> str:
+    """What a person said when approving ``call_id``, to put before the call's result."""
+    decision = ctx.progress.get("decisions", {}).get(call_id) or {}
+    if decision.get("action") == "run" and decision.get("message"):
+        return f"[a person approved this call: {decision['message']}]\n"
+    return ""
+
+
 def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
                     result: ToolResult | None = None) -> None:
     """Record a tool result the model will see (also for calls that never ran)."""
@@ -87,6 +95,9 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     else:
         result = await ctx.registry.call(name, call.arguments, allowed=policy.names)
         failpoints.hit("after_tool_call")
+        note = approval_note(ctx, call.id)
+        if note:
+            result.content = note + result.content
     add_observation(ctx, node, call, result.outcome, result.content, result)
     return result
 
