@@ -42,6 +42,10 @@ def check_file(path: Path) -> CheckResult:
         elif kind is ConfigKind.mcp_servers:
             loaded_mcp = load_mcp_servers(path)
             summary = f"{len(loaded_mcp.config.servers)} servers"
+        elif kind is ConfigKind.script:
+            from magent.llm.scripted import load_script
+
+            summary = f"{len(load_script(path).responses)} responses"
         else:
             load_retention_policy(path, missing_ok=False)
         return CheckResult(path=shown, kind=kind.value, ok=True, summary=summary)

@@ -18,6 +18,8 @@ class ConfigKind(str, Enum):
     workflow = "workflow"
     mcp_servers = "mcp_servers"
     retention_policy = "retention_policy"
+    script = "script"
+    """A scripted model's ``responses:`` file."""
 
 
 _MARKERS: list[tuple[ConfigKind, set[str]]] = [
@@ -25,6 +27,7 @@ _MARKERS: list[tuple[ConfigKind, set[str]]] = [
     (ConfigKind.mcp_servers, {"servers", "builtins"}),
     (ConfigKind.retention_policy, {"default_days", "by_task", "by_status", "keep_checkpoints"}),
     (ConfigKind.agent, {"system_prompt", "llm_config", "role"}),
+    (ConfigKind.script, {"responses"}),
 ]
 
 
@@ -42,7 +45,8 @@ def detect_kind(source: SourceFile) -> ConfigKind:
     if best == 0 or len(winners) > 1:
         raise source.error(
             "cannot tell what kind of config this is: an agent has system_prompt and llm_config, "
-            "a workflow nodes and entry_point, an MCP file servers, a retention policy default_days")
+            "a workflow nodes and entry_point, an MCP file servers, a retention policy default_days, "
+            "a scripted model's file responses")
     return winners[0]
 
 
