@@ -167,3 +167,39 @@ def test_empty_file_is_reported_as_empty(tmp_path):
     f.write_text("# nothing here\n")
     with pytest.raises(ConfigError, match="the file is empty"):
         detect_kind(load_file(f))
+
+
+@pytest.mark.parametrize("line,field,words", [
+    ("max_iterations: yes", "max_iterations", ["valid integer", "got True"]),
+    ("max_iterations: '10'", "max_iterations", ["valid integer", "got '10'"]),
+    ("temperature: true", "temperature", ["valid number", "got True"]),
+    ("tools: kv.get", "tools", ["should be a list", "got 'kv.get'"]),
+    ("llm_config: [gpt]", "llm_config", ["input should be a mapping, got a list"]),
+    ("role: 42", "role", ["valid string", "got 42"]),
+    ("role: [writer]", "role", ["input should be a valid string, got a list"]),
+    ("system_prompt: {a: b}", "system_prompt", ["input should be a valid string, got a mapping"]),
+])
+def test_yaml_types_are_kept_not_coerced(tmp_path, line, field, words):
+    """A YAML boolean is not a number and a quoted number is a string: wrong types are errors."""
+    f = tmp_path / "agent.yaml"
+    base = {"name": "name: w", "role": "role: r", "system_prompt": "system_prompt: s",
+            "llm_config": "llm_config: {model: gpt}"}
+    base[field] = line
+    f.write_text("\n".join(base.values()) + "\n")
+    with pytest.raises(ConfigError) as exc:
+        load_agent(f)
+    assert exc.value.field == field
+    for word in words:
+        assert word in str(exc.value)
+
+
+def test_json_conversions_still_apply(tmp_path):
+    """An integer where a float is wanted, a status name as a key, a date as text, are fine."""
+    f = tmp_path / "agent.yaml"
+    f.write_text("name: w\nrole: 2024-01-02\nsystem_prompt: s\ntemperature: 1\n"
+                 "llm_config: {model: gpt, timeout_seconds: 30}\n")
+    agent = load_agent(f).agent
+    assert agent.temperature == 1.0 and agent.role == "2024-01-02"
+    p = tmp_path / "policy.yaml"
+    p.write_text("by_status: {failed: 3}\n")
+    assert list(load_retention_policy(p, missing_ok=False).by_status.values()) == [3]

@@ -7,6 +7,7 @@ with a did-you-mean for unknown fields that are close to a real one.
 from __future__ import annotations
 
 import difflib
+import json
 import typing
 from enum import Enum
 from typing import Any, TypeVar
@@ -20,13 +21,19 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def validate(source: SourceFile, model: type[M], data: Any = None, prefix: FieldPath = ()) -> M:
-    """Validate ``data`` (default: the whole file) as ``model``; errors point into the file."""
+    """Validate ``data`` (default: the whole file) as ``model``; errors point into the file.
+
+    Values keep the type YAML gave them: validation is pydantic's strict mode on
+    the JSON form of the data, so ``timeout_seconds: yes`` or ``max_iterations: "10"``
+    is a wrong type rather than 1 or 10, while JSON's own conversions (an integer
+    for a float, a string for an enum value) still apply.
+    """
     if data is None:
         data = source.data
     if not isinstance(data, dict):
         raise source.error(f"expected a mapping of fields, got {_kind_of(data)}", prefix)
     try:
-        return model.model_validate(data)
+        return model.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as exc:
         raise to_config_error(exc, source, model, data, prefix) from None
 
@@ -93,9 +100,17 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
+    # Validation runs on the JSON form of the data; say it in YAML's words.
+    msg = msg.replace("a valid array", "a list").replace("should be an object", "should be a mapping")
     value = err.get("input")
-    if kind not in ("value_error", "assertion_error") and not isinstance(value, (dict, list)):
-        msg = f"{msg[0].lower()}{msg[1:]}, got {value!r}"
+    if kind not in ("value_error", "assertion_error"):
+        if isinstance(value, dict):
+            got = "a mapping"
+        elif isinstance(value, list):
+            got = "a list"
+        else:
+            got = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        msg = f"{msg[0].lower()}{msg[1:]}, got {got}"
     return msg
 
 
