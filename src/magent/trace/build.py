@@ -43,7 +43,6 @@ THINKING_LIMIT = 4000
 """Characters of a model turn's text kept in its action record (the whole text is an entry)."""
 RESULT_LIMIT = 1000
 """Characters of a tool result kept in the trace (seed 003: about 1,000)."""
-EVENT_STEPS = ("awaiting_human", "human_decision", "resumed", "warning", "error", "interrupted")
 
 
 def _truncate(text: str | None, limit: int) -> str:
@@ -87,12 +86,6 @@ class TraceDoc:
     doc: dict[str, Any]
     events: list[list[dict[str, Any]]]
     """``events[i]`` are the event dicts behind ``doc["steps"][i]`` (for ``--step``)."""
-    last_status: str | None = None
-    """Status of the last ``run_finished`` after the last ``run_started`` (None: still running or died)."""
-
-    @property
-    def steps(self) -> list[dict[str, Any]]:
-        return self.doc["steps"]
 
 
 class _Builder:
@@ -107,7 +100,6 @@ class _Builder:
         self.node: _Node | None = None
         self.turn: int | None = None  # index of the open iteration step
         self.calls: dict[str, tuple[int, int]] = {}  # call id -> (step index, position)
-        self.last_status: str | None = None
         self.first_ts: str | None = None
 
     # helpers
@@ -156,7 +148,6 @@ class _Builder:
             handler(ev)
 
     def _on_run_started(self, ev: dict[str, Any]) -> None:
-        self.last_status = None
         if not ev.get("resumed"):
             return
         if ev.get("forked_from"):
@@ -331,9 +322,6 @@ class _Builder:
         self._step(ev, step_name="interrupted", status="warning",
                    message=str(ev.get("message") or "stopped by a signal"))
 
-    def _on_run_finished(self, ev: dict[str, Any]) -> None:
-        self.last_status = ev.get("status")
-
     def finish(self, created_at: str | None) -> TraceDoc:
         for (_, visit), node in self.nodes.items():
             parts = ([f"visit {visit}"] if visit > 1 else []) + node.parts
@@ -347,7 +335,7 @@ class _Builder:
                                "actions": self.actions, "usage_by_model": self.usage}
         if created:
             doc["created_at"] = created
-        return TraceDoc(doc=doc, events=self.step_events, last_status=self.last_status)
+        return TraceDoc(doc=doc, events=self.step_events)
 
 
 def build_trace_doc(task_id: str, events: Iterable[Any], created_at: str | None = None) -> TraceDoc:
