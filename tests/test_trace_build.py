@@ -124,13 +124,13 @@ def test_a_pause_for_tool_approval_then_resume_fills_the_waiting_call(tmp_path: 
     assert trace.steps[1].tool_calls[0].result is None  # asked for, not run yet
     assert trace.steps[-1].step_name == "awaiting_human" and "tool_approval" in trace.steps[-1].message
 
-    done = resume_with(QueueModel(replies[1:]), paused.task_id, "approve", providers=[tools])
+    done = resume_with(QueueModel(replies[1:]), paused.task_id, "approve", "fine", providers=[tools])
     assert done.status.value == "completed"
     trace = trace_of(paused.task_id)
     names = [s.step_name for s in trace.steps]
     assert names == ["worker", "worker:0", "awaiting_human", "resumed", "human_decision", "worker:1"]
-    assert trace.steps[1].tool_calls[0].result["text"] == "sent to bob"
-    assert trace.steps[4].message == "a person chose approve"
+    assert trace.steps[1].tool_calls[0].result["text"].endswith("sent to bob")
+    assert trace.steps[4].message == "a person chose approve: fine"
 
 
 def test_build_trace_accepts_event_models_and_validates(tmp_path: Path) -> None:
