@@ -10,17 +10,55 @@ Entries and events written after the checkpoint tell what happened since:
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
 from magent.engine.context import RunContext
-from magent.models import Checkpoint, Entry
+from magent.models import Checkpoint, Entry, Event
 from magent.models.task import Usage
 from magent.store import to_message
 
+_SEQ = re.compile(rb'^\{"seq":(\d+),')
 
-def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry]) -> None:
+
+def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
+    """The last event number in ``path`` and the events numbered above ``after``.
+
+    Lines at or before ``after`` are skipped without parsing (every event is written
+    with ``seq`` first), so a long task's resume does not re-read its whole history.
+    A torn last line is ignored, as everywhere.
+    """
+    last = 0
+    out: list[Event] = []
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0, []
+    for line in data.split(b"\n"):
+        m = _SEQ.match(line)
+        if m is None:
+            continue
+        seq = int(m.group(1))
+        if seq <= after:
+            last = max(last, seq)
+            continue
+        try:
+            event = Event.model_validate(json.loads(line))
+        except (ValueError, ValidationError):
+            continue
+        last = max(last, event.seq)
+        out.append(event)
+    return last, out
+
+
+def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: list[Event]) -> None:
+    """Restore ``ctx`` from ``cp``; ``events`` are those written after it."""
     td = ctx.td
     messages = [to_message(e) for e in td.entries.path_to(cp.leaf_entry_id, entries)]
     ctx.restore(cp, messages)
-    events = [e for e in td.read_events() if e.seq > cp.events_seq]
 
     adopted: set[str] = set()
     node = ctx.graph.nodes.get(cp.position)

@@ -16,7 +16,7 @@ from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
-from magent.engine.recovery import recover
+from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
@@ -90,11 +90,11 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
         preflight(graph, options)
         check_tools(graph, options)
-        seq = max((e.seq for e in td.read_events()), default=0)
+        seq, later = events_after(td.events_file, cp.events_seq)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None}))
         ctx = await _open(graph, td, task, options, sinks, start_seq=seq)
         try:
-            recover(ctx, cp, entries)
+            recover(ctx, cp, entries, later)
             for note in notes:
                 ctx.bus.emit("warning", None, message=note)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
