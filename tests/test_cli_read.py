@@ -258,7 +258,7 @@ def test_in_a_narrow_terminal_only_the_description_is_shortened(monkeypatch):
     from rich.console import Console
 
     from magent import render
-    from magent.store import Store
+    from magent.store.listing import list_rows
 
     home = HomeBuilder()
     t = home.task("a rather long description of what this [bold]task[/] should do", workflow="flow",
@@ -267,7 +267,7 @@ def test_in_a_narrow_terminal_only_the_description_is_shortened(monkeypatch):
     monkeypatch.setattr(render, "is_terminal", lambda: True)
     monkeypatch.setattr(render, "console", lambda stderr=False: Console(
         file=buf, width=110, force_terminal=True, color_system=None, highlight=False))
-    render.task_table(Store().list_tasks(), {})
+    render.task_table(list_rows(), {})
     lines = buf.getvalue().splitlines()
     assert lines[0].split() == ["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"]
     assert all(len(line) <= 110 for line in lines) and len(lines[1]) == 110

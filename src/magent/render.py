@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from magent.models import CheckpointSummary, State, Task
+    from magent.store.listing import TaskRow
 
 STATUS_STYLE = {
     "pending": "dim", "running": "cyan", "awaiting_human": "yellow", "completed": "green",
@@ -87,19 +88,19 @@ def _grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
     out.print(Text("\n").join([line(header, bold=True)] + [line(r) for r in rows]), soft_wrap=True)
 
 
-def task_table(tasks: list["Task"], live: dict[str, bool]) -> None:
-    if not tasks:
+def task_table(rows: list["TaskRow"], live: dict[str, bool]) -> None:
+    """``magent tasks list``: one line per task row (``store.listing``), newest first."""
+    if not rows:
         print("no tasks yet: start one with `magent run TARGET -t TEXT`")
         return
-    rows: list[list[Any]] = []
-    for t in tasks:
-        status = t.status.value
+    cells: list[list[Any]] = []
+    for t in rows:
+        status = t.status
         if status == "running" and not live.get(t.id, True):
             status = "running (not live)"
-        rows.append([t.id[:8], (status, STATUS_STYLE.get(t.status.value, "")), t.workflow,
-                     short(t.description, 60), ago(t.created_at), str(t.steps),
-                     f"${t.usage.cost:.4f}"])
-    _grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], rows, flexible=3)
+        cells.append([t.id[:8], (status, STATUS_STYLE.get(t.status, "")), t.workflow,
+                      short(t.description, 60), ago(t.created_at), str(t.steps), f"${t.cost:.4f}"])
+    _grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], cells, flexible=3)
 
 
 def task_detail(task: "Task", live: bool, checkpoints: int) -> None:

@@ -17,25 +17,27 @@ def list_tasks(
     json_out: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
 ) -> None:
     """List tasks, newest first."""
+    # The light listing path: neither pydantic nor the models are imported here.
+    from magent import paths
     from magent.cli.output import print_json, warn
     from magent.errors import UsageError
-    from magent.models import TaskStatus
-    from magent.store import Store
+    from magent.store.listing import list_rows
+    from magent.store.locks import Lock
 
     if status is not None and status not in STATUSES:
         raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(STATUSES)})")
-    store = Store()
     problems: list[str] = []
-    tasks = store.list_tasks(TaskStatus(status) if status else None, problems)
+    rows = list_rows(status=status, problems=problems)
     for p in problems:
         warn(p)
     if json_out:
-        print_json([t.model_dump(mode="json", exclude={"config_snapshot"}) for t in tasks])
+        print_json([r.doc for r in rows])
         return
     from magent import render
 
-    live = {t.id: not store.lock(t.id, "").is_free() for t in tasks if t.status == TaskStatus.running}
-    render.task_table(tasks, live)
+    locks = paths.locks_dir()
+    live = {r.id: not Lock(locks, r.id, "").is_free() for r in rows if r.status == "running"}
+    render.task_table(rows, live)
 
 
 @app.command("show")

@@ -31,6 +31,7 @@ from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
     DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
 )
+from magent.store.listing import task_ids
 from magent.store.locks import Lock
 
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
@@ -190,16 +191,7 @@ class Store:
 
     def task_ids(self) -> list[str]:
         """Ids of task directories; names that are not UUID v4 are ignored, symlinks too."""
-        try:
-            it = os.scandir(self.tasks_dir)
-        except FileNotFoundError:
-            return []
-        except NotADirectoryError:
-            raise StoreError(f"{self.tasks_dir} is not a directory (is MAGENT_HOME right?)") from None
-        except OSError as exc:
-            raise StoreError(f"cannot list {self.tasks_dir}: {exc.strerror}") from None
-        with it:
-            return [e.name for e in it if is_uuid4(e.name) and e.is_dir(follow_symlinks=False)]
+        return task_ids(self.tasks_dir)
 
     def resolve(self, text: str) -> str:
         """A full task id from an id or unique prefix. Raises on invalid, unknown or ambiguous."""
