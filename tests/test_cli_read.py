@@ -275,3 +275,13 @@ def test_in_a_narrow_terminal_only_the_description_is_shortened(monkeypatch):
     assert row.startswith(f"{t.id[:8]}  awaiting_human  flow      ")
     assert "  a rather long description of what this [bold]tas…  " in row  # cut, and not markup
     assert row.endswith("0s ago   0      $0.0000")
+
+
+def test_long_text_is_not_rewrapped_in_a_pipe():
+    long = "This result is one long line. " * 12
+    t = HomeBuilder().task("x", result=long.strip())
+    t.say("assistant", long.strip())
+    t.checkpoint("END")
+    t.close()
+    assert long.strip() in invoke("tasks", "show", t.id).out.splitlines()
+    assert f"  0 assistant {long.strip()}" in invoke("checkpoints", "show", t.id).out.splitlines()

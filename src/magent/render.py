@@ -124,12 +124,12 @@ def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
     for fork in task.forks:
         rows.append(("fork", f"{fork.task_id} from checkpoint {fork.checkpoint}"))
     for key, value in rows:
-        out.print(f"[bold]{key:<12}[/] {value}")
+        out.print(f"[bold]{key:<12}[/] {value}", soft_wrap=True)
     if task.result:
         out.print("[bold]result[/]")
-        out.print(task.result, markup=False)
+        out.print(task.result, markup=False, soft_wrap=True)  # the text as written, not re-wrapped
     if task.error:
-        out.print(f"[bold red]error[/]        {_esc(task.error)}")
+        out.print(f"[bold red]error[/]        {_esc(task.error)}", soft_wrap=True)
 
 
 def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None:
@@ -160,7 +160,7 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
 def state_view(state: "State", header: dict[str, Any]) -> None:
     out = console()
     for key, value in header.items():
-        out.print(f"[bold]{key:<15}[/] {_esc(value)}")
+        out.print(f"[bold]{key:<15}[/] {_esc(value)}", soft_wrap=True)
     out.print(f"[bold]{'current_agent':<15}[/] {_esc(state.current_agent or '-')}")
     out.print(f"[bold]{'routing_key':<15}[/] {_esc(state.routing_key or '-')}")
     out.print(f"[bold]{'next_action':<15}[/] {_esc(state.next_action or '-')}")
@@ -168,7 +168,7 @@ def state_view(state: "State", header: dict[str, Any]) -> None:
         import json
 
         out.print("[bold]metadata[/]")
-        out.print(json.dumps(state.metadata, indent=2, default=str), markup=False)
+        out.print(json.dumps(state.metadata, indent=2, default=str), markup=False, soft_wrap=True)
     out.print(f"[bold]messages[/] ({len(state.messages)})")
     for i, m in enumerate(state.messages):
         who = m.role + (f" {m.name}" if m.name else "")
@@ -177,7 +177,7 @@ def state_view(state: "State", header: dict[str, Any]) -> None:
         if m.tool_calls:
             calls = ", ".join(f"{c.full_name}({short(str(c.arguments), 60)})" for c in m.tool_calls)
             text = (text + "\n    " if text else "") + f"→ {calls}"
-        out.print(text, markup=False)
+        out.print(text, markup=False, soft_wrap=True)
 
 
 def is_terminal() -> bool:
