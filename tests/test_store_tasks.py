@@ -14,7 +14,7 @@ from magent.errors import (
     AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
 )
 from magent.ids import new_id, now
-from magent.models import SCHEMA_VERSION, Event, Task, TaskStatus, TraceLog
+from magent.models import SCHEMA_VERSION, Task, TaskStatus, TraceLog
 from magent.store import Store, TaskDir
 from magent.store.home import init_home
 from support.homes import HomeBuilder, snapshot_tree, standard_home, unwritable_home  # noqa: F401
