@@ -285,3 +285,11 @@ def test_long_text_is_not_rewrapped_in_a_pipe():
     t.close()
     assert long.strip() in invoke("tasks", "show", t.id).out.splitlines()
     assert f"  0 assistant {long.strip()}" in invoke("checkpoints", "show", t.id).out.splitlines()
+
+
+def test_tasks_show_says_whether_a_running_task_is_live():
+    t = HomeBuilder().task("crashed", status="running")
+    assert "status       running (not live: resume it)" in invoke("tasks", "show", t.id).out
+    with t.dir.lock():
+        out = invoke("tasks", "show", t.id).out
+    assert "status       running\n" in out
