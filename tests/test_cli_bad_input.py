@@ -188,3 +188,10 @@ def test_home_that_is_a_file(magent_home):
 def test_bad_status_filter(std):
     assert_one_error_line(invoke("tasks", "list", "--status", "done"),
                           "--status 'done' is not a status (one of: pending, running, awaiting_human,")
+
+
+def test_magent_debug_shows_the_traceback(std):
+    r = run("tasks", "show", "../../etc", env={"MAGENT_DEBUG": "1"})
+    assert r.code != 0
+    assert "Traceback (most recent call last)" in r.err
+    assert "InvalidTaskIdError" in r.err
