@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from magent.schema import SCHEMA_VERSION
 from support.cli import invoke, normalise
 from support.homes import HomeBuilder, snapshot_tree, standard_home
 
@@ -37,7 +38,7 @@ def test_tasks_list_json_parses_and_has_the_fields(std):
     rows = _json(invoke("tasks", "list", "--json"))
     assert [r["id"] for r in rows] == [t.id for t in reversed(std.all)]
     first = rows[-1]
-    assert first["status"] == "completed" and first["schema_version"] == 1
+    assert first["status"] == "completed" and first["schema_version"] == SCHEMA_VERSION
     assert first["usage"]["cost"] == 0.0012 and first["tags"] == ["critical"]
     assert "config_snapshot" not in first
 

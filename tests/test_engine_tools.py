@@ -9,7 +9,7 @@ from pathlib import Path
 
 from servers.harness import TOOLBOX, write_mcp_file
 from support.cli import invoke
-from support.engine import task_dir, write
+from support.engine import events, task_dir, write
 
 
 def toolbox_flow(folder: Path, script: str, *, settings: dict | None = None, env: dict | None = None,
@@ -62,7 +62,7 @@ def last_checkpoint(task_id: str):
 
 
 def results(task_id: str) -> list[dict]:
-    return [e.model_dump() for e in task_dir(task_id).read_events() if e.type == "tool_result"]
+    return [e.model_dump() for e in events(task_id) if e.type == "tool_result"]
 
 
 def test_needs_approval_pauses_before_the_call_and_approve_runs_it(tmp_path: Path, magent_home: Path) -> None:

@@ -182,16 +182,17 @@ def test_replay_of_a_finished_example_matches(magent_home: Path, target, args, d
 
 def test_replay_reports_the_first_divergence(magent_home: Path) -> None:
     task_id = invoke("run", str(EXAMPLES / "agents/note_taker.yaml"), "-t", "x").out.split()[1]
-    events_file = task_dir(task_id).events_file
-    lines = events_file.read_text().splitlines()
-    # Tamper with the record: the second model call now reads a key that was never stored.
+    entries_file = task_dir(task_id).entries.path
+    # Tamper with the record: the model's second reply (in the conversation, where events.jsonl
+    # points for it) now reads a key that was never stored.
     changed = []
-    for line in lines:
-        ev = json.loads(line)
-        if ev["type"] == "llm_call" and ev["response"]["tool_calls"] and ev["response"]["tool_calls"][0]["name"] == "kv.get":
-            ev["response"]["tool_calls"][0]["arguments"] = {"key": "nope"}
-        changed.append(json.dumps(ev))
-    events_file.write_text("\n".join(changed) + "\n")
+    for line in entries_file.read_text().splitlines():
+        entry = json.loads(line)
+        for call in entry.get("tool_calls") or []:
+            if call["tool"] == "get":
+                call["arguments"] = {"key": "nope"}
+        changed.append(json.dumps(entry))
+    entries_file.write_text("\n".join(changed) + "\n")
     report = invoke("replay", task_id, "--json")
     assert report.code == 1
     doc = json.loads(report.out)

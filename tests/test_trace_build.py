@@ -68,19 +68,25 @@ def test_action_records_are_one_per_react_turn_and_attempts_are_derived() -> Non
                                                   "result": "stored title", "outcome": "SUCCESS"}
 
 
-def test_results_are_truncated_once_and_the_full_text_stays_in_the_entries(tmp_path: Path) -> None:
+def test_results_are_stored_once_and_read_back_at_about_1000_characters(tmp_path: Path) -> None:
     tools = FunctionProvider("t")
     tools.add("dump", lambda: "x" * 5000 + "THE END", "dump")
     model = QueueModel([{"tool_calls": [{"name": "t.dump", "arguments": {}}]}, "done"])
     outcome = run_with(model, agent_home(tmp_path), providers=[tools])
-    text = task_dir(outcome.task_id).trace_file.read_text()
-    trace = trace_of(outcome.task_id)
-    result = trace.steps[1].tool_calls[0].result
+    td = task_dir(outcome.task_id)
+    on_disk = json.loads(td.trace_file.read_text())
+    stored = on_disk["steps"][1]["tool_calls"][0]["result"]
+    # trace.json keeps a preview and the entry's id: the full text is stored once, in the entry
+    assert stored["preview"] is True and len(stored["text"]) < 400 and "x" * 1000 not in td.trace_file.read_text()
+    assert td.entries.load()[stored["entry_id"]].content.endswith("THE END")
+    # what magent shows (and prints with --json) carries the seed's ~1,000 characters
+    shown = invoke("trace", outcome.task_id, "--json")
+    assert shown.code == 0
+    result = json.loads(shown.out)["steps"][1]["tool_calls"][0]["result"]
     assert result["text"].startswith("x" * 1000) and "more characters" in result["text"]
-    assert len(result["text"]) < 1100
-    assert text.count("x" * 1000) == 1  # kept once: not again in the action record
-    entries = task_dir(outcome.task_id).entries.load()
-    assert entries[result["entry_id"]].content.endswith("THE END")
+    assert len(result["text"]) < 1100 and "preview" not in result
+    action_call = json.loads(shown.out)["actions"][0]["tool_calls"][0]
+    assert action_call["result"].startswith("x" * 1000)
 
 
 def test_failed_and_parallel_calls_keep_their_order_and_outcomes(tmp_path: Path) -> None:

@@ -49,7 +49,10 @@ def task_dir(task_id: str) -> TaskDir:
 
 
 def events(task_id: str) -> list[Event]:
-    return task_dir(task_id).read_events()
+    """The task's events as magent reads them back (texts kept in entries.jsonl put back)."""
+    from magent.engine.events import read_events
+
+    return [Event.model_validate(e) for e in read_events(task_dir(task_id))]
 
 
 def all_files_parse(home: Path) -> list[Path]:

@@ -180,7 +180,7 @@ class RunContext:
             human_request=request, human_feedback=feedback, reason=reason, state=state,
             leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
             node_progress=self.progress, visits=self.visits, turn_index=self.turn_index,
-            usage_by_model=self.usage_by_model, total_usage=self.total_usage,
+            usage_by_model=self.usage_by_model,
             cursors=self.cursors, events_seq=self.bus.seq)
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)

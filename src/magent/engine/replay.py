@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magent.engine.context import RunOptions
+from magent.engine.events import read_events
 from magent.engine.graph import from_snapshot
 from magent.engine.session import Decision, resume_run, start_run
 from magent.errors import TaskStateError
@@ -80,7 +81,7 @@ async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
     if not original.status.finished or original.status == TaskStatus.cancelled:
         raise TaskStateError(f"task {original.id[:8]} is {original.status.value}; only completed or failed "
                              "tasks can be replayed")
-    events = src.read_events()
+    events = [Event.model_validate(e) for e in read_events(src)]
     model = RecordedModel([e for e in events if e.type == "llm_call"])
     decisions = [e for e in events if e.type == "human_decision"]
     graph = from_snapshot(original.config_snapshot)
@@ -99,7 +100,7 @@ async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
                             state_updates=ev.field("state_updates") or {})
         outcome = await resume_run(replay_id, decision=decision, options=RunOptions(
             llm_factory=lambda *a, **k: model, no_input=True), sinks=list(sinks))
-    return compare(original.id, replay_id, events, td.read_events())
+    return compare(original.id, replay_id, events, [Event.model_validate(e) for e in read_events(td)])
 
 
 def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any]]]:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from magent import failpoints
 from magent.engine.context import RunContext, RunOptions
-from magent.engine.events import EventBus
+from magent.engine.events import EventBus, for_disk
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
@@ -173,6 +173,9 @@ def check_tools(graph: Graph, options: RunOptions) -> None:
 
 def preflight(graph: Graph, options: RunOptions) -> None:
     """Check every agent's model config before any model call (exit 2 on a problem)."""
+    from magent.redact import load_settings
+
+    load_settings()  # a broken redaction.yaml fails here, before a task exists
     if options.llm_factory is not None:
         return
     from magent.llm.factory import preflight as check
@@ -194,7 +197,9 @@ async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sink
     bus = EventBus(start_seq=start_seq)
 
     def persist(event: Event) -> None:
-        td.append_event(Event.model_validate(redactor.data(event.model_dump(exclude_none=True))))
+        doc = for_disk(event.model_dump(exclude_none=True), lean=redactor.tool_io)
+        if doc is not None:
+            td.append_event(Event.model_validate(redactor.event(doc)))
 
     bus.subscribe(persist)
     for sink in sinks:

@@ -69,7 +69,9 @@ class LLMResponse:
 
     @property
     def usage_key(self) -> str:
-        return f"{self.provider}/{self.model}" if self.provider and "/" not in self.model else self.model
+        if self.provider and self.provider != self.model and "/" not in self.model:
+            return f"{self.provider}/{self.model}"
+        return self.model
 
 
 class LLMClient(Protocol):

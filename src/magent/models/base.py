@@ -9,8 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from magent.ids import is_uuid4, now
 
-SCHEMA_VERSION = 1
-"""Version of every on-disk document magent writes. Bump with a named migration."""
+from magent.schema import SCHEMA_VERSION  # noqa: E402  (re-exported: the models' home for it)
 
 
 def _check_uuid4(value: str) -> str:

@@ -76,13 +76,20 @@ class Checkpoint(Document):
     """Model turns taken so far in the whole task."""
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
     """Per-model usage keyed ``provider/model``."""
-    total_usage: Usage = Field(default_factory=Usage)
     cursors: dict[str, int] = Field(default_factory=dict)
     """Responses consumed so far from each scripted model, by agent (so a resumed run continues its script)."""
     events_seq: int = 0
     """Sequence number of the last event written before this checkpoint."""
     sha256: str | None = None
     """Hash of the document without this field; a mismatch means the file is corrupt."""
+
+    @property
+    def total_usage(self) -> Usage:
+        """All models together (derived from ``usage_by_model``, so it is not stored)."""
+        total = Usage()
+        for usage in self.usage_by_model.values():
+            total = total.add(usage)
+        return total
 
 
 class CheckpointSummary(Model):

@@ -17,6 +17,8 @@ from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
 from magent.store.files import create_immutable, dumps, fsync_dir
 from magent.store.migrations import migrate
 
+_OMITTED_WHEN_EMPTY = ("awaiting_human", "node_done", "node_progress", "visits", "cursors",
+                      "usage_by_model")
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 
 
@@ -73,6 +75,11 @@ class CheckpointLog:
                 f"(next is {expected})")
         doc = checkpoint.model_dump(mode="json", exclude={"sha256": True, "state": {"messages"}},
                                     exclude_none=True)
+        # Fields at their defaults are left out (they come back on read): one is written per
+        # model turn, so every byte counts a thousand times on a long run.
+        for key in _OMITTED_WHEN_EMPTY:
+            if not doc.get(key):
+                doc.pop(key, None)
         doc["sha256"] = canonical_hash(doc)
         try:
             create_immutable(self.path(checkpoint.sequence), dumps(doc))

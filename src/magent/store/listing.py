@@ -21,12 +21,13 @@ from typing import Any
 from magent import paths
 from magent.errors import StoreError, TaskNotFoundError
 from magent.ids import is_uuid4
+from magent.schema import SCHEMA_VERSION
 
 TASK_STATUSES = ("pending", "running", "awaiting_human", "completed", "failed", "cancelled")
 """The values of ``models.TaskStatus`` (a test keeps them equal)."""
 
-TASK_SCHEMA_VERSION = 1
-"""``models.SCHEMA_VERSION`` (a test keeps them equal): newer task.json files are refused."""
+TASK_SCHEMA_VERSION = SCHEMA_VERSION
+"""Newer task.json files are refused."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Named migrations of on-disk documents between schema versions.
 
-Each migration takes a document of version N and returns one of version N+1.
-Version 1 is the first format, so the table is empty; a format change adds a
-function here and bumps ``models.SCHEMA_VERSION``.
+Each migration takes a document of version N and returns one of version N+1. A
+format change adds a function here and bumps ``models.SCHEMA_VERSION``. Documents
+are migrated when read; files on disk are never rewritten (checkpoints are
+immutable), so every step must stay here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,23 @@ from magent.models import SCHEMA_VERSION
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
-MIGRATIONS: dict[tuple[str, int], Migration] = {}
+def checkpoint_1_to_2_drop_total_usage(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 derives ``total_usage`` from ``usage_by_model`` instead of storing it."""
+    doc = {k: v for k, v in doc.items() if k != "total_usage"}
+    doc["schema_version"] = 2
+    return doc
+
+
+def same_format_to_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks and traces did not change in version 2."""
+    return {**doc, "schema_version": 2}
+
+
+MIGRATIONS: dict[tuple[str, int], Migration] = {
+    ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
+    ("task", 1): same_format_to_2,
+    ("trace", 1): same_format_to_2,
+}
 """(document kind, from version) → migration to the next version."""
 
 

@@ -33,6 +33,7 @@ from magent.store.files import (
 )
 from magent.store.listing import task_ids
 from magent.store.locks import Lock
+from magent.store.migrations import migrate
 
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
 
@@ -73,8 +74,10 @@ class TaskDir:
             raise StoreError(f"task {self.id}: task.json was written by a newer magent "
                              f"(schema {version}; this one reads {SCHEMA_VERSION})")
         try:
-            task = Task.model_validate(doc)
-        except ValidationError as exc:
+            task = Task.model_validate(migrate("task", doc))
+        except ValueError as exc:
+            if not isinstance(exc, ValidationError):
+                raise StoreError(f"task {self.id}: task.json: {exc}") from None
             err = exc.errors()[0]
             raise StoreError(f"task {self.id}: task.json: {'.'.join(map(str, err['loc']))}: "
                              f"{err['msg']}") from None

@@ -42,7 +42,13 @@ if TYPE_CHECKING:
 THINKING_LIMIT = 4000
 """Characters of a model turn's text kept in its action record (the whole text is an entry)."""
 RESULT_LIMIT = 1000
-"""Characters of a tool result kept in the trace (seed 003: about 1,000)."""
+"""Characters of a tool result in the trace (seed 003: about 1,000)."""
+DISK_PREVIEW = 300
+"""Characters of a tool result that trace.json itself keeps when the result is an entry.
+
+The history is stored once: the result's text is in entries.jsonl, so trace.json keeps a
+preview and the entry's id, and reading the trace (``magent trace``, ``--json``) restores
+the seed's ~1,000 characters from the entry (``trace.load.restore_results``)."""
 
 
 def _truncate(text: str | None, limit: int) -> str:
@@ -363,6 +369,13 @@ def dump_for_disk(trace: "TraceLog") -> bytes:
     for action in doc.get("actions") or []:
         for call in action.get("tool_calls") or []:
             call.pop("result", None)
+    for step in doc.get("steps") or []:
+        for record in step.get("tool_calls") or []:
+            result = record.get("result") or {}
+            text = result.get("text") or ""
+            if result.get("entry_id") and len(text) > DISK_PREVIEW + 64:
+                result["text"] = text[:DISK_PREVIEW] + "…"
+                result["preview"] = True
     out = {"schema_version": trace.schema_version, "task_id": trace.task_id, "steps": doc.get("steps", []),
            "sub_agent_sessions": doc.get("sub_agent_sessions", {}), "actions": doc.get("actions", []),
            "usage_by_model": doc.get("usage_by_model", {}),
@@ -379,13 +392,14 @@ def write_trace(td: "TaskDir") -> "TraceLog":
     from magent.ids import now
     from magent.models import TraceLog
     from magent.redact import load_settings
-    from magent.store.files import atomic_write, read_jsonl
+    from magent.engine.events import read_events
+    from magent.store.files import atomic_write
 
     try:
         created = td.load_task().created_at.isoformat()
     except Exception:  # a damaged task.json must not stop the trace being written
         created = None
-    built = build_trace_doc(td.id, read_jsonl(td.events_file), created)
+    built = build_trace_doc(td.id, read_events(td), created)
     try:
         keep_tool_io = load_settings().trace_tool_io
     except MagentError:  # an unreadable redaction.yaml: keep the trace lean rather than leaky

@@ -76,10 +76,29 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
     ``grace`` polls with the lock free and nothing new are waited before giving up on a run
     that is just starting (its lock is taken a moment after its directory appears).
     """
+    from magent.engine.events import needed_entries, with_texts
     from magent.models import Event
 
     tail = Tail(td.events_file)
-    history = tail.read()
+    entry_tail = Tail(td.entries.path)
+    recent: dict[str, dict[str, Any]] = {}  # the latest entries (a model's reply is written just
+                                            # after its event), bounded: entries can be large
+
+    def texts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The texts events.jsonl leaves to entries.jsonl, put back (see engine.events)."""
+        wanted = needed_entries(events)
+        for raw in entry_tail.read():
+            recent[raw.get("id")] = raw
+            while len(recent) > 256:
+                recent.pop(next(iter(recent)))
+        if wanted - set(recent):  # a replay of old history: look the rest up in the file
+            from magent.store.files import read_jsonl
+
+            recent.update({raw["id"]: raw for raw in read_jsonl(td.entries.path)
+                           if raw.get("id") in wanted})
+        return with_texts(events, recent)
+
+    history = texts(tail.read())
     start = _replay_start(history)
     if say is not None:
         say(f"following task {td.id} — Ctrl-C to stop")
@@ -99,7 +118,7 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
     idle = 0
     while True:
         time.sleep(poll)
-        fresh = tail.read()
+        fresh = texts(tail.read())
         for ev in fresh:
             sink(Event.model_validate(ev))
             if ev.get("type") == "run_started":

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from magent.trace.actions import hydrate
+from magent.engine.events import read_events
 from magent.trace.build import TraceDoc, build_trace_doc
 
 if TYPE_CHECKING:
@@ -124,6 +125,25 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
     return doc
 
 
+def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
+    """Put back the ~1,000 characters of the results trace.json keeps as a preview (from their
+    entries). Returns ``doc``, changed in place."""
+    from magent.store.files import read_jsonl
+    from magent.trace.build import RESULT_LIMIT, _truncate
+
+    cut = {}
+    for step in doc.get("steps") or []:
+        for record in step.get("tool_calls") or []:
+            result = record.get("result") or {}
+            if result.pop("preview", False) and result.get("entry_id"):
+                cut.setdefault(result["entry_id"], []).append(result)
+    if cut:
+        for raw in read_jsonl(td.entries.path):
+            for result in cut.get(raw.get("id"), ()):
+                result["text"] = _truncate(raw.get("content") or "", RESULT_LIMIT)
+    return doc
+
+
 def load_view(td: "TaskDir", *, need_events: bool = False) -> TraceView:
     """The trace of the task in ``td`` with notes on anything missing or damaged.
 
@@ -142,12 +162,12 @@ def load_view(td: "TaskDir", *, need_events: bool = False) -> TraceView:
     if not live and not need_events:
         stored = _read_trace_file(td, trace_notes)
         if stored is not None and not stored.get("_unusable"):
-            return TraceView(td=td, task=task, doc=hydrate(stored), source="trace.json", live=live,
+            return TraceView(td=td, task=task, doc=hydrate(restore_results(stored, td)), source="trace.json", live=live,
                              notes=notes)
 
     if os.path.exists(td.events_file):
         problems: list[str] = []
-        built = build_trace_doc(td.id, read_jsonl(td.events_file, problems), created)
+        built = build_trace_doc(td.id, read_events(td, problems), created)
         if live:
             problems = [p for p in problems if "torn last line" not in p]  # a line being written
         elif not need_events:

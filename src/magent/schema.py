@@ -1,0 +1,5 @@
+"""The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
+
+SCHEMA_VERSION = 2
+"""Version of every on-disk document magent writes. Bump with a named migration
+(``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``."""

@@ -1,0 +1,45 @@
+"""Documents written by an older magent are read through named migrations, never rejected."""
+
+from __future__ import annotations
+
+import json
+
+from magent.ids import new_id
+from magent.models import SCHEMA_VERSION
+from magent.store import Store
+from magent.store.checkpoints import canonical_hash
+from support.cli import invoke
+from support.homes import HomeBuilder
+
+
+def test_a_version_1_checkpoint_with_total_usage_still_loads(magent_home) -> None:
+    home = HomeBuilder(init=True)
+    task = home.task("old task", status="awaiting_human")
+    task.say("user", "hello")
+    task.close()
+    td = Store().task(task.id)
+    doc = {"schema_version": 1, "checkpoint_id": new_id(), "task_id": task.id, "sequence": 0,
+           "position": "ask", "reason": "pause", "state": {"current_agent": "a", "metadata": {}},
+           "usage_by_model": {"openai/gpt-4o": {"input": 10, "output": 5, "cost": 0.01, "calls": 1}},
+           "total_usage": {"input": 10, "output": 5, "cost": 0.01, "calls": 1}}
+    doc["sha256"] = canonical_hash(doc)
+    td.checkpoints.path(0).write_text(json.dumps(doc))
+    cp = td.checkpoints.read(0)
+    assert cp.total_usage.input == 10 and cp.total_usage.calls == 1     # derived now
+    assert cp.schema_version == SCHEMA_VERSION
+    latest, notes = td.checkpoints.latest(repair=True)
+    assert latest is not None and notes == []                            # not moved aside
+    shown = invoke("checkpoints", "show", task.id, "0", "--json")
+    assert shown.code == 0 and json.loads(shown.out)["position"] == "ask"
+
+
+def test_a_version_1_task_json_still_loads(magent_home) -> None:
+    home = HomeBuilder(init=True)
+    task = home.task("old task", status="completed")
+    task.close()
+    path = Store().task(task.id).task_file
+    doc = json.loads(path.read_text())
+    doc["schema_version"] = 1
+    path.write_text(json.dumps(doc))
+    assert Store().task(task.id).load_task().description == "old task"
+    assert invoke("tasks", "show", task.id).code == 0
