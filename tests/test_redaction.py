@@ -140,3 +140,37 @@ def test_trace_tool_io_false_leaves_tool_io_out_of_the_trace(magent_home: Path) 
     assert "→ kv.set" in out and "stored title" not in out and "left out" in out
     # The conversation keeps the result (a resumed run needs it), masked like everything else.
     assert "stored title" in (magent_home / "tasks" / task_id / "entries.jsonl").read_text()
+
+
+def test_a_secret_repeated_by_the_model_or_a_person_reaches_no_file(magent_home: Path, tmp_path: Path) -> None:
+    """The model echoes the secret in a tool argument, a big tool output and its answer; the
+    person pastes it into the task and a resume message. None of it is written unmasked."""
+    from magent.testing import FunctionModel
+    from magent.tools.function import FunctionProvider
+    from support.engine import resume_with, run_with
+
+    write(tmp_path, "keeper.yaml", KEEPER.replace("tools: [kv.*]", "tools: [kv.*, big.*]"))
+    write(tmp_path, "keeper.script.yaml", SCRIPT)
+    workflow = write(tmp_path, "wf.yaml", WORKFLOW)
+    big = FunctionProvider("big")
+    big.add("dump", lambda: ("secret: " + SECRET + " ") * 3000, "a large output")
+    replies = iter([
+        {"tool_calls": [{"name": "kv.set", "arguments": {"key": "token", "value": SECRET}},
+                        {"name": "big.dump", "arguments": {}}]},
+        f"The token is {SECRET}.",
+        f"Still {SECRET}.",
+    ])
+    model = FunctionModel(lambda request: next(replies))
+    import os
+
+    os.environ["MY_SECRET"] = SECRET
+    try:
+        paused = run_with(model, workflow, f"use {SECRET} carefully", providers=[big])
+        assert paused.status.value == "awaiting_human"
+        done = resume_with(model, paused.task_id, "approve", f"ok, {SECRET} is fine", providers=[big])
+        assert done.status.value == "completed"
+    finally:
+        del os.environ["MY_SECRET"]
+    assert files_containing(magent_home, SECRET) == []   # kv.json and artifacts/ included
+    task = json.loads((magent_home / "tasks" / paused.task_id / "task.json").read_text())
+    assert task["result"] == "The token is [REDACTED]." and "[REDACTED]" in task["description"]

@@ -85,9 +85,12 @@ class RunContext:
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
                     entry_id: str | None = None) -> Entry:
         """Append ``message`` to the conversation: written as an entry now, in memory for the model."""
+        calls = message.tool_calls
+        if calls and self.redactor.secrets:
+            calls = [c.model_copy(update={"arguments": self.redactor.data(c.arguments)}) for c in calls]
         entry = Entry(id=entry_id or new_id(), parent_id=self.leaf, role=message.role,
                       content=self.redactor.text(message.content),
-                      tool_calls=message.tool_calls, tool_call_id=message.tool_call_id,
+                      tool_calls=calls, tool_call_id=message.tool_call_id,
                       name=message.name, turn_id=turn_id, node=node, created_at=message.timestamp)
         self.td.entries.append(entry)
         self.leaf = entry.id
@@ -172,7 +175,15 @@ class RunContext:
         self.td.entries.sync()
         failpoints.hit("before_checkpoint")
         seq = self.td.checkpoints.next_number()
-        state = self.state.model_copy(update={"messages": []})
+        # A secret the model or a person repeated must not reach the file either.
+        state = self.state.model_copy(update={"messages": [], "metadata": self.redactor.data(self.state.metadata)})
+        if request is not None:
+            request = request.model_copy(update={"output": self.redactor.text(request.output or "") or None,
+                                                 "details": self.redactor.data(request.details)})
+        if feedback is not None:
+            feedback = feedback.model_copy(update={
+                "message": self.redactor.text(feedback.message or "") or None,
+                "state_updates": self.redactor.data(feedback.state_updates)})
         cp = Checkpoint(
             checkpoint_id=new_id(), task_id=self.task.id, sequence=seq,
             parent_id=self.last_checkpoint.checkpoint_id if self.last_checkpoint else None,

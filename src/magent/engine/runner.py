@@ -169,9 +169,10 @@ class Executor:
              request: HumanRequest | None = None) -> RunOutcome:
         ctx = self.ctx
         finished = status in (TaskStatus.completed, TaskStatus.failed)
+        kept = ctx.redactor.text(result) if result is not None else None
         task = ctx.task.model_copy(update={
-            "status": status, "result": result if status == TaskStatus.completed else ctx.task.result,
-            "error": error, "completed_at": now() if finished else None})
+            "status": status, "result": kept if status == TaskStatus.completed else ctx.task.result,
+            "error": ctx.redactor.text(error) if error else None, "completed_at": now() if finished else None})
         ctx.task = ctx.td.save_task(self._with_usage(task))
         ctx.bus.emit("run_finished", None, status=status.value, result=ctx.redactor.text(result or "") or None,
                      error=ctx.redactor.text(error) if error else None, steps=ctx.turn_index,

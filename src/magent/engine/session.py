@@ -45,7 +45,8 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     check_tools(graph, options)
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]
-    task = Task(id=new_id(), description=description, status=TaskStatus.running,
+    task = Task(id=new_id(), description=Redactor.configured(graph.secrets).text(description),
+                status=TaskStatus.running,
                 assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
                 tags=tags or [], retention_days=retention_days, started_at=now(),
                 config_snapshot={**graph.snapshot, "options": {
@@ -204,8 +205,8 @@ async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sink
     bus.subscribe(persist)
     for sink in sinks:
         bus.subscribe(sink)
-    registry = await open_registry(graph, td, options)
-    redactor.add(getattr(registry, "secrets", set()))
+    registry = await open_registry(graph, td, options, redact=lambda text: redactor.text(text))
+    redactor.add(registry.secrets)
     ctx = RunContext(graph=graph, task=task, td=td, bus=bus, registry=registry, options=options,
                      redactor=redactor)
     for server, error in registry.start_errors.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Callable
 
 from magent.engine.context import RunOptions
 from magent.engine.graph import Graph
@@ -32,12 +33,13 @@ def uses_real_model(graph: Graph, options: RunOptions) -> bool:
     return any(a.agent.llm_config.model != "scripted" for a in graph.agents.values())
 
 
-def prepare_registry(graph: Graph, td: TaskDir | None, options: RunOptions) -> ToolRegistry:
+def prepare_registry(graph: Graph, td: TaskDir | None, options: RunOptions,
+                     redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """The registry for a run (nothing started). A tool naming an unknown server is a config error."""
     registry = build_registry(mcp_files=graph.mcp_files,
                               artifacts_dir=td.artifacts_dir if td else None,
                               kv_path=(td.path / "kv.json") if td else None,
-                              extra_providers=options.extra_providers)
+                              extra_providers=options.extra_providers, redact=redact)
     unknown = registry.unknown_servers(tool_patterns(graph))
     if unknown:
         servers = ", ".join(sorted(registry.providers)) or "none"
@@ -46,10 +48,11 @@ def prepare_registry(graph: Graph, td: TaskDir | None, options: RunOptions) -> T
     return registry
 
 
-async def open_registry(graph: Graph, td: TaskDir, options: RunOptions) -> ToolRegistry:
+async def open_registry(graph: Graph, td: TaskDir, options: RunOptions,
+                        redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """Start the servers the run can reach, concurrently, while litellm imports if a real model
     is used (both take seconds; together they take as long as the slowest)."""
-    registry = prepare_registry(graph, td, options)
+    registry = prepare_registry(graph, td, options, redact)
     jobs = [registry.start(only=registry.servers_for(tool_patterns(graph)))]
     if uses_real_model(graph, options):
         from magent.llm.factory import warm_import

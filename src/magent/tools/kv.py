@@ -13,7 +13,9 @@ from typing import Any
 from magent.tools.function import FunctionProvider, ToolFailure
 
 
-def kv_provider(path: Path | None = None) -> FunctionProvider:
+def kv_provider(path: Path | None = None, redact=None) -> FunctionProvider:  # type: ignore[no-untyped-def]
+    """``redact`` (text → text) masks secrets in what is written to ``path``; the values in
+    memory stay as given for the rest of the run."""
     data: dict[str, Any] = {}
     if path is not None and path.exists():
         try:
@@ -25,7 +27,7 @@ def kv_provider(path: Path | None = None) -> FunctionProvider:
         if path is not None:
             from magent.store.files import atomic_write, dumps
 
-            atomic_write(path, dumps(data, indent=1))
+            atomic_write(path, dumps(data if redact is None else _masked(data, redact), indent=1))
 
     def get(key: str) -> Any:
         if key not in data:
@@ -59,3 +61,13 @@ def kv_provider(path: Path | None = None) -> FunctionProvider:
     p.add("list", list_, "List the keys, optionally only those starting with a prefix.",
           {"type": "object", "properties": {"prefix": {"type": "string"}}}, idempotent=True)
     return p
+
+
+def _masked(value: Any, redact) -> Any:  # type: ignore[no-untyped-def]
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _masked(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, redact) for v in value]
+    return value

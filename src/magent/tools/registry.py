@@ -14,7 +14,7 @@ import fnmatch
 import hashlib
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from magent.models import Tool
 from magent.models.tools import ToolLimits
@@ -35,6 +35,8 @@ class ToolRegistry:
         """``server.tool`` → overrides (timeout_seconds, fallback_tools, idempotent, needs_approval)."""
         self.secrets: set[str] = set()
         """Values taken from the environment by the MCP files (never to be written to disk)."""
+        self.redact: Callable[[str], str] | None = None
+        """Applied to a tool's full output before it is kept in ``artifacts/``."""
         self._tools: dict[str, Tool] = {}
         self._started: set[str] = set()
         self._validators: dict[str, Any] = {}
@@ -230,6 +232,8 @@ class ToolRegistry:
     def _store_artifact(self, text: str) -> str | None:
         from magent.store.files import atomic_write, ensure_dir
 
+        if self.redact is not None:
+            text = self.redact(text)
         data = text.encode()
         digest = hashlib.sha256(data).hexdigest()[:16]
         assert self.artifacts_dir is not None

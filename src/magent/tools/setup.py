@@ -16,7 +16,7 @@ import asyncio
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from magent.models.tools import Builtins, MCPServersFile, ToolLimits
 from magent.tools.base import ToolProvider
@@ -90,7 +90,8 @@ def tool_settings(config: ToolConfig) -> dict[str, dict[str, Any]]:
 
 def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None = None,
                    kv_path: Path | None = None, extra_providers: Iterable[ToolProvider] = (),
-                   home_config: bool = True, config: ToolConfig | None = None) -> ToolRegistry:
+                   home_config: bool = True, config: ToolConfig | None = None,
+                   redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """A registry with the built-in connectors and every configured MCP server, none started.
 
     ``kv`` is on unless a file turns it off; ``http`` and ``shell`` are off unless
@@ -104,7 +105,7 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
     if config.builtins.kv.enabled:
         from magent.tools.kv import kv_provider
 
-        providers.append(kv_provider(kv_path))
+        providers.append(kv_provider(kv_path, redact=redact))
     if config.builtins.http.enabled:
         from magent.tools.http import http_provider
 
@@ -119,6 +120,7 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
     registry = ToolRegistry(providers, limits=config.limits, artifacts_dir=artifacts_dir,
                             settings=tool_settings(config))
     registry.secrets = set(config.secrets)
+    registry.redact = redact
     return registry
 
 
