@@ -41,6 +41,29 @@ class MagentGroup(TyperGroup):
             raise typer.Exit(EXIT_FAILED) from None
 
 
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """Command-line mistakes (an unknown option, a missing argument...) as one line too."""
+        if not standalone_mode:
+            return super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except typer.Abort:
+            _error("aborted")
+            sys.exit(1)
+        except typer.TyperException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help is the answer
+                exc.show()  # type: ignore[attr-defined]
+                sys.exit(2)
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            _error(exc.format_message().rstrip('.') + hint)  # type: ignore[attr-defined]
+            sys.exit(getattr(exc, "exit_code", 2))
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 def _is_click_exception(exc: Exception) -> bool:
     return type(exc).__module__.startswith("typer")
 
