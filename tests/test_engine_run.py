@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from magent.models import Checkpoint, TaskStatus, TraceLog
+from magent.models import TaskStatus, TraceLog
 from magent.testing import FunctionModel, QueueModel
 from magent.tools.function import FunctionProvider
 from support.cli import invoke

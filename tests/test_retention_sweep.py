@@ -94,7 +94,7 @@ def test_a_home_of_every_status_and_age_is_swept_exactly_per_the_policy(magent_h
     assert not [n for n in os.listdir(magent_home / "tasks") if n.startswith(".trash-")]
     # a second sweep has nothing to do
     r = invoke("retention", "sweep")
-    assert r.code == 0 and f"removed 0 (0 B), kept 5, skipped 2" in r.out
+    assert r.code == 0 and "removed 0 (0 B), kept 5, skipped 2" in r.out
 
 
 def test_bytes_freed_are_the_sizes_of_the_removed_files(magent_home: Path):

@@ -59,7 +59,7 @@ def ask_inline(request: Any) -> Any:
 
     allowed = request.allowed_actions
     keys = {"a": "approve", "r": "reject", "e": "modify", "l": None}
-    options = [f"[a]pprove" if "approve" in allowed else "", "[r]eject" if "reject" in allowed else "",
+    options = ["[a]pprove" if "approve" in allowed else "", "[r]eject" if "reject" in allowed else "",
                "[e]dit" if "modify" in allowed else "", "[l]ater"]
     prompt = " / ".join(o for o in options if o) + ": "
     while True:

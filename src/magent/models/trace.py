@@ -3,7 +3,6 @@ SubAgentSession (entity 7), and seed 003's action records."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field

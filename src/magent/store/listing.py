@@ -91,7 +91,7 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     for name in ("workflow", "description"):
         if not isinstance(doc.get(name), str):
             raise bad(f"{name}: not a string")
-    created = _parse_time(doc.get("created_at"))
+    created = parse_time(doc.get("created_at"))
     if created is None:
         raise bad(f"created_at: {doc.get('created_at')!r} is not a timestamp")
     steps = doc.get("steps", 0)
@@ -129,7 +129,8 @@ def list_rows(root: Path | None = None, status: str | None = None,
     return rows
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """A stored timestamp as an aware datetime, or None when it is not one."""
     if not isinstance(value, str):
         return None
     # Python 3.10's fromisoformat does not accept the "Z" pydantic writes.

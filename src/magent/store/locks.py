@@ -73,27 +73,33 @@ class Lock:
             return "another process"
 
     def is_free(self) -> bool:
-        """True when no live process holds the lock.
-
-        Probes with a shared, non-blocking ``flock`` on a read-only descriptor, so
-        read-only commands never create, truncate or chmod the lock file.
-        """
-        try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return True  # no lock file: nobody ever held it (or it cannot be a lock)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False  # a holder has it exclusively
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return True
-        finally:
-            os.close(fd)
+        """True when no live process holds the lock (probed without writing; see ``is_held``)."""
+        return not is_held(self.path)
 
     def __enter__(self) -> "Lock":
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def is_held(lock_file: str | Path) -> bool:
+    """True when a live process holds the lock in ``lock_file``.
+
+    Probes with a shared, non-blocking ``flock`` on a read-only descriptor, so read-only
+    commands (and retention's dry run) never create, truncate or chmod the lock file, and
+    two probes at once never see each other as holders.
+    """
+    try:
+        fd = os.open(lock_file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # no lock file: nobody ever held it (or it cannot be a lock)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # a holder has it exclusively
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

@@ -150,7 +150,6 @@ def load_view(td: "TaskDir", *, need_events: bool = False) -> TraceView:
     ``need_events`` builds from ``events.jsonl`` even when ``trace.json`` is current
     (``--step`` needs the events behind each step).
     """
-    from magent.store.files import read_jsonl
 
     notes: list[str] = []
     task = read_task(td, notes)
