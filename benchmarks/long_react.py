@@ -37,12 +37,31 @@ def write_agent(folder: Path, n: int) -> Path:
     return agent
 
 
+def timed_factory(stamps: list[float]):
+    """A model factory like magent's own that notes the time of every model call in ``stamps``."""
+    from magent.llm.factory import make_client
+
+    def factory(config, *, agent, base_dir, cursors):
+        client = make_client(config, agent=agent, base_dir=base_dir, cursors=cursors)
+
+        class Timed:
+            def supports_tools(self, model):
+                return True
+
+            async def complete(self, request, on_token=None):
+                stamps.append(time.perf_counter())
+                return await client.complete(request, on_token)
+
+        return Timed()
+
+    return factory
+
+
 async def one_run(n: int, home: Path) -> dict:
     os.environ["MAGENT_HOME"] = str(home)
     from magent.engine.context import RunOptions
     from magent.engine.graph import load_target
     from magent.engine.session import start_run
-    from magent.llm.factory import make_client
     from magent.tools.function import FunctionProvider
 
     folder = home.parent / "defs"
@@ -58,19 +77,7 @@ async def one_run(n: int, home: Path) -> dict:
               {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
               idempotent=True)
     stamps: list[float] = []
-
-    def factory(config, *, agent, base_dir, cursors):
-        client = make_client(config, agent=agent, base_dir=base_dir, cursors=cursors)
-
-        class Timed:
-            def supports_tools(self, model):
-                return True
-
-            async def complete(self, request, on_token=None):
-                stamps.append(time.perf_counter())
-                return await client.complete(request, on_token)
-
-        return Timed()
+    factory = timed_factory(stamps)
 
     outcome = await start_run(graph, "benchmark", options=RunOptions(llm_factory=factory,
                                                                     extra_providers=[tools]))

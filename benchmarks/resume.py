@@ -23,7 +23,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from long_react import PAYLOAD, write_agent  # noqa: E402
+from long_react import PAYLOAD, timed_factory, write_agent  # noqa: E402
 
 
 def echo_provider():
@@ -66,22 +66,9 @@ async def time_resume(home: Path, task_id: str) -> float:
     os.environ["MAGENT_HOME"] = str(home)
     from magent.engine.context import RunOptions
     from magent.engine.session import Decision, resume_run
-    from magent.llm.factory import make_client
 
     first: list[float] = []
-
-    def factory(config, *, agent, base_dir, cursors):
-        client = make_client(config, agent=agent, base_dir=base_dir, cursors=cursors)
-
-        class Timed:
-            def supports_tools(self, model):
-                return True
-
-            async def complete(self, request, on_token=None):
-                first.append(time.perf_counter())
-                return await client.complete(request, on_token)
-
-        return Timed()
+    factory = timed_factory(first)
 
     started = time.perf_counter()
     outcome = await resume_run(task_id, decision=Decision(action="approve"),
