@@ -29,8 +29,14 @@ time.sleep(120)
 """
 
 # The line the README suggests (the lead puts it there); the test runs its command part.
-CRONTAB_LINE = ("17 * * * *  $HOME/.local/bin/magent retention sweep "
-                ">> $HOME/.multi-agent/retention.log 2>&1")
+def _readme_crontab_line() -> str:
+    """The crontab line exactly as the README shows it (so the README and this test agree)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (line,) = [l for l in readme.splitlines() if l.startswith("17 * * * *")]
+    return line
+
+
+CRONTAB_LINE = _readme_crontab_line()
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d retention sweep: .+$")
 
 
