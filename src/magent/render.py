@@ -19,9 +19,11 @@ STATUS_STYLE = {
 
 
 def console(stderr: bool = False) -> "Console":
+    """A rich console; into a pipe or file it never re-wraps lines (they stay as written)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, highlight=False, soft_wrap=not stream.isatty())
 
 
 def ago(when: datetime | None) -> str:
@@ -196,13 +198,14 @@ class EventPrinter:
         self.task_id = task_id
         self._streamed = False
         self._open_line = False
+        self._kind = ""
 
     def token(self, text: str) -> None:
         if self.quiet:
             return
         if not self._open_line:
             self.out.print("  ", end="")
-        self.out.print(text, end="", markup=False, highlight=False)
+        self.out.print(text.replace("\n", "\n  "), end="", markup=False, highlight=False)
         self._open_line = True
         self._streamed = True
 
@@ -228,6 +231,7 @@ class EventPrinter:
             self.out.print(f"[dim]{how}[/]")
 
     def _on_node_started(self, ev: Any) -> None:
+        self._kind = ev.field("kind") or ""
         who = f" · {ev.field('agent')}" if ev.field("agent") else ""
         visit = f" · round {ev.field('visit')}" if (ev.field("visit") or 1) > 1 else ""
         again = " (continuing)" if ev.field("resumed") else ""
@@ -235,7 +239,8 @@ class EventPrinter:
 
     def _on_llm_call(self, ev: Any) -> None:
         response = ev.field("response") or {}
-        if not self._streamed and response.get("content"):
+        # (A critic's raw reply is not shown: its verdict line says it better.)
+        if not self._streamed and response.get("content") and self._kind != "reflection":
             self.out.print("  " + short(response["content"], 2000).replace("\n", "\n  "), markup=False)
         self._close_line()
         self._streamed = False
@@ -278,7 +283,10 @@ class EventPrinter:
         self.out.print(f"[bold yellow]⏸ waiting for a person at '{ev.node}'[/]: {ev.field('question')}")
         if ev.field("output"):
             self.out.print("[dim]output to judge:[/]")
-            self.out.print("  " + short(ev.field("output"), 1500).replace("\n", "\n  "), markup=False)
+            text = ev.field("output").strip()
+            if len(text) > 3000:
+                text = text[:3000] + f"… [{len(text) - 3000} more characters: magent checkpoints show {self.task_id}]"
+            self.out.print("  " + text.replace("\n", "\n  "), markup=False)
 
     def _on_interrupted(self, ev: Any) -> None:
         self.err.print(f"[yellow]interrupted[/]: resume with `magent resume {self.task_id}`")
