@@ -35,6 +35,3 @@ def hit(name: str) -> None:
     if _count == _WANT:
         os.kill(os.getpid(), signal.SIGKILL)
 
-
-def armed() -> bool:
-    return bool(_NAME)

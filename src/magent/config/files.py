@@ -9,7 +9,6 @@ from typing import Any
 
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, load_file
-from magent.errors import ConfigError
 from magent.models import Agent, MCPServersFile, RetentionPolicy, Workflow
 
 
@@ -120,8 +119,3 @@ def load_retention_policy(path: Path | str, *, missing_ok: bool = True) -> Reten
         return RetentionPolicy()
     return validate(source, RetentionPolicy)
 
-
-def require_mapping(source: SourceFile) -> dict[str, Any]:
-    if not isinstance(source.data, dict):
-        raise ConfigError("expected a mapping at the top of the file", path=str(source.path))
-    return source.data

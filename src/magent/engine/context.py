@@ -9,14 +9,13 @@ at is on disk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
 from magent.engine.events import EventBus, truncate
 from magent.ids import new_id, now
 from magent.models import (
-    Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, ToolCall, Usage,
+    Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, Usage,
 )
 from magent.redact import Redactor
 from magent.store import TaskDir
@@ -214,11 +213,3 @@ class RunContext:
         self.cursors.clear()
         self.cursors.update(cp.cursors)
         self.last_checkpoint = cp
-
-    # tools
-    def tool_call_id(self, call: ToolCall) -> str:
-        return call.id
-
-    @property
-    def artifacts_dir(self) -> Path:
-        return self.td.artifacts_dir

@@ -131,12 +131,12 @@ class Executor:
         ctx = self.ctx
         ctx.checkpoint("finish")
         result = ctx.last_output or None
-        return self._end(TaskStatus.completed, result=result)
+        return self.end(TaskStatus.completed, result=result)
 
     def _fail(self, message: str) -> RunOutcome:
         ctx = self.ctx
         ctx.bus.emit("error", ctx.position, message=ctx.redactor.text(message))
-        return self._end(TaskStatus.failed, error=message)
+        return self.end(TaskStatus.failed, error=message)
 
     def _pause(self, request: HumanRequest) -> RunOutcome:
         ctx = self.ctx
@@ -145,7 +145,7 @@ class Executor:
         ctx.bus.emit("awaiting_human", request.node, kind=request.kind, question=request.question,
                      output=truncate(ctx.redactor.text(request.output or ""), 2000) or None,
                      allowed_actions=request.allowed_actions, details=ctx.redactor.data(request.details) or None)
-        return self._end(TaskStatus.awaiting_human, request=request)
+        return self.end(TaskStatus.awaiting_human, request=request)
 
     def _interrupted(self) -> None:
         """Ctrl-C / SIGTERM: leave a checkpoint of the last consistent position and a resumable task."""
@@ -165,7 +165,7 @@ class Executor:
                                                     f"{ctx.task.id[:8]}`"})
         ctx.task = ctx.td.save_task(self._with_usage(task))
 
-    def _end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,
+    def end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,
              request: HumanRequest | None = None) -> RunOutcome:
         ctx = self.ctx
         finished = status in (TaskStatus.completed, TaskStatus.failed)

@@ -113,8 +113,6 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
                    set_values: dict[str, Any] | None = None, options: RunOptions | None = None,
                    sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
     """Time travel: a new task that starts from checkpoint ``checkpoint`` of ``task_ref``."""
-    from magent.store.entries import EntryLog  # noqa: F401  (entries copied below)
-
     store = Store()
     src = store.task(task_ref)
     parent = src.load_task()
@@ -154,7 +152,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
                          description=ctx.redactor.text(task.description))
             if cp.awaiting_human and feedback is None:
                 ctx.checkpoint("fork", request=cp.human_request)
-                return Executor(ctx)._end(TaskStatus.awaiting_human, request=cp.human_request)
+                return Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
             ctx.checkpoint("fork")
             if feedback is not None or new_state is not None:
                 _apply(ctx, cp, feedback, new_state)

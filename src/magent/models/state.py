@@ -6,7 +6,6 @@ other field, which is the seed's reducer rule.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -85,6 +84,3 @@ class State(Model):
             loc = ".".join(str(p) for p in err["loc"])
             raise ValueError(f"{loc}: {err['msg']}") from None
 
-
-def message_timestamp(message: Message) -> datetime:
-    return message.timestamp
