@@ -36,6 +36,17 @@ def only_task(home: Path) -> str:
     return task
 
 
+def wait_for_nap(home: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Until the run has started its call to ledger.nap (the intent is in events.jsonl)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        found = list((home / "tasks").glob("*/events.jsonl"))
+        if found and '"tool":"ledger.nap"' in found[0].read_text():
+            return
+        time.sleep(0.1)
+    pytest.fail("the run never reached the nap call")
+
+
 def ledger_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -84,14 +95,7 @@ def test_sigkill_mid_tool_call_then_resume(tmp_path: Path, magent_home: Path) ->
     proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "nap"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            tasks = list((magent_home / "tasks").glob("*/events.jsonl"))
-            if tasks and '"tool":"ledger.nap"' in tasks[0].read_text():
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the run never reached the nap call")
+        wait_for_nap(magent_home, proc)
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGKILL)   # the run and the MCP server it started
     finally:
@@ -112,12 +116,7 @@ def test_sigterm_stops_cleanly_with_a_checkpoint_and_exit_130(tmp_path: Path, ma
     env = {**os.environ, "LEDGER": str(ledger)}
     proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "nap"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        tasks = list((magent_home / "tasks").glob("*/events.jsonl"))
-        if tasks and '"tool":"ledger.nap"' in tasks[0].read_text():
-            break
-        time.sleep(0.1)
+    wait_for_nap(magent_home, proc)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, (out, err)

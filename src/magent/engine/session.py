@@ -100,9 +100,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
                 ctx.bus.emit("warning", None, message=note)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          from_checkpoint=cp.sequence, description=ctx.redactor.text(task.description))
-            if feedback is not None or new_state is not None:
-                _apply(ctx, cp, feedback, new_state)
-            return await Executor(ctx).run()
+            return await _go_on(ctx, cp, feedback, new_state)
         finally:
             await _close(ctx)
     finally:
@@ -154,9 +152,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
                 ctx.checkpoint("fork", request=cp.human_request)
                 return Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
             ctx.checkpoint("fork")
-            if feedback is not None or new_state is not None:
-                _apply(ctx, cp, feedback, new_state)
-            return await Executor(ctx).run()
+            return await _go_on(ctx, cp, feedback, new_state)
         finally:
             await _close(ctx)
     finally:
@@ -272,6 +268,13 @@ def _prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] 
                 updates.setdefault(key, value)
     new_state = merge_updates(cp.state, updates) if updates else None
     return feedback, new_state
+
+
+async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> RunOutcome:
+    """Apply what the person decided (if anything) and run on from there."""
+    if feedback is not None or new_state is not None:
+        _apply(ctx, cp, feedback, new_state)
+    return await Executor(ctx).run()
 
 
 def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> None:
