@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
+from magent.cli.options import McpFiles
+
 app = typer.Typer(help="Inspect the configured MCP servers.", no_args_is_help=True)
 
-McpFiles = Annotated[Optional[List[Path]], typer.Option(
-    "--mcp", metavar="FILE", help="An extra MCP servers file (repeatable); later files override servers "
-                                  "of the same name from the home's config/mcp_servers.yaml.")]
 
 
 @app.command("list")

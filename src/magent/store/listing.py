@@ -77,12 +77,7 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     def bad(what: str) -> StoreError:
         return StoreError(f"task {task_id}: task.json: {what}")
 
-    if not isinstance(doc, dict):
-        raise StoreError(f"task {task_id}: task.json is not a JSON object")
-    version = doc.get("schema_version")
-    if type(version) is int and version > TASK_SCHEMA_VERSION:
-        raise StoreError(f"task {task_id}: task.json was written by a newer magent "
-                         f"(schema {version}; this one reads {TASK_SCHEMA_VERSION})")
+    check_readable(task_id, doc)
     if doc.get("id") != task_id:
         raise StoreError(f"task {task_id}: task.json names another task ({doc.get('id')})")
     status = doc.get("status")
@@ -140,3 +135,13 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def check_readable(task_id: str, doc: object) -> None:
+    """Refuse a task.json that is not an object or was written by a newer magent."""
+    if not isinstance(doc, dict):
+        raise StoreError(f"task {task_id}: task.json is not a JSON object")
+    version = doc.get("schema_version")
+    if type(version) is int and version > TASK_SCHEMA_VERSION:
+        raise StoreError(f"task {task_id}: task.json was written by a newer magent "
+                         f"(schema {version}; this one reads {TASK_SCHEMA_VERSION})")

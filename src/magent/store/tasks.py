@@ -24,14 +24,14 @@ from magent.errors import (
 )
 from magent.ids import is_uuid4, now
 from magent.models import (
-    SCHEMA_VERSION, Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog,
+    Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog,
 )
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
     DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
 )
-from magent.store.listing import task_ids
+from magent.store.listing import check_readable, task_ids
 from magent.store.locks import Lock
 from magent.store.migrations import migrate
 
@@ -67,12 +67,7 @@ class TaskDir:
             raise TaskNotFoundError(f"task {self.id}: task.json is missing") from None
         except (ValueError, OSError) as exc:
             raise StoreError(f"task {self.id}: task.json is unreadable ({exc})") from None
-        if not isinstance(doc, dict):
-            raise StoreError(f"task {self.id}: task.json is not a JSON object")
-        version = doc.get("schema_version")
-        if type(version) is int and version > SCHEMA_VERSION:
-            raise StoreError(f"task {self.id}: task.json was written by a newer magent "
-                             f"(schema {version}; this one reads {SCHEMA_VERSION})")
+        check_readable(self.id, doc)
         try:
             task = Task.model_validate(migrate("task", doc))
         except ValueError as exc:
