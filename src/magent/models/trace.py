@@ -18,26 +18,40 @@ class ToolCallRecord(Model):
     """One tool call as the trace keeps it."""
 
     call_id: str | None = None
+    """The id the model gave the call (links it to its ``tool_call`` and ``tool_result`` events)."""
     server: str
+    """Server part of the tool's name (``kv`` in ``kv.set``); empty for an unqualified name."""
     tool: str
+    """Tool part of the name (``set`` in ``kv.set``)."""
     arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as the model gave them (secrets masked)."""
     result: dict[str, Any] | None = None
     """Output, truncated; ``artifact`` names the full copy when there is one."""
     error: str | None = None
+    """What went wrong when ``outcome`` is not SUCCESS."""
     outcome: Outcome = "SUCCESS"
+    """Seed 003 outcome: SUCCESS, FAILURE (the tool said no), ERROR, TIMEOUT."""
     duration_ms: int = 0
+    """Wall time of the call."""
 
 
 class LLMCallRecord(Model):
     """One model call (seed 001 ``llm_call``)."""
 
     model: str
+    """Model that answered (after any fallback)."""
     provider: str = ""
+    """Provider as litellm names it (``openai``, ``anthropic``, ``scripted``...)."""
     tokens_in: int = 0
+    """Prompt tokens."""
     tokens_out: int = 0
+    """Completion tokens."""
     cost: float = 0.0
+    """Cost in USD as litellm reports it; 0 when unknown."""
     latency_ms: int = 0
+    """Wall time of the call, retries included."""
     stop_reason: str | None = None
+    """Why the model stopped (``stop``, ``tool_calls``, ``length``...)."""
     error: str | None = None
 
 
@@ -45,23 +59,41 @@ class StepRecord(Model):
     """One step of the run: a node, or a model turn inside a node."""
 
     step_name: str
+    """A node's name for a node step, ``node:iteration`` for a model turn, else the event
+    (``awaiting_human``, ``human_decision``, ``resumed``, ``warning``, ``error``, ``interrupted``).
+    ``magent trace ID --step N`` shows step N (counting from 1) whole."""
     message: str = ""
+    """A line saying what happened (a verdict, the route taken, a person's decision...)."""
     timestamp: Timestamp
+    """When the step started."""
     status: Literal["info", "warning", "error"] = "info"
+    """``warning`` or ``error`` when something in the step went wrong."""
     agent: str = ""
+    """Agent that ran the node or took the turn."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Tool calls made in this step, in the order the model asked for them."""
     duration_ms: int = 0
+    """Wall time of the node visit or the turn (model call and its tool calls)."""
     node: str | None = None
+    """Workflow node the step belongs to."""
     kind: str | None = None
+    """Node kind (``agent``, ``reflection``, ``tool``, ``human``, ``condition``...) for node and
+    turn steps; null for event steps."""
     iteration: int | None = None
+    """ReAct turn number within the node visit (from 0); null for node and event steps."""
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
+    """Model calls made in this step."""
 
 
 class SubAgentSessionInfo(Model):
     session_id: str
+    """The session's id (its entries and events carry it as ``session``)."""
     agent: str
+    """Agent that holds the conversation."""
     message_count: int = 0
+    """Messages in the session's conversation."""
     status: str = "running"
+    """``running``, ``completed`` or ``failed``."""
 
 
 class ActionToolCall(Model):
@@ -97,12 +129,20 @@ class TraceLog(Document):
     """The execution history of a task, built from its events."""
 
     task_id: UUID4Str
+    """The task this trace belongs to."""
     steps: list[StepRecord] = Field(default_factory=list)
+    """Every step of the run, in order: nodes, model turns, and events between them."""
     sub_agent_sessions: dict[str, SubAgentSessionInfo] = Field(default_factory=dict)
+    """Child sessions (sub-agents, parallel branches, map items) by session id."""
     actions: list[ActionRecord] = Field(default_factory=list)
+    """Seed 003 action records, one per ReAct turn of an agent node (the same turns as the
+    steps with an ``iteration``)."""
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    """Tokens, cost and calls per model (``provider/model`` keys, as checkpoints' usage)."""
     created_at: Timestamp
+    """When the task was created."""
     updated_at: Timestamp
+    """When the trace was last written."""
 
 
 class SubAgentSession(Model):
