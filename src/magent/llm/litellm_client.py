@@ -5,12 +5,13 @@ use (``_litellm()``), so commands and runs that never call a real model never pa
 for the import. What it adds on top of ``litellm.acompletion``:
 
 - streaming, with text deltas handed to ``on_token`` as they arrive and tool-call
-  deltas assembled into whole calls;
-- ``server.tool`` names mapped to provider-safe function names and back;
-- its own retry policy (litellm's and the OpenAI SDK's are switched off, so one
-  policy decides): exponential backoff with jitter on rate limits, server errors,
-  connection errors and timeouts, honouring ``Retry-After``; then the fallback
-  model with the same policy; every failed attempt listed in ``retries``;
+  deltas assembled into whole calls (``stream``);
+- ``server.tool`` names mapped to provider-safe function names and back (``openai_format``);
+- its own retry policy (``retry``; litellm's and the OpenAI SDK's are switched off, so
+  one policy decides): exponential backoff with jitter on rate limits, server errors,
+  connection errors and timeouts (as ``failures`` classifies them), honouring
+  ``Retry-After``; then the fallback model with the same policy; every failed attempt
+  listed in ``retries``;
 - garbage from the model (empty reply, invalid tool JSON, unknown tool) is
   returned, never raised: the engine turns it into observations;
 - the ``MAGENT_FORBID_REMOTE_LLM=1`` guard, checked before any network I/O.
@@ -19,28 +20,25 @@ for the import. What it adds on top of ``litellm.acompletion``:
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import os
-import random
-import re
 import threading
 import time
 import uuid
 import warnings
-from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlparse
 
 from magent.errors import LLMError
-from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, TokenSink, ToolSpec
+from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, TokenSink
+from magent.llm.failures import describe
+from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
+from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
+from magent.llm.stream import collect
 
-BASE_DELAY = 1.0
-"""First backoff delay in seconds; doubled per retry, with jitter."""
-MAX_DELAY = 60.0
-"""No wait (backoff or ``Retry-After``) is longer than this."""
+__all__ = ["LiteLLMClient", "check_endpoint_allowed", "cost_of", "provider_of", "safe_name", "warm"]
+
 FORBID_REMOTE_ENV = "MAGENT_FORBID_REMOTE_LLM"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
@@ -111,8 +109,11 @@ class LiteLLMClient:
 
     def __init__(self, *, base_delay: float | None = None, max_delay: float | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
-        self.base_delay = BASE_DELAY if base_delay is None else base_delay
-        self.max_delay = MAX_DELAY if max_delay is None else max_delay
+        self.policy = RetryPolicy()
+        if base_delay is not None:
+            self.policy.base_delay = base_delay
+        if max_delay is not None:
+            self.policy.max_delay = max_delay
         self.sleep = sleep or asyncio.sleep
 
     async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
@@ -133,13 +134,13 @@ class LiteLLMClient:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
-                    what, retryable, retry_after = describe(exc, request.timeout)
+                    what, retryable, retry_after = describe(exc, request.timeout, _litellm())
                     if not retryable:
                         note = "not retried" if attempt == 1 else f"after {attempt} attempts"
                         raise LLMError("; then ".join(
                             [*failures, f"model {model!r}: {what} ({note})"])) from None
                     if attempt < attempts:
-                        delay = self._delay(attempt, retry_after)
+                        delay = self.policy.delay(attempt, retry_after)
                         retries.append(f"{model} attempt {attempt}: {what}; retrying in {delay:.1f} s")
                         await self.sleep(delay)
                         continue
@@ -163,12 +164,6 @@ class LiteLLMClient:
             return bool(litellm.supports_function_calling(model))
         except Exception:
             return True
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay)
-        backoff = self.base_delay * (2 ** (attempt - 1))
-        return min(backoff * random.uniform(0.5, 1.5), self.max_delay)
 
     async def _attempt(self, model: str, request: LLMRequest, on_token: TokenSink | None) -> LLMResponse:
         litellm = _litellm()
@@ -201,8 +196,8 @@ class LiteLLMClient:
         # times out like one that never answers.
         stream = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=request.timeout)
         remaining = max(request.timeout - (time.monotonic() - started), 0.001)
-        collected = await asyncio.wait_for(_collect(stream, on_token), timeout=remaining)
-        content, raw_calls, finish, usage = collected
+        got = await asyncio.wait_for(collect(stream, on_token), timeout=remaining)
+        content, raw_calls, finish, usage = got.text, got.calls, got.finish, got.usage
         # A provider that sends no id gets a unique one: ids key results and recovery.
         calls = [LLMToolCall(id=c["id"] or f"call_{uuid.uuid4().hex[:24]}", name=names.full(c["name"]),
                              arguments=parse_arguments(c["arguments"]), raw_arguments=c["arguments"])
@@ -217,41 +212,6 @@ class LiteLLMClient:
             tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out),
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else finish)
-
-
-async def _collect(stream: Any, on_token: TokenSink | None
-                   ) -> tuple[str, list[dict[str, str]], str | None, tuple[int, int] | None]:
-    """Drain a litellm stream: text (streamed to ``on_token``), tool calls, finish, usage."""
-    text: list[str] = []
-    calls: dict[int, dict[str, str]] = {}
-    finish: str | None = None
-    usage: tuple[int, int] | None = None
-    async for chunk in stream:
-        chunk_usage = getattr(chunk, "usage", None)
-        if chunk_usage is not None and (chunk_usage.prompt_tokens or chunk_usage.completion_tokens):
-            usage = (int(chunk_usage.prompt_tokens or 0), int(chunk_usage.completion_tokens or 0))
-        for choice in getattr(chunk, "choices", None) or []:
-            if choice.finish_reason:
-                finish = str(choice.finish_reason)
-            delta = choice.delta
-            if delta is None:
-                continue
-            if delta.content:
-                text.append(delta.content)
-                if on_token is not None:
-                    on_token(delta.content)
-            for part in delta.tool_calls or []:
-                index = part.index if part.index is not None else len(calls)
-                call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-                if part.id and not call["id"]:
-                    call["id"] = part.id
-                fn = part.function
-                if fn is not None:
-                    if fn.name and not call["name"]:
-                        call["name"] = fn.name
-                    if fn.arguments:
-                        call["arguments"] += fn.arguments
-    return "".join(text), [calls[i] for i in sorted(calls)], finish, usage
 
 
 def _needs_key(model: str) -> bool:
@@ -283,141 +243,3 @@ def check_endpoint_allowed(model: str, endpoint: str | None) -> None:
     where = f"at {endpoint}" if endpoint else "at its provider's default endpoint"
     raise LLMError(f"refusing to call model {model!r} {where}: {FORBID_REMOTE_ENV}=1 "
                    "allows only endpoints on 127.0.0.1/localhost")
-
-
-def describe(exc: BaseException, timeout: float) -> tuple[str, bool, float | None]:
-    """(what happened in a few words, whether to retry, the server's Retry-After if any)."""
-    litellm = _litellm()
-    status = getattr(exc, "status_code", None)
-    detail = _clean(exc)
-    if isinstance(exc, asyncio.TimeoutError) or isinstance(exc, litellm.Timeout):
-        return f"timed out after {timeout:g} s", True, None
-    if isinstance(exc, litellm.RateLimitError) or status == 429:
-        return f"rate limited (HTTP 429): {detail}", True, retry_after(exc)
-    if isinstance(exc, litellm.AuthenticationError) or status == 401:
-        return f"authentication failed (HTTP 401): {detail}", False, None
-    if isinstance(exc, litellm.PermissionDeniedError) or status == 403:
-        return f"permission denied (HTTP 403): {detail}", False, None
-    if isinstance(exc, litellm.NotFoundError) or status == 404:
-        return f"model or endpoint not found (HTTP 404): {detail}", False, None
-    if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
-        return f"request rejected (HTTP {status or 400}): {detail}", False, None
-    if isinstance(exc, litellm.APIConnectionError):
-        return f"connection failed: {detail}", True, None
-    if isinstance(status, int) and (status >= 500 or status in (408, 409)):
-        return f"server error (HTTP {status}): {detail}", True, retry_after(exc)
-    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError,
-                        litellm.APIError, ConnectionError, OSError)):
-        return f"server or connection error: {detail}", True, None
-    return f"unexpected error ({type(exc).__name__}): {detail}", False, None
-
-
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header the error carries."""
-    for headers in (getattr(exc, "litellm_response_headers", None),
-                    getattr(getattr(exc, "response", None), "headers", None),
-                    getattr(exc, "headers", None)):
-        if not headers:
-            continue
-        try:
-            ms = headers.get("retry-after-ms")
-            if ms is not None:
-                return float(ms) / 1000
-            value = headers.get("retry-after") or headers.get("Retry-After")
-        except Exception:
-            continue
-        if value is None:
-            continue
-        try:
-            return float(value)
-        except ValueError:
-            pass
-        try:  # an HTTP date
-            return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
-        except (TypeError, ValueError):
-            continue
-    return None
-
-
-def _clean(exc: BaseException) -> str:
-    """litellm's message without its class-name prefixes, on one short line."""
-    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
-    text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    for prefix in ("litellm.", ):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    while True:
-        head, sep, rest = text.partition(": ")
-        if sep and head.replace(".", "").isidentifier() and head.endswith(("Error", "Exception")):
-            text = rest
-            continue
-        break
-    for noise in ("OpenAIException - ", "Exception - "):
-        text = text.replace(noise, "")
-    return text[:200] or type(exc).__name__
-
-
-
-# -- the OpenAI chat format ---------------------------------------------------------------------
-
-_SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-
-def safe_name(full: str) -> str:
-    """A provider-safe function name for ``server.tool``: ``server__tool``, hashed if need be."""
-    name = re.sub(r"[^a-zA-Z0-9_-]", "_", full.replace(".", "__", 1))
-    if _SAFE_NAME.match(name) and name == full.replace(".", "__", 1):
-        return name
-    digest = hashlib.sha1(full.encode()).hexdigest()[:8]
-    return f"{name[:55]}_{digest}"
-
-
-class ToolNames:
-    """The two-way map between magent's ``server.tool`` names and the names a provider sees."""
-
-    def __init__(self, full_names: list[str]):
-        self._to_safe: dict[str, str] = {}
-        self._to_full: dict[str, str] = {}
-        for full in full_names:
-            self.safe(full)
-
-    def safe(self, full: str) -> str:
-        if full not in self._to_safe:
-            name = safe_name(full)
-            if name in self._to_full:  # two names that flatten alike: tell them apart
-                name = f"{name[:55]}_{hashlib.sha1(full.encode()).hexdigest()[:8]}"
-            self._to_safe[full], self._to_full[name] = name, full
-        return self._to_safe[full]
-
-    def full(self, name: str) -> str:
-        """The magent name of what the model called; a name never offered is un-flattened."""
-        if name in self._to_full:
-            return self._to_full[name]
-        return name.replace("__", ".", 1) if "__" in name else name
-
-
-def to_openai_tools(tools: list[ToolSpec], names: ToolNames) -> list[dict[str, Any]]:
-    return [{"type": "function",
-             "function": {"name": names.safe(t.name), "description": t.description,
-                          "parameters": t.parameters or {"type": "object", "properties": {}}}}
-            for t in tools]
-
-
-def to_openai_messages(request: LLMRequest, names: ToolNames) -> list[dict[str, Any]]:
-    """``request.system`` then the conversation, as OpenAI chat messages."""
-    out: list[dict[str, Any]] = []
-    if request.system:
-        out.append({"role": "system", "content": request.system})
-    for m in request.messages:
-        if m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                {"id": c.id, "type": "function",
-                 "function": {"name": names.safe(c.full_name), "arguments": json.dumps(c.arguments)}}
-                for c in m.tool_calls]})
-        elif m.role == "tool" and m.tool_call_id:
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-        elif m.role == "tool":  # a result with no call id (text mode): the model reads it as input
-            out.append({"role": "user", "content": f"Observation from {m.name or 'a tool'}: {m.content}"})
-        else:
-            out.append({"role": m.role, "content": m.content})
-    return out
