@@ -7,25 +7,29 @@ import json
 import sys
 from pathlib import Path
 
-from servers.harness import TOOLBOX, write_mcp_file
-from support.cli import invoke
+from servers.harness import GARBAGE, TOOLBOX, process_ended, stdio_server, write_mcp_file
+from support.cli import UUID, invoke, run
 from support.engine import events, task_dir, write
 
 
 def toolbox_flow(folder: Path, script: str, *, settings: dict | None = None, env: dict | None = None,
-                 human_between: bool = False) -> Path:
-    server = {"name": "tb", "transport": "stdio",
-              "config": {"command": sys.executable, "args": [str(TOOLBOX)], "env": env or {}}}
-    if settings:
-        server["tools"] = settings
-    write_mcp_file(folder / "mcp.yaml", [server])
+                 human_between: bool = False, servers: list[dict] | None = None) -> Path:
+    """A one-agent workflow over the toolbox as ``tb`` (or over ``servers``), playing ``script``."""
+    if servers is None:
+        server = {"name": "tb", "transport": "stdio",
+                  "config": {"command": sys.executable, "args": [str(TOOLBOX)], "env": env or {}}}
+        if settings:
+            server["tools"] = settings
+        servers = [server]
+    write_mcp_file(folder / "mcp.yaml", servers)
     write(folder, "a.script.yaml", script)
-    write(folder, "a.yaml", """
+    tools = ", ".join(f"{s['name']}.*" for s in servers)
+    write(folder, "a.yaml", f"""
         name: a
         role: tester
         system_prompt: test
-        tools: [tb.*]
-        llm_config: {model: scripted, script: a.script.yaml}
+        tools: [{tools}]
+        llm_config: {{model: scripted, script: a.script.yaml}}
         """)
     if human_between:
         return write(folder, "flow.yaml", """
@@ -158,3 +162,75 @@ responses:
     state = td.full_state(td.checkpoints.read(td.checkpoints.numbers()[-1]))
     observation = next(m.content for m in state.messages if m.role == "tool")
     assert len(observation) < 21_000 and "[... truncated" in observation
+
+
+def test_the_model_is_told_why_a_server_did_not_start(tmp_path: Path, magent_home: Path) -> None:
+    """Exit code and stderr line, connect timeout, non-protocol output: each reaches the
+    observation (and the trace), instead of "does not exist; allowed tools: none"."""
+    servers = [
+        stdio_server("exits", env={"TOOLBOX_EXIT": "5", "TOOLBOX_STDERR": "exits: cannot open /var/db/x"}),
+        stdio_server("sleepy", env={"TOOLBOX_START_DELAY": "30"}, connect_timeout_seconds=1),
+        stdio_server("noisy", script=GARBAGE, args=["only"]),
+    ]
+    script = """
+responses:
+  - tool_calls: [{name: exits.echo, arguments: {text: a}}, {name: sleepy.echo, arguments: {text: b}},
+                 {name: noisy.echo, arguments: {text: c}}]
+  - content: told
+"""
+    result = run("run", str(toolbox_flow(tmp_path, script, servers=servers)), "-t", "x", "--no-input")
+    assert result.code == 0, result.out + result.err
+    task_id = UUID.search(result.out).group(0)
+    by_tool = {r["tool"]: r for r in results(task_id)}
+    exits, sleepy, noisy = (by_tool[f"{n}.echo"] for n in ("exits", "sleepy", "noisy"))
+    assert all(r["outcome"] == "ERROR" for r in (exits, sleepy, noisy))
+    assert "exited with code 5 before answering" in exits["result"]
+    assert "exits: cannot open /var/db/x" in exits["result"]
+    assert "did not answer within 1s" in sleepy["result"]
+    assert "wrote non-MCP output on stdout: 'Welcome to the garbage server!" in noisy["result"]
+    for r in (exits, sleepy, noisy):
+        assert "does not exist" not in r["result"] and "allowed tools" not in r["result"]
+    observations = [m.content for m in last_state(task_id).messages if m.role == "tool"]
+    assert "exited with code 5" in observations[0] and "cannot open /var/db/x" in observations[0]
+
+
+def test_no_child_of_a_server_outlives_the_run(tmp_path: Path, magent_home: Path) -> None:
+    """A server that starts a helper crashes (it exits at once), is restarted, and is stopped
+    at the end: neither helper outlives magent."""
+    pidfile = tmp_path / "child.pid"
+    script = """
+responses:
+  - tool_calls: [{name: tb.crash, arguments: {}}]
+  - tool_calls: [{name: tb.echo, arguments: {text: hello}}]
+  - content: done
+"""
+    flow = toolbox_flow(tmp_path, script, env={"TOOLBOX_CHILD_PIDFILE": str(pidfile)})
+    result = run("run", str(flow), "-t", "x")
+    assert result.code == 0, result.out + result.err
+    children = [int(line) for line in pidfile.read_text().split()]
+    assert len(children) == 2
+    assert [pid for pid in children if not process_ended(pid)] == [], "a server's child outlived magent"
+
+
+def test_a_hung_server_that_ignores_sigterm_is_a_timeout_and_does_not_outlive_the_run(
+        tmp_path: Path, magent_home: Path) -> None:
+    script = """
+responses:
+  - tool_calls: [{name: tb.pid, arguments: {}}]
+  - tool_calls: [{name: tb.hang, arguments: {}}]
+  - tool_calls: [{name: tb.echo, arguments: {text: after}}]
+  - content: done
+"""
+    flow = toolbox_flow(tmp_path, script, env={"TOOLBOX_IGNORE_TERM": "1"}, settings={"hang": {"timeout_seconds": 1}})
+    result = run("run", str(flow), "-t", "x")
+    assert result.code == 0, result.out + result.err
+    task_id = UUID.search(result.out).group(0)
+    first, hung, after = results(task_id)
+    assert hung["outcome"] == "TIMEOUT" and "timed out after 1s" in hung["result"]
+    assert after["outcome"] == "SUCCESS" and after["result"] == "after"
+    assert process_ended(int(first["result"]))
+
+
+def last_state(task_id: str):
+    td = task_dir(task_id)
+    return td.full_state(td.checkpoints.read(td.checkpoints.numbers()[-1]))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from magent.tools.setup import build_registry, start_with_imports
-from servers.harness import pid_gone, stdio_server, write_mcp_file
+from servers.harness import TOOLBOX, pid_gone, process_ended, stdio_server, write_mcp_file
 
 pytestmark = pytest.mark.slow
 
@@ -116,3 +116,51 @@ def test_a_server_stopped_by_close_does_not_linger_even_after_a_restart(tmp_path
     first, second = asyncio.run(main())
     assert first != second
     assert pid_gone(first) and pid_gone(second)
+
+
+def _children_outlive(tmp_path: Path, server: dict, pidfile: Path, *calls: str) -> list[int]:
+    """Start ``server``, make ``calls``, close; the pids in ``pidfile`` that still run."""
+    reg = build_registry(mcp_files=[write_mcp_file(tmp_path / "mcp.yaml", [server])], home_config=False)
+
+    async def main():
+        await reg.start()
+        try:
+            for call in calls:
+                await reg.call(call, {"text": "hi"} if call == "tb.echo" else {})
+        finally:
+            await reg.close()
+
+    asyncio.run(main())
+    assert reg.start_errors == {}, reg.start_errors
+    children = [int(line) for line in pidfile.read_text().split()]
+    assert len(children) >= 1
+    return [pid for pid in children if not process_ended(pid)]
+
+
+def test_a_server_that_forks_a_helper_leaves_no_child_behind(tmp_path: Path) -> None:
+    """The server stops when its stdin closes; its helper would live on with ppid 1."""
+    pidfile = tmp_path / "child.pid"
+    server = stdio_server("tb", env={"TOOLBOX_CHILD_PIDFILE": str(pidfile)})
+    assert _children_outlive(tmp_path, server, pidfile, "tb.echo") == []
+
+
+def test_a_crashed_servers_helper_is_ended_with_it(tmp_path: Path) -> None:
+    """The server exits at once (a crash); its helper is ended too, and the restarted
+    server's helper at close."""
+    pidfile = tmp_path / "child.pid"
+    server = stdio_server("tb", env={"TOOLBOX_CHILD_PIDFILE": str(pidfile)})
+    assert _children_outlive(tmp_path, server, pidfile, "tb.crash", "tb.echo") == []
+    assert len(pidfile.read_text().split()) == 2
+
+
+def test_a_server_under_a_shell_wrapper_leaves_no_background_job_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "job.pid"
+    wrapper = f'sleep 3600 & echo $! > "{pidfile}"; exec "{sys.executable}" "{TOOLBOX}"'
+    server = {"name": "tb", "transport": "stdio", "config": {"command": "sh", "args": ["-c", wrapper]}}
+    assert _children_outlive(tmp_path, server, pidfile, "tb.echo") == []
+
+
+def test_a_timed_out_servers_child_is_ended_with_it(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    server = stdio_server("tb", env={"TOOLBOX_CHILD_PIDFILE": str(pidfile)}, tools={"hang": {"timeout_seconds": 1}})
+    assert _children_outlive(tmp_path, server, pidfile, "tb.hang") == []

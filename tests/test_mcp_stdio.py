@@ -12,7 +12,7 @@ import pytest
 
 from magent.errors import ConfigError
 from magent.tools.setup import build_registry
-from servers.harness import GARBAGE, TOOLBOX, pid_gone, stdio_server, write_mcp_file
+from servers.harness import GARBAGE, TOOLBOX, pid_gone, running, stdio_server, write_mcp_file
 
 pytestmark = pytest.mark.slow
 
@@ -169,7 +169,7 @@ def test_a_command_that_does_not_exist_is_one_clear_line_and_calls_become_errors
             assert err == "MCP server 'ghost' (no-such-mcp-server-xyz) could not be started: " \
                           "command 'no-such-mcp-server-xyz' not found on PATH"
             res = await reg.call("ghost.anything", {})
-            assert res.outcome == "ERROR" and "server 'ghost' is unavailable" in res.content
+            assert res.outcome == "ERROR" and res.content == f"tool 'ghost.anything' is unavailable: {err}"
             assert (await reg.call("tb.echo", {"text": "still fine"})).ok
         finally:
             await reg.close()
@@ -317,3 +317,26 @@ def test_a_server_that_dies_between_calls_is_restarted_once(tmp_path: Path) -> N
             await reg.close()
 
     asyncio.run(main())
+
+
+def test_a_hung_server_that_ignores_sigterm_is_reported_at_the_timeout_and_killed_after(tmp_path: Path) -> None:
+    """The observation does not wait out the SIGTERM grace period: it comes back while the
+    server (which ignores SIGTERM) still runs, and the kill finishes in the background."""
+    async def main():
+        reg = registry_for(tmp_path, stdio_server("tb", env={"TOOLBOX_IGNORE_TERM": "1"},
+                                                  tools={"hang": {"timeout_seconds": 1}}))
+        await reg.start()
+        try:
+            pid = int((await reg.call("tb.pid", {})).content)
+            hung = await reg.call("tb.hang", {})
+            still_running = running(pid)
+            again = await reg.call("tb.echo", {"text": "back"})  # a fresh server meanwhile
+            return pid, hung, still_running, again
+        finally:
+            await reg.close()
+
+    pid, hung, still_running, again = asyncio.run(main())
+    assert hung.outcome == "TIMEOUT" and "timed out after 1s" in hung.content
+    assert still_running, "the observation waited for the kill of a server that ignores SIGTERM"
+    assert again.outcome == "SUCCESS" and again.content == "back"
+    assert pid_gone(pid), "close() left the hung server running"

@@ -67,6 +67,35 @@ def pid_gone(pid: int, wait: float = 5.0) -> bool:
     return False
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs now: it exists and is not a zombie (exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: a zombie counts as running here
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def process_ended(pid: int, wait: float = 10.0) -> bool:
+    """True once ``pid`` no longer runs: gone, or a zombie left for its parent to reap.
+
+    For a server's own children, whose parent is init once the server exits: this
+    machine's init may never reap them, and a zombie runs nothing.
+    """
+    deadline = time.monotonic() + wait
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def write_mcp_file(path: Path, servers: list[dict[str, Any]], **top: Any) -> Path:
     import yaml
 

@@ -11,7 +11,10 @@ Environment knobs, so tests can make misbehaving servers from one script:
 a line written to stderr at start; ``TOOLBOX_DESCRIBE`` replaces ``echo``'s
 description (to test definition pinning), or ``TOOLBOX_DESCRIBE_FILE`` names a
 file holding it (read at each start); ``TOOLBOX_PIDFILE`` where to write
-the pid at start.
+the pid at start; ``TOOLBOX_CHILD_PIDFILE`` starts a helper child (a long
+sleep that never reads stdin, like a server that forks a worker) and adds its
+pid there (a line per start); ``TOOLBOX_IGNORE_TERM`` makes the server ignore SIGTERM (only SIGKILL
+ends it); ``TOOLBOX_EXIT`` exits at once with that code (after the stderr line).
 """
 
 from __future__ import annotations
@@ -27,8 +30,21 @@ if __name__ == "__main__":
     if os.environ.get("TOOLBOX_PIDFILE"):
         with open(os.environ["TOOLBOX_PIDFILE"], "w") as f:
             f.write(str(os.getpid()))
+    if os.environ.get("TOOLBOX_IGNORE_TERM"):
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.environ.get("TOOLBOX_CHILD_PIDFILE"):
+        import subprocess
+
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        with open(os.environ["TOOLBOX_CHILD_PIDFILE"], "a") as f:
+            f.write(f"{helper.pid}\n")
     if os.environ.get("TOOLBOX_STDERR"):
         print(os.environ["TOOLBOX_STDERR"], file=sys.stderr, flush=True)
+    if os.environ.get("TOOLBOX_EXIT"):
+        sys.exit(int(os.environ["TOOLBOX_EXIT"]))
     if float(os.environ.get("TOOLBOX_START_DELAY", "0")):
         time.sleep(float(os.environ["TOOLBOX_START_DELAY"]))
 

@@ -92,6 +92,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         result = ToolResult(outcome="ERROR", tool=name,
                             content=f"arguments were not a JSON object: {truncate(call.raw_arguments, 200)!r}",
                             error="invalid JSON arguments")
+    elif (why := policy.unavailable(name)) is not None:
+        result = ToolResult(outcome="ERROR", tool=name, content=why, error=why)
     else:
         result = await ctx.registry.call(name, call.arguments, allowed=policy.names)
         failpoints.hit("after_tool_call")

@@ -157,6 +157,8 @@ class MCPProvider:
         """The last stderr lines of a stdio server that failed to start or crashed (for the trace)."""
         self.generation = 0
         """Counts connections; when it moves (a restart), the registry re-reads the tools."""
+        self._stopping: set[asyncio.Future[None]] = set()
+        """Servers being stopped in the background after a timeout (``close`` waits for them)."""
 
     # -- what the registry and the CLI see ---------------------------------------------------
 
@@ -216,6 +218,8 @@ class MCPProvider:
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.close()
+        stopping, self._stopping = list(self._stopping), set()
+        await asyncio.gather(*stopping, return_exceptions=True)
 
     # -- connecting, restarting ---------------------------------------------------------------
 
@@ -339,14 +343,24 @@ class MCPProvider:
         if conn.proc is not None:
             # A stdio server stuck in a call may never read its stdin again: stop it now
             # rather than leave a busy process behind; it starts afresh on the next call.
-            await conn.proc.terminate()
+            # The stopping runs in the background (a server that ignores SIGTERM takes the
+            # grace period to kill): the model has waited long enough. ``close`` waits for it.
             async with self._lock:
                 if self._conn is conn:
                     self._conn = None
-            await conn.close()
-            msg += f" and MCP server {self.name!r} stopped (it starts again on the next call)"
-            notes.append(f"terminated MCP server {self.name!r} (pid {conn.proc.pid}) after a timeout")
+            conn.proc.stopped_by_us = True
+            stopping = asyncio.ensure_future(self._stop_hung(conn))
+            self._stopping.add(stopping)
+            stopping.add_done_callback(self._stopping.discard)
+            msg += f" and MCP server {self.name!r} is being stopped (it starts again on the next call)"
+            notes.append(f"stopping MCP server {self.name!r} (pid {conn.proc.pid}) after a timeout")
         return self._result("TIMEOUT", msg, started, notes)
+
+    @staticmethod
+    async def _stop_hung(conn: _Connection) -> None:
+        assert conn.proc is not None
+        await conn.proc.terminate()
+        await conn.close()
 
     # -- helpers ------------------------------------------------------------------------------
 

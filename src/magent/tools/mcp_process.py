@@ -195,12 +195,17 @@ def _parse(raw: bytes, proc: StdioProcess) -> Any:
 
 
 async def _stop(process: anyio.abc.Process) -> None:
-    """MCP shutdown: close stdin, give the server a moment, then terminate the group."""
+    """MCP shutdown: close stdin, give the server a moment, then end what is left of its group.
+
+    The group is ended even when the server exits on its own: a server's helpers (a
+    shell wrapper's background job, a forked worker, what ``npx`` starts) share its
+    group and would otherwise live on with init as their parent.
+    """
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
-    if not await _wait_exit(process, STDIN_GRACE_SECONDS):
-        await _terminate(process)
+    await _wait_exit(process, STDIN_GRACE_SECONDS)
+    await _terminate(process)
     for stream in (process.stdout, process.stderr):
         if stream is not None:
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -208,13 +213,21 @@ async def _stop(process: anyio.abc.Process) -> None:
 
 
 async def _terminate(process: anyio.abc.Process) -> None:
-    pgid = process.pid  # the leader of its own session: pid == pgid
+    """SIGTERM the server's process group, SIGKILL what is left after a grace period.
+
+    The pgid is the server's pid (it leads its own session); the group outlives its
+    leader while any member runs, and killpg reaches members whose parent is gone.
+    A process that made a session of its own (a daemon) has left the group: out of reach.
+    """
+    pgid = process.pid
     for sig, wait in ((signal.SIGTERM, TERM_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
-        if process.returncode is not None and not _group_alive(pgid):
+        if _ended(process, pgid):
             return
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
-        if await _wait_exit(process, wait) and not _group_alive(pgid):
+        with anyio.move_on_after(wait):
+            while not _ended(process, pgid):
+                await anyio.sleep(0.01)
             return
 
 
@@ -231,11 +244,36 @@ async def _wait_exit(process: anyio.abc.Process, timeout: float) -> bool:
     return False
 
 
+def _ended(process: anyio.abc.Process, pgid: int) -> bool:
+    """The server has exited (and been reaped) and nothing of its group still runs."""
+    return process.returncode is not None and not _group_alive(pgid)
+
+
 def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs.
+
+    Zombies do not count: once the leader is gone, its children's parent is init,
+    whose reaping is not ours to wait for (and some inits never do it). Where there
+    is no ``/proc``, ``killpg(pgid, 0)`` answers (zombies count there).
+    """
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone since the listing
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False

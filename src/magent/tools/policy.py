@@ -15,7 +15,7 @@ from typing import Any, Sequence, TypeVar
 from magent.llm.base import ToolSpec
 from magent.models import Agent, Tool
 from magent.tools.base import ToolResult
-from magent.tools.registry import ToolRegistry
+from magent.tools.registry import ToolRegistry, matches
 
 C = TypeVar("C")
 
@@ -26,12 +26,16 @@ class ToolPolicy:
     registry: ToolRegistry
     tools: list[Tool] = field(default_factory=list)
     max_calls_per_turn: int | None = None
+    patterns: list[str] = field(default_factory=list)
+    """The agent's ``tools`` patterns, and its ``deny_tools`` below (for tools not started)."""
+    deny: list[str] = field(default_factory=list)
 
     @classmethod
     def for_agent(cls, agent: Agent, registry: ToolRegistry) -> "ToolPolicy":
         tools = registry.resolve(agent.tools, agent.deny_tools)
         return cls(agent=agent.name, registry=registry, tools=tools,
-                   max_calls_per_turn=agent.max_calls_per_turn)
+                   max_calls_per_turn=agent.max_calls_per_turn,
+                   patterns=list(agent.tools), deny=list(agent.deny_tools))
 
     @property
     def names(self) -> set[str]:
@@ -46,6 +50,13 @@ class ToolPolicy:
 
     def allowed(self, name: str) -> bool:
         return name in self.names
+
+    def unavailable(self, name: str) -> str | None:
+        """Why a tool the agent's patterns allow cannot be called: its server failed to start
+        (the cause, for the observation); None for any other tool."""
+        if not matches(name, self.patterns, self.deny):
+            return None
+        return self.registry.unavailable(name)
 
     def needs_approval(self, name: str) -> bool:
         """A person must approve each call of this tool before it runs (the engine pauses)."""

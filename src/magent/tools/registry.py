@@ -108,14 +108,14 @@ class ToolRegistry:
 
     def resolve(self, patterns: list[str], deny: list[str] | None = None) -> list[Tool]:
         """Tools matching any of ``patterns`` (``server.tool`` or ``server.*``) and none of ``deny``."""
-        deny = deny or []
-        out = []
-        for tool in self.all_tools():
-            name = tool.full_name
-            if any(fnmatch.fnmatchcase(name, p) for p in patterns) and \
-                    not any(fnmatch.fnmatchcase(name, d) for d in deny):
-                out.append(tool)
-        return out
+        return [tool for tool in self.all_tools() if matches(tool.full_name, patterns, deny or [])]
+
+    def unavailable(self, full_name: str) -> str | None:
+        """Why ``full_name`` cannot be called because its server failed to start (None otherwise)."""
+        server = full_name.split(".", 1)[0]
+        if full_name in self._tools or server not in self.start_errors:
+            return None
+        return f"tool {full_name!r} is unavailable: {self.start_errors[server]}"
 
     def unmatched(self, patterns: list[str]) -> list[str]:
         """Patterns that match no known tool (for clear errors before a run starts)."""
@@ -173,10 +173,7 @@ class ToolRegistry:
                               content=f"tool {full_name!r} {why}; allowed tools: {choices}",
                               error=f"tool {full_name} {why}"), False
         if tool is None:
-            if server in self.start_errors:
-                msg = f"server {server!r} is unavailable: {self.start_errors[server]}"
-            else:
-                msg = f"tool {full_name!r} does not exist"
+            msg = self.unavailable(full_name) or f"tool {full_name!r} does not exist"
             return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         if not isinstance(arguments, dict):
             msg = "arguments must be a JSON object"
@@ -252,6 +249,12 @@ class ToolRegistry:
         self._started.clear()
         # All of them, not only those started here: a call can start a server lazily.
         await asyncio.gather(*(p.close() for p in self.providers.values()), return_exceptions=True)
+
+
+def matches(name: str, patterns: Iterable[str], deny: Iterable[str] = ()) -> bool:
+    """Whether ``name`` matches one of ``patterns`` (``server.tool``, ``server.*``) and none of ``deny``."""
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns) and \
+        not any(fnmatch.fnmatchcase(name, d) for d in deny)
 
 
 def make_validator(schema: dict[str, Any]) -> Any:
