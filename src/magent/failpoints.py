@@ -15,6 +15,7 @@ _WANT = int(_NTH) if _NTH.isdigit() else 1
 _count = 0
 
 POINTS = (
+    "after_task_created",    # the task's directory exists (status pending), no checkpoint yet
     "after_run_start",       # the first checkpoint is written
     "after_assistant_entry",  # a model turn's message is on disk, its tools not yet run
     "after_tool_intent",      # a tool call's intent event is written, the call not made

@@ -225,10 +225,11 @@ class EventPrinter:
         handler(ev)
 
     def _on_run_started(self, ev: Any) -> None:
-        if ev.field("resumed"):
-            how = (f"forked from {ev.field('forked_from')[:8]} at checkpoint {ev.field('from_checkpoint')}"
-                   if ev.field("forked_from") else f"resumed from checkpoint {ev.field('from_checkpoint')}")
-            self.out.print(f"[dim]{how}[/]")
+        from magent.vocabulary import how_started
+
+        how = how_started(ev.model_dump())
+        if how:
+            self.out.print(how, style="dim", markup=False)
 
     def _on_node_started(self, ev: Any) -> None:
         self._kind = ev.field("kind") or ""

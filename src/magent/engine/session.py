@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from magent import failpoints
@@ -23,6 +24,8 @@ from magent.ids import new_id, now
 from magent.models import Event, ForkRef, HumanFeedback, Message, Task, TaskStatus
 from magent.redact import Redactor
 from magent.store import Store, TaskDir
+from magent.store.checkpoints import CheckpointLog
+from magent.store.entries import EntryLog
 
 Sink = Callable[[Event], None]
 
@@ -40,36 +43,55 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                     tags: list[str] | None = None, retention_days: int | None = None,
                     initial: dict[str, Any] | None = None, options: RunOptions | None = None,
                     sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+    """Create a task and run it.
+
+    The order makes every task on disk continuable: the lock is taken before the task's
+    directory exists (so a ``pending`` or ``running`` task with a free lock is a dead one),
+    and checkpoint 0 is written before anything slow (tool servers, the model library), so a
+    kill during start-up leaves a task ``magent resume`` continues like any other.
+    """
     options = options or RunOptions()
     preflight(graph, options)
     check_tools(graph, options)
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]
     task = Task(id=new_id(), description=Redactor.configured(graph.secrets).text(description),
-                status=TaskStatus.running,
+                status=TaskStatus.pending,
                 assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
-                tags=tags or [], retention_days=retention_days, started_at=now(),
+                tags=tags or [], retention_days=retention_days,
                 config_snapshot={**graph.snapshot, "options": {
                     "model_override": options.model_override, "initial": initial or {}}})
-    td = store.create_task(task)
-    lock = td.lock().acquire()
+    lock = TaskDir(store, task.id).lock().acquire()
     try:
+        td = store.create_task(task)
+        failpoints.hit("after_task_created")
         if on_task:
             on_task(task)
-        ctx = await _open(graph, td, task, options, sinks, start_seq=0)
+        ctx = _context(graph, td, task, options, sinks, start_seq=0)
         try:
-            if initial:
-                ctx.state = merge_updates(ctx.state, initial)
-            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, target=target,
-                         description=ctx.redactor.text(description), resumed=False)
-            ctx.add_message(Message(role="user", content=description), node=None)
-            ctx.checkpoint("run_start")
+            _begin(ctx, description, initial, target=target)
             failpoints.hit("after_run_start")
+            await _start_tools(ctx)
             return await Executor(ctx).run()
         finally:
             await _close(ctx)
     finally:
         lock.release()
+
+
+def _begin(ctx: RunContext, description: str, *updates: dict[str, Any] | None, target: str | None,
+           resumed: bool = False) -> None:
+    """The first moments of a run: its first message, checkpoint 0, then status ``running``."""
+    for values in updates:
+        if values:
+            ctx.state = merge_updates(ctx.state, values)
+    ctx.bus.emit("run_started", None, task_id=ctx.task.id, workflow=ctx.graph.name, target=target,
+                 description=ctx.redactor.text(description), resumed=resumed,
+                 from_start=resumed or None)
+    ctx.add_message(Message(role="user", content=description), node=None)
+    ctx.checkpoint("run_start")
+    ctx.task = ctx.td.save_task(ctx.task.model_copy(update={"status": TaskStatus.running,
+                                                            "started_at": now(), "error": None}))
 
 
 async def resume_run(task_ref: str, *, decision: Decision | None = None, set_values: dict[str, Any] | None = None,
@@ -83,6 +105,8 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         _check_resumable(task, decision)
         graph = from_snapshot(task.config_snapshot)
         options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
+        if not td.checkpoints.ever_written():
+            return await _start_again(graph, td, task, decision, set_values, options, sinks)
         cp, notes, entries = _latest(td)
         if task.status == TaskStatus.awaiting_human and not cp.awaiting_human:
             raise TaskStateError(f"task {task.id[:8]} is marked awaiting a person but its latest "
@@ -93,18 +117,38 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         check_tools(graph, options)
         seq, later = events_after(td.events_file, cp.events_seq)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None}))
-        ctx = await _open(graph, td, task, options, sinks, start_seq=seq)
+        ctx = _context(graph, td, task, options, sinks, start_seq=seq)
         try:
             recover(ctx, cp, entries, later)
             for note in notes:
                 ctx.bus.emit("warning", None, message=note)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          from_checkpoint=cp.sequence, description=ctx.redactor.text(task.description))
+            await _start_tools(ctx)
             return await _go_on(ctx, cp, feedback, new_state)
         finally:
             await _close(ctx)
     finally:
         lock.release()
+
+
+async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision | None,
+                       set_values: dict[str, Any] | None, options: RunOptions, sinks: list[Sink]) -> RunOutcome:
+    """Resume a task that stopped before its first checkpoint: nothing ran, so start it from task.json."""
+    if decision is not None:
+        raise TaskStateError(f"task {task.id[:8]} never started, so nothing waits for a person; "
+                             f"--{decision.action} has nothing to answer")
+    preflight(graph, options)
+    check_tools(graph, options)
+    initial = task.config_snapshot.get("options", {}).get("initial")
+    seq, _ = events_after(td.events_file, 0)
+    ctx = _context(graph, td, task, options, sinks, start_seq=seq)
+    try:
+        _begin(ctx, task.description, initial, set_values, target=task.target, resumed=True)
+        await _start_tools(ctx)
+        return await Executor(ctx).run()
+    finally:
+        await _close(ctx)
 
 
 async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None = None,
@@ -128,30 +172,43 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
     options.model_override = options.model_override or parent.config_snapshot.get("options", {}).get("model_override")
     preflight(graph, options)
     check_tools(graph, options)
-    task = Task(id=new_id(), description=parent.description, status=TaskStatus.running,
+    task = Task(id=new_id(), description=parent.description, status=TaskStatus.pending,
                 assigned_agent=parent.assigned_agent, workflow=parent.workflow, target=parent.target,
-                tags=list(parent.tags), retention_days=parent.retention_days, started_at=now(),
+                tags=list(parent.tags), retention_days=parent.retention_days,
                 parent_task_id=parent.id, parent_checkpoint=checkpoint,
                 config_snapshot=parent.config_snapshot)
-    td = store.create_task(task)
-    lock = td.lock().acquire()
-    try:
+    paused = cp.awaiting_human and feedback is None
+    first = cp.model_copy(update={
+        "task_id": task.id, "sequence": 0, "checkpoint_id": new_id(), "parent_id": None, "reason": "fork",
+        "created_at": now(), "events_seq": 0, "awaiting_human": paused, "human_feedback": None,
+        "human_request": cp.human_request if paused else None, "sha256": None})
+
+    def fill(staging: Path) -> None:
+        """The fork's history and checkpoint 0, written before its directory appears."""
+        entries = EntryLog(staging / "entries.jsonl")
         for entry in path:  # the branch's history, so the new task stands on its own
-            td.entries.append(entry)
+            entries.append(entry)
+        entries.close()
+        CheckpointLog(staging, task.id).write(first)
+
+    lock = TaskDir(store, task.id).lock().acquire()
+    try:
+        td = store.create_task(task, fill=fill)
         _record_fork(src, task.id, checkpoint)
         if on_task:
             on_task(task)
-        ctx = await _open(graph, td, task, options, sinks, start_seq=0)
+        ctx = _context(graph, td, task, options, sinks, start_seq=0)
         try:
-            ctx.restore(cp.model_copy(update={"task_id": task.id}), [m for m in _messages(path)])
-            ctx.last_checkpoint = None
+            ctx.restore(td.checkpoints.read(0), _messages(path))
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          forked_from=parent.id, from_checkpoint=checkpoint,
                          description=ctx.redactor.text(task.description))
-            if cp.awaiting_human and feedback is None:
-                ctx.checkpoint("fork", request=cp.human_request)
+            ctx.bus.emit("checkpoint", first.position, sequence=0, reason="fork")
+            ctx.task = td.save_task(ctx.task.model_copy(update={"status": TaskStatus.running,
+                                                                "started_at": now()}))
+            if paused:
                 return Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
-            ctx.checkpoint("fork")
+            await _start_tools(ctx)
             return await _go_on(ctx, cp, feedback, new_state)
         finally:
             await _close(ctx)
@@ -184,10 +241,9 @@ def preflight(graph: Graph, options: RunOptions) -> None:
 
 # internals
 
-async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
-                start_seq: int) -> RunContext:
-    from magent.engine.toolbox import open_registry
-
+def _context(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
+             start_seq: int) -> RunContext:
+    """The run's context with its event sinks; tools come later (``_start_tools``)."""
     redactor = Redactor.configured(graph.secrets)
     bus = EventBus(start_seq=start_seq)
 
@@ -199,20 +255,27 @@ async def _open(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sink
     bus.subscribe(persist)
     for sink in sinks:
         bus.subscribe(sink)
-    registry = await open_registry(graph, td, options, redact=lambda text: redactor.text(text))
-    redactor.add(registry.secrets)
-    ctx = RunContext(graph=graph, task=task, td=td, bus=bus, registry=registry, options=options,
-                     redactor=redactor)
-    for server, error in registry.start_errors.items():
-        bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
-    return ctx
+    return RunContext(graph=graph, task=task, td=td, bus=bus, registry=None, options=options,
+                      redactor=redactor)
+
+
+async def _start_tools(ctx: RunContext) -> None:
+    """Start the tool servers the run can reach (seconds, so after the first checkpoint)."""
+    from magent.engine.toolbox import open_registry
+
+    redactor = ctx.redactor
+    ctx.registry = await open_registry(ctx.graph, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
+    redactor.add(ctx.registry.secrets)
+    for server, error in ctx.registry.start_errors.items():
+        ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
 
 
 async def _close(ctx: RunContext) -> None:
     from magent.trace import write_trace
 
     try:
-        await asyncio.shield(ctx.registry.close())
+        if ctx.registry is not None:
+            await asyncio.shield(ctx.registry.close())
     finally:
         ctx.td.sync()
         write_trace(ctx.td)

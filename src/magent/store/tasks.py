@@ -14,7 +14,7 @@ import secrets
 import shutil
 import stat
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -162,11 +162,13 @@ class Store:
             raise StoreError(f"MAGENT_HOME {self.root} is not writable")
         return self
 
-    def create_task(self, task: Task) -> TaskDir:
+    def create_task(self, task: Task, fill: Callable[[Path], None] | None = None) -> TaskDir:
         """Make the task's directory and write its first ``task.json``.
 
         The directory appears complete or not at all: it is built under a hidden
         temporary name (never a task id, so listings skip it) and renamed into place.
+        ``fill(staging_dir)`` writes more files into it first (a fork's history and its
+        checkpoint 0, so a fork is never seen without them).
         """
         self.ensure()
         td = TaskDir(self, task.id)
@@ -177,6 +179,8 @@ class Store:
             staging.mkdir(mode=DIR_MODE)
             try:
                 atomic_write(staging / "task.json", _task_json(task))
+                if fill is not None:
+                    fill(staging)
                 os.rename(staging, td.path)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)  # our own staging dir; no symlinks in it

@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Iterable
 
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
+from magent.vocabulary import how_started
 
 if TYPE_CHECKING:
     from magent.models import TraceLog
@@ -154,13 +155,9 @@ class _Builder:
             handler(ev)
 
     def _on_run_started(self, ev: dict[str, Any]) -> None:
-        if not ev.get("resumed"):
-            return
-        if ev.get("forked_from"):
-            text = f"forked from task {str(ev['forked_from'])[:8]} at checkpoint {ev.get('from_checkpoint')}"
-        else:
-            text = f"resumed from checkpoint {ev.get('from_checkpoint')}"
-        self._step(ev, step_name="resumed", message=text)
+        text = how_started(ev)
+        if text is not None:
+            self._step(ev, step_name="resumed", message=text)
 
     def _on_node_started(self, ev: dict[str, Any]) -> None:
         name, visit = ev.get("node") or "", int(ev.get("visit") or 1)

