@@ -5,7 +5,6 @@ The files are in ``tests/fixtures/configs/bad``; each has exactly one mistake.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -82,8 +81,8 @@ def test_bad_config_error_names_file_line_column_and_field(name, line, column, f
     assert "\n" not in text and "Traceback" not in text
 
 
-def test_error_path_is_absolute_when_the_file_is_outside_the_working_directory(tmp_path):
-    os.chdir(tmp_path)
+def test_error_path_is_absolute_when_the_file_is_outside_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # (monkeypatch: the worker's directory is restored after the test)
     with pytest.raises(ConfigError) as exc:
         _load(BAD / "wrong_type.yaml")
     assert str(exc.value).startswith(f"{BAD / 'wrong_type.yaml'}:4:1: max_iterations: ")

@@ -41,10 +41,11 @@ def test_new_ids_are_uuid4_and_distinct():
 
 
 @pytest.mark.parametrize("bad", [
-    str(uuid.uuid1()),                         # version 1
+    # fixed values, so parallel test workers collect the same test ids
+    "2caa1a14-e6d0-11f1-86c6-02fc00000001",    # version 1
     "00000000-0000-0000-0000-000000000000",    # nil
-    str(uuid.uuid4())[:-1],                    # too short
-    str(uuid.uuid4()).replace("-", ""),        # no dashes
+    "5266dd0c-52fb-4d0a-91a8-3556bd67a14",     # too short
+    "ff179fc684b643b7bb3da2a915c3cfa8",        # no dashes
     "../../etc",
     "",
 ])
