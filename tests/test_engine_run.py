@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -164,20 +163,30 @@ def test_tool_failures_and_model_garbage_become_observations(tmp_path: Path) -> 
 
 def test_tool_calls_from_one_response_run_concurrently(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", agent_yaml("a", "[slow.*]"))
+    started: list[int] = []
+    all_in = asyncio.Event()
 
-    async def nap(seconds: float) -> str:
-        await asyncio.sleep(seconds)
-        return "rested"
+    async def meet(n: int) -> str:
+        # Each call waits for the other two to start: run one after another, the first
+        # would wait alone (bounded, so a regression fails instead of hanging).
+        started.append(n)
+        if len(started) == 3:
+            all_in.set()
+        try:
+            await asyncio.wait_for(all_in.wait(), timeout=30)
+        except asyncio.TimeoutError:
+            return "alone"
+        return "together"
 
     slow = FunctionProvider("slow")
-    slow.add("nap", nap, "Sleep.", {"type": "object", "properties": {"seconds": {"type": "number"}}})
-    model = QueueModel([{"tool_calls": [{"name": "slow.nap", "arguments": {"seconds": 0.6}}] * 3}, "ok"])
-    started = time.perf_counter()
+    slow.add("meet", meet, "Meet the others.", {"type": "object", "properties": {"n": {"type": "integer"}}})
+    model = QueueModel([{"tool_calls": [{"name": "slow.meet", "arguments": {"n": n}} for n in (1, 2, 3)]}, "ok"])
     outcome = run_with(model, tmp_path / "a.yaml", providers=[slow])
-    took = time.perf_counter() - started
     assert outcome.status == TaskStatus.completed
-    assert took < 1.5, f"three 0.6 s calls took {took:.2f} s: not concurrent"
-    assert [e.field("outcome") for e in events(outcome.task_id) if e.type == "tool_result"] == ["SUCCESS"] * 3
+    results = [e for e in events(outcome.task_id) if e.type == "tool_result"]
+    assert [e.field("outcome") for e in results] == ["SUCCESS"] * 3
+    assert sorted(started) == [1, 2, 3]
+    assert [e.field("result") for e in results] == ["together"] * 3
 
 
 def test_text_format_react_for_models_without_function_calling(tmp_path: Path) -> None:

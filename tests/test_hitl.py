@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +10,7 @@ import pytest
 from magent.models import TaskStatus
 from support.cli import invoke, run
 from support.engine import all_files_parse, home_snapshot, task_dir
+from support.holders import hold_task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PUBLISH = str(EXAMPLES / "workflows/publish.yaml")
@@ -203,21 +201,9 @@ def test_replay_reports_the_first_divergence(magent_home: Path) -> None:
 
 def test_a_second_resume_of_the_same_task_fails_at_once_naming_the_holder(magent_home: Path) -> None:
     task_id = start(PUBLISH)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time\n"
-        "from magent.store import Store\n"
-        f"lock = Store().task('{task_id}').lock().acquire()\n"
-        "print('held', flush=True)\n"
-        "time.sleep(30)\n")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        started = time.perf_counter()
+    with hold_task(task_id) as holder:  # it never lets go by itself: a waiting resume would hang
         result = invoke("resume", task_id, "--approve")
-        assert time.perf_counter() - started < 5
         assert result.code == 2
         assert f"pid {holder.pid}" in result.err
-    finally:
-        holder.kill()
-        holder.wait()
     assert invoke("resume", task_id, "--approve").code == 0   # the killed holder released it
     all_files_parse(magent_home)

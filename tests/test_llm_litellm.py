@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,7 +43,7 @@ class Sleeps:
 
 def ask(stub: OpenAIStub, **over) -> LLMRequest:  # type: ignore[no-untyped-def]
     fields = dict(model=STUB_MODEL, messages=[Message(role="user", content="hello?")],
-                  system="Be brief.", endpoint=stub.url, api_key=STUB_KEY, timeout=10,
+                  system="Be brief.", endpoint=stub.url, api_key=STUB_KEY, timeout=60,
                   max_retries=2)
     fields.update(over)
     return LLMRequest(**fields)
@@ -171,12 +170,10 @@ def test_server_error_is_retried_with_growing_backoff(stub: OpenAIStub) -> None:
 
 
 def test_timeout_is_retried(stub: OpenAIStub) -> None:
-    stub.hang(5).text("awake")
-    started = time.monotonic()
+    stub.hang(600).text("awake")  # only the 1 s timeout can end the first request
     reply = complete(ask(stub, timeout=1))
     assert reply.content == "awake"
     assert "timed out after 1 s" in reply.retries[0]
-    assert time.monotonic() - started < 4
 
 
 def test_retries_exhausted_then_fallback_is_used_and_recorded(stub: OpenAIStub) -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
 
 from magent.tools.setup import build_registry
-from servers.harness import free_port, http_server, write_mcp_file
+from servers.harness import http_server, refused_url, write_mcp_file
 
 pytestmark = pytest.mark.slow
 TRANSPORTS = ["sse", "streamable_http"]
@@ -34,9 +33,8 @@ def test_calls_failures_timeouts_and_big_outputs(tmp_path: Path, transport: str)
             assert (await reg.call("web.add", {"a": 1, "b": 2})).content == "3"
             failed = await reg.call("web.fail", {"reason": "nope"})
             assert failed.outcome == "FAILURE" and "nope" in failed.content
-            began = time.monotonic()
-            hung = await reg.call("web.hang", {})
-            assert hung.outcome == "TIMEOUT" and time.monotonic() - began < 5
+            hung = await reg.call("web.hang", {})  # never returns: only the 1 s timeout ends it
+            assert hung.outcome == "TIMEOUT" and "timed out after 1s" in hung.content
             assert (await reg.call("web.echo", {"text": "after"})).content == "after"  # same connection
             big = await reg.call("web.huge", {"size": size})
             assert big.outcome == "SUCCESS" and f"showing 2000 of {size} characters" in big.content
@@ -72,20 +70,19 @@ def test_headers_carry_env_values(tmp_path: Path, transport: str, monkeypatch) -
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_server_that_goes_away_is_an_error_then_a_clear_down_message(tmp_path: Path, transport: str) -> None:
     async def main(url: str, proc):
-        reg = http_registry(tmp_path, transport, url, connect_timeout_seconds=3)
+        # A connect timeout longer than the test's own: only a refusal can end the restart quickly.
+        reg = http_registry(tmp_path, transport, url, connect_timeout_seconds=600)
         await reg.start()
         try:
             assert (await reg.call("web.echo", {"text": "x"})).ok
             proc.kill()
             proc.wait()
-            began = time.monotonic()
             lost = await reg.call("web.echo", {"text": "x"})
             assert lost.outcome == "ERROR" and "MCP server 'web'" in lost.content
             again = await reg.call("web.echo", {"text": "x"})  # the one restart: refused
             assert again.outcome == "ERROR" and "cannot connect (connection refused" in again.content
             down = await reg.call("web.echo", {"text": "x"})
             assert down.outcome == "ERROR" and "down" in down.content
-            assert time.monotonic() - began < 10
         finally:
             await reg.close()
 
@@ -95,18 +92,15 @@ def test_a_server_that_goes_away_is_an_error_then_a_clear_down_message(tmp_path:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_refused_url_is_one_clear_line_quickly(tmp_path: Path, transport: str) -> None:
-    url = f"http://127.0.0.1:{free_port()}/mcp"
-
-    async def main():
-        reg = http_registry(tmp_path, transport, url)
-        began = time.monotonic()
+    # The connect timeout is longer than the test's own: the refusal itself must end the start.
+    async def main(url: str):
+        reg = http_registry(tmp_path, transport, url, connect_timeout_seconds=600)
         await reg.start()
-        took = time.monotonic() - began
         res = await reg.call("web.echo", {"text": "x"})
         await reg.close()
-        return took, reg.start_errors["web"], res
+        return reg.start_errors["web"], res
 
-    took, err, res = asyncio.run(main())
-    assert took < 5
+    with refused_url() as url:
+        err, res = asyncio.run(main(url))
     assert err == f"MCP server 'web' ({url}) could not be reached: cannot connect (connection refused or host unreachable)"
     assert res.outcome == "ERROR" and err in res.content

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import threading
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -24,7 +23,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "/missing": (404, b"no such page"),
         }
         if self.path == "/slow":
-            time.sleep(3)
+            self.server.release.wait(600)  # type: ignore[attr-defined]  # only the client's timeout ends it
         if self.path == "/in":
             return self._redirect(f"http://127.0.0.1:{port}/hello")
         if self.path == "/out":
@@ -53,9 +52,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 def web() -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    server.release = threading.Event()  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.release.set()  # type: ignore[attr-defined]
     server.shutdown()
     server.server_close()
 
@@ -111,9 +112,7 @@ def test_http_fetch_refuses_other_hosts_and_redirects_to_them(tmp_path: Path, we
 
 def test_http_fetch_times_out(tmp_path: Path, web: str) -> None:
     reg = registry(tmp_path, "builtins:\n  http: {enabled: true, allow_hosts: ['127.0.0.1'], timeout_seconds: 0.5}\n")
-    began = time.monotonic()
     slow = call(reg, "http.fetch", url=f"{web}/slow")
-    assert time.monotonic() - began < 2.5
     assert slow.outcome == "FAILURE" and slow.content == f"no answer from {web}/slow within 0.5s"
 
 
@@ -145,7 +144,5 @@ def test_shell_refuses_commands_not_on_the_allowlist(tmp_path: Path) -> None:
 
 def test_shell_timeout_stops_the_command(tmp_path: Path) -> None:
     reg = shell(tmp_path, timeout=0.5)
-    began = time.monotonic()
-    res = call(reg, "shell.run", command="sleep 30")
-    assert time.monotonic() - began < 4
+    res = call(reg, "shell.run", command="sleep 600")  # only the timeout ends it
     assert res.outcome == "TIMEOUT" and res.content == "sleep timed out after 0.5s and was stopped"

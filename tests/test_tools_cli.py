@@ -6,26 +6,28 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
 
-from servers.harness import free_port, stdio_server
+from servers.harness import refused_url, stdio_server
 from support.cli import invoke, run
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def configured(magent_home: Path) -> Path:
+def configured(magent_home: Path) -> Iterator[Path]:
     (magent_home / "config").mkdir(parents=True)
     path = magent_home / "config" / "mcp_servers.yaml"
-    path.write_text(yaml.safe_dump({"servers": [
-        stdio_server("tb", tools={"slow": {"timeout_seconds": 1}}),
-        {"name": "ghost", "transport": "stdio", "config": {"command": "no-such-server-xyz"}},
-        {"name": "away", "transport": "streamable_http", "config": {"url": f"http://127.0.0.1:{free_port()}/mcp"}},
-    ]}, sort_keys=False))
-    return path
+    with refused_url() as away:
+        path.write_text(yaml.safe_dump({"servers": [
+            stdio_server("tb", tools={"slow": {"timeout_seconds": 1}}),
+            {"name": "ghost", "transport": "stdio", "config": {"command": "no-such-server-xyz"}},
+            {"name": "away", "transport": "streamable_http", "config": {"url": away}},
+        ]}, sort_keys=False))
+        yield path
 
 
 def test_mcp_list_with_nothing_configured() -> None:
@@ -76,7 +78,7 @@ def test_tools_call_prints_the_result_and_exits_by_outcome(configured: Path) -> 
     assert (ok.code, ok.out) == (0, "42\n")
     failed = invoke("tools", "call", "tb.fail", "--args", '{"reason": "no disk"}')
     assert failed.code == 1 and failed.err.startswith("magent: FAILURE: ") and "no disk" in failed.err
-    slow = invoke("tools", "call", "tb.slow", "--args", '{"seconds": 10}')
+    slow = invoke("tools", "call", "tb.slow", "--args", '{"seconds": 600}')  # only the timeout ends it
     assert slow.code == 1 and "magent: TIMEOUT: timed out after 1s" in slow.err
     as_json = json.loads(invoke("tools", "call", "tb.echo", "--args", '{"text": "hi"}', "--json").out)
     assert as_json["outcome"] == "SUCCESS" and as_json["content"] == "hi" and as_json["tool"] == "tb.echo"

@@ -16,6 +16,7 @@ from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
 from support.cli import invoke, run
 from support.engine import agent_yaml, home_snapshot, run_with, task_dir, write
+from support.holders import hold_task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -130,20 +131,12 @@ def test_a_running_task_is_shown_from_its_events(tmp_path: Path, magent_home: Pa
     td.events_file.write_text("".join(lines[:cut + 1]) + lines[cut + 1][:20])  # a line being written
     task = td.load_task()
     td.save_task(task.model_copy(update={"status": TaskStatus.running}))
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from magent.store import Store; "
-        f"lock = Store().task('{task_id}').lock().acquire(); print('locked', flush=True); time.sleep(60)")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with hold_task(task_id):
         result = invoke("trace", task_id)
         assert result.code == 0 and result.err == ""  # a half-written last line is not a problem
         head = result.out.splitlines()[0]
         assert head.endswith("· running · live")
         assert "▸ review  reflection · critic · running…" in result.out
-    finally:
-        holder.kill()
-        holder.wait()
     dead = invoke("trace", task_id)  # nobody holds it: the run died
     assert "running (not live)" in dead.out.splitlines()[0]
     assert "did not finish" in dead.out

@@ -32,22 +32,36 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
+def refused_url(path: str = "/mcp") -> Iterator[str]:
+    """A URL on 127.0.0.1 where nothing listens, and nothing will while the block runs.
+
+    The port stays bound (never listening) so a parallel test worker cannot take it:
+    connecting is refused at once.
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}{path}"
+
+
+@contextlib.contextmanager
 def http_server(transport: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Run the toolbox over ``sse`` or ``streamable_http`` on 127.0.0.1; yield its URL and process."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(TOOLBOX), transport, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **(env or {})})
+    """Run the toolbox over ``sse`` or ``streamable_http`` on 127.0.0.1; yield its URL and process.
+
+    A free port can be taken by another test worker before the server binds it: then the
+    server exits at once and a new port is tried.
+    """
+    for _attempt in range(3):
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, str(TOOLBOX), transport, str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})})
+        if _wait_listening(proc, port):
+            break
+        proc.kill()
+        proc.wait()
+    else:
+        raise RuntimeError(f"toolbox {transport} server did not start (exit {proc.poll()})")
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"toolbox {transport} server did not start (exit {proc.poll()})")
-                time.sleep(0.05)
         path = "/sse" if transport == "sse" else "/mcp"
         yield f"http://127.0.0.1:{port}{path}", proc
     finally:
@@ -55,8 +69,22 @@ def http_server(transport: str, env: dict[str, str] | None = None) -> Iterator[t
         proc.wait()
 
 
-def pid_gone(pid: int, wait: float = 5.0) -> bool:
-    """True once no process (not even a zombie) has this pid."""
+def _wait_listening(proc: subprocess.Popen, port: int) -> bool:
+    """True once ``proc`` accepts connections on ``port``; False if it exited first."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return proc.poll() is None
+        except OSError:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.05)
+    return False
+
+
+def pid_gone(pid: int, wait: float = 60.0) -> bool:
+    """True once no process (not even a zombie) has this pid (``wait`` only bounds a hang)."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         try:

@@ -7,14 +7,18 @@ idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
 (hash of an environment variable).
 
 Environment knobs, so tests can make misbehaving servers from one script:
-``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_STDERR``
+``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_MEET``
+``DIR:N`` waits before serving until N servers given the same DIR have started
+(exits with an error after 20 s alone); ``TOOLBOX_STDERR``
 a line written to stderr at start; ``TOOLBOX_DESCRIBE`` replaces ``echo``'s
 description (to test definition pinning), or ``TOOLBOX_DESCRIBE_FILE`` names a
 file holding it (read at each start); ``TOOLBOX_PIDFILE`` where to write
 the pid at start; ``TOOLBOX_CHILD_PIDFILE`` starts a helper child (a long
 sleep that never reads stdin, like a server that forks a worker) and adds its
 pid there (a line per start); ``TOOLBOX_IGNORE_TERM`` makes the server ignore SIGTERM (only SIGKILL
-ends it); ``TOOLBOX_EXIT`` exits at once with that code (after the stderr line).
+ends it); ``TOOLBOX_EXIT`` exits at once with that code (after the stderr line);
+``TOOLBOX_WAKE`` a file whose existence ends ``slow`` early
+(so a test holds a run inside a call exactly as long as it needs).
 """
 
 from __future__ import annotations
@@ -47,6 +51,14 @@ if __name__ == "__main__":
         sys.exit(int(os.environ["TOOLBOX_EXIT"]))
     if float(os.environ.get("TOOLBOX_START_DELAY", "0")):
         time.sleep(float(os.environ["TOOLBOX_START_DELAY"]))
+    if os.environ.get("TOOLBOX_MEET"):
+        meet_dir, _, count = os.environ["TOOLBOX_MEET"].rpartition(":")
+        open(os.path.join(meet_dir, str(os.getpid())), "w").close()
+        waited_until = time.monotonic() + 20
+        while len(os.listdir(meet_dir)) < int(count):
+            if time.monotonic() > waited_until:
+                sys.exit(f"toolbox: started alone ({len(os.listdir(meet_dir))} of {count} servers)")
+            time.sleep(0.02)
 
 from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
@@ -76,7 +88,10 @@ def add(a: int, b: int) -> int:
 
 @server.tool(description="Sleep for some seconds, then say so.")
 async def slow(seconds: float = 0.5) -> str:
-    await asyncio.sleep(seconds)
+    wake = os.environ.get("TOOLBOX_WAKE")
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline and not (wake and os.path.exists(wake)):
+        await asyncio.sleep(0.02)
     return f"slept {seconds}"
 
 

@@ -19,7 +19,7 @@ def make_flow(folder: Path, *, nap: float | None = None, pause: bool = False) ->
             config:
               command: {sys.executable}
               args: [{LEDGER_SERVER}]
-              env: {{LEDGER: "${{LEDGER}}"}}
+              env: {{LEDGER: "${{LEDGER}}", LEDGER_WAKE: "${{LEDGER_WAKE:-}}"}}
         """)
     first = "[{name: ledger.append, arguments: {line: a}}, {name: kv.set, arguments: {key: k1, value: 1}}]"
     napping = f"\n  - tool_calls: [{{name: ledger.nap, arguments: {{seconds: {nap}}}}}]" if nap else ""

@@ -1,7 +1,9 @@
 """A test MCP server (stdio) whose tools leave marks outside magent, so tests can count runs.
 
 ``append(line)`` adds a line to the file named by ``$LEDGER`` (not idempotent);
-``nap(seconds)`` sleeps, then appends ``nap`` to the ledger (not idempotent).
+``nap(seconds)`` sleeps, then appends ``nap`` to the ledger (not idempotent); it wakes
+early once the file named by ``$LEDGER_WAKE`` exists, so a test can hold a run inside
+the call for as long as it needs and no longer.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ def append(line: str) -> str:
 
 @server.tool(description="Sleep, then note it in the ledger.", annotations=ToolAnnotations(idempotentHint=False))
 async def nap(seconds: float) -> str:
-    await asyncio.sleep(seconds)
+    wake = os.environ.get("LEDGER_WAKE")
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline and not (wake and os.path.exists(wake)):
+        await asyncio.sleep(0.02)
     _write("nap")
     return f"slept {seconds}"
 
