@@ -110,7 +110,7 @@ def running(pid: int) -> bool:
         return True
 
 
-def process_ended(pid: int, wait: float = 10.0) -> bool:
+def process_ended(pid: int, wait: float = 60.0) -> bool:
     """True once ``pid`` no longer runs: gone, or a zombie left for its parent to reap.
 
     For a server's own children, whose parent is init once the server exits: this
