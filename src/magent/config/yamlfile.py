@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -68,22 +69,87 @@ def display_path(path: Path) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader, used only to compose nodes and construct scalars."""
+    """SafeLoader, used only to compose nodes and construct scalars; it refuses deep nesting."""
+
+    depth = 0
+
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+        with self._nested():
+            return super().compose_sequence_node(anchor)
+
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        with self._nested():
+            return super().compose_mapping_node(anchor)
+
+    @contextmanager
+    def _nested(self) -> Iterator[None]:
+        if self.depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, f"collections are nested more than {MAX_DEPTH} levels deep (the limit "
+                "for a config file)", mark)
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
+MAX_CONFIG_BYTES = 1_000_000
+"""The largest config file read (``MAGENT_MAX_CONFIG_BYTES`` changes it): configs are written by
+people, and a bigger file is a mistake or an attack on the parser's time and memory."""
+MAX_BYTES_ENV = "MAGENT_MAX_CONFIG_BYTES"
+MAX_DEPTH = 100
+"""How deep collections may nest. PyYAML composes nodes recursively, so without a bound a file
+of 50,000 ``[`` exhausts the stack; no real config comes near 100 levels."""
+
+
+def max_config_bytes() -> int:
+    """The size limit for config files: ``$MAGENT_MAX_CONFIG_BYTES`` or 1,000,000 bytes."""
+    raw = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not raw:
+        return MAX_CONFIG_BYTES
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError(f"{MAX_BYTES_ENV}={raw!r} is not a number of bytes (for example 5000000)")
+    return value
 
 
 def load_file(path: Path | str) -> SourceFile:
     """Parse ``path`` (YAML or JSON). Raises ``ConfigError`` naming file, line and column."""
     path = Path(path)
     shown = display_path(path)
+    limit = max_config_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            data = b"" if size > limit else fh.read(limit + 1)
     except FileNotFoundError:
         raise ConfigError("file not found", path=shown) from None
     except IsADirectoryError:
         raise ConfigError("is a directory, not a config file", path=shown) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", path=shown) from None
-    return load_text(text, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=shown) from None
+    if size > limit or len(data) > limit:
+        what = f"{size:,} bytes" if size > limit else f"more than {limit:,} bytes"
+        raise ConfigError(f"the file is {what}, over the limit of {limit:,} bytes for a config file "
+                          f"({MAX_BYTES_ENV} sets the limit)", path=shown)
+    return load_text(decode(data, shown), path)
+
+
+def decode(data: bytes, shown: str) -> str:
+    """``data`` as UTF-8 text; ``ConfigError`` at the line and column of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = len(data[line_start:exc.start].decode("utf-8", errors="replace")) + 1
+        raise ConfigError(f"byte 0x{data[exc.start]:02x} is not valid UTF-8 (save the file as UTF-8)",
+                          path=shown, line=line, column=column) from None
 
 
 MAX_NODES = 100_000
