@@ -344,3 +344,40 @@ def test_a_hung_server_that_ignores_sigterm_is_reported_at_the_timeout_and_kille
     assert still_running, "the observation waited for the kill of a server that ignores SIGTERM"
     assert again.outcome == "SUCCESS" and again.content == "back"
     assert pid_gone(pid), "close() left the hung server running"
+
+
+def test_a_20_mb_result_arrives_whole(tmp_path: Path) -> None:
+    """Issue 10, case 24 (57 s before the line reader was made linear; the time per MB is
+    measured by benchmarks/big_tool_result.py, not here)."""
+    import hashlib
+
+    size = 20_000_000
+
+    async def main():
+        reg = registry_for(tmp_path, stdio_server("tb"))
+        await reg.start()
+        try:
+            return await reg.call("tb.huge", {"size": size})
+        finally:
+            await reg.close()
+
+    big = asyncio.run(main())
+    assert big.outcome == "SUCCESS" and f"showing 20000 of {size} characters" in big.content
+    line = "0123456789abcdefghijklmnopqrstuvwxyz" * 2 + "\n"
+    expected = (line * (size // len(line) + 1))[:size].encode()
+    assert hashlib.sha256((tmp_path / big.artifact).read_bytes()).digest() == hashlib.sha256(expected).digest()
+
+
+def test_stdout_lines_are_split_exactly_whatever_the_chunks() -> None:
+    from magent.tools.mcp_process import _lines
+
+    async def collect(chunks):
+        async def stream():
+            for chunk in chunks:
+                yield chunk
+        return [line async for line in _lines(stream())]
+
+    data = b'{"a":1}\n\n{"b":"' + b"x" * 100_000 + b'"}\n{"c":3}\npartial'
+    whole = [b'{"a":1}', b"", b'{"b":"' + b"x" * 100_000 + b'"}', b'{"c":3}']
+    for size in (1, 7, 4096, 65536, len(data)):
+        assert asyncio.run(collect([data[i:i + size] for i in range(0, len(data), size)])) == whole
