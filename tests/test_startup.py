@@ -102,3 +102,28 @@ def test_tasks_list_does_not_import_the_models(home, monkeypatch):
         assert report["code"] == 0
         assert not [m for m in report["modules"] if m.startswith("magent.models")], args
         assert "filelock" not in _roots(report["modules"]), args
+
+
+OFFLINE = """
+import os, socket, sys
+os.environ.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)   # a user who never heard of it
+asked = []
+real_getaddrinfo, real_connect = socket.getaddrinfo, socket.socket.connect
+def getaddrinfo(host, *a, **k):
+    asked.append(str(host))
+    raise OSError("no network in this test")
+def connect(self, address):
+    asked.append(str(address))
+    raise OSError("no network in this test")
+socket.getaddrinfo, socket.socket.connect = getaddrinfo, connect
+from magent.llm.litellm_client import _litellm
+litellm = _litellm()
+print(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"), len(litellm.model_cost) > 100, asked)
+"""
+
+
+def test_litellm_uses_its_bundled_cost_map_unless_asked_not_to() -> None:
+    """No fetch of the remote cost map (which waits seconds without a network) by default."""
+    p = subprocess.run([sys.executable, "-c", OFFLINE], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split(None, 2) == ["True", "True", "[]\n"]
