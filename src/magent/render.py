@@ -48,7 +48,7 @@ def _esc(value: Any) -> str:
     return escape(str(value))
 
 
-def _grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
+def grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
     """Print text columns; cells are text or (text, style).
 
     In a terminal only column ``flexible`` is shortened (with …) to fit the width,
@@ -102,7 +102,7 @@ def task_table(rows: list["TaskRow"], live: dict[str, bool]) -> None:
             status = "running (not live)"
         cells.append([t.id[:8], (status, STATUS_STYLE.get(t.status, "")), t.workflow,
                       short(t.description, 60), ago(t.created_at), str(t.steps), f"${t.cost:.4f}"])
-    _grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], cells, flexible=3)
+    grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], cells, flexible=3)
 
 
 def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
@@ -156,7 +156,7 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
             note.append("forked → " + ", ".join(forks[s.sequence]))
         rows.append([str(s.sequence), s.created_at.strftime("%Y-%m-%d %H:%M:%S"), s.position,
                      s.reason, str(s.entry_count), (", ".join(note), style)])
-    _grid(["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
+    grid(["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
 
 
 def state_view(state: "State", header: dict[str, Any]) -> None:

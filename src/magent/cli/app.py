@@ -114,6 +114,8 @@ def _register() -> None:
     from magent.cli import graph, trace
     trace.register(app)
     graph.register(app)
+    from magent.cli import examples
+    app.add_typer(examples.app, name="examples")
 
 
 _register()

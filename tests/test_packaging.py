@@ -1,0 +1,107 @@
+"""The built packages as people get them: ``python -m build`` of this checkout, then the
+wheel installed with pip into a fresh virtualenv and the README's first commands run from it.
+
+The build runs without isolation (setuptools and build come with the test extra), and the
+fresh virtualenv borrows this one's dependencies through a path file instead of
+downloading them, so the test needs no network and stays quick.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_SOURCE = (".venv", "venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """This checkout as it is now (uncommitted changes too), built into an sdist and a wheel."""
+    base = tmp_path_factory.mktemp("packaging")
+    src = base / "magent"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    p = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(base / "dist"), str(src)],
+                       capture_output=True, text=True, env=env, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (sdist,) = (base / "dist").glob("*.tar.gz")
+    (wheel,) = (base / "dist").glob("*.whl")
+    return {"log": p.stdout + p.stderr, "src": src, "sdist": sdist, "wheel": wheel, "base": base}
+
+
+def test_the_build_is_clean_and_the_sdist_holds_the_tests_and_examples(built: dict) -> None:
+    warnings = [line for line in built["log"].splitlines()
+                if re.match(r"\s*(warning|WARNING)\b", line) or "Warning:" in line]
+    assert warnings == []
+    with tarfile.open(built["sdist"]) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for folder in ("tests", "examples", "benchmarks"):
+        files = {p.relative_to(built["src"]).as_posix() for p in (built["src"] / folder).rglob("*")
+                 if p.is_file() and "__pycache__" not in p.parts}
+        assert files and files <= names, sorted(files - names)
+    assert {"LICENSE", "README.md", "setup.py", ".ci/run", "tests/conftest.py"} <= names
+
+
+def test_the_wheel_says_what_it_is_and_carries_the_examples(built: dict) -> None:
+    with zipfile.ZipFile(built["wheel"]) as whl:
+        names = set(whl.namelist())
+        (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = Parser().parsestr(whl.read(meta_name).decode())
+    assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "Typing :: Typed" in meta.get_all("Classifier")
+    assert "examples" in meta.get_all("Provides-Extra")
+    assert 'mcp-server-time; extra == "examples"' in meta.get_all("Requires-Dist")
+    assert {"magent/examples/workflows/write_review.yaml", "magent/examples/agents/scripts/writer.yaml",
+            "magent/examples/mcp/time.yaml", "magent/py.typed"} <= names
+    assert not any(n.startswith("tests/") for n in names)
+
+
+def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(built: dict, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                          "--no-index", "-q", str(built["wheel"])], capture_output=True, text=True, timeout=240)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    # The dependencies come from this virtualenv (a plain path: its own .pth files,
+    # among them the editable install of this checkout, are not read).
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+
+    def magent(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(venv / "bin" / "magent"), *args], capture_output=True, text=True,
+                              cwd=work, env=env, timeout=120)
+
+    where = subprocess.run([str(python), "-c", "import magent; print(magent.__file__)"], capture_output=True,
+                           text=True, cwd=work, env=env, check=True).stdout
+    assert where.startswith(purelib)                      # the wheel's magent, not this checkout's
+    assert magent("--version").stdout.startswith("magent ")
+    copied = magent("examples", "copy")
+    assert copied.returncode == 0 and copied.stdout.startswith("copied 19 files to examples"), copied.stderr
+    assert magent("init").returncode == 0
+    valid = magent("validate", *sorted(str(p.relative_to(work)) for p in (work / "examples").glob("*/*.yaml")))
+    assert valid.returncode == 0, valid.stderr
+    ran = magent("run", "examples/workflows/write_review.yaml", "-t", "Write one line of copy for Tidy")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    task_id = ran.stdout.split()[1]
+    traced = magent("trace", task_id)
+    assert traced.returncode == 0 and "verdict" in traced.stdout and "completed" in traced.stdout
