@@ -56,3 +56,11 @@ def test_readme_tour_runs_as_written(magent_home: Path, monkeypatch: pytest.Monk
         first = result.out.split("\n", 1)[0]
         if first.startswith("task "):
             task_id = first.split()[1]
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    (command,) = re.findall(r"Run the tests .*?```sh\n(.*?)\n```", readme, re.S)
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == command
+    assert not any(line.startswith("export ") and "PIP_" not in line for line in ci)  # nothing the README lacks
