@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import run
-from support.crashflow import make_flow
+from support.crashflow import ledger_lines, make_flow, only_task, wait_for_nap
 from support.engine import all_files_parse, checkpoint_numbers, task_dir
 
 POINTS = [
@@ -29,26 +29,6 @@ POINTS = [
     ("after_assistant_entry", 2), ("after_tool_intent", 3), ("after_tool_call", 3),
     ("after_assistant_entry", 3), ("after_node_end", 1), ("after_tool_intent", 4), ("after_tool_call", 4),
 ]
-
-
-def only_task(home: Path) -> str:
-    (task,) = [p.name for p in (home / "tasks").iterdir() if not p.name.startswith(".")]
-    return task
-
-
-def wait_for_nap(home: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until the run has started its call to ledger.nap (the intent is in events.jsonl)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        found = list((home / "tasks").glob("*/events.jsonl"))
-        if found and '"tool":"ledger.nap"' in found[0].read_text():
-            return
-        time.sleep(0.1)
-    pytest.fail("the run never reached the nap call")
-
-
-def ledger_lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
 
 
 @pytest.mark.parametrize("point, nth", POINTS, ids=[f"{p}@{n}" for p, n in POINTS])

@@ -105,7 +105,7 @@ def task_table(rows: list["TaskRow"], live: dict[str, bool]) -> None:
     grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], cells, flexible=3)
 
 
-def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
+def task_detail(task: "Task", live: bool, checkpoints: int, sessions: list[dict[str, Any]] = ()) -> None:
     out = console()
     style = STATUS_STYLE.get(task.status.value, "")
     status = task.status.value + ("" if live or task.status.value != "running" else " (not live: resume it)")
@@ -127,11 +127,37 @@ def task_detail(task: "Task", live: bool, checkpoints: int) -> None:
         rows.append(("fork", f"{fork.task_id} from checkpoint {fork.checkpoint}"))
     for key, value in rows:
         out.print(f"[bold]{key:<12}[/] {value}", soft_wrap=True)
+    if sessions:
+        out.print(f"[bold]{'sessions':<12}[/] {len(sessions)} besides the main conversation")
+        for info in sessions:
+            out.print("  " + session_line(info), soft_wrap=True)
     if task.result:
         out.print("[bold]result[/]")
         out.print(task.result, markup=False, soft_wrap=True)  # the text as written, not re-wrapped
     if task.error:
         out.print(f"[bold red]error[/]        {_esc(task.error)}", soft_wrap=True)
+
+
+def session_line(info: dict[str, Any]) -> str:
+    """One child session, as ``tasks show`` and ``checkpoints show`` list it (rich markup)."""
+    status = info.get("status") or "running"
+    style = STATUS_STYLE.get(status, "")
+    who = info.get("agent") or info.get("key") or info.get("kind")
+    depth = int(info.get("depth") or 1)
+    extra = [str(info.get("kind") or "agent")]  # (trace.json leaves fields at their defaults out)
+    if info.get("node"):
+        extra.append(f"node {info['node']}")
+    if info.get("message_count") is not None:
+        extra.append(f"{info['message_count']} messages")
+    usage = info.get("usage") or {}
+    if usage.get("calls"):
+        extra.append(f"{usage['calls']} model calls, {usage.get('input', 0)}→{usage.get('output', 0)} tokens")
+    line = (f"{'  ' * (depth - 1)}{_esc(str(info.get('session_id'))[:8])} [bold]{_esc(who)}[/] "
+            f"[{style}]{status}[/] [dim]{_esc(' · '.join(extra))}[/]")
+    said = info.get("error") or info.get("summary")
+    if said:
+        line += f" {_esc(short(said, 100))}"
+    return line
 
 
 def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None:
@@ -159,10 +185,14 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
     grid(["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
 
 
-def state_view(state: "State", header: dict[str, Any]) -> None:
+def state_view(state: "State", header: dict[str, Any], sessions: list[dict[str, Any]] = ()) -> None:
     out = console()
     for key, value in header.items():
         out.print(f"[bold]{key:<15}[/] {_esc(value)}", soft_wrap=True)
+    if sessions:
+        out.print(f"[bold]{'open sessions':<15}[/] {len(sessions)}")
+        for info in sessions:
+            out.print("  " + session_line(info), soft_wrap=True)
     out.print(f"[bold]{'current_agent':<15}[/] {_esc(state.current_agent or '-')}")
     out.print(f"[bold]{'routing_key':<15}[/] {_esc(state.routing_key or '-')}")
     out.print(f"[bold]{'next_action':<15}[/] {_esc(state.next_action or '-')}")
@@ -199,6 +229,12 @@ class EventPrinter:
         self._streamed = False
         self._open_line = False
         self._kind = ""
+        self._sessions: dict[str, str] = {}
+
+    def _who(self, ev: Any) -> str:
+        """``worker › `` before what a child session does (its events interleave with others')."""
+        sid = ev.field("session")
+        return f"[dim]{_esc(self._sessions.get(sid, 'session ' + sid[:8]))} ›[/] " if sid else ""
 
     def token(self, text: str) -> None:
         if self.quiet:
@@ -238,15 +274,29 @@ class EventPrinter:
         again = " (continuing)" if ev.field("resumed") else ""
         self.out.print(f"[bold cyan]▸ {ev.node}[/] [dim]{ev.field('kind')}{who}{visit}{again}[/]")
 
+    def _on_session_started(self, ev: Any) -> None:
+        who = ev.field("agent") or ev.field("key") or "branch"
+        self._sessions[ev.field("session")] = who
+        task = f" {short(ev.field('task') or '', 120)}" if ev.field("task") else ""
+        self.out.print(f"  [bold blue]⇢ {_esc(who)}[/] [dim]({ev.field('kind')} session){_esc(task)}[/]")
+
+    def _on_session_finished(self, ev: Any) -> None:
+        who = self._sessions.get(ev.field("session"), ev.field("agent") or "session")
+        status = ev.field("status")
+        color = "green" if status == "completed" else "red"
+        said = ev.field("output") or ev.field("error") or ""
+        self.out.print(f"  [{color}]⇠ {_esc(who)} {status}[/] {_esc(short(said, 160))}")
+
     def _on_llm_call(self, ev: Any) -> None:
         response = ev.field("response") or {}
+        who = self._who(ev)
         # (A critic's raw reply is not shown: its verdict line says it better.)
         if not self._streamed and response.get("content") and self._kind != "reflection":
-            self.out.print("  " + short(response["content"], 2000).replace("\n", "\n  "), markup=False)
+            self.out.print("  " + who + _esc(short(response["content"], 2000)).replace("\n", "\n  "))
         self._close_line()
         self._streamed = False
         cost = f" ${ev.field('cost'):.4f}" if ev.field("cost") else ""
-        self.out.print(f"  [dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
+        self.out.print(f"  {who}[dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
                        f"{cost} · {ev.field('latency_ms')} ms[/]")
         for retry in ev.field("retries") or []:
             self.out.print(f"  [yellow]retried: {retry}[/]", markup=True)
@@ -255,13 +305,14 @@ class EventPrinter:
         import json
 
         args = json.dumps(ev.field("arguments") or {}, ensure_ascii=False, default=str)
-        self.out.print(f"  [magenta]→ {ev.field('tool')}[/] {short(args, 160)}", highlight=False)
+        self.out.print(f"  {self._who(ev)}[magenta]→ {ev.field('tool')}[/] {_esc(short(args, 160))}", highlight=False)
 
     def _on_tool_result(self, ev: Any) -> None:
         outcome = ev.field("outcome")
         color = {"SUCCESS": "green", "FAILURE": "yellow", "ERROR": "red", "TIMEOUT": "red"}.get(outcome, "white")
         took = f" {ev.field('duration_ms')} ms" if ev.field("duration_ms") else ""
-        self.out.print(f"  [{color}]← {outcome}{took}[/] {short(ev.field('result') or '', 160)}", highlight=False)
+        self.out.print(f"  {self._who(ev)}[{color}]← {outcome}{took}[/] {_esc(short(ev.field('result') or '', 160))}",
+                       highlight=False)
         for note in ev.field("notes") or []:
             self.out.print(f"    [dim]{short(note, 200)}[/]")
 

@@ -1,5 +1,6 @@
 """The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of every on-disk document magent writes. Bump with a named migration
-(``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``."""
+(``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``; 3 added
+sessions (checkpoints list the open ones, trace steps and sessions name theirs)."""

@@ -3,8 +3,12 @@ built-in, a second turn, a final answer, and a tool node that records it."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from support.engine import write
 
@@ -48,3 +52,23 @@ nodes:
 edges:
   - {{from: work, to: record}}
 {gate}""")
+
+
+def only_task(home: Path) -> str:
+    (task,) = [p.name for p in (home / "tasks").iterdir() if not p.name.startswith(".")]
+    return task
+
+
+def wait_for_nap(home: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the run has started its call to ledger.nap (the intent is in events.jsonl)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        found = list((home / "tasks").glob("*/events.jsonl"))
+        if found and '"tool":"ledger.nap"' in found[0].read_text():
+            return
+        time.sleep(0.1)
+    pytest.fail("the run never reached the nap call")
+
+
+def ledger_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []

@@ -84,7 +84,10 @@ def show(
         header["question"] = cp.human_request.question
     if cp.human_feedback:
         header["decision"] = f"{cp.human_feedback.action}: {cp.human_feedback.message or ''}"
-    render.state_view(state, header)
+    sessions = [{"session_id": p.session_id, "agent": p.agent, "kind": p.kind, "node": p.node,
+                 "depth": p.depth, "key": p.key, "status": "running", "message_count": p.entry_count,
+                 "summary": f"at {p.position}" if p.position else None} for p in cp.sessions]
+    render.state_view(state, header, sessions)
 
 
 def _ranges(numbers: list[int]) -> str:

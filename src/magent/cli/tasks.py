@@ -58,8 +58,11 @@ def show(
         return
     from magent import render
 
+    from magent.trace.load import load_view
+
     live = task.status != TaskStatus.running or not td.lock().is_free()
-    render.task_detail(task, live, len(td.checkpoints.numbers()))
+    sessions = list((load_view(td).doc.get("sub_agent_sessions") or {}).values())
+    render.task_detail(task, live, len(td.checkpoints.numbers()), sessions)
 
 
 @app.command("cancel")

@@ -34,6 +34,11 @@ def check_file(path: Path) -> CheckResult:
         if kind is ConfigKind.agent:
             loaded = load_agent(path, source)
             summary = f"model {loaded.agent.llm_config.model}"
+            if loaded.agent.sub_agents:
+                from magent.engine.graph import single_agent_graph
+
+                graph = single_agent_graph(loaded)  # every sub-agent must resolve, transitively
+                summary += f", sub-agents {', '.join(sorted(set(graph.agents) - {loaded.agent.name}))}"
         elif kind is ConfigKind.workflow:
             from magent.engine.graph import load_workflow
 

@@ -13,15 +13,18 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
 from magent.engine.events import EventBus, truncate
+from magent.engine.sessions import Session, SessionContext, StopSignal
 from magent.ids import new_id, now
 from magent.models import (
     Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, Usage,
 )
+from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
 
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
+    from magent.engine.toolbox import RunNeeds
     from magent.llm.base import LLMClient, LLMResponse
     from magent.tools.registry import ToolRegistry
 
@@ -48,107 +51,230 @@ class RunOptions:
 
 
 class RunContext:
+    """The run's shared state and its durable verbs. Per-conversation state lives in
+    ``Session`` objects (``self.main`` is the task's own conversation); the properties
+    ``position``, ``progress``, ``state``... are the main session's."""
+
     def __init__(self, *, graph: "Graph", task: Task, td: TaskDir, bus: EventBus,
-                 registry: "ToolRegistry", options: RunOptions, redactor: Redactor):
+                 registry: "ToolRegistry", options: RunOptions, redactor: Redactor,
+                 needs: "RunNeeds"):
         self.graph = graph
+        self.needs = needs
+        """What the run needs from its graph, resolved once (models, tools, secrets)."""
         self.task = task
         self.td = td
         self.bus = bus
         self.registry = registry
         self.options = options
         self.redactor = redactor
-        # position
-        self.position: str = graph.workflow.entry_point
-        self.node_done = False
-        self.progress: dict[str, Any] = {}
+        self.stopping = StopSignal()
+        """Set when a session pauses for a person: every other session stops at a safe point."""
+        self.main = Session(id=MAIN_SESSION, kind="main", state=State(),
+                            position=graph.workflow.entry_point, stop=self.stopping)
+        self.sessions: dict[str, Session] = {MAIN_SESSION: self.main}
+        """Every session this run knows, by id (finished children stay, with their status)."""
         self.visits: dict[str, int] = {}
         self.turn_index = 0
-        # state (messages in memory; on disk as entries)
-        self.state = State()
-        self.leaf: str | None = None
-        self.entry_count = 0
         self.usage_by_model: dict[str, Usage] = {}
         self.total_usage = Usage()
-        self.cursors: dict[str, int] = {}
         self.last_checkpoint: Checkpoint | None = None
-        self.recovery = Recovery()
+        self.recoveries: dict[str, Recovery] = {}
+        """What a resumed run learned about tool calls, per session."""
         from magent.tools.pinning import PINS_FILE, PinStore
 
         self.pins = PinStore(td.path / PINS_FILE)
         """Tool definitions this task has used, by hash (a changed one pauses the run)."""
         self.feedback: HumanFeedback | None = None
         """The answer to the pause this run resumed from, until a node consumes it."""
-        self._clients: dict[str, "LLMClient"] = {}
+        self._clients: dict[tuple[str, str], "LLMClient"] = {}
+
+    # the main session (the task's own conversation)
+    @property
+    def position(self) -> str:
+        return self.main.position or ""
+
+    @position.setter
+    def position(self, value: str) -> None:
+        self.main.position = value
+
+    @property
+    def node_done(self) -> bool:
+        return self.main.node_done
+
+    @node_done.setter
+    def node_done(self, value: bool) -> None:
+        self.main.node_done = value
+
+    @property
+    def progress(self) -> dict[str, Any]:
+        return self.main.progress
+
+    @progress.setter
+    def progress(self, value: dict[str, Any]) -> None:
+        self.main.progress = value
+
+    @property
+    def state(self) -> State:
+        return self.main.state
+
+    @state.setter
+    def state(self, value: State) -> None:
+        self.main.state = value
+        for session in self.sessions.values():  # metadata is one dict, shared by every session
+            session.state.metadata = value.metadata
+
+    @property
+    def leaf(self) -> str | None:
+        return self.main.leaf
+
+    @property
+    def entry_count(self) -> int:
+        return self.main.entry_count
+
+    @property
+    def cursors(self) -> dict[str, int]:
+        return self.main.cursors
+
+    @property
+    def recovery(self) -> Recovery:
+        return self.recovery_of(self.main)
+
+    def recovery_of(self, session: Session) -> Recovery:
+        return self.recoveries.setdefault(session.id, Recovery())
+
+    def view(self, session: Session | None = None) -> SessionContext:
+        """The run's verbs bound to ``session`` (default: the main session)."""
+        return SessionContext(self, session or self.main)
+
+    # child sessions
+    def open_children(self) -> list[Session]:
+        """Child sessions still running, in the order they were opened."""
+        return [s for s in self.sessions.values() if not s.is_main and s.status == "running"]
+
+    def child(self, parent: Session, key: str) -> Session | None:
+        """The running child ``parent`` opened at ``key`` (after a resume: the same one)."""
+        for session in self.sessions.values():
+            if session.parent == parent.id and session.key == key and session.status == "running":
+                return session
+        return None
+
+    def open_session(self, parent: Session, *, kind: str, key: str, node: str, agent: str = "",
+                     task: str | None = None, fork: bool = False, stop: StopSignal | None = None,
+                     position: str | None = None, stop_at: str | None = None,
+                     speaker: str | None = None) -> Session:
+        """Start a child session of ``parent``, or return the one already open at ``key``.
+
+        Its history starts with ``task`` as a user message and no parent entry (isolated),
+        or, with ``fork``, continues ``parent``'s history from its current leaf (a branch
+        sees the conversation so far, not its siblings'). The caller checkpoints when the
+        session must be durable before it acts.
+        """
+        existing = self.child(parent, key)
+        if existing is not None:
+            return existing
+        messages = list(parent.messages) if fork else []
+        state = State.model_construct(messages=messages, metadata=self.state.metadata, next_action=None,
+                                      current_agent=agent, routing_key=None)
+        session = Session(id=new_id(), kind=kind, state=state, agent=agent, parent=parent.id, key=key,
+                          node=node, depth=parent.depth + 1, leaf=parent.leaf if fork else None,
+                          entry_count=parent.entry_count if fork else 0, position=position,
+                          stop_at=stop_at, stop=stop or parent.stop,
+                          output=(self.view(parent).last_output or None) if fork else None)
+        self.sessions[session.id] = session
+        self.bus.emit("session_started", node, session=session.id, parent_session=parent.tag, kind=kind,
+                      agent=agent or None, key=key, depth=session.depth,
+                      task=truncate(self.redactor.text(task or ""), 1000) or None)
+        if task is not None:
+            self.add_message(Message(role="user", content=task, name=speaker), node=node, session=session)
+        return session
+
+    def close_session(self, session: Session, status: str, *, output: str | None = None,
+                      error: str | None = None) -> None:
+        """Mark a child session finished (it leaves the checkpoints' open list)."""
+        session.status = status
+        self.bus.emit("session_finished", session.node, session=session.id, status=status,
+                      agent=session.agent or None, message_count=len(session.messages),
+                      output=truncate(self.redactor.text(output or ""), 1000) or None,
+                      error=self.redactor.text(error) if error else None)
 
     # conversation
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
-                    entry_id: str | None = None) -> Entry:
-        """Append ``message`` to the conversation: written as an entry now, in memory for the model."""
+                    entry_id: str | None = None, session: Session | None = None) -> Entry:
+        """Append ``message`` to ``session``'s conversation (default: the main one): written as
+        an entry now, in memory for the model."""
+        session = session or self.main
         calls = message.tool_calls
         if calls and self.redactor.secrets:
             calls = [c.model_copy(update={"arguments": self.redactor.data(c.arguments)}) for c in calls]
-        entry = Entry(id=entry_id or new_id(), parent_id=self.leaf, role=message.role,
+        entry = Entry(id=entry_id or new_id(), parent_id=session.leaf, role=message.role,
                       content=self.redactor.text(message.content),
                       tool_calls=calls, tool_call_id=message.tool_call_id,
-                      name=message.name, turn_id=turn_id, node=node, created_at=message.timestamp)
+                      name=message.name, turn_id=turn_id, node=node, session=session.tag,
+                      created_at=message.timestamp)
         self.td.entries.append(entry)
-        self.leaf = entry.id
-        self.entry_count += 1
-        self.state.messages.append(message)
+        session.leaf = entry.id
+        session.entry_count += 1
+        session.state.messages.append(message)
         if message.role == "assistant":
             failpoints.hit("after_assistant_entry")
         elif message.role == "tool":
             failpoints.hit("after_tool_entry")
         return entry
 
-    def adopt(self, entries: list[Entry]) -> None:
+    def adopt(self, entries: list[Entry], session: Session | None = None) -> None:
         """Take entries written after the last checkpoint (by a run that died) as our own."""
         from magent.store import to_message
 
+        session = session or self.main
         for entry in entries:
-            self.state.messages.append(to_message(entry))
-            self.leaf = entry.id
-            self.entry_count += 1
+            session.state.messages.append(to_message(entry))
+            session.leaf = entry.id
+            session.entry_count += 1
 
     @property
     def last_output(self) -> str:
         return self.state.metadata.get("last_output") or ""
 
-    def set_output(self, node: str, output: str | None) -> None:
+    def set_output(self, node: str, output: str | None, session: Session | None = None) -> None:
         if output is None:
             return
-        self.state.metadata["last_output"] = output
+        session = session or self.main
+        if session.is_main:
+            self.state.metadata["last_output"] = output
+        else:
+            session.output = output
         outputs = self.state.metadata.setdefault("outputs", {})
         outputs[node] = truncate(output, 4000)
 
-    def take_feedback(self, node: str) -> HumanFeedback | None:
-        """The decision a person made at ``node``, once (the node or gate consumes it)."""
+    def take_feedback(self, node: str, session: Session | None = None) -> HumanFeedback | None:
+        """The decision a person made at ``node`` (in ``session``), once (the node or gate consumes it)."""
+        session = session or self.main
         human = self.state.metadata.get("human") or {}
-        if self.feedback is not None and human.get("node") == node:
+        if (self.feedback is not None and human.get("node") == node
+                and human.get("session") == session.tag):
             feedback, self.feedback = self.feedback, None
             return feedback
         return None
 
     # models
     def llm_config(self, agent_name: str) -> LLMConfig:
-        config = self.graph.agent(agent_name).llm_config
-        if self.options.model_override:
-            config = config.model_copy(update={"model": self.options.model_override, "script": None})
-        return config
+        return self.needs.models[agent_name]
 
-    def client_for(self, agent_name: str) -> "LLMClient":
-        client = self._clients.get(agent_name)
+    def client_for(self, agent_name: str, session: Session | None = None) -> "LLMClient":
+        session = session or self.main
+        client = self._clients.get((session.id, agent_name))
         if client is None:
             factory = self.options.llm_factory
             if factory is None:
                 from magent.llm.factory import make_client as factory
             client = factory(self.llm_config(agent_name), agent=agent_name,
-                             base_dir=self.graph.agents[agent_name].base_dir, cursors=self.cursors)
-            self._clients[agent_name] = client
+                             base_dir=self.graph.agents[agent_name].base_dir, cursors=session.cursors)
+            self._clients[(session.id, agent_name)] = client
         return client
 
     def record_llm_call(self, response: "LLMResponse", *, node: str, agent: str, iteration: int,
-                        entry_id: str | None = None) -> None:
+                        entry_id: str | None = None, session: Session | None = None) -> None:
+        session = session or self.main
         key = response.usage_key or response.model
         usage = Usage(input=response.tokens_in, output=response.tokens_out,
                       cost=response.cost, calls=1)
@@ -159,7 +285,8 @@ class RunContext:
             "llm_call", node, agent=agent, model=response.model, provider=response.provider,
             tokens_in=response.tokens_in, tokens_out=response.tokens_out, cost=response.cost,
             latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
-            retries=response.retries or None, entry_id=entry_id, cursor=self.cursors.get(agent),
+            retries=response.retries or None, entry_id=entry_id, cursor=session.cursors.get(agent),
+            session=session.tag,
             response={"content": self.redactor.text(response.content),
                       "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
                                       "raw_arguments": c.raw_arguments if c.arguments is None else None}
@@ -183,6 +310,12 @@ class RunContext:
             feedback = feedback.model_copy(update={
                 "message": self.redactor.text(feedback.message or "") or None,
                 "state_updates": self.redactor.data(feedback.state_updates)})
+        sessions = []
+        for child in self.open_children():
+            position = child.to_position()
+            if position.output:
+                position.output = self.redactor.text(position.output)
+            sessions.append(position)
         cp = Checkpoint(
             checkpoint_id=new_id(), task_id=self.task.id, sequence=seq,
             parent_id=self.last_checkpoint.checkpoint_id if self.last_checkpoint else None,
@@ -191,25 +324,40 @@ class RunContext:
             leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
             node_progress=self.progress, visits=self.visits, turn_index=self.turn_index,
             usage_by_model=self.usage_by_model,
-            cursors=self.cursors, events_seq=self.bus.seq)
+            cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions)
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
         failpoints.hit("after_checkpoint")
         return self.last_checkpoint
 
-    def restore(self, cp: Checkpoint, messages: list[Message]) -> None:
-        """Continue from ``cp``: fresh copies of everything, so the stored checkpoint is never mutated."""
+    def restore(self, cp: Checkpoint, messages: list[Message],
+                history: Callable[[str | None], list[Message]] | None = None) -> None:
+        """Continue from ``cp``: fresh copies of everything, so the stored checkpoint is never mutated.
+
+        ``messages`` is the main session's history; ``history(leaf)`` gives an open child's.
+        """
         cp = cp.model_copy(deep=True)
-        self.position = cp.position
-        self.node_done = cp.node_done
-        self.progress = cp.node_progress
+        main = self.main
+        main.position = cp.position
+        main.node_done = cp.node_done
+        main.progress = cp.node_progress
+        main.leaf = cp.leaf_entry_id
+        main.entry_count = cp.entry_count
+        main.cursors.clear()
+        main.cursors.update(cp.cursors)
         self.visits = cp.visits
         self.turn_index = cp.turn_index
+        self.sessions = {MAIN_SESSION: main}
         self.state = cp.state.model_copy(update={"messages": list(messages)})
-        self.leaf = cp.leaf_entry_id
-        self.entry_count = cp.entry_count
+        for position in cp.sessions:
+            if history is None:
+                raise ValueError("restoring a checkpoint with open sessions needs their history")
+            session = Session.from_position(position, self.state.metadata, history(position.leaf_entry_id))
+            self.sessions[session.id] = session
+        for session in self.sessions.values():  # a child stops with its parent's group
+            if not session.is_main:
+                parent = self.sessions.get(session.parent or MAIN_SESSION, main)
+                session.stop = parent.stop
         self.usage_by_model = cp.usage_by_model
         self.total_usage = cp.total_usage
-        self.cursors.clear()
-        self.cursors.update(cp.cursors)
         self.last_checkpoint = cp

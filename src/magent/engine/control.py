@@ -19,3 +19,9 @@ class PauseRun(Exception):
 
 class NodeFailed(Exception):
     """The node cannot complete; the task fails with this message."""
+
+
+class Suspended(Exception):
+    """A child session stopped at a safe point because its group was asked to stop (another
+    session paused for a person, or a sibling failed). Nothing is lost: its position is in the
+    next checkpoint, and a resumed run continues it."""

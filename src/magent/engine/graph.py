@@ -80,18 +80,25 @@ def load_path(path: Path) -> Graph:
                       path=display_path(path))
 
 
-def single_agent_graph(loaded: LoadedAgent) -> Graph:
+def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile] | None = None) -> Graph:
     agent = loaded.agent
     workflow = Workflow(name=agent.name, nodes={agent.name: {"type": "agent", "agent": agent.name}},
                         edges=[], entry_point=agent.name)
     cls = NODE_KINDS["agent"]
     node = cls(agent.name, cls.Config.model_validate({"type": "agent", "agent": agent.name}), None)  # type: ignore[arg-type]
     assert loaded.source is not None
-    graph = Graph(workflow=workflow, nodes={agent.name: node}, agents={agent.name: loaded},
-                  source=loaded.source, kind="agent",
-                  mcp_files=_agent_mcp_files(loaded),
-                  snapshot={"kind": "agent", "agents": {agent.name: _snap(loaded.source)}},
-                  secrets=set(loaded.source.secrets))
+    agents = {agent.name: loaded}
+    _resolve_sub_agents(agents, workflow, loaded.source.path, agent_sources)
+    mcp_files: list[Path] = []
+    for each in agents.values():
+        for f in _agent_mcp_files(each):
+            if f not in mcp_files:
+                mcp_files.append(f)
+    graph = Graph(workflow=workflow, nodes={agent.name: node}, agents=agents,
+                  source=loaded.source, kind="agent", mcp_files=mcp_files,
+                  snapshot={"kind": "agent", "agent": agent.name,
+                            "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None}},
+                  secrets=set().union(*(a.source.secrets for a in agents.values() if a.source is not None)))
     node.graph = graph
     return graph
 
@@ -126,6 +133,10 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
                 if agents[agent_name].source is not None:
                     secrets |= agents[agent_name].source.secrets
         nodes[name] = cls(name, config, None)  # type: ignore[arg-type]
+    _resolve_sub_agents(agents, workflow, path, agent_sources, source)
+    for loaded in agents.values():
+        if loaded.source is not None:
+            secrets |= loaded.source.secrets
 
     _check_edges(workflow, source)
     _check_reachable(workflow, source)
@@ -157,8 +168,9 @@ def from_snapshot(snapshot: dict[str, Any]) -> Graph:
     agent_sources = {name: from_raw(s["raw"], Path(s["path"]))
                      for name, s in snapshot.get("agents", {}).items()}
     if snapshot.get("kind") == "agent":
-        (name, source), = agent_sources.items()
-        return single_agent_graph(load_agent(source.path, source))
+        name = snapshot.get("agent") or next(iter(agent_sources))
+        source = agent_sources[name]
+        return single_agent_graph(load_agent(source.path, source), agent_sources)
     wf = snapshot["workflow"]
     source = from_raw(wf["raw"], Path(wf["path"]))
     return load_workflow(source.path, source=source, agent_sources=agent_sources)
@@ -174,8 +186,32 @@ def _agent_mcp_files(loaded: LoadedAgent) -> list[Path]:
     return []
 
 
+def _resolve_sub_agents(agents: dict[str, LoadedAgent], workflow: Workflow, path: Path,
+                        agent_sources: dict[str, SourceFile] | None,
+                        workflow_source: SourceFile | None = None) -> None:
+    """Load every agent named in a loaded agent's ``sub_agents``, transitively. An unknown
+    one is an error at the field that names it (in the workflow or in the agent's file)."""
+    todo = list(agents)
+    while todo:
+        loaded = agents[todo.pop(0)]
+        for i, sub in enumerate(loaded.agent.sub_agents):
+            if sub in agents:
+                continue
+            inline = loaded.source is None or loaded.source is workflow_source
+            where = loaded.source if not inline else workflow_source
+            at: tuple[Any, ...] = (("agents", loaded.agent.name) if inline else ()) + ("sub_agents", i)
+            if where is None:
+                raise ConfigError(f"agent {loaded.agent.name!r}: no sub-agent {sub!r}")
+            if sub in workflow.agents and workflow_source is not None:
+                where = workflow_source  # defined inline: read from the workflow's agents:
+            extra = [] if inline or loaded.source is None else [loaded.source.path.parent]
+            agents[sub] = _resolve_agent(sub, workflow, where, path, at, agent_sources, extra)
+            todo.append(sub)
+
+
 def _resolve_agent(name: str, workflow: Workflow, source: SourceFile, path: Path,
-                   at: tuple[Any, ...], agent_sources: dict[str, SourceFile] | None) -> LoadedAgent:
+                   at: tuple[Any, ...], agent_sources: dict[str, SourceFile] | None,
+                   extra_folders: list[Path] | None = None) -> LoadedAgent:
     if name in workflow.agents:
         agent = validate(source, Agent, data=source.data["agents"][name], prefix=("agents", name))
         if agent.name != name:
@@ -185,7 +221,7 @@ def _resolve_agent(name: str, workflow: Workflow, source: SourceFile, path: Path
     if agent_sources is not None and name in agent_sources:
         return load_agent(agent_sources[name].path, agent_sources[name])
     looked: list[Path] = []
-    for folder in (path.parent, path.parent.parent / "agents", paths.agents_dir()):
+    for folder in (*(extra_folders or []), path.parent, path.parent.parent / "agents", paths.agents_dir()):
         for suffix in AGENT_SUFFIXES:
             candidate = folder / f"{name}{suffix}"
             looked.append(candidate)

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from magent.engine.context import RunContext
+from magent.engine.context import Recovery, RunContext
+from magent.engine.sessions import Session
 from magent.models import Checkpoint, Entry, Event
+from magent.models.session import MAIN_SESSION
 from magent.models.task import Usage
 from magent.store import to_message
 
@@ -55,30 +57,28 @@ def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
 
 
 def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: list[Event]) -> None:
-    """Restore ``ctx`` from ``cp``; ``events`` are those written after it."""
+    """Restore ``ctx`` from ``cp``; ``events`` are those written after it.
+
+    Every session open at ``cp`` (the main one and each child) is restored and takes back
+    the model turn it wrote after ``cp``, if any; tool calls are judged per session.
+    """
     td = ctx.td
-    messages = [to_message(e) for e in td.entries.path_to(cp.leaf_entry_id, entries)]
-    ctx.restore(cp, messages)
+
+    def history(leaf: str | None) -> list:
+        return [to_message(e) for e in td.entries.path_to(leaf, entries)]
+
+    ctx.restore(cp, history(cp.leaf_entry_id), history)
 
     adopted: set[str] = set()
-    node = ctx.graph.nodes.get(cp.position)
-    tail = td.entries.children_chain(cp.leaf_entry_id, entries)
-    if (tail and not cp.node_done and not cp.awaiting_human and node is not None and node.kind == "agent"
-            and tail[0].role == "assistant" and tail[0].node == cp.position and tail[0].tool_calls):
-        call_ids = {c.id for c in tail[0].tool_calls}
-        take = [tail[0]]
-        for entry in tail[1:]:
-            if entry.role == "tool" and entry.tool_call_id in call_ids:
-                take.append(entry)
-            else:
-                break
-        ctx.adopt(take)
-        adopted = {e.id for e in take}
-        ctx.progress["turn_open"] = tail[0].id
+    if not cp.awaiting_human:
+        for session in [ctx.main, *ctx.open_children()]:
+            adopted |= _adopt_turn(ctx, session, entries)
+    _close_answered_children(ctx)
 
-    intents: set[str] = set()
-    results: dict[str, dict] = {}
+    intents: dict[str, set[str]] = {}
+    results: dict[str, dict[str, dict]] = {}
     for event in events:
+        session = event.field("session") or MAIN_SESSION
         if event.type == "llm_call":
             key = event.field("model") or "unknown"
             provider = event.field("provider")
@@ -89,11 +89,84 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(usage)
             ctx.total_usage = ctx.total_usage.add(usage)
             ctx.turn_index += 1
-            if event.field("entry_id") in adopted and event.field("cursor") is not None:
-                ctx.cursors[event.field("agent")] = event.field("cursor")
+            owner = ctx.sessions.get(session)
+            if owner is not None and event.field("entry_id") in adopted and event.field("cursor") is not None:
+                owner.cursors[event.field("agent")] = event.field("cursor")
         elif event.type == "tool_call":
-            intents.add(event.field("call_id"))
+            intents.setdefault(session, set()).add(event.field("call_id"))
         elif event.type == "tool_result":
-            results[event.field("call_id")] = event.model_dump()
-    ctx.recovery.started_calls = intents - set(results)
-    ctx.recovery.finished = {cid: ev for cid, ev in results.items() if "full_result" in ev}
+            results.setdefault(session, {})[event.field("call_id")] = event.model_dump()
+    _abandon_lost_sessions(ctx, events)
+    for sid, session_results in results.items():
+        recovery = ctx.recoveries.setdefault(sid, Recovery())
+        recovery.finished = {cid: ev for cid, ev in session_results.items() if "full_result" in ev}
+    for sid, started in intents.items():
+        recovery = ctx.recoveries.setdefault(sid, Recovery())
+        recovery.started_calls = started - set(results.get(sid, {}))
+
+
+def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) -> set[str]:
+    """Take back the model turn ``session`` wrote after the checkpoint: an assistant message
+    that asked for tools, with whichever results followed. Returns the adopted entry ids."""
+    if session.is_main:
+        node = ctx.graph.nodes.get(session.position or "")
+        if session.node_done or node is None or node.kind != "agent":
+            return set()
+        turn_node = session.position
+    elif session.kind == "branch":
+        return set()  # a branch's nodes run in the main-session way only from the next stage on
+    else:
+        turn_node = session.node
+    tail = [e for e in ctx.td.entries.children_chain(session.leaf, entries, session=session.tag)]
+    if not tail:
+        return set()
+    open_turn = session.progress.get("turn_open")
+    if open_turn:
+        # The checkpoint was written in the middle of this turn (another session's): the
+        # results that came after it belong to the same turn.
+        turn = next((m for m in reversed(session.messages) if m.role == "assistant"), None)
+        call_ids = {c.id for c in turn.tool_calls} if turn is not None else set()
+        take = []
+    elif tail[0].role == "assistant" and tail[0].node == turn_node and tail[0].tool_calls:
+        call_ids = {c.id for c in tail[0].tool_calls}
+        take = [tail[0]]
+        tail = tail[1:]
+    else:
+        return set()
+    for entry in tail:
+        if entry.role == "tool" and entry.tool_call_id in call_ids:
+            take.append(entry)
+        else:
+            break
+    if not take:
+        return set()
+    ctx.adopt(take, session)
+    if not open_turn:
+        session.progress["turn_open"] = take[0].id
+    return {e.id for e in take}
+
+
+def _close_answered_children(ctx: RunContext) -> None:
+    """A sub-agent whose answer already reached its caller's history finished before the crash
+    (between its last checkpoint and the next): it is done, not to be continued."""
+    for child in ctx.open_children():
+        if child.kind != "agent" or not child.key.startswith("call:"):
+            continue
+        parent = ctx.sessions.get(child.parent or MAIN_SESSION)
+        call_id = child.key[len("call:"):]
+        if parent is not None and any(m.role == "tool" and m.tool_call_id == call_id for m in parent.messages):
+            child.status = "completed"
+
+
+def _abandon_lost_sessions(ctx: RunContext, events: list[Event]) -> None:
+    """Sessions opened after the checkpoint never reached one: the run opens them again (with
+    new ids), so the trace is told these ended here."""
+    started = {e.field("session"): e for e in events if e.type == "session_started"}
+    for e in events:
+        if e.type == "session_finished":
+            started.pop(e.field("session"), None)
+    for sid, event in started.items():
+        if sid not in ctx.sessions:
+            ctx.bus.emit("session_finished", event.node, session=sid, status="failed",
+                         agent=event.field("agent"),
+                         error="the run stopped before this session's first checkpoint; it starts again")

@@ -78,7 +78,7 @@ class Executor:
             ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
                          visit=ctx.visits.get(name, 1), resumed=True)
         started = time.perf_counter()
-        result = await node.run(ctx)
+        result = await node.run(ctx.view())
         ctx.set_output(name, result.output)
         ctx.node_done, ctx.progress = True, {}
         ctx.bus.emit("node_finished", name, kind=node.kind, status="ok",

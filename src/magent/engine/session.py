@@ -19,9 +19,12 @@ from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
+from magent.engine.sessions import entries_in_use
+from magent.engine.toolbox import RunNeeds, prepare
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
 from magent.models import Event, ForkRef, HumanFeedback, Message, Task, TaskStatus
+from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import Store, TaskDir
 from magent.store.checkpoints import CheckpointLog
@@ -51,11 +54,11 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     kill during start-up leaves a task ``magent resume`` continues like any other.
     """
     options = options or RunOptions()
-    preflight(graph, options)
-    check_tools(graph, options)
+    needs = prepare(graph, options)
+    redactor = Redactor.configured(needs.secrets)
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]
-    task = Task(id=new_id(), description=Redactor.configured(graph.secrets).text(description),
+    task = Task(id=new_id(), description=redactor.text(description),
                 status=TaskStatus.pending,
                 assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
                 tags=tags or [], retention_days=retention_days,
@@ -67,7 +70,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
         failpoints.hit("after_task_created")
         if on_task:
             on_task(task)
-        ctx = _context(graph, td, task, options, sinks, start_seq=0)
+        ctx = _context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
         try:
             _begin(ctx, description, initial, target=target)
             failpoints.hit("after_run_start")
@@ -113,11 +116,10 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
                                  "checkpoint is not a pause; resume without a decision to continue")
         # Check every input before anything is written.
         feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
-        preflight(graph, options)
-        check_tools(graph, options)
+        needs = prepare(graph, options)
         seq, later = events_after(td.events_file, cp.events_seq)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None}))
-        ctx = _context(graph, td, task, options, sinks, start_seq=seq)
+        ctx = _context(needs, td, task, options, sinks, start_seq=seq)
         try:
             recover(ctx, cp, entries, later)
             for note in notes:
@@ -138,11 +140,10 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     if decision is not None:
         raise TaskStateError(f"task {task.id[:8]} never started, so nothing waits for a person; "
                              f"--{decision.action} has nothing to answer")
-    preflight(graph, options)
-    check_tools(graph, options)
+    needs = prepare(graph, options)
     initial = task.config_snapshot.get("options", {}).get("initial")
     seq, _ = events_after(td.events_file, 0)
-    ctx = _context(graph, td, task, options, sinks, start_seq=seq)
+    ctx = _context(needs, td, task, options, sinks, start_seq=seq)
     try:
         _begin(ctx, task.description, initial, set_values, target=task.target, resumed=True)
         await _start_tools(ctx)
@@ -166,12 +167,12 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
     cp = src.checkpoints.read(checkpoint)
     entries = src.entries.load()
     path = src.entries.path_to(cp.leaf_entry_id, entries)
+    kept = entries_in_use(cp, entries, src.entries.path_to)
     graph = from_snapshot(parent.config_snapshot)
     feedback, new_state = _prepare_feedback(cp, decision, set_values, src, fork=True)
     options = options or RunOptions()
     options.model_override = options.model_override or parent.config_snapshot.get("options", {}).get("model_override")
-    preflight(graph, options)
-    check_tools(graph, options)
+    needs = prepare(graph, options)
     task = Task(id=new_id(), description=parent.description, status=TaskStatus.pending,
                 assigned_agent=parent.assigned_agent, workflow=parent.workflow, target=parent.target,
                 tags=list(parent.tags), retention_days=parent.retention_days,
@@ -186,7 +187,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
     def fill(staging: Path) -> None:
         """The fork's history and checkpoint 0, written before its directory appears."""
         entries = EntryLog(staging / "entries.jsonl")
-        for entry in path:  # the branch's history, so the new task stands on its own
+        for entry in kept:  # the histories it continues, so the new task stands on its own
             entries.append(entry)
         entries.close()
         CheckpointLog(staging, task.id).write(first)
@@ -197,9 +198,10 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
         _record_fork(src, task.id, checkpoint)
         if on_task:
             on_task(task)
-        ctx = _context(graph, td, task, options, sinks, start_seq=0)
+        ctx = _context(needs, td, task, options, sinks, start_seq=0)
         try:
-            ctx.restore(td.checkpoints.read(0), _messages(path))
+            ctx.restore(td.checkpoints.read(0), _messages(path),
+                        lambda leaf: _messages(src.entries.path_to(leaf, entries)))
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          forked_from=parent.id, from_checkpoint=checkpoint,
                          description=ctx.redactor.text(task.description))
@@ -216,35 +218,12 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
         lock.release()
 
 
-def check_tools(graph: Graph, options: RunOptions) -> None:
-    """Every tool pattern must name a configured server (exit 2 before anything runs)."""
-    from magent.engine.toolbox import prepare_registry
-
-    prepare_registry(graph, None, options)
-
-
-def preflight(graph: Graph, options: RunOptions) -> None:
-    """Check every agent's model config before any model call (exit 2 on a problem)."""
-    from magent.redact import load_settings
-
-    load_settings()  # a broken redaction.yaml fails here, before a task exists
-    if options.llm_factory is not None:
-        return
-    from magent.llm.factory import preflight as check
-
-    for name, loaded in graph.agents.items():
-        config = loaded.agent.llm_config
-        if options.model_override:
-            config = config.model_copy(update={"model": options.model_override, "script": None})
-        check(config, agent=name, base_dir=loaded.base_dir)
-
-
 # internals
 
-def _context(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
-             start_seq: int) -> RunContext:
+def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
+             start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
-    redactor = Redactor.configured(graph.secrets)
+    redactor = redactor or Redactor.configured(needs.secrets)
     bus = EventBus(start_seq=start_seq)
 
     def persist(event: Event) -> None:
@@ -255,8 +234,8 @@ def _context(graph: Graph, td: TaskDir, task: Task, options: RunOptions, sinks: 
     bus.subscribe(persist)
     for sink in sinks:
         bus.subscribe(sink)
-    return RunContext(graph=graph, task=task, td=td, bus=bus, registry=None, options=options,
-                      redactor=redactor)
+    return RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
+                      redactor=redactor, needs=needs)
 
 
 async def _start_tools(ctx: RunContext) -> None:
@@ -264,7 +243,7 @@ async def _start_tools(ctx: RunContext) -> None:
     from magent.engine.toolbox import open_registry
 
     redactor = ctx.redactor
-    ctx.registry = await open_registry(ctx.graph, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
+    ctx.registry = await open_registry(ctx.needs, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
     redactor.add(ctx.registry.secrets)
     for server, error in ctx.registry.start_errors.items():
         ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
@@ -349,17 +328,20 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             ctx.add_message(message, node=None)
     if feedback is not None:
         request = cp.human_request
+        target = ctx.sessions.get(request.session or MAIN_SESSION, ctx.main)
         ctx.feedback = feedback
         ctx.state.metadata["human"] = {"action": feedback.action, "message": feedback.message,
                                        "node": request.node, "kind": request.kind}
+        if request.session:
+            ctx.state.metadata["human"]["session"] = request.session
         if request.kind not in ("human_node", "approval"):
             # A decision about one tool call is not a verdict on the node: it does not route.
             ctx.state.metadata["human"]["routed"] = True
         if request.kind in ("human_node", "approval"):
-            ctx.state.routing_key = feedback.action
+            target.state.routing_key = feedback.action
         if request.kind in ("tool_approval", "tool_recovery", "tool_changed"):
             call_id = request.details.get("call_id")
-            ctx.progress.setdefault("decisions", {})[call_id] = {
+            target.progress.setdefault("decisions", {})[call_id] = {
                 "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
             ctx.feedback = None
             tool = ctx.registry.get(request.details.get("tool") or "")
@@ -370,10 +352,10 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             # nothing may come between a model's tool calls and their results.)
             ctx.add_message(Message(role="user", name="human",
                                     content=f"[a person, {feedback.action}] {feedback.message}"),
-                            node=request.node)
-        ctx.bus.emit("human_decision", request.node, action=feedback.action, kind=request.kind,
-                     message=ctx.redactor.text(feedback.message or "") or None,
-                     state_updates=ctx.redactor.data(feedback.state_updates) or None)
+                            node=request.node, session=target)
+        ctx.view(target).bus.emit("human_decision", request.node, action=feedback.action, kind=request.kind,
+                                  message=ctx.redactor.text(feedback.message or "") or None,
+                                  state_updates=ctx.redactor.data(feedback.state_updates) or None)
     ctx.checkpoint("resume", feedback=feedback)
 
 

@@ -1,60 +1,110 @@
-"""Building the tool registry a run needs, and starting it alongside the model library's import."""
+"""What a run needs from its graph, resolved once, and starting its tools.
+
+``prepare(graph, options)`` walks the graph one time and returns ``RunNeeds`` — the
+tool patterns and MCP files it can reach, the secrets to keep off disk, each
+agent's model config (with ``--model`` applied), the limits — after checking
+every model config and tool server (exit 2 before anything is written). The run
+context carries that value; nothing re-derives it from the graph.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from magent.engine.context import RunOptions
 from magent.engine.graph import Graph
 from magent.errors import ConfigError
+from magent.models import LLMConfig
 from magent.store import TaskDir
 from magent.tools.registry import ToolRegistry
 from magent.tools.setup import build_registry
 
+SUB_AGENT_SERVER = "agents"
+"""The tool namespace of sub-agents (``agents.NAME``): no tool server may take it."""
 
-def tool_patterns(graph: Graph) -> list[str]:
+
+@dataclass(frozen=True)
+class RunNeeds:
+    """What running ``graph`` takes: tools, servers, secrets, models and limits."""
+
+    graph: Graph
+    tool_patterns: tuple[str, ...]
     """Every tool name or pattern the run can reach: agents' tools and tool nodes' tools."""
-    patterns: list[str] = []
-    for loaded in graph.agents.values():
-        patterns.extend(loaded.agent.tools)
-    for node in graph.nodes.values():
-        tool = getattr(node.config, "tool", None)
-        if tool:
-            patterns.append(tool)
-    return patterns
+    mcp_files: tuple[Path, ...]
+    secrets: frozenset[str]
+    """Values taken from the environment, to be redacted from anything written."""
+    models: dict[str, LLMConfig]
+    """Each agent's model config, with the run's ``--model`` override applied."""
+    real_model: bool
+    """Some agent calls a real model (litellm must be imported)."""
+    delegates: bool
+    """Some agent has sub-agents."""
+
+    @classmethod
+    def of(cls, graph: Graph, options: RunOptions) -> "RunNeeds":
+        patterns: list[str] = []
+        for loaded in graph.agents.values():
+            patterns.extend(loaded.agent.tools)
+        for node in graph.nodes.values():
+            tool = getattr(node.config, "tool", None)
+            if tool:
+                patterns.append(tool)
+        models = {}
+        for name, loaded in graph.agents.items():
+            config = loaded.agent.llm_config
+            if options.model_override:
+                config = config.model_copy(update={"model": options.model_override, "script": None})
+            models[name] = config
+        real = options.llm_factory is None and any(c.model != "scripted" for c in models.values())
+        return cls(graph=graph, tool_patterns=tuple(patterns), mcp_files=tuple(graph.mcp_files),
+                   secrets=frozenset(graph.secrets), models=models, real_model=real,
+                   delegates=any(a.agent.sub_agents for a in graph.agents.values()))
 
 
-def uses_real_model(graph: Graph, options: RunOptions) -> bool:
-    if options.llm_factory is not None:
-        return False
-    if options.model_override:
-        return options.model_override != "scripted"
-    return any(a.agent.llm_config.model != "scripted" for a in graph.agents.values())
+def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
+    """Resolve what the run needs and check it: model configs (scripts, model names, keys) and
+    that every tool pattern names a configured server. Raises ``ConfigError`` (exit 2)."""
+    from magent.redact import load_settings
+
+    load_settings()  # a broken redaction.yaml fails here, before a task exists
+    needs = RunNeeds.of(graph, options)
+    if options.llm_factory is None:
+        from magent.llm.factory import preflight
+
+        for name, config in needs.models.items():
+            preflight(config, agent=name, base_dir=graph.agents[name].base_dir)
+    prepare_registry(needs, None, options)
+    return needs
 
 
-def prepare_registry(graph: Graph, td: TaskDir | None, options: RunOptions,
+def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
                      redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """The registry for a run (nothing started). A tool naming an unknown server is a config error."""
-    registry = build_registry(mcp_files=graph.mcp_files,
+    registry = build_registry(mcp_files=list(needs.mcp_files),
                               artifacts_dir=td.artifacts_dir if td else None,
                               kv_path=(td.path / "kv.json") if td else None,
                               extra_providers=options.extra_providers, redact=redact)
-    unknown = registry.unknown_servers(tool_patterns(graph))
+    unknown = registry.unknown_servers(list(needs.tool_patterns))
     if unknown:
         servers = ", ".join(sorted(registry.providers)) or "none"
         raise ConfigError(f"tool {unknown[0]!r} names a server that is not configured (servers: {servers}; "
                           "add it to config/mcp_servers.yaml or the workflow's mcp_servers file)")
+    if needs.delegates and SUB_AGENT_SERVER in registry.providers:
+        raise ConfigError(f"a tool server is named {SUB_AGENT_SERVER!r}, which is where sub-agents are "
+                          "called (agents.NAME); rename the server")
     return registry
 
 
-async def open_registry(graph: Graph, td: TaskDir, options: RunOptions,
+async def open_registry(needs: RunNeeds, td: TaskDir, options: RunOptions,
                         redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """Start the servers the run can reach, concurrently, while litellm imports if a real model
     is used (both take seconds; together they take as long as the slowest)."""
-    registry = prepare_registry(graph, td, options, redact)
-    jobs = [registry.start(only=registry.servers_for(tool_patterns(graph)))]
-    if uses_real_model(graph, options):
+    registry = prepare_registry(needs, td, options, redact)
+    jobs = [registry.start(only=registry.servers_for(list(needs.tool_patterns)))]
+    if needs.real_model:
         from magent.llm.factory import warm_import
 
         jobs.append(asyncio.to_thread(warm_import))

@@ -57,6 +57,22 @@ class Agent(Model):
     """The model endpoint."""
     mcp_servers: str | None = None
     """An MCP servers file of this agent's own, relative to the agent file."""
+    sub_agents: list[str] = Field(default_factory=list)
+    """Agents this one may delegate to: each is offered as a tool ``agents.NAME`` taking a
+    ``task``, and runs in a child session of its own (agents as tools)."""
+
+    @field_validator("sub_agents")
+    @classmethod
+    def _agent_names(cls, names: list[str]) -> list[str]:
+        import re
+
+        for name in names:
+            if not re.match(AGENT_NAME_PATTERN, name):
+                raise ValueError(f"{name!r} is not an agent name (lowercase letters, digits, _)")
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"sub-agent names must be unique; repeated: {', '.join(dupes)}")
+        return names
 
     @field_validator("tools", "deny_tools")
     @classmethod

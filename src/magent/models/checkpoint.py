@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from magent.models.base import Document, Model, Timestamp, UUID4Str
+from magent.models.session import SessionPosition
 from magent.models.state import State
 from magent.models.task import Usage
 
@@ -17,10 +18,12 @@ HumanAction = Literal["approve", "reject", "modify"]
 class HumanRequest(Model):
     """What a paused run asks of a person."""
 
-    kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed"]
+    kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed", "plan_failed"]
     """Why the run paused."""
     node: str
     """The node that paused."""
+    session: str | None = None
+    """The child session that paused (None: the main session)."""
     question: str
     """What the person is asked."""
     output: str | None = None
@@ -80,6 +83,9 @@ class Checkpoint(Document):
     """Responses consumed so far from each scripted model, by agent (so a resumed run continues its script)."""
     events_seq: int = 0
     """Sequence number of the last event written before this checkpoint."""
+    sessions: list[SessionPosition] = Field(default_factory=list)
+    """The child sessions open at this checkpoint, with their positions (the main session's
+    position is the fields above)."""
     sha256: str | None = None
     """Hash of the document without this field; a mismatch means the file is corrupt."""
 

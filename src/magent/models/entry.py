@@ -26,6 +26,8 @@ class Entry(Model):
     """Groups an assistant message with its tool results."""
     node: str | None = None
     """Workflow node that wrote it."""
+    session: UUID4Str | None = None
+    """The child session it belongs to; absent for the main session."""
     created_at: Timestamp
 
 

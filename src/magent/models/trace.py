@@ -83,9 +83,13 @@ class StepRecord(Model):
     """ReAct turn number within the node visit (from 0); null for node and event steps."""
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
     """Model calls made in this step."""
+    session: str | None = None
+    """The child session this step belongs to (None: the main session)."""
 
 
 class SubAgentSessionInfo(Model):
+    """A child session of the task (seed 002), with where it came from and what it cost."""
+
     session_id: str
     """The session's id (its entries and events carry it as ``session``)."""
     agent: str
@@ -94,6 +98,30 @@ class SubAgentSessionInfo(Model):
     """Messages in the session's conversation."""
     status: str = "running"
     """``running``, ``completed`` or ``failed``."""
+    kind: str = "agent"
+    """``agent`` (sub-agent call), ``branch`` (fan-out), ``map`` (item) or ``subtask`` (plan)."""
+    parent_session: str | None = None
+    """The session that opened it (None: the main session)."""
+    node: str | None = None
+    """The workflow node that opened it."""
+    key: str | None = None
+    """Where in its parent it was opened (``call:ID``, ``item:N``, ``branch:NODE``, ``subtask:ID#N``)."""
+    depth: int = 1
+    """How deeply nested: 1 for a child of the main session."""
+    task_description: str | None = None
+    """Its instruction (the first message of its history), shortened."""
+    opened_by_step: int | None = None
+    """Index in ``steps`` of the step that opened it (the turn that called it, or the node)."""
+    started_at: str | None = None
+    """When it was opened (the time of its ``session_started`` event)."""
+    ended_at: str | None = None
+    """When it finished (null while it runs or after it was stopped by a pause)."""
+    summary: str | None = None
+    """Its final answer, shortened (seed 002 SubAgentSession ``summary``)."""
+    error: str | None = None
+    """Why it failed, when it did."""
+    usage: Usage = Field(default_factory=Usage)
+    """Model usage of this session alone (its own children count separately)."""
 
 
 class ActionToolCall(Model):

@@ -51,6 +51,8 @@ class Workflow(Model):
     """Nodes after which a person must approve before the run goes on."""
     max_iterations: PositiveInt = 50
     """Global bound on node executions, which bounds loops."""
+    max_delegation_depth: PositiveInt = 3
+    """How deep sub-agents may nest (an agent's sub-agent's sub-agent is depth 3)."""
     mcp_servers: str | None = None
     """An MCP servers file of this workflow's own, relative to the workflow file."""
     agents: dict[str, Any] = Field(default_factory=dict)

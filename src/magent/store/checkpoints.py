@@ -18,7 +18,8 @@ from magent.store.files import create_immutable, dumps, fsync_dir
 from magent.store.migrations import migrate
 
 _OMITTED_WHEN_EMPTY = ("awaiting_human", "node_done", "node_progress", "visits", "cursors",
-                      "usage_by_model")
+                      "usage_by_model", "sessions")
+_SESSION_REQUIRED = ("session_id", "kind", "parent", "key", "node")
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 
 
@@ -87,6 +88,9 @@ class CheckpointLog:
         for key in _OMITTED_WHEN_EMPTY:
             if not doc.get(key):
                 doc.pop(key, None)
+        for session in doc.get("sessions", ()):
+            for key in [k for k, v in session.items() if not v and k not in _SESSION_REQUIRED]:
+                del session[key]
         doc["sha256"] = canonical_hash(doc)
         try:
             create_immutable(self.path(checkpoint.sequence), dumps(doc))

@@ -83,15 +83,18 @@ class EntryLog:
         chain.reverse()
         return chain
 
-    def children_chain(self, after_id: str | None, entries: dict[str, Entry]) -> list[Entry]:
-        """Entries appended after ``after_id`` that continue it, in order (used by crash recovery).
+    def children_chain(self, after_id: str | None, entries: dict[str, Entry], *,
+                       session: str | None = None) -> list[Entry]:
+        """Entries of ``session`` appended after ``after_id`` that continue it, in order (used by
+        crash recovery; ``None`` is the main session).
 
         Follows, from ``after_id``, the most recently written child at each step:
         what a run appended after its last checkpoint before it died.
         """
         children: dict[str | None, list[Entry]] = {}
         for entry in entries.values():
-            children.setdefault(entry.parent_id, []).append(entry)
+            if entry.session == session:
+                children.setdefault(entry.parent_id, []).append(entry)
         chain: list[Entry] = []
         current = after_id
         while children.get(current):

@@ -26,10 +26,25 @@ def same_format_to_2(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 2}
 
 
+def checkpoint_2_to_3_add_sessions(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 lists the open child sessions (``sessions``); a version 2 checkpoint had only
+    the main conversation, so it has none."""
+    return {**doc, "sessions": [], "schema_version": 3}
+
+
+def same_format_to_3(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks did not change in version 3; traces only gained fields with defaults
+    (a step's ``session``, richer ``sub_agent_sessions``)."""
+    return {**doc, "schema_version": 3}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
     ("trace", 1): same_format_to_2,
+    ("checkpoint", 2): checkpoint_2_to_3_add_sessions,
+    ("task", 2): same_format_to_3,
+    ("trace", 2): same_format_to_3,
 }
 """(document kind, from version) → migration to the next version."""
 

@@ -95,6 +95,17 @@ class TraceDoc:
     """``events[i]`` are the event dicts behind ``doc["steps"][i]`` (for ``--step``)."""
 
 
+@dataclass
+class _Thread:
+    """Where one session's events land: its open node step and its open turn step."""
+
+    node: _Node | None = None
+    turn: int | None = None
+    react: bool = False
+    """A session that runs one agent's loop (sub-agent, map item, subtask): every model call
+    is a turn, with no node step of its own."""
+
+
 class _Builder:
     def __init__(self, task_id: str):
         self.task_id = task_id
@@ -104,16 +115,34 @@ class _Builder:
         self.action_of: dict[int, int] = {}  # iteration step index -> action index
         self.usage: dict[str, dict[str, Any]] = {}
         self.nodes: dict[tuple[str, int], _Node] = {}
-        self.node: _Node | None = None
-        self.turn: int | None = None  # index of the open iteration step
-        self.calls: dict[str, tuple[int, int]] = {}  # call id -> (step index, position)
+        self.threads: dict[str | None, _Thread] = {None: _Thread()}
+        self.current: _Thread = self.threads[None]
+        self.calls: dict[tuple[str | None, str], tuple[int, int]] = {}  # (session, call id) -> (step, position)
+        self.sessions: dict[str, dict[str, Any]] = {}
         self.first_ts: str | None = None
+
+    # the session the event being fed belongs to
+    @property
+    def node(self) -> _Node | None:
+        return self.current.node
+
+    @node.setter
+    def node(self, value: _Node | None) -> None:
+        self.current.node = value
+
+    @property
+    def turn(self) -> int | None:
+        return self.current.turn
+
+    @turn.setter
+    def turn(self, value: int | None) -> None:
+        self.current.turn = value
 
     # helpers
     def _step(self, ev: dict[str, Any], **fields: Any) -> int:
         step = {"step_name": "", "message": "", "timestamp": ev.get("ts"), "status": "info", "agent": "",
                 "tool_calls": [], "duration_ms": 0, "node": ev.get("node"), "kind": None,
-                "iteration": None, "llm_calls": []}
+                "iteration": None, "llm_calls": [], "session": ev.get("session")}
         step.update(fields)
         self.steps.append(step)
         self.step_events.append([ev])
@@ -142,7 +171,7 @@ class _Builder:
                 {"name": f"{record['server']}.{record['tool']}" if record["server"] else record["tool"],
                  "args": record["arguments"]})
         if record.get("call_id"):
-            self.calls[record["call_id"]] = (index, len(calls) - 1)
+            self.calls[(self.steps[index].get("session"), record["call_id"])] = (index, len(calls) - 1)
         return len(calls) - 1
 
     # events
@@ -150,9 +179,37 @@ class _Builder:
         kind = ev.get("type")
         if self.first_ts is None:
             self.first_ts = ev.get("ts")
+        self.current = self.threads.setdefault(ev.get("session"), _Thread())
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(ev)
+
+    def _on_session_started(self, ev: dict[str, Any]) -> None:
+        sid = str(ev.get("session") or "")
+        parent = self.threads.get(ev.get("parent_session"))
+        opened_by = None
+        if parent is not None:
+            opened_by = parent.turn if parent.turn is not None else (parent.node.index if parent.node else None)
+        self.threads[sid] = _Thread(react=ev.get("kind") != "branch")
+        self.sessions[sid] = {
+            "session_id": sid, "agent": ev.get("agent") or "", "message_count": 0, "status": "running",
+            "kind": ev.get("kind") or "agent", "parent_session": ev.get("parent_session"),
+            "node": ev.get("node"), "key": ev.get("key"), "depth": int(ev.get("depth") or 1),
+            "task_description": ev.get("task"), "opened_by_step": opened_by, "started_at": ev.get("ts"),
+            "usage": {"input": 0, "output": 0, "cost": 0.0, "calls": 0}}
+        if opened_by is not None:
+            self._attach(opened_by, ev)
+
+    def _on_session_finished(self, ev: dict[str, Any]) -> None:
+        info = self.sessions.get(str(ev.get("session") or ""))
+        if info is None:
+            return
+        info.update(status=ev.get("status") or "completed", ended_at=ev.get("ts"),
+                    message_count=int(ev.get("message_count") or 0))
+        if ev.get("output"):
+            info["summary"] = _truncate(str(ev["output"]), 300)
+        if ev.get("error"):
+            info["error"] = str(ev["error"])
 
     def _on_run_started(self, ev: dict[str, Any]) -> None:
         text = how_started(ev)
@@ -197,9 +254,14 @@ class _Builder:
         total["output"] += record["tokens_out"]
         total["cost"] = round(total["cost"] + record["cost"], 10)
         total["calls"] += 1
+        info = self.sessions.get(ev.get("session") or "")
+        if info is not None:
+            own = info["usage"]
+            own.update(input=own["input"] + record["tokens_in"], output=own["output"] + record["tokens_out"],
+                       cost=round(own["cost"] + record["cost"], 10), calls=own["calls"] + 1)
         response = ev.get("response") or {}
         node = self.node
-        if node is None or self.steps[node.index]["kind"] != "agent":
+        if not self.current.react and (node is None or self.steps[node.index]["kind"] != "agent"):
             owner = node.index if node is not None else self._step(ev, step_name="llm_call")
             self.steps[owner]["llm_calls"].append(record)
             if node is not None:
@@ -210,7 +272,8 @@ class _Builder:
         content = response.get("content") or ""
         message = ("calls " + ", ".join(str(c.get("name")) for c in calls) if calls
                    else "final answer" if content.strip() else "empty reply")
-        index = self._step(ev, step_name=f"{ev.get('node')}:{iteration}", message=message,
+        name = f"{ev.get('agent')}:{iteration}" if self.current.react else f"{ev.get('node')}:{iteration}"
+        index = self._step(ev, step_name=name, message=message,
                            timestamp=_minus_ms(ev.get("ts") or "", record["latency_ms"]),
                            agent=ev.get("agent") or "", kind="agent", iteration=iteration,
                            llm_calls=[record], duration_ms=record["latency_ms"])
@@ -230,7 +293,7 @@ class _Builder:
                                    "outcome": "SUCCESS", "duration_ms": 0})
 
     def _locate(self, ev: dict[str, Any], name: str) -> tuple[int, int] | None:
-        found = self.calls.get(ev.get("call_id") or "")
+        found = self.calls.get((ev.get("session"), ev.get("call_id") or ""))
         if found is not None:
             return found
         owner = self._owner()
@@ -334,7 +397,7 @@ class _Builder:
                 parts.append("did not finish")
             self.steps[node.index]["message"] = " · ".join(parts)
         created = created_at or self.first_ts
-        doc: dict[str, Any] = {"task_id": self.task_id, "steps": self.steps, "sub_agent_sessions": {},
+        doc: dict[str, Any] = {"task_id": self.task_id, "steps": self.steps, "sub_agent_sessions": self.sessions,
                                "actions": self.actions, "usage_by_model": self.usage}
         if created:
             doc["created_at"] = created

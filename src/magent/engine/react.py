@@ -1,0 +1,164 @@
+"""The ReAct loop (seed 000): think, call tools, observe, until a final answer.
+
+It runs in one session — the task's own conversation for an ``agent`` node, or a
+child session for a sub-agent, a map item or a plan subtask. Each model turn is
+persisted as it completes: the assistant message, then each tool result as its
+call finishes (calls from one response run concurrently), then a checkpoint. A
+turn whose calls are not all answered — after a crash, or a pause to approve a
+call — is finished first when the loop is entered again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from magent.engine import textmode
+from magent.engine.control import NodeFailed, PauseRun, Suspended
+from magent.engine.tooluse import (
+    add_observation, check_before_call, declined, run_tool_call, turn_refusals,
+)
+from magent.ids import new_id
+from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, ToolSpec
+from magent.models import Agent, Message, ToolCall
+from magent.tools.policy import ToolPolicy
+
+
+async def react(ctx, agent: Agent, node: str) -> str:
+    """Run ``agent``'s loop in ``ctx``'s session until it gives a final answer; return it.
+
+    Raises ``NodeFailed`` at ``max_iterations``, ``LLMError`` when the model cannot be
+    reached, ``PauseRun`` when a call needs a person, ``Suspended`` when told to stop.
+    """
+    from magent.engine.delegation import delegation_specs
+
+    tools = ToolPolicy.for_agent(agent, ctx.registry)
+    delegates = delegation_specs(ctx, agent)
+    p = ctx.progress
+    client = ctx.client_for(agent.name)
+    specs = tools.specs + delegates
+    text_mode = agent.tool_calling == "text" or (
+        agent.tool_calling == "auto" and specs and not client.supports_tools(ctx.llm_config(agent.name).model))
+    while True:
+        ctx.check_stop()
+        if p.get("turn_open"):
+            # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
+            pending = unanswered_calls(ctx.state.messages)
+            if pending:
+                await _finish_turn(ctx, node, agent, tools, {s.name for s in delegates}, pending)
+            p["iteration"] = p.get("iteration", 0) + 1
+            p.pop("turn_open", None)
+            p.pop("decisions", None)
+            ctx.checkpoint("llm_turn")
+            continue
+        iteration = p.get("iteration", 0)
+        if iteration >= agent.max_iterations:
+            raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
+                             "without a final answer")
+        # Only the main conversation streams: children run side by side and would interleave.
+        stream = ctx.options.on_token if ctx.session.is_main else None
+        response = await client.complete(_request(ctx, agent, specs, text_mode), stream)
+        message, final = _interpret(response, text_mode)
+        # The call's record (with the script cursor after it) goes first: a crash between the
+        # two leaves a record without an entry, and recovery then makes the call again.
+        entry_id = new_id()
+        ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id)
+        ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
+        if message.tool_calls:
+            p["turn_open"] = entry_id
+            continue
+        p["iteration"] = iteration + 1
+        if not final.strip():
+            ctx.add_message(Message(role="user", content="Your reply was empty. Call a tool or "
+                                    "give your final answer."), node=node)
+            ctx.checkpoint("llm_turn")
+            continue
+        return final
+
+
+def _request(ctx, agent: Agent, specs: list[ToolSpec], text_mode: bool) -> LLMRequest:
+    config = ctx.llm_config(agent.name)
+    system = agent.system_prompt
+    messages = ctx.state.messages
+    if text_mode:
+        if specs:
+            system = system + "\n\n" + textmode.instructions(specs)
+        messages = textmode.as_text_messages(messages)
+        specs = []
+    return LLMRequest(model=config.model, messages=messages, system=system, tools=specs,
+                      temperature=agent.temperature, max_tokens=config.max_tokens,
+                      endpoint=config.endpoint, api_key=config.api_key,
+                      timeout=config.timeout_seconds, max_retries=config.max_retries,
+                      fallback_model=config.fallback_model, agent=agent.name)
+
+
+def _interpret(response: LLMResponse, text_mode: bool) -> tuple[Message, str]:
+    calls: list[LLMToolCall] = list(response.tool_calls)
+    final = response.content
+    if text_mode and not calls:
+        parsed = textmode.parse(response.content)
+        if parsed.action:
+            calls = [LLMToolCall(id=f"call_{new_id()[:8]}", name=parsed.action,
+                                 arguments=parsed.arguments, raw_arguments=parsed.raw_arguments)]
+        elif parsed.final is not None:
+            final = parsed.final
+    tool_calls = [to_tool_call(c) for c in calls]
+    return Message(role="assistant", content=response.content, tool_calls=tool_calls), final
+
+
+async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegates: set[str],
+                       pending: list[ToolCall]) -> None:
+    from magent.engine.delegation import delegate
+
+    turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
+    refused = turn_refusals(policy, turn.tool_calls, pending)
+    for call in pending:  # every pause is asked before any call of the turn runs
+        if call.id not in refused and call.full_name not in delegates:
+            check_before_call(ctx, node, call.id, call.full_name, call.arguments, f"Agent '{agent.name}'")
+    jobs = []
+    for call in pending:
+        reason = refused.get(call.id) or declined(ctx, call.id)
+        if reason:
+            add_observation(ctx, node, call, "ERROR", reason)
+        elif call.full_name in delegates:
+            jobs.append(delegate(ctx, node, call, agent))
+        else:
+            jobs.append(run_tool_call(ctx, node, call, policy))
+    # Every call of the turn settles before a pause or a stop goes up: a sub-agent that
+    # paused must not leave its siblings running unobserved.
+    outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+    raise_first(outcomes)
+
+
+def raise_first(outcomes: list) -> None:
+    """Re-raise what a group of concurrent jobs raised: a pause before a stop before anything
+    else (a pause is what the person must see; a stop only says a sibling asked for it)."""
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    for kind in (PauseRun, Suspended):
+        for error in errors:
+            if isinstance(error, kind):
+                raise error
+    if errors:
+        raise errors[0]
+
+
+def to_tool_call(call: LLMToolCall) -> ToolCall:
+    server, dot, tool = call.name.partition(".")
+    if not dot:
+        server, tool = "", call.name
+    return ToolCall(id=call.id or f"call_{new_id()[:8]}", server=server, tool=tool,
+                    arguments=call.arguments if call.arguments is not None else {},
+                    raw_arguments=None if call.arguments is not None else (call.raw_arguments or ""))
+
+
+def unanswered_calls(messages: list[Message]) -> list[ToolCall]:
+    """Tool calls of the last assistant message that have no result after it yet."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == "tool":
+            if message.tool_call_id:
+                answered.add(message.tool_call_id)
+            continue
+        if message.role == "assistant" and message.tool_calls:
+            return [c for c in message.tool_calls if c.id not in answered]
+        return []
+    return []

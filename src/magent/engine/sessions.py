@@ -1,0 +1,214 @@
+"""Sessions: the conversation threads of one run, and the view a node works through.
+
+A ``Session`` is one thread's own state — history, agent, status, leaf entry,
+in-loop progress, scripted-model cursors and, for the main session and parallel
+branches, a position in the workflow graph. Everything durable still goes through
+``RunContext`` verbs; ``SessionContext`` binds those verbs to one session, so a
+node kind or the ReAct loop does not care whether it runs in the task's own
+conversation, a sub-agent's, a branch of a fan-out or an item of a map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from magent.engine.control import Suspended
+from magent.models import Message, State
+from magent.models.session import MAIN_SESSION, SessionPosition
+
+if TYPE_CHECKING:
+    from magent.engine.context import Recovery, RunContext
+    from magent.llm.base import LLMClient, LLMResponse
+    from magent.models import Checkpoint, Entry, HumanFeedback
+
+
+class StopSignal:
+    """Asks the sessions of a group to stop at their next safe point.
+
+    Set on the run's root when a session pauses for a person (the whole task pauses),
+    or on a group (a fan-out, a map, a plan level) when one of its sessions fails and
+    the group's policy is to fail. A session checks its group's signal, which is also
+    set when any enclosing group's is.
+    """
+
+    def __init__(self, parent: "StopSignal | None" = None):
+        self.parent = parent
+        self.reason: str | None = None
+
+    def set(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    @property
+    def is_set(self) -> bool:
+        return self.reason is not None or (self.parent is not None and self.parent.is_set)
+
+    def child(self) -> "StopSignal":
+        return StopSignal(self)
+
+
+@dataclass(eq=False)
+class Session:
+    """One conversation thread of a task (the main session or a child)."""
+
+    id: str
+    kind: str
+    """``main``, ``agent`` (sub-agent call), ``branch`` (fan-out), ``map`` (item) or ``subtask``."""
+    state: State
+    """``messages`` is this session's history; ``metadata`` is the task's, shared by all sessions."""
+    agent: str = ""
+    parent: str | None = None
+    key: str = ""
+    node: str = ""
+    depth: int = 0
+    status: str = "running"
+    leaf: str | None = None
+    entry_count: int = 0
+    progress: dict[str, Any] = field(default_factory=dict)
+    cursors: dict[str, int] = field(default_factory=dict)
+    position: str | None = None
+    node_done: bool = False
+    stop_at: str | None = None
+    output: str | None = None
+    stop: StopSignal = field(default_factory=StopSignal)
+    """Runtime only: the signal this session checks at its safe points."""
+
+    @property
+    def is_main(self) -> bool:
+        return self.id == MAIN_SESSION
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.state.messages
+
+    @property
+    def tag(self) -> str | None:
+        """The ``session`` field of its entries and events (None for the main session)."""
+        return None if self.is_main else self.id
+
+    def to_position(self) -> SessionPosition:
+        return SessionPosition(
+            session_id=self.id, kind=self.kind, parent=self.parent or MAIN_SESSION, key=self.key,
+            node=self.node, agent=self.agent, depth=self.depth, leaf_entry_id=self.leaf,
+            entry_count=self.entry_count, progress=self.progress, cursors=self.cursors,
+            position=self.position, node_done=self.node_done, stop_at=self.stop_at,
+            routing_key=self.state.routing_key, output=self.output)
+
+    @classmethod
+    def from_position(cls, pos: SessionPosition, metadata: dict[str, Any],
+                      messages: list[Message]) -> "Session":
+        """A fresh session from a stored position (the stored one is never mutated)."""
+        pos = pos.model_copy(deep=True)
+        state = State.model_construct(messages=list(messages), metadata=metadata, next_action=None,
+                                      current_agent=pos.agent, routing_key=pos.routing_key)
+        return cls(id=pos.session_id, kind=pos.kind, state=state, agent=pos.agent, parent=pos.parent,
+                   key=pos.key, node=pos.node, depth=pos.depth, leaf=pos.leaf_entry_id,
+                   entry_count=pos.entry_count, progress=pos.progress, cursors=pos.cursors,
+                   position=pos.position, node_done=pos.node_done, stop_at=pos.stop_at,
+                   output=pos.output)
+
+
+class _SessionBus:
+    """The run's event bus, stamping each event with the session it comes from."""
+
+    def __init__(self, run: "RunContext", session: Session):
+        self._run = run
+        self._session = session
+
+    @property
+    def seq(self) -> int:
+        return self._run.bus.seq
+
+    def emit(self, type: str, node: str | None = None, **fields: Any):  # type: ignore[no-untyped-def]
+        if not self._session.is_main:
+            fields.setdefault("session", self._session.id)
+        return self._run.bus.emit(type, node, **fields)
+
+
+class SessionContext:
+    """What a node and the ReAct loop work through: the run's verbs, bound to one session.
+
+    Attributes not defined here (``graph``, ``td``, ``registry``, ``options``, ``redactor``,
+    ``pins``, ``visits``, ``checkpoint``, ``llm_config``...) are the run's.
+    """
+
+    def __init__(self, run: "RunContext", session: Session):
+        self.run = run
+        self.session = session
+        self.bus = _SessionBus(run, session)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+    # the session's own state
+    @property
+    def state(self) -> State:
+        return self.session.state
+
+    @property
+    def progress(self) -> dict[str, Any]:
+        return self.session.progress
+
+    @property
+    def recovery(self) -> "Recovery":
+        return self.run.recovery_of(self.session)
+
+    @property
+    def last_output(self) -> str:
+        if self.session.is_main:
+            return self.run.last_output
+        return self.session.output or ""
+
+    def set_output(self, node: str, output: str | None) -> None:
+        self.run.set_output(node, output, self.session)
+
+    def take_feedback(self, node: str) -> "HumanFeedback | None":
+        return self.run.take_feedback(node, self.session)
+
+    # durable verbs, in this session
+    def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
+                    entry_id: str | None = None) -> "Entry":
+        return self.run.add_message(message, node=node, turn_id=turn_id, entry_id=entry_id,
+                                    session=self.session)
+
+    def client_for(self, agent_name: str) -> "LLMClient":
+        return self.run.client_for(agent_name, self.session)
+
+    def record_llm_call(self, response: "LLMResponse", *, node: str, agent: str, iteration: int,
+                        entry_id: str | None = None) -> None:
+        self.run.record_llm_call(response, node=node, agent=agent, iteration=iteration,
+                                 entry_id=entry_id, session=self.session)
+
+    def check_stop(self) -> None:
+        """A safe point: stop here (``Suspended``) if this session's group was asked to."""
+        if not self.session.is_main and self.session.stop.is_set:
+            raise Suspended(self.session.id)
+
+
+def entries_in_use(cp: "Checkpoint", entries: dict[str, "Entry"], path_to) -> list["Entry"]:  # type: ignore[no-untyped-def]
+    """The entries a run continuing from ``cp`` reads, in file order: the main session's
+    history, each open child's, and the finished children's answers its progress refers to
+    (``{"entry": id}`` records). What a fork copies into its new task."""
+    wanted: set[str] = set()
+    leaves = [cp.leaf_entry_id, *(s.leaf_entry_id for s in cp.sessions)]
+    refs = entry_refs(cp.node_progress) | set().union(*(entry_refs(s.progress) for s in cp.sessions))
+    for leaf in [*leaves, *refs]:
+        if leaf is not None and leaf in entries:
+            wanted.update(e.id for e in path_to(leaf, entries))
+    return [e for e in entries.values() if e.id in wanted]
+
+
+def entry_refs(progress: Any) -> set[str]:
+    """Entry ids a node's progress refers to: the values of its ``entry`` keys, at any depth."""
+    found: set[str] = set()
+    if isinstance(progress, dict):
+        for key, value in progress.items():
+            if key == "entry" and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= entry_refs(value)
+    elif isinstance(progress, list):
+        for value in progress:
+            found |= entry_refs(value)
+    return found
