@@ -101,7 +101,7 @@ def test_an_uninterrupted_run_ends_in_the_same_state(tmp_path: Path, magent_home
 def test_sigkill_while_a_sub_agent_naps_then_resume(tmp_path: Path, magent_home: Path) -> None:
     """A real kill -9 (no failpoint) during a sub-agent's MCP call: resume asks about that call
     in the sub-agent's session, then finishes without repeating anything."""
-    flow = make_delegation(tmp_path, nap=30)
+    flow = make_delegation(tmp_path, nap=600)
     ledger = tmp_path / "ledger.txt"
     env = {**os.environ, "LEDGER": str(ledger)}
     proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "nap"], env=env,
