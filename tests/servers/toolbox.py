@@ -4,7 +4,7 @@ Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``,
 ``fail`` (an MCP ``isError`` result), ``crash`` (the process exits), ``hang``
 (never returns), ``huge`` (about a megabyte of text), ``writes`` (not
 idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
-(hash of an environment variable).
+(hash of an environment variable), ``stamp`` (the wall-clock time it ran).
 
 Environment knobs, so tests can make misbehaving servers from one script:
 ``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_MEET``
@@ -143,6 +143,12 @@ def whoami(ctx: Context) -> str:
 @server.tool(description="sha256 of an environment variable's value (to check it arrived, unseen).")
 def env_sha(name: str) -> str:
     return hashlib.sha256(os.environ.get(name, "").encode()).hexdigest()
+
+
+@server.tool(description="The wall-clock time (time.time()) at which this call ran.",
+             annotations=ToolAnnotations(idempotentHint=True))
+def stamp(label: str = "") -> str:
+    return f"{label} {time.time():.6f}".strip()
 
 
 def main() -> None:

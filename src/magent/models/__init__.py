@@ -8,8 +8,8 @@ from magent.models.retention import RetentionPolicy
 from magent.models.state import Message, State, ToolCall
 from magent.models.task import ForkRef, Task, TaskStatus, Usage
 from magent.models.tools import (
-    Builtins, HttpConfig, HttpServer, MCPServer, MCPServersFile, SSEConfig, StdioConfig,
-    StdioServer, Tool, ToolSettings,
+    Builtins, HttpConfig, HttpServer, MCPServer, MCPServersFile, RateLimit, SSEConfig,
+    StdioConfig, StdioServer, Tool, ToolSettings,
 )
 from magent.models.trace import (
     ActionRecord, ActionToolCall, LLMCallRecord, StepRecord, SubAgentSession,
@@ -21,7 +21,7 @@ __all__ = [
     "AGENT_NAME_PATTERN", "ActionRecord", "ActionToolCall", "Agent", "Builtins", "Checkpoint",
     "CheckpointSummary", "Document", "EdgeDef", "Entry", "Event", "ForkRef", "HttpConfig",
     "HttpServer", "HumanFeedback", "HumanRequest", "LLMCallRecord", "LLMConfig", "MCPServer",
-    "MCPServersFile", "Message", "Model", "NodeDef", "RetentionPolicy", "SCHEMA_VERSION",
+    "MCPServersFile", "Message", "Model", "NodeDef", "RateLimit", "RetentionPolicy", "SCHEMA_VERSION",
     "SSEConfig", "State", "StdioConfig", "StdioServer", "StepRecord", "SubAgentSession",
     "SubAgentSessionInfo", "Task", "TaskStatus", "Tool", "ToolCall", "ToolCallRecord",
     "ToolSettings", "TraceLog", "Usage", "Workflow",

@@ -11,6 +11,23 @@ from magent.models.base import Model
 DEFAULT_TOOL_TIMEOUT = 300
 
 
+class RateLimit(Model):
+    """At most ``calls`` calls in any ``per_seconds`` window (seed 004's per-tool request rate limit).
+
+    Counted per run, across concurrent calls; a call counts when it starts.
+    """
+
+    calls: PositiveInt
+    """Calls allowed in one window."""
+    per_seconds: float = Field(gt=0)
+    """Length of the sliding window, in seconds."""
+    on_limit: Literal["wait", "refuse"] = "wait"
+    """Over the limit: ``wait`` for a free slot (up to ``max_wait_seconds``), or ``refuse`` at once.
+    A refused call becomes an ERROR observation the model sees."""
+    max_wait_seconds: float = Field(default=60, ge=0)
+    """Longest a call waits; one that would have to wait longer is refused."""
+
+
 class Tool(Model):
     """An invocable capability, from an MCP server or a built-in connector."""
 
@@ -32,6 +49,8 @@ class Tool(Model):
     """Safe to run twice. From the config, else the server's ``idempotentHint``; unknown means no."""
     needs_approval: bool = False
     """A person must approve each call before it runs."""
+    rate_limit: RateLimit | None = None
+    """Calls allowed per time window (besides its server's own ``rate_limit``)."""
 
     @property
     def full_name(self) -> str:
@@ -45,6 +64,8 @@ class ToolSettings(Model):
     fallback_tools: list[str] = Field(default_factory=list)
     idempotent: bool | None = None
     needs_approval: bool = False
+    rate_limit: RateLimit | None = None
+    """``{calls, per_seconds}`` for this tool alone, e.g. ``{calls: 5, per_seconds: 60}``."""
 
 
 class StdioConfig(Model):
@@ -79,6 +100,8 @@ class _ServerBase(Model):
     """Default timeout of this server's calls; per-tool ``timeout_seconds`` overrides it."""
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     """Per-tool settings keyed by the tool's name on this server."""
+    rate_limit: RateLimit | None = None
+    """Calls allowed per time window to all of this server's tools together."""
 
 
 class StdioServer(_ServerBase):

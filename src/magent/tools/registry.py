@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 from magent.models import Tool
 from magent.models.tools import ToolLimits
 from magent.tools.base import ToolProvider, ToolResult
+from magent.tools.ratelimit import RateLimited, RateLimiter
 
 PROVIDER_GRACE_SECONDS = 15.0
 """Slack past a tool's timeout for its provider to cancel the call and stop a hung server."""
@@ -27,12 +28,16 @@ PROVIDER_GRACE_SECONDS = 15.0
 class ToolRegistry:
     def __init__(self, providers: list[ToolProvider] | None = None, *,
                  limits: ToolLimits | None = None, artifacts_dir: Path | None = None,
-                 settings: dict[str, dict[str, Any]] | None = None):
+                 settings: dict[str, dict[str, Any]] | None = None,
+                 limiter: RateLimiter | None = None):
         self.providers: dict[str, ToolProvider] = {}
         self.limits = limits or ToolLimits()
         self.artifacts_dir = artifacts_dir
         self.settings = settings or {}
-        """``server.tool`` → overrides (timeout_seconds, fallback_tools, idempotent, needs_approval)."""
+        """``server.tool`` → overrides (timeout_seconds, fallback_tools, idempotent, needs_approval,
+        rate_limit)."""
+        self.limiter = limiter or RateLimiter()
+        """Rate limits of tools and servers, shared by every call of the run."""
         self.secrets: set[str] = set()
         """Values taken from the environment by the MCP files (never to be written to disk)."""
         self.redact: Callable[[str], str] | None = None
@@ -182,6 +187,10 @@ class ToolRegistry:
         if problem:
             msg = f"invalid arguments for {full_name}: {problem}"
             return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
+        try:
+            slot = await self.limiter.acquire(self.limiter.limits_for(full_name, tool.server, tool.rate_limit))
+        except RateLimited as exc:
+            return ToolResult(outcome="ERROR", content=str(exc), error=str(exc), tool=full_name), False
         provider = self.providers[tool.server]
         timeout = float(tool.timeout_seconds)
         try:
@@ -200,6 +209,8 @@ class ToolRegistry:
             # (the engine's pin check sees them on the next ``get``).
             self._set_tools(tool.server, await provider.list_tools())
         result.tool = full_name
+        if slot.wait > 0:
+            result.notes.insert(0, f"waited {slot.wait:.1f}s for the rate limit of {', '.join(slot.limits)}")
         if not result.duration_ms:
             result.duration_ms = int((time.perf_counter() - started) * 1000)
         return result, True

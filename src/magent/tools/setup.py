@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable
 
 from magent.models.tools import Builtins, MCPServersFile, ToolLimits
 from magent.tools.base import ToolProvider
+from magent.tools.ratelimit import RateLimiter
 from magent.tools.registry import ToolRegistry
 
 
@@ -82,7 +83,8 @@ def tool_settings(config: ToolConfig) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for server in config.servers.values():
         for tool, settings in server.tools.items():
-            written = settings.model_dump(include=settings.model_fields_set)
+            # Values as they are (a ``rate_limit`` stays a model): ``Tool.model_copy`` applies them unvalidated.
+            written = {name: getattr(settings, name) for name in settings.model_fields_set}
             if written:
                 out[f"{server.name}.{tool}"] = written
     return out
@@ -117,8 +119,10 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
     for name, server in config.servers.items():
         providers.append(MCPProvider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets))
     providers.extend(extra_providers)
+    limiter = RateLimiter({name: server.rate_limit for name, server in config.servers.items()
+                           if server.rate_limit is not None})
     registry = ToolRegistry(providers, limits=config.limits, artifacts_dir=artifacts_dir,
-                            settings=tool_settings(config))
+                            settings=tool_settings(config), limiter=limiter)
     registry.secrets = set(config.secrets)
     registry.redact = redact
     return registry
