@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import types
 import typing
 from enum import Enum
 from typing import Any, TypeVar
@@ -134,7 +135,7 @@ def _models_in(ann: Any) -> list[type[BaseModel]]:
     ann = _unwrap(ann)
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return [ann]
-    if typing.get_origin(ann) is typing.Union:
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):  # Optional[X] and X | None
         out: list[type[BaseModel]] = []
         for arg in typing.get_args(ann):
             out.extend(_models_in(arg))
