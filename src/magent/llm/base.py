@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -82,3 +84,16 @@ class LLMClient(Protocol):
     def supports_tools(self, model: str) -> bool:
         """Whether ``model`` does native function calling (else the text format is used)."""
         ...
+
+
+def json_in_reply(text: str) -> dict[str, Any] | None:
+    """The JSON object a model wrote somewhere in its reply (from the first ``{`` to the last
+    ``}``), or None when there is none that parses."""
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        return None
+    try:
+        doc = json.loads(match.group(0))
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None

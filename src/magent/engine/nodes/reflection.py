@@ -8,14 +8,13 @@ round. After ``max_rounds`` reviews without a pass, ``routing_key`` is
 
 from __future__ import annotations
 
-import json
 import re
 
 from pydantic import Field
 
 from magent.engine.control import NodeFailed
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.llm.base import LLMRequest
+from magent.llm.base import LLMRequest, json_in_reply
 from magent.models import Message
 
 _VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(pass|revise)", re.I)
@@ -81,15 +80,11 @@ class ReflectionNode(Node):
 def parse_verdict(text: str) -> tuple[str, str, bool]:
     """``(verdict, feedback, understood)``; a reply that cannot be read counts as ``revise``."""
     stripped = text.strip()
-    match = re.search(r"\{.*\}", stripped, re.S)
-    if match:
-        try:
-            doc = json.loads(match.group(0))
-            verdict = str(doc.get("verdict", "")).strip().lower()
-            if verdict in ("pass", "revise"):
-                return verdict, str(doc.get("feedback", "")).strip(), True
-        except (ValueError, AttributeError):
-            pass
+    doc = json_in_reply(stripped)
+    if doc is not None:
+        verdict = str(doc.get("verdict", "")).strip().lower()
+        if verdict in ("pass", "revise"):
+            return verdict, str(doc.get("feedback", "")).strip(), True
     m = _VERDICT.search(stripped)
     if m:
         fb = _FEEDBACK.search(stripped)
