@@ -162,7 +162,8 @@ def strip_tool_io(doc: dict[str, Any]) -> dict[str, Any]:
             call.pop("raw_arguments", None)
     elif kind == "node_finished" and doc.get("kind") == "tool" and doc.get("output"):
         doc["output"] = TOOL_IO_OMITTED
-    elif kind == "awaiting_human" and doc.get("kind") in ("tool_approval", "tool_recovery", "tool_changed"):
+    elif kind == "awaiting_human" and (doc.get("kind") in ("tool_approval", "tool_recovery", "tool_changed") or (
+            doc.get("kind") == "guardrail" and (doc.get("details") or {}).get("source") == "tool_result")):
         details = doc.get("details") or {}
         if "arguments" in details:
             details["arguments"] = dict(OMITTED_ARGS)

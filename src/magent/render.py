@@ -288,6 +288,11 @@ class EventPrinter:
         self.out.print(f"  [{color}]⇠ {_esc(who)} {status}[/] {_esc(short(said, 160))}")
 
     def _on_llm_call(self, ev: Any) -> None:
+        if ev.field("rail"):  # a guardrail's judge: its verdict line says what it decided
+            self.out.print(f"  [dim]rail {_esc(ev.field('rail'))} asked {ev.field('model')} · "
+                           f"{ev.field('tokens_in')}→{ev.field('tokens_out')} tokens · {ev.field('latency_ms')} ms[/]",
+                           highlight=False)
+            return
         response = ev.field("response") or {}
         who = self._who(ev)
         # (A critic's raw reply is not shown: its verdict line says it better.)
@@ -320,6 +325,16 @@ class EventPrinter:
         color = "green" if ev.field("verdict") == "pass" else "yellow"
         self.out.print(f"  [{color}]verdict: {ev.field('verdict')}[/] (round {ev.field('round')}/"
                        f"{ev.field('max_rounds')}) {short(ev.field('feedback') or '', 200)}")
+
+    def _on_guardrail(self, ev: Any) -> None:
+        from magent.trace.build import describe_guardrail
+
+        outcome = ev.field("outcome")
+        if outcome == "pass":
+            return
+        color = "red" if outcome == "block" else "yellow"
+        line = short(describe_guardrail(ev.model_dump()), 240)
+        self.out.print(f"  [{color}]⛨ {_esc(line)}[/]", highlight=False)
 
     def _on_human_decision(self, ev: Any) -> None:
         msg = f": {ev.field('message')}" if ev.field("message") else ""

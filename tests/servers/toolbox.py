@@ -4,7 +4,8 @@ Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``,
 ``fail`` (an MCP ``isError`` result), ``crash`` (the process exits), ``hang``
 (never returns), ``huge`` (about a megabyte of text), ``writes`` (not
 idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
-(hash of an environment variable), ``stamp`` (the wall-clock time it ran).
+(hash of an environment variable), ``stamp`` (the wall-clock time it ran),
+``customer`` (a made-up customer record full of personal data, for guardrails).
 
 Environment knobs, so tests can make misbehaving servers from one script:
 ``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_MEET``
@@ -149,6 +150,14 @@ def env_sha(name: str) -> str:
              annotations=ToolAnnotations(idempotentHint=True))
 def stamp(label: str = "") -> str:
     return f"{label} {time.time():.6f}".strip()
+
+
+@server.tool(description="Look up a customer record (made-up personal data).",
+             annotations=ToolAnnotations(idempotentHint=True, readOnlyHint=True))
+def customer(id: int, notes: int = 0) -> str:
+    record = (f"Customer {id}: Jane Roe, jane.roe@example.com, +44 20 7946 0958, "
+              "card 4111 1111 1111 1111, SSN 123-45-6789.")
+    return record + ("\nNote: " + "nothing to add. " * notes if notes else "")
 
 
 def main() -> None:

@@ -34,16 +34,18 @@ def check_file(path: Path) -> CheckResult:
         if kind is ConfigKind.agent:
             loaded = load_agent(path, source)
             summary = f"model {loaded.agent.llm_config.model}"
-            if loaded.agent.sub_agents:
-                from magent.engine.graph import single_agent_graph
+            from magent.engine.graph import single_agent_graph
 
-                graph = single_agent_graph(loaded)  # every sub-agent must resolve, transitively
+            graph = single_agent_graph(loaded)  # sub-agents must resolve, transitively; rails must build
+            if loaded.agent.sub_agents:
                 summary += f", sub-agents {', '.join(sorted(set(graph.agents) - {loaded.agent.name}))}"
+            summary += _rails(len(graph.rails.agents[loaded.agent.name].input)
+                              + len(graph.rails.agents[loaded.agent.name].output))
         elif kind is ConfigKind.workflow:
             from magent.engine.graph import load_workflow
 
             graph = load_workflow(path, source=source)
-            summary = f"{len(graph.nodes)} nodes, entry {graph.workflow.entry_point}"
+            summary = f"{len(graph.nodes)} nodes, entry {graph.workflow.entry_point}" + _rails(len(list(graph.rails)))
         elif kind is ConfigKind.mcp_servers:
             loaded_mcp = load_mcp_servers(path)
             summary = f"{len(loaded_mcp.config.servers)} servers"
@@ -56,3 +58,7 @@ def check_file(path: Path) -> CheckResult:
         return CheckResult(path=shown, kind=kind.value, ok=True, summary=summary)
     except ConfigError as exc:
         return CheckResult(path=shown, kind=kind.value if kind else None, ok=False, error=str(exc))
+
+
+def _rails(n: int) -> str:
+    return f", {n} guardrail{'s' if n != 1 else ''}" if n else ""

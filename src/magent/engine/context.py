@@ -261,19 +261,27 @@ class RunContext:
         return self.needs.models[agent_name]
 
     def client_for(self, agent_name: str, session: Session | None = None) -> "LLMClient":
+        return self.model_client(agent_name, self.llm_config(agent_name), self.graph.agents[agent_name].base_dir,
+                                 session)
+
+    def model_client(self, key: str, config: LLMConfig, base_dir: Any,
+                     session: Session | None = None) -> "LLMClient":
+        """The client for ``config``, made once per session and ``key`` (an agent's name, or a
+        guardrail's key: those use the main session's); a scripted model's position is
+        ``session.cursors[key]``."""
         session = session or self.main
-        client = self._clients.get((session.id, agent_name))
+        client = self._clients.get((session.id, key))
         if client is None:
             factory = self.options.llm_factory
             if factory is None:
                 from magent.llm.factory import make_client as factory
-            client = factory(self.llm_config(agent_name), agent=agent_name,
-                             base_dir=self.graph.agents[agent_name].base_dir, cursors=session.cursors)
-            self._clients[(session.id, agent_name)] = client
+            client = factory(config, agent=key, base_dir=base_dir, cursors=session.cursors)
+            self._clients[(session.id, key)] = client
         return client
 
-    def record_llm_call(self, response: "LLMResponse", *, node: str, agent: str, iteration: int,
-                        entry_id: str | None = None, session: Session | None = None) -> None:
+    def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
+                        entry_id: str | None = None, session: Session | None = None,
+                        rail: str | None = None) -> None:
         session = session or self.main
         key = response.usage_key or response.model
         usage = Usage(input=response.tokens_in, output=response.tokens_out,
@@ -286,7 +294,7 @@ class RunContext:
             tokens_in=response.tokens_in, tokens_out=response.tokens_out, cost=response.cost,
             latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
             retries=response.retries or None, entry_id=entry_id, cursor=session.cursors.get(agent),
-            session=session.tag,
+            session=session.tag, rail=rail,
             response={"content": self.redactor.text(response.content),
                       "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
                                       "raw_arguments": c.raw_arguments if c.arguments is None else None}

@@ -20,6 +20,7 @@ from magent.engine import conditions
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
 from magent.errors import ConfigError
+from magent.guardrails.rails import GraphRails, compile_rails
 from magent.models import Agent, EdgeDef, Workflow
 
 END = "END"
@@ -39,6 +40,8 @@ class Graph:
     """The config as written (``${VAR}`` unresolved), stored in task.json for resume."""
     secrets: set[str] = field(default_factory=set)
     """Values taken from the environment, to be redacted from anything written."""
+    rails: GraphRails = field(default_factory=GraphRails)
+    """The workflow's and each agent's guardrails, checked and built."""
 
     @property
     def name(self) -> str:
@@ -98,7 +101,8 @@ def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile]
                   source=loaded.source, kind="agent", mcp_files=mcp_files,
                   snapshot={"kind": "agent", "agent": agent.name,
                             "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None}},
-                  secrets=set().union(*(a.source.secrets for a in agents.values() if a.source is not None)))
+                  secrets=set().union(*(a.source.secrets for a in agents.values() if a.source is not None)),
+                  rails=_rails(agents))
     node.graph = graph
     return graph
 
@@ -157,7 +161,8 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
                 "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None
                            and a.source is not source}}
     graph = Graph(workflow=workflow, nodes=nodes, agents=agents, source=source,
-                  mcp_files=mcp_files, snapshot=snapshot, secrets=secrets)
+                  mcp_files=mcp_files, snapshot=snapshot, secrets=secrets,
+                  rails=_rails(agents, workflow, source))
     for node in nodes.values():
         node.graph = graph
     return graph
@@ -174,6 +179,20 @@ def from_snapshot(snapshot: dict[str, Any]) -> Graph:
     wf = snapshot["workflow"]
     source = from_raw(wf["raw"], Path(wf["path"]))
     return load_workflow(source.path, source=source, agent_sources=agent_sources)
+
+
+def _rails(agents: dict[str, LoadedAgent], workflow: Workflow | None = None,
+           source: SourceFile | None = None) -> GraphRails:
+    """Check and build the guardrails of the workflow (``source``) and of each agent."""
+    rails = GraphRails()
+    if workflow is not None and source is not None:
+        rails.workflow = compile_rails(source, "workflow", workflow.guardrails)
+    for name, loaded in agents.items():
+        assert loaded.source is not None
+        inline = source is not None and loaded.source is source  # defined under the workflow's agents:
+        rails.agents[name] = compile_rails(loaded.source, name, loaded.agent.guardrails,
+                                           prefix=("agents", name) if inline else ())
+    return rails
 
 
 def _snap(source: SourceFile) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.engine import textmode
+from magent.engine import guard, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -40,6 +40,9 @@ async def react(ctx, agent: Agent, node: str) -> str:
         agent.tool_calling == "auto" and specs and not client.supports_tools(ctx.llm_config(agent.name).model))
     while True:
         ctx.check_stop()
+        accepted = guard.resume_answer(ctx, node)  # a person decided on an answer a rail held
+        if accepted is not None:
+            return accepted
         if p.get("turn_open"):
             # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
             pending = unanswered_calls(ctx.state.messages)
@@ -55,13 +58,19 @@ async def react(ctx, agent: Agent, node: str) -> str:
             raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
                              "without a final answer")
         # Only the main conversation streams: children run side by side and would interleave.
-        stream = ctx.options.on_token if ctx.session.is_main else None
+        # An answer output rails may still change is not streamed either.
+        stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
         response = await client.complete(_request(ctx, agent, specs, text_mode), stream)
         message, final = _interpret(response, text_mode)
+        screening = None
+        if not message.tool_calls and final.strip():  # a final answer: the output rails first
+            screening = await guard.check_answer(ctx, node, agent.name, iteration, final)
+            response, message, final = guard.screened_reply(screening, response, message, final)
         # The call's record (with the script cursor after it) goes first: a crash between the
         # two leaves a record without an entry, and recovery then makes the call again.
         entry_id = new_id()
         ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id)
+        guard.record_answer(ctx, node, screening, entry_id, iteration)
         ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
         if message.tool_calls:
             p["turn_open"] = entry_id
@@ -72,6 +81,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
                                     "give your final answer."), node=node)
             ctx.checkpoint("llm_turn")
             continue
+        if not guard.accept_answer(ctx, node, screening):
+            continue  # a rail asked for a revision
         return final
 
 
@@ -110,6 +121,7 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
     from magent.engine.delegation import delegate
 
     turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
+    pending = guard.release_held(ctx, node, pending)  # results a rail held: never run twice
     refused = turn_refusals(policy, turn.tool_calls, pending)
     for call in pending:  # every pause is asked before any call of the turn runs
         if call.id not in refused and call.full_name not in delegates:
@@ -127,6 +139,7 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
     # paused must not leave its siblings running unobserved.
     outcomes = await asyncio.gather(*jobs, return_exceptions=True)
     raise_first(outcomes)
+    guard.settle_turn(ctx, node)  # a blocked result fails the node; a held one pauses
 
 
 def raise_first(outcomes: list) -> None:

@@ -53,9 +53,9 @@ class Executor:
                 ctx.position, ctx.node_done, ctx.progress = nxt, False, {}
             return self._finish()
         except PauseRun as pause:
-            return self._pause(pause.request)
+            return self.pause(pause.request)
         except (NodeFailed, LLMError) as exc:
-            return self._fail(str(exc))
+            return self.fail(str(exc))
         except asyncio.CancelledError:
             self._interrupted()
             raise
@@ -133,12 +133,12 @@ class Executor:
         result = ctx.last_output or None
         return self.end(TaskStatus.completed, result=result)
 
-    def _fail(self, message: str) -> RunOutcome:
+    def fail(self, message: str) -> RunOutcome:
         ctx = self.ctx
         ctx.bus.emit("error", ctx.position, message=ctx.redactor.text(message))
         return self.end(TaskStatus.failed, error=message)
 
-    def _pause(self, request: HumanRequest) -> RunOutcome:
+    def pause(self, request: HumanRequest) -> RunOutcome:
         ctx = self.ctx
         failpoints.hit("before_pause")
         ctx.checkpoint("pause", request=request)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import failpoints
+from magent.engine import guard
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus, for_disk
 from magent.engine.graph import Graph, from_snapshot
@@ -56,9 +57,10 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     options = options or RunOptions()
     needs = prepare(graph, options)
     redactor = Redactor.configured(needs.secrets)
+    gate = await guard.screen_task(graph, description, options)  # before anything is written
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]
-    task = Task(id=new_id(), description=redactor.text(description),
+    task = Task(id=new_id(), description=redactor.text(gate.description),
                 status=TaskStatus.pending,
                 assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
                 tags=tags or [], retention_days=retention_days,
@@ -72,26 +74,40 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
             on_task(task)
         ctx = _context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
         try:
-            _begin(ctx, description, initial, target=target)
+            _begin(ctx, gate, initial, target=target)
+            if gate.blocked:
+                return Executor(ctx).fail(gate.failure)
             failpoints.hit("after_run_start")
-            await _start_tools(ctx)
-            return await Executor(ctx).run()
+            return await _first_node(ctx, gate)
         finally:
             await _close(ctx)
     finally:
         lock.release()
 
 
-def _begin(ctx: RunContext, description: str, *updates: dict[str, Any] | None, target: str | None,
+async def _first_node(ctx: RunContext, gate: guard.TaskGate) -> RunOutcome:
+    """After checkpoint 0: the pause an input rail asked for on the task text, else the run."""
+    request = gate.request(ctx.graph.workflow.entry_point)
+    if request is not None:
+        return Executor(ctx).pause(request)
+    await _start_tools(ctx)
+    return await Executor(ctx).run()
+
+
+def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | None, target: str | None,
            resumed: bool = False) -> None:
-    """The first moments of a run: its first message, checkpoint 0, then status ``running``."""
+    """The first moments of a run: what the task text's rails did, its first message, checkpoint 0,
+    then status ``running`` (unless a rail blocked the text: then nothing of it is written)."""
     for values in updates:
         if values:
             ctx.state = merge_updates(ctx.state, values)
     ctx.bus.emit("run_started", None, task_id=ctx.task.id, workflow=ctx.graph.name, target=target,
-                 description=ctx.redactor.text(description), resumed=resumed,
+                 description=ctx.redactor.text(ctx.task.description), resumed=resumed,
                  from_start=resumed or None)
-    ctx.add_message(Message(role="user", content=description), node=None)
+    gate.record(ctx)
+    if gate.blocked:
+        return
+    ctx.add_message(Message(role="user", content=gate.text), node=None)
     ctx.checkpoint("run_start")
     ctx.task = ctx.td.save_task(ctx.task.model_copy(update={"status": TaskStatus.running,
                                                             "started_at": now(), "error": None}))
@@ -142,12 +158,14 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
                              f"--{decision.action} has nothing to answer")
     needs = prepare(graph, options)
     initial = task.config_snapshot.get("options", {}).get("initial")
+    gate = await guard.screen_task(graph, task.description, options)  # again: its record was lost with the run
     seq, _ = events_after(td.events_file, 0)
     ctx = _context(needs, td, task, options, sinks, start_seq=seq)
     try:
-        _begin(ctx, task.description, initial, set_values, target=task.target, resumed=True)
-        await _start_tools(ctx)
-        return await Executor(ctx).run()
+        _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
+        if gate.blocked:
+            return Executor(ctx).fail(gate.failure)
+        return await _first_node(ctx, gate)
     finally:
         await _close(ctx)
 
@@ -316,6 +334,9 @@ async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state)
     """Apply what the person decided (if anything) and run on from there."""
     if feedback is not None or new_state is not None:
         _apply(ctx, cp, feedback, new_state)
+    refused = guard.task_refused(ctx)
+    if refused:
+        return Executor(ctx).fail(refused)
     return await Executor(ctx).run()
 
 
@@ -347,6 +368,9 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             tool = ctx.registry.get(request.details.get("tool") or "")
             if request.kind == "tool_changed" and feedback.action == "approve" and tool is not None:
                 ctx.pins.accept(tool)  # the new definition is the one this task uses from now on
+        if request.kind == "guardrail":
+            guard.take_decision(ctx.view(target), request, feedback)
+            ctx.feedback = None
         if feedback.message and request.kind in ("human_node", "approval"):
             # (For a decision about a tool call the message goes into that call's observation:
             # nothing may come between a model's tool calls and their results.)

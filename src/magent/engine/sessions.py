@@ -175,10 +175,10 @@ class SessionContext:
     def client_for(self, agent_name: str) -> "LLMClient":
         return self.run.client_for(agent_name, self.session)
 
-    def record_llm_call(self, response: "LLMResponse", *, node: str, agent: str, iteration: int,
-                        entry_id: str | None = None) -> None:
+    def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
+                        entry_id: str | None = None, rail: str | None = None) -> None:
         self.run.record_llm_call(response, node=node, agent=agent, iteration=iteration,
-                                 entry_id=entry_id, session=self.session)
+                                 entry_id=entry_id, session=self.session, rail=rail)
 
     def check_stop(self) -> None:
         """A safe point: stop here (``Suspended``) if this session's group was asked to."""

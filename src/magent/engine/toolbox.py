@@ -58,7 +58,8 @@ class RunNeeds:
             if options.model_override:
                 config = config.model_copy(update={"model": options.model_override, "script": None})
             models[name] = config
-        real = options.llm_factory is None and any(c.model != "scripted" for c in models.values())
+        judges = [config for rail in graph.rails for config in rail.models()]  # (no --model for them)
+        real = options.llm_factory is None and any(c.model != "scripted" for c in [*models.values(), *judges])
         return cls(graph=graph, tool_patterns=tuple(patterns), mcp_files=tuple(graph.mcp_files),
                    secrets=frozenset(graph.secrets), models=models, real_model=real,
                    delegates=any(a.agent.sub_agents for a in graph.agents.values()))
@@ -76,6 +77,14 @@ def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
 
         for name, config in needs.models.items():
             preflight(config, agent=name, base_dir=graph.agents[name].base_dir)
+        for rail in graph.rails:  # a guardrail's judge keeps its own model whatever --model says
+            for config in rail.models():
+                try:
+                    preflight(config, agent=rail.key, base_dir=rail.base_dir)
+                except ConfigError as exc:
+                    raise ConfigError(exc.reason.replace(f"agent {rail.key!r}", f"guardrail {rail.name!r} "
+                                                         f"({rail.key})"), path=exc.path, line=exc.line,
+                                      column=exc.column, field=exc.field) from None
     prepare_registry(needs, None, options)
     return needs
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from magent import failpoints
+from magent.engine import guard
 from magent.engine.control import PauseRun
 from magent.engine.events import truncate
 from magent.models import HumanRequest, Message, ToolCall
@@ -95,8 +96,11 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     elif (why := policy.unavailable(name)) is not None:
         result = ToolResult(outcome="ERROR", tool=name, content=why, error=why)
     else:
-        result = await ctx.registry.call(name, call.arguments, allowed=policy.names)
+        screen = guard.result_screen(ctx, node, policy.agent, call)
+        result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
         failpoints.hit("after_tool_call")
+        if screen is not None and not screen.settle(result):
+            return result  # held for a person, or blocked (``guard.settle_turn`` acts on it)
         note = approval_note(ctx, call.id)
         if note:
             result.content = note + result.content

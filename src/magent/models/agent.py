@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from magent.models.base import Model
+from magent.models.guardrails import Guardrails
 
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 
@@ -60,6 +61,9 @@ class Agent(Model):
     sub_agents: list[str] = Field(default_factory=list)
     """Agents this one may delegate to: each is offered as a tool ``agents.NAME`` taking a
     ``task``, and runs in a child session of its own (agents as tools)."""
+    guardrails: Guardrails | None = None
+    """Input rails (task text, tool results) and output rails (final answers) of this agent,
+    run after the workflow's own."""
 
     @field_validator("sub_agents")
     @classmethod

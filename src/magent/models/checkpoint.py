@@ -18,7 +18,8 @@ HumanAction = Literal["approve", "reject", "modify"]
 class HumanRequest(Model):
     """What a paused run asks of a person."""
 
-    kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed", "plan_failed"]
+    kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed", "plan_failed",
+                  "guardrail"]
     """Why the run paused."""
     node: str
     """The node that paused."""

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, PositiveInt
 
 from magent.models.base import Model
+from magent.models.guardrails import Guardrails
 
 
 class NodeDef(Model):
@@ -57,3 +58,5 @@ class Workflow(Model):
     """An MCP servers file of this workflow's own, relative to the workflow file."""
     agents: dict[str, Any] = Field(default_factory=dict)
     """Agents defined inline, by name (otherwise resolved from files)."""
+    guardrails: Guardrails | None = None
+    """Rails for every agent of the workflow (each agent's own run after these)."""

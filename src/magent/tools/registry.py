@@ -14,7 +14,7 @@ import fnmatch
 import hashlib
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from magent.models import Tool
 from magent.models.tools import ToolLimits
@@ -141,12 +141,15 @@ class ToolRegistry:
             fnmatch.fnmatchcase(n, p.split(".", 1)[0]) for n in self.providers)]
 
     async def call(self, full_name: str, arguments: Any, *, allowed: set[str] | None = None,
-                   artifact_key: str = "") -> ToolResult:
+                   artifact_key: str = "",
+                   screen: Callable[[ToolResult], Awaitable[None]] | None = None) -> ToolResult:
         """Call a tool; every failure comes back as a result (ERROR/FAILURE/TIMEOUT), never raised.
 
         A call refused before it ran (not allowed, unknown tool, arguments that
         do not fit the schema) does not fall back; one that ran and did not
-        succeed tries the tool's ``fallback_tools`` in order.
+        succeed tries the tool's ``fallback_tools`` in order. ``screen`` (the
+        agent's input rails) sees the whole output of a call that ran, and may
+        change it, before it is truncated and its full copy kept as an artifact.
         """
         result, ran = await self._call_once(full_name, arguments, allowed)
         tool = self._tools.get(full_name)
@@ -161,6 +164,8 @@ class ToolRegistry:
                 tried.append(f"{alt}: {alt_result.outcome.lower()}: {alt_result.error or alt_result.content}")
             else:
                 result.notes.append("fallbacks failed too: " + "; ".join(tried[1:]))
+        if screen is not None and ran:
+            await screen(result)
         return self._limit(result, artifact_key or full_name)
 
     async def _call_once(self, full_name: str, arguments: Any,

@@ -14,7 +14,9 @@ Layout of ``steps`` (numbered from 1 by ``magent trace``):
   set, ``step_name`` ``node:iteration`` like the entries' ``turn_id``): its
   ``llm_calls`` (one) and the ``tool_calls`` the model asked for, in order.
 - an **event step** for what happens between: ``awaiting_human``,
-  ``human_decision``, ``resumed``, ``warning``, ``error``, ``interrupted``.
+  ``human_decision``, ``resumed``, ``warning``, ``error``, ``interrupted``, and
+  ``guardrail`` for a rail that tripped (one that passed stays with the step it
+  checked; a rail's own model calls sit on that step too).
 
 A tool call's result is kept once, truncated to about 1,000 characters, in its
 ``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
@@ -261,6 +263,14 @@ class _Builder:
                        cost=round(own["cost"] + record["cost"], 10), calls=own["calls"] + 1)
         response = ev.get("response") or {}
         node = self.node
+        if ev.get("rail"):  # a guardrail's judge: on the step it judged for, not a turn of its own
+            owner = self._owner()
+            if owner is None:
+                owner = self._step(ev, step_name="llm_call", message=f"model call of rail '{ev['rail']}'")
+            else:
+                self._attach(owner, ev)
+            self.steps[owner]["llm_calls"].append(record)
+            return
         if not self.current.react and (node is None or self.steps[node.index]["kind"] != "agent"):
             owner = node.index if node is not None else self._step(ev, step_name="llm_call")
             self.steps[owner]["llm_calls"].append(record)
@@ -376,6 +386,17 @@ class _Builder:
             text += f" (state updates: {', '.join(map(str, ev['state_updates']))})"
         self._step(ev, step_name="human_decision", message=text)
 
+    def _on_guardrail(self, ev: dict[str, Any]) -> None:
+        """A rail that passed is kept with the step it checked; one that tripped is a step of its own."""
+        outcome = ev.get("outcome")
+        if outcome == "pass":
+            owner = self._owner()
+            if owner is not None:
+                self._attach(owner, ev)
+            return
+        status = "error" if outcome == "block" else "warning"
+        self._step(ev, step_name="guardrail", status=status, message=describe_guardrail(ev))
+
     def _on_warning(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="warning", status="warning", message=str(ev.get("message") or ""))
 
@@ -402,6 +423,18 @@ class _Builder:
         if created:
             doc["created_at"] = created
         return TraceDoc(doc=doc, events=self.step_events)
+
+
+def describe_guardrail(ev: dict[str, Any]) -> str:
+    """One line for a rail's decision: ``input rail 'pii' masked the result of kb.get: found 1 email``."""
+    subject = {"task": "the task text", "answer": "the answer"}.get(str(ev.get("source")),
+                                                                   f"the result of {ev.get('tool')}")
+    name = f"{ev.get('stage')} rail '{ev.get('rail')}'" + (
+        f" ({ev.get('kind')})" if ev.get("kind") != ev.get("rail") else "")
+    outcome = str(ev.get("outcome"))
+    verb = {"pass": "passed", "mask": "masked", "warn": "flagged", "block": "blocked", "revise": "sent back",
+            "pause": "held"}.get(outcome, outcome)
+    return f"{name} {verb} {subject}" + (f": {ev['reason']}" if ev.get("reason") else "")
 
 
 def build_trace_doc(task_id: str, events: Iterable[Any], created_at: str | None = None) -> TraceDoc:

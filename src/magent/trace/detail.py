@@ -102,6 +102,10 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
             "data": result_ev.get("data"), "notes": result.get("notes"),
             "requested": result.get("requested"), "artifact": _artifact(view.td, result.get("artifact"))})
     detail["tool_calls"] = tool_calls
+    if detail["type"] != "event":
+        from magent.trace.build import describe_guardrail
+
+        detail["guardrails"] = [describe_guardrail(ev) for ev in by_type.get("guardrail", [])]
 
     if detail["type"] == "node":
         children, turns = [], []
@@ -134,7 +138,7 @@ def _last_reply(view: TraceView, number: int, children: list[int]) -> str | None
         return None
     for n in reversed(children):
         for ev in reversed(view.built.events[n - 1]):
-            if ev.get("type") == "llm_call":
+            if ev.get("type") == "llm_call" and not ev.get("rail"):  # (a rail's judge answers it)
                 return (ev.get("response") or {}).get("content")
     return None
 
@@ -211,6 +215,11 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
         if artifact:
             state = f"{artifact.get('bytes')} bytes" if artifact.get("exists") else "missing"
             lines.append([("full output: ", "bold"), (artifact["path"], None), (f" ({state})", "dim")])
+    if detail.get("guardrails"):
+        lines.append([])
+        lines.append([("guardrails", "bold")])
+        for line in detail["guardrails"]:
+            lines.append([("  " + line, None)])
     if detail.get("verdict"):
         lines.append([])
         _block(lines, "verdict", detail["verdict"])

@@ -202,12 +202,14 @@ class _Tree:
             self.lines.append([self.num(None), ("      ", None), (short(thinking, 110), "italic")])
         for record in step.get("tool_calls") or []:
             self.tool_line(record, "      ")
+        for call in calls[1:]:  # a guardrail's judge, asked about this turn's answer or results
+            self.llm_line(call, "      ", label="rail")
 
     def event(self, n: int, step: dict[str, Any], indent: str) -> None:
         name, message = step.get("step_name"), short(step.get("message"), 200)
         icon, style = {
             "awaiting_human": ("⏸ ", "bold yellow"), "resumed": ("↻ ", "dim"), "warning": ("⚠ ", "yellow"),
-            "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"),
+            "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"), "guardrail": ("⛨ ", "yellow"),
         }.get(str(name), ("• ", None))
         if name == "human_decision":
             action = message.split(":")[0]

@@ -1,0 +1,389 @@
+"""Where a run meets its guardrails: the task text, tool results and final answers.
+
+Rails run before anything of what they check is written: the task text before
+the task exists, a tool result before the registry truncates it (and keeps the
+full copy in ``artifacts/``) and before its entry, a final answer before its
+model call is recorded and before its entry. So a masked value never reaches
+a file, and neither does one a sensitive rail blocked.
+
+Every rail's decision is a ``guardrail`` event (never the text itself). A rail's
+model calls are ``llm_call`` events carrying ``rail``. What a tripped rail does:
+
+============  ===========================  ============================  ==========================
+action        task text                    tool result                   final answer
+============  ===========================  ============================  ==========================
+block         the task fails at once       the node fails                the node fails
+mask          the masked text goes on      the masked text goes on       the masked answer stands
+revise        (output rails only)          (output rails only)           the model is asked again
+pause         approve: run / reject: fail  approve: the model sees it /  approve: accepted /
+                                           reject: it is withheld        reject: revised (--message)
+warn          recorded, goes on            recorded, goes on             recorded, stands
+============  ===========================  ============================  ==========================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from magent.engine.control import NodeFailed, PauseRun
+from magent.guardrails.base import Rail, RailInput
+from magent.guardrails.screen import Check, Screening, screen
+from magent.llm.base import LLMClient, LLMRequest, LLMResponse
+from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
+
+PAUSE_ACTIONS = ["approve", "reject"]
+
+
+class _Run:
+    """The ``RailRun`` a rail gets: where the text is from, and model calls that are recorded."""
+
+    def __init__(self, info: RailInput, client: Callable[[Rail, Any], LLMClient],
+                 on_response: Callable[[Rail, LLMResponse], None]):
+        self.info = info
+        self._client = client
+        self._on_response = on_response
+
+    async def ask(self, rail: Rail, config: Any, system: str, prompt: str) -> str:
+        request = LLMRequest(model=config.model, messages=[Message(role="user", content=prompt)], system=system,
+                             temperature=0.0, max_tokens=config.max_tokens, endpoint=config.endpoint,
+                             api_key=config.api_key, timeout=config.timeout_seconds,
+                             max_retries=config.max_retries, fallback_model=config.fallback_model, agent=rail.key)
+        response = await self._client(rail, config).complete(request, None)
+        self._on_response(rail, response)
+        return response.content
+
+
+def _in_run(ctx, info: RailInput, node: str | None, iteration: int = 0) -> _Run:
+    return _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+                lambda rail, response: ctx.record_llm_call(response, node=node, agent=rail.key,
+                                                           iteration=iteration, rail=rail.name))
+
+
+def _emit(ctx, node: str | None, info: RailInput, check: Check, **where: Any) -> None:
+    fields = {k: v for k, v in check.fields().items() if v is not None}
+    ctx.bus.emit("guardrail", node, stage=info.stage, source=info.source, **where,
+                 **ctx.redactor.data(fields))
+
+
+def _label(rail: Rail, stage: str) -> str:
+    return f"{stage} rail '{rail.name}'" + ("" if rail.name == rail.kind else f" ({rail.kind})")
+
+
+@dataclass
+class Records:
+    """Rails' decisions and model calls kept back, to be recorded after what they judged."""
+
+    items: list[Any] = field(default_factory=list)
+    """``Check``s and ``(rail, LLMResponse)`` model calls, in the order they happened."""
+
+    def check(self, check: Check) -> None:
+        self.items.append(check)
+
+    def call(self, rail: Rail, response: LLMResponse) -> None:
+        self.items.append((rail, response))
+
+    def flush(self, ctx, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
+        for item in self.items:
+            if isinstance(item, Check):
+                _emit(ctx, node, info, item, **where)
+            else:
+                rail, response = item
+                ctx.record_llm_call(response, node=node, agent=rail.key, iteration=iteration, rail=rail.name)
+        self.items.clear()
+
+
+# The task text: screened before the task exists, recorded once the run has its context.
+
+@dataclass
+class TaskGate:
+    """The task text after its input rails, and what they did (recorded when the run opens)."""
+
+    text: str
+    screening: Screening | None = None
+    records: Records = field(default_factory=Records)
+    cursors: dict[str, int] = field(default_factory=dict)
+    """Where the rails' scripted models got to."""
+
+    @property
+    def blocked(self) -> bool:
+        return self.screening is not None and self.screening.outcome == "block"
+
+    @property
+    def description(self) -> str:
+        """The task's description on disk: a blocked text is not kept."""
+        if self.blocked:
+            assert self.screening is not None and self.screening.rail is not None
+            return f"[withheld: the task text was blocked by {_label(self.screening.rail, 'input')}]"
+        return self.text
+
+    @property
+    def failure(self) -> str:
+        assert self.screening is not None and self.screening.rail is not None
+        return f"{_label(self.screening.rail, 'input')} blocked the task text: {self.screening.message}"
+
+    def request(self, entry_point: str) -> HumanRequest | None:
+        """The pause to ask for, when a rail said ``pause``."""
+        s = self.screening
+        if s is None or s.outcome != "pause" or s.rail is None:
+            return None
+        return HumanRequest(kind="guardrail", node=entry_point, allowed_actions=PAUSE_ACTIONS,
+                            question=(f"{_label(s.rail, 'input').capitalize()} flagged the task text: {s.reason}. "
+                                      "Run the task (approve) or stop it (reject)?"),
+                            output=s.text, details={"stage": "input", "source": "task",
+                                                    "rail": _label(s.rail, "input"), "key": s.rail.key})
+
+    def record(self, ctx) -> None:
+        """Write what the rails did as events of the run (and count their model calls)."""
+        ctx.cursors.update(self.cursors)
+        self.records.flush(ctx, None, RailInput("input", "task", task_id=ctx.task.id))
+
+
+async def screen_task(graph, text: str, options) -> TaskGate:
+    """Run the workflow's input rails and the entry agent's over the task text."""
+    entry = graph.nodes[graph.workflow.entry_point]
+    rails = graph.rails.input_for(entry.agent_name if entry.kind == "agent" else None)
+    gate = TaskGate(text)
+    if not rails:
+        return gate
+    clients: dict[str, LLMClient] = {}
+
+    def client(rail: Rail, config: Any) -> LLMClient:
+        if rail.key not in clients:
+            factory = options.llm_factory
+            if factory is None:
+                from magent.llm.factory import make_client as factory
+            clients[rail.key] = factory(config, agent=rail.key, base_dir=rail.base_dir, cursors=gate.cursors)
+        return clients[rail.key]
+
+    run = _Run(RailInput("input", "task", agent=entry.agent_name), client, gate.records.call)
+    gate.screening = await screen(text, rails, run, gate.records.check)
+    gate.text = gate.screening.text
+    return gate
+
+
+def task_refused(ctx) -> str | None:
+    """The failure to end with when a person rejected the task text at an input rail's pause."""
+    return ctx.progress.get("task_refused")
+
+
+# Tool results: screened inside the registry's call, before truncation and artifacts.
+
+class ResultScreen:
+    """The input rails for one tool call's result. The registry awaits it with the full result."""
+
+    def __init__(self, ctx, node: str, agent: str, call: ToolCall, rails: list[Rail]):
+        self.ctx, self.node, self.call, self.rails = ctx, node, call, rails
+        self.info = RailInput("input", "tool_result", agent=agent, node=node, tool=call.full_name,
+                              task_id=ctx.task.id)
+        self.screening: Screening | None = None
+
+    async def __call__(self, result: Any) -> None:
+        info = dataclasses.replace(self.info, tool=result.tool or self.call.full_name)
+        self.screening = s = await screen(result.content, self.rails, _in_run(self.ctx, info, self.node),
+                                          lambda c: _emit(self.ctx, self.node, info, c, tool=info.tool,
+                                                          call_id=self.call.id))
+        kept = s.text if s.outcome in ("pass", "pause") else s.stored
+        if kept != result.content:
+            result.content = kept
+            if result.error:
+                result.error = kept  # an error's text is what the model sees, so it is screened too
+
+    def settle(self, result: Any) -> bool:
+        """After the call: False when the result must not become an observation yet (held for a
+        person, or blocked: the node fails once the turn's calls are done)."""
+        s = self.screening
+        if s is None or s.outcome == "pass":
+            return True
+        ctx, call = self.ctx, self.call
+        assert s.rail is not None
+        label = _label(s.rail, "input")
+        if s.outcome == "block":
+            from magent.engine.tooluse import add_observation
+
+            message = f"{label} blocked the result of {call.full_name}: {s.message}"
+            add_observation(ctx, self.node, call, "ERROR", message)
+            ctx.progress.setdefault("rail_blocks", []).append(message)
+            return False
+        ctx.progress.setdefault("held", {})[call.id] = {
+            "tool": result.tool or call.full_name, "outcome": result.outcome, "text": ctx.redactor.text(result.content),
+            "rail": label, "key": s.rail.key, "reason": s.reason, "duration_ms": result.duration_ms,
+            "artifact": result.artifact}
+        return False
+
+
+def result_screen(ctx, node: str, agent: str, call: ToolCall) -> ResultScreen | None:
+    rails = ctx.graph.rails.input_for(agent)
+    return ResultScreen(ctx, node, agent, call, rails) if rails else None
+
+
+def release_held(ctx, node: str, pending: list[ToolCall]) -> list[ToolCall]:
+    """Calls held at a rail's pause that a person has decided on become observations; returns the
+    pending calls that were not held (still to check and run). Held calls already ran: never again."""
+    held = ctx.progress.get("held") or {}
+    rest = []
+    for call in pending:
+        h = held.get(call.id)
+        if h is None:
+            rest.append(call)
+            continue
+        decision = h.get("decision")
+        if decision is None:
+            continue  # still waiting; ``settle_turn`` asks again
+        from magent.engine.tooluse import add_observation
+        from magent.tools.base import ToolResult
+
+        note = f": {decision['message']}" if decision.get("message") else ""
+        if decision["action"] == "approve":
+            outcome = h["outcome"]
+            content = (f"[a person let this result through {h['rail']}{note}]\n" if note else "") + h["text"]
+        else:
+            outcome = "ERROR"
+            content = f"withheld by a person after {h['rail']} flagged it{note}"
+        add_observation(ctx, node, call, outcome, content,
+                        ToolResult(outcome=outcome, content=content, tool=h["tool"],
+                                   duration_ms=h.get("duration_ms") or 0, artifact=h.get("artifact")))
+        del held[call.id]
+    if not held:
+        ctx.progress.pop("held", None)
+    return rest
+
+
+def settle_turn(ctx, node: str) -> None:
+    """Once a turn's calls are done: fail for a blocked result, pause for a held one."""
+    blocks = ctx.progress.pop("rail_blocks", None)
+    if blocks:
+        raise NodeFailed(blocks[0])
+    for call_id, h in (ctx.progress.get("held") or {}).items():
+        if h.get("decision") is None:
+            raise PauseRun(HumanRequest(
+                kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=h["text"],
+                question=(f"{h['rail'].capitalize()} flagged the result of {h['tool']}: {h['reason']}. "
+                          "Let the agent see it (approve) or withhold it (reject)?"),
+                details={"stage": "input", "source": "tool_result", "call_id": call_id, "tool": h["tool"],
+                         "rail": h["rail"], "key": h["key"]}))
+
+
+# Final answers: screened before the model call is recorded and before the entry; what the rails
+# did is recorded after that call (so the trace shows the answer, then what became of it).
+
+@dataclass
+class AnswerCheck:
+    screening: Screening
+    info: RailInput
+    records: Records
+
+
+async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) -> AnswerCheck | None:
+    rails = ctx.graph.rails.output_for(agent)
+    if not rails:
+        return None
+    info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.task.id)
+    records = Records()
+    run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call)
+    return AnswerCheck(await screen(text, rails, run, records.check), info, records)
+
+
+def has_output_rails(ctx, agent: str) -> bool:
+    """Answers of this agent may change after they are written, so they are not streamed."""
+    return bool(ctx.graph.rails.output_for(agent))
+
+
+def screened_reply(check: AnswerCheck | None, response: LLMResponse, message: Message,
+                   final: str) -> tuple[LLMResponse, Message, str]:
+    """The reply as it may be recorded: the screened answer in place of the model's."""
+    if check is None:
+        return response, message, final
+    s = check.screening
+    kept = s.text if s.outcome in ("pass", "pause") else s.stored
+    if kept == final:
+        return response, message, final
+    content = response.content.replace(final, kept) if final in response.content else kept
+    return (dataclasses.replace(response, content=content), message.model_copy(update={"content": content}), kept)
+
+
+def record_answer(ctx, node: str, check: AnswerCheck | None, entry_id: str, iteration: int) -> None:
+    """Record the rails' decisions on the answer just recorded; when one said ``pause``, keep the
+    answer out of the conversation and ask a person."""
+    if check is None:
+        return
+    agent = check.info.agent
+    check.records.flush(ctx, node, check.info, iteration, agent=agent)
+    s = check.screening
+    if s.outcome != "pause":
+        return
+    assert s.rail is not None
+    label = _label(s.rail, "output")
+    ctx.progress["held_answer"] = {"entry_id": entry_id, "iteration": iteration, "rail": label, "key": s.rail.key}
+    raise PauseRun(HumanRequest(
+        kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=s.text,
+        question=(f"{label.capitalize()} flagged the answer of agent '{agent}': {s.reason}. Accept it (approve), "
+                  "or send it back to be revised (reject, with --message saying what to change)?"),
+        details={"stage": "output", "source": "answer", "agent": agent, "rail": label, "key": s.rail.key}))
+
+
+def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
+    """After the answer's entry: True if it stands; False when a revision was asked for (the node
+    goes on with another model turn). Raises ``NodeFailed`` for a block or too many revisions."""
+    if check is None or check.screening.outcome == "pass":
+        return True
+    s = check.screening
+    assert s.rail is not None
+    label = _label(s.rail, "output")
+    if s.outcome == "block":
+        raise NodeFailed(f"{label} blocked the answer: {s.message}")
+    revisions = ctx.progress.setdefault("revisions", {})
+    done = revisions.get(s.rail.key, 0)
+    if done >= s.rail.config.max_revisions:
+        raise NodeFailed(f"{label} still objects after {done} revision{'s' if done != 1 else ''}: {s.message}")
+    revisions[s.rail.key] = done + 1
+    ctx.add_message(Message(role="user", name="guardrail",
+                            content=f"Your answer was not accepted by {label}: {s.message}. Reply with a "
+                                    "revised answer only."), node=node)
+    ctx.checkpoint("llm_turn")
+    return False
+
+
+def resume_answer(ctx, node: str) -> str | None:
+    """Going on after a person decided on a held answer: the accepted answer, or None once the
+    decision is applied (a rejection asks the model to revise, with the person's message)."""
+    held = ctx.progress.get("held_answer")
+    if not held:
+        return None
+    decision = held.get("decision")
+    if decision is None:
+        raise NodeFailed(f"the answer held by {held['rail']} has no decision to go on with")
+    ctx.progress.pop("held_answer")
+    iteration = held["iteration"]
+    ctx.add_message(Message(role="assistant", content=held["text"]), node=node, turn_id=f"{node}:{iteration}",
+                    entry_id=held["entry_id"])
+    ctx.progress["iteration"] = iteration + 1
+    if decision["action"] == "approve":
+        return held["text"]
+    ctx.add_message(Message(role="user", name="human", content=f"[a person, reject] {decision.get('message') or ''}"
+                            .rstrip() + ("" if decision.get("message") else " Revise your answer.")), node=node)
+    ctx.checkpoint("llm_turn")
+    return None
+
+
+# A person's decision at a guardrail pause (from ``magent resume``).
+
+def take_decision(ctx, request: HumanRequest, feedback: HumanFeedback) -> None:
+    """Put the decision where the paused step finds it when the run goes on."""
+    details = request.details
+    decision = {"action": feedback.action, "message": feedback.message}
+    source = details.get("source")
+    if source == "tool_result":
+        held = (ctx.progress.get("held") or {}).get(details.get("call_id"))
+        if held is not None:
+            held["decision"] = decision
+    elif source == "answer":
+        held = ctx.progress.get("held_answer")
+        if held is not None:
+            held["decision"] = decision
+            held["text"] = request.output or ""
+    elif source == "task" and feedback.action == "reject":
+        note = f": {feedback.message}" if feedback.message else ""
+        ctx.progress["task_refused"] = f"a person rejected the task text at {details.get('rail')}{note}"
+

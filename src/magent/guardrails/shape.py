@@ -1,0 +1,118 @@
+"""Rails on the form of a text: ``max_length`` and ``json_schema``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from magent.guardrails.base import Rail, RailConfig, RailConfigError, RailRun, Verdict
+
+
+class MaxLengthConfig(RailConfig):
+    type: Literal["max_length"]
+    max_chars: int | None = Field(default=None, gt=0)
+    """At most this many characters."""
+    max_words: int | None = Field(default=None, gt=0)
+    """At most this many words (runs of non-space characters)."""
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> "MaxLengthConfig":
+        if self.max_chars is None and self.max_words is None:
+            raise ValueError("give max_chars, max_words or both")
+        return self
+
+
+class MaxLengthRail(Rail):
+    """Too long a text trips it; ``mask`` cuts it to the limit, with a note of what was cut."""
+
+    kind = "max_length"
+    Config = MaxLengthConfig
+    can_mask = True
+
+    async def check(self, text: str, run: RailRun) -> Verdict:
+        config: MaxLengthConfig = self.config  # type: ignore[assignment]
+        cut = len(text)
+        why = []
+        if config.max_chars is not None and len(text) > config.max_chars:
+            cut = min(cut, config.max_chars)
+            why.append(f"{len(text)} characters, more than {config.max_chars}")
+        if config.max_words is not None:
+            words = list(re.finditer(r"\S+", text))
+            if len(words) > config.max_words:
+                cut = min(cut, words[config.max_words - 1].end())
+                why.append(f"{len(words)} words, more than {config.max_words}")
+        if not why:
+            return Verdict(False)
+        masked = text[:cut].rstrip() + f"\n[... cut to the limit: {len(text) - cut} more characters]"
+        return Verdict(True, "; ".join(why), masked=masked)
+
+
+class JsonSchemaConfig(RailConfig):
+    type: Literal["json_schema"]
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    """The JSON Schema the text must fit (written inline as ``schema:``)."""
+    schema_file: str | None = None
+    """Or a JSON/YAML file holding it, relative to this file."""
+
+    @model_validator(mode="after")
+    def _one_schema(self) -> "JsonSchemaConfig":
+        if (self.json_schema is None) == (self.schema_file is None):
+            raise ValueError("give either schema (inline) or schema_file")
+        return self
+
+
+class JsonSchemaRail(Rail):
+    """The text must be JSON (a ```json fence around it is allowed) that fits the schema."""
+
+    kind = "json_schema"
+    Config = JsonSchemaConfig
+
+    def __init__(self, config: JsonSchemaConfig, **kw):  # type: ignore[no-untyped-def]
+        super().__init__(config, **kw)
+        import jsonschema
+
+        schema = config.json_schema
+        if config.schema_file is not None:
+            schema = _read_schema(self.base_dir / config.schema_file)
+        try:
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            where = "schema_file" if config.schema_file else "schema"
+            raise RailConfigError(f"not a valid JSON Schema: {exc.message}", where) from None
+        self.validator = cls(schema)
+
+    async def check(self, text: str, run: RailRun) -> Verdict:
+        from magent.tools.registry import first_problem
+
+        body = _unfence(text)
+        try:
+            value = json.loads(body)
+        except ValueError as exc:
+            return Verdict(True, f"the text is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        problem = first_problem(self.validator, value)
+        if problem:
+            return Verdict(True, f"the JSON does not fit the schema: {problem}")
+        return Verdict(False)
+
+
+def _unfence(text: str) -> str:
+    m = re.fullmatch(r"\s*```(?:json)?\s*\n(.*?)\n\s*```\s*", text, re.S)
+    return m.group(1) if m else text
+
+
+def _read_schema(path: Path) -> Any:
+    try:
+        raw = path.read_text()
+    except OSError as exc:
+        raise RailConfigError(f"cannot read {path}: {exc.strerror}", "schema_file") from None
+    import yaml
+
+    try:
+        return json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise RailConfigError(f"{path} does not parse: {' '.join(str(exc).split())}", "schema_file") from None
