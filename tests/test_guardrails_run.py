@@ -341,3 +341,30 @@ def test_killed_just_before_a_guardrail_pause_resumes_into_the_same_pause(tmp_pa
     assert len([e for e in entries if e.role == "tool"]) == (1 if script is LOOKUP else 0)
     assert len([e for e in entries if e.role == "assistant" and not e.tool_calls]) == 1
     all_files_parse(magent_home)
+
+
+def test_a_topic_rail_backed_by_the_scripted_model_blocks_an_off_limits_task(tmp_path: Path) -> None:
+    target = flow(tmp_path, ANSWERS, """
+input:
+  - type: topic
+    denied: [medical advice]
+    llm_config: {model: scripted, script: judge.yaml}
+""", judge="responses:\n  - content: 'YES, it asks which medicine to take'\n")
+    result, task_id = run(target, "Which pills should I take for my headache?")
+    assert result.code == 1
+    assert task_dir(task_id).load_task().error == (
+        "input rail 'topic' blocked the task text: off limits: the text is about a denied topic "
+        "(it asks which medicine to take)")
+
+
+def test_a_custom_rail_masks_in_a_run(tmp_path: Path, magent_home: Path) -> None:
+    (tmp_path / "rails.py").write_text(
+        "def no_names(text, info):\n"
+        "    if 'Jane Roe' in text and info.source == 'tool_result' and info.tool == 'tb.customer':\n"
+        "        from magent.guardrails import Verdict\n"
+        "        return Verdict(True, 'a customer name', masked=text.replace('Jane Roe', '[NAME]'))\n")
+    target = flow(tmp_path, LOOKUP, "input:\n  - {type: custom, callable: 'rails.py:no_names', action: mask}")
+    result, task_id = run(target)
+    assert result.code == 0, result.out + result.err
+    assert tool_entries(task_id)[0].startswith("Customer 7: [NAME], jane.roe@example.com")
+    assert files_mentioning(magent_home, ["Jane Roe"]) == []
