@@ -368,3 +368,32 @@ def test_a_custom_rail_masks_in_a_run(tmp_path: Path, magent_home: Path) -> None
     assert result.code == 0, result.out + result.err
     assert tool_entries(task_id)[0].startswith("Customer 7: [NAME], jane.roe@example.com")
     assert files_mentioning(magent_home, ["Jane Roe"]) == []
+
+
+def test_a_sub_agents_rails_work_in_its_own_session_and_its_pause_resumes_there(tmp_path: Path) -> None:
+    from support.engine import agent_yaml
+
+    write(tmp_path, "boss.script.yaml", """
+responses:
+  - tool_calls: [{name: agents.helper, arguments: {task: "find Jane's number"}}]
+  - content: "The helper says to call the number on file."
+""")
+    write(tmp_path, "helper.script.yaml", """
+responses:
+  - content: "Call Jane on +44 20 7946 0958."
+""")
+    write(tmp_path, "boss.yaml", agent_yaml("boss", extra="sub_agents: [helper]\n"))
+    write(tmp_path, "helper.yaml", agent_yaml("helper", extra="guardrails:\n  output:\n    - {type: pii, action: pause}\n"))
+    result, task_id = run(tmp_path / "boss.yaml", "reach Jane")
+    assert result.code == 3, result.out + result.err
+    assert "Output rail 'pii' flagged the answer of agent 'helper': found 1 phone number" in result.out
+    pause = task_dir(task_id).checkpoints.read(task_dir(task_id).checkpoints.numbers()[-1]).human_request
+    assert pause.kind == "guardrail" and pause.session is not None
+    done = invoke("resume", task_id[:8], "--reject", "--message", "no numbers, please")
+    # The helper has no more replies: asked to revise, its scripted model runs out and it fails;
+    # its failure is an observation for the boss, who answers.
+    assert done.code == 0, done.out + done.err
+    entries = list(task_dir(task_id).entries.load().values())
+    helper = [e.content for e in entries if e.session == pause.session]
+    assert helper[-2:] == ["Call Jane on +44 20 7946 0958.", "[a person, reject] no numbers, please"]
+    assert task_dir(task_id).load_task().result == "The helper says to call the number on file."
