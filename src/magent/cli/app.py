@@ -19,6 +19,12 @@ from magent import __version__
 class MagentGroup(TyperGroup):
     """Maps ``MagentError`` to a one-line message and its exit code, for every command."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from magent.cli.helpfmt import plain_words
+
+        plain_words(self)
+
     def invoke(self, ctx: Any) -> Any:
         from magent.errors import EXIT_FAILED, EXIT_INTERRUPTED, MagentError
 
@@ -78,7 +84,7 @@ app = typer.Typer(
     help="Run agents and workflows from the terminal; every step is kept as plain files "
          "under $MAGENT_HOME (default ~/.multi-agent).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
