@@ -9,7 +9,7 @@ from support.cli import run
 
 @pytest.mark.parametrize("args, message", [
     (["checkpoints", "show", "abc", "-1"], "magent: error: No such option: -1 (see 'magent checkpoints show --help')"),
-    (["run"], "magent: error: Missing argument 'target' (see 'magent run --help')"),
+    (["run"], "magent: error: Missing argument 'TARGET' (see 'magent run --help')"),
     (["run", "x.yaml", "-t", "x", "--bogus"], "magent: error: No such option: --bogus (see 'magent run --help')"),
     (["retention", "sweep", "--dry-run", "--retention-days", "3"], "No such option: --retention-days"),
     (["nosuchcommand"], "magent: error: No such command 'nosuchcommand'"),

@@ -6,12 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from magent.cli.helpfmt import examples
+from magent.cli.options import TaskId
+
 app = typer.Typer(help="List and inspect a task's checkpoints.", no_args_is_help=True)
 
 
-@app.command("list")
+@app.command("list", epilog=examples("magent checkpoints list 3f2a", "magent checkpoints list 3f2a --json"))
 def list_checkpoints(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    task_id: TaskId,
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List a task's checkpoints, with forks and the task it was forked from."""
@@ -39,9 +42,11 @@ def list_checkpoints(
     render.checkpoint_table(task, summaries)
 
 
-@app.command("show")
+@app.command("show", epilog=examples(
+    "magent checkpoints show 3f2a      # the latest",
+    "magent checkpoints show 3f2a 3    # checkpoint 3, messages included"))
 def show(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    task_id: TaskId,
     number: Annotated[Optional[int], typer.Argument(metavar="N", help="Checkpoint number (default: the latest).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the checkpoint with its full State as JSON.")] = False,
 ) -> None:

@@ -7,14 +7,16 @@ from typing import Annotated
 
 import typer
 
+from magent.cli.helpfmt import examples
+
 app = typer.Typer(help="List the bundled examples or copy them into a folder.", no_args_is_help=True)
 
 
-@app.command("list", epilog="Example:\n\n\b\n  magent examples list")
+@app.command("list", epilog=examples("magent examples list"))
 def list_examples(
     json_out: Annotated[bool, typer.Option("--json", help="Print the examples as a JSON array.")] = False,
 ) -> None:
-    """List the example agents, workflows and MCP files that come with magent."""
+    """List the example agents, workflows and MCP files."""
     from magent.cli.output import print_json
     from magent.starter import examples_root, list_examples
 
@@ -28,15 +30,16 @@ def list_examples(
     render.grid(["PATH", "ABOUT"], [[e.path, e.about] for e in found], flexible=1)
 
 
-@app.command("copy", epilog="Examples:\n\n\b\n  magent examples copy            # into ./examples, as the README's tour expects\n"
-                             "  magent examples copy ~/magent-examples")
+@app.command("copy", epilog=examples(
+    "magent examples copy            # into ./examples, as the tour expects",
+    "magent examples copy ~/magent-examples"))
 def copy(
     dest: Annotated[Path, typer.Argument(metavar="DIR", help="Where to put them.")] = Path("examples"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that differ from the bundled ones.")] = False,
 ) -> None:
-    """Copy the examples into DIR (default ./examples), so the README's tour runs from there.
+    """Copy the examples into a folder (default ./examples).
 
-    Files already in DIR are left alone when they are the same; a file that differs
+    The README's tour then runs from the folder above it. Files already in DIR are left alone when they are the same; a file that differs
     stops the copy (nothing is written) unless --force.
     """
     from magent.starter import copy_examples

@@ -6,18 +6,26 @@ from typing import Annotated
 
 import typer
 
+from magent.cli.helpfmt import examples
+from magent.cli.options import Target
+
 FORMATS = ("text", "mermaid", "json")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("graph")(graph)
+    app.command("graph", epilog=examples(
+        "magent graph examples/workflows/write_review.yaml",
+        "magent graph publish --format mermaid > publish.md"))(graph)
 
 
 def graph(
-    target: Annotated[str, typer.Argument(metavar="TARGET", help="A workflow or agent YAML file, or the name of one installed under the home.")],
+    target: Target,
     format_: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text (default), mermaid (a flowchart for Markdown) or json.")] = "text",
 ) -> None:
-    """Draw a workflow: nodes by kind, edges with their conditions, END, approval gates."""
+    """Draw a workflow without running it.
+
+    Nodes by kind, edges with their conditions, END, and approval gates.
+    """
     from magent.engine.graph import load_target
     from magent.errors import UsageError
 

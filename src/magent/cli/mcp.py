@@ -6,19 +6,23 @@ from typing import Annotated
 
 import typer
 
+from magent.cli.helpfmt import examples
 from magent.cli.options import McpFiles
 
 app = typer.Typer(help="Inspect the configured MCP servers.", no_args_is_help=True)
 
 
 
-@app.command("list")
+@app.command("list", epilog=examples("magent mcp list", "magent mcp list --mcp examples/mcp/time.yaml --json"))
 def list_servers(
     json_out: Annotated[bool, typer.Option("--json", help="Print the servers as a JSON array.")] = False,
     mcp: McpFiles = None,
 ) -> None:
-    """List MCP servers: name, transport, command or URL, and whether it answers (each is started,
-    asked for its tools, and stopped)."""
+    """List the MCP servers and whether each one answers.
+
+    Shows name, transport, command or URL; each server is started, asked for its
+    tools, and stopped.
+    """
     import asyncio
 
     from magent.cli.output import print_json

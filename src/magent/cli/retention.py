@@ -12,22 +12,27 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from magent.cli.helpfmt import examples
+
 if TYPE_CHECKING:
     from magent.models import RetentionPolicy
     from magent.store.retention import SweepReport, Verdict
 
-app = typer.Typer(help="Keep disk use bounded: sweep old task directories (safe from cron).",
+app = typer.Typer(help="Keep disk use bounded: sweep old tasks (safe from cron).",
                   no_args_is_help=True)
 
 
-@app.command("sweep")
+@app.command("sweep", epilog=examples(
+    "magent retention sweep --dry-run     # what would go, and why",
+    "magent retention sweep",
+    "17 * * * *  $HOME/.local/bin/magent retention sweep >> $HOME/sweep.log 2>&1"))
 def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go and why; change nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print a machine summary as JSON.")] = False,
 ) -> None:
-    """Remove task directories past their retention (and trim checkpoints if the policy caps them).
+    """Remove the task directories that are past their retention.
 
-    Prints one summary line. If another sweep is running it says so and exits 0 at
+    Also trims old checkpoints if the policy caps them. Prints one summary line. If another sweep is running it says so and exits 0 at
     once. Exit 2 on a bad policy file (nothing deleted), 1 if a removal failed part-way.
     """
     from magent.cli.output import print_json, warn
@@ -50,11 +55,14 @@ def sweep(
         raise typer.Exit(1)
 
 
-@app.command("show")
+@app.command("show", epilog=examples("magent retention show", "magent retention show --json"))
 def show(
     json_out: Annotated[bool, typer.Option("--json", help="Print the policy and every task's eligibility as JSON.")] = False,
 ) -> None:
-    """Show the policy in force and, per task, which rule applies and when it becomes eligible."""
+    """Show the retention policy and when each task may go.
+
+    For each task: which rule applies and when it becomes eligible for a sweep.
+    """
     from magent.cli.output import print_json
 
     engine, source = _load()

@@ -8,30 +8,45 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from magent.cli.helpfmt import examples
+from magent.cli.options import TaskId, Target, complete_task_id
+
 SetOpt = Annotated[Optional[list[str]], typer.Option(
-    "--set", metavar="K=V", help="Set a State value: a metadata key (dots nest) or routing_key/next_action. Repeatable.")]
+    "--set", metavar="KEY=VALUE", help="Set a State value: a metadata key (dots nest) or routing_key/next_action. Repeatable.")]
+ModelOpt = Annotated[Optional[str], typer.Option(
+    "--model", metavar="MODEL", help="Use this litellm model string for every agent (e.g. openai/gpt-4o-mini).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Stream events as JSON Lines on stdout; the last line is the result.")]
 NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
-    app.command("resume")(resume)
-    app.command("replay")(replay)
+    app.command("run", epilog=examples(
+        'magent run examples/workflows/write_review.yaml -t "Write copy for Tidy"',
+        'magent run triage -t "Checkout is broken" --set priority=high --tag urgent',
+        'magent run my_agent.yaml -t "Sum up notes.txt" --model ollama/llama3.2 -q'))(run)
+    app.command("resume", epilog=examples(
+        "magent resume 3f2a --approve",
+        'magent resume 3f2a --reject --message "Say which Friday"',
+        "magent resume 3f2a --from-checkpoint 3 --set priority=low  # a new task"))(resume)
+    app.command("replay", epilog=examples("magent replay 3f2a", "magent replay 3f2a --json"))(replay)
 
 
 def run(
-    target: Annotated[str, typer.Argument(help="A workflow or agent YAML file, or the name of one installed under the home.")],
-    task: Annotated[str, typer.Option("-t", "--task", help="What to do: the task description.")],
-    model: Annotated[Optional[str], typer.Option("--model", help="Use this litellm model string for every agent.")] = None,
+    target: Target,
+    task: Annotated[str, typer.Option("-t", "--task", metavar="TEXT", help="What to do: the task description.")],
+    model: ModelOpt = None,
     set_: SetOpt = None,
-    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Label the task (retention's by_task keys match tags). Repeatable.")] = None,
-    retention_days: Annotated[Optional[int], typer.Option("--retention-days", min=0, help="Keep this task N days after it finishes.")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", metavar="TAG", help="Label the task (retention's by_task keys match tags). Repeatable.")] = None,
+    retention_days: Annotated[Optional[int], typer.Option("--retention-days", metavar="N", min=0, help="Keep this task N days after it finishes.")] = None,
     json_out: JsonOpt = False,
     no_input: NoInputOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
 ) -> None:
-    """Run a workflow (or a single agent) on a task. Exit 0 completed, 1 failed, 3 paused for a person."""
+    """Run a workflow (or a single agent) on a task.
+
+    Prints the task id, then the run as it happens. Exit 0 completed, 1 failed,
+    3 paused for a person (resume it with magent resume), 130 interrupted.
+    """
     from magent.engine.graph import load_target
     from magent.engine.inputs import parse_sets
     from magent.engine.session import start_run
@@ -54,18 +69,23 @@ def run(
 
 
 def resume(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    task_id: TaskId,
     approve: Annotated[bool, typer.Option("--approve", help="Approve what the paused run asks.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Reject it (give --message to say why).")] = False,
     modify: Annotated[Optional[Path], typer.Option("--modify", metavar="FILE", help="Approve with State updates from a YAML or JSON file.")] = None,
-    message: Annotated[Optional[str], typer.Option("--message", "-m", help="Feedback the next nodes see.")] = None,
+    message: Annotated[Optional[str], typer.Option("--message", "-m", metavar="TEXT", help="Feedback the next nodes see.")] = None,
     set_: SetOpt = None,
     from_checkpoint: Annotated[Optional[int], typer.Option("--from-checkpoint", metavar="N", help="Start a new task from checkpoint N of ID (time travel).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Use this litellm model string for every agent.")] = None,
+    model: ModelOpt = None,
     json_out: JsonOpt = False,
     no_input: NoInputOpt = False,
 ) -> None:
-    """Continue a paused, interrupted or crashed task, or fork one from a checkpoint."""
+    """Continue a paused, interrupted or crashed task, or fork one.
+
+    A paused run needs an answer (--approve, --reject or --modify) unless you give
+    it inline; a crashed or interrupted one continues from its last checkpoint.
+    --from-checkpoint N starts a new task from an older checkpoint instead.
+    """
     from magent.engine.inputs import load_modify_file, parse_sets
     from magent.engine.session import Decision, fork_run, resume_run
     from magent.errors import UsageError
@@ -99,11 +119,15 @@ def resume(
 
 
 def replay(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="A completed or failed task (id or unique prefix).")],
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="A completed or failed task (id or unique prefix).",
+                                           autocompletion=complete_task_id)],
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Re-run a finished task with the model responses it recorded; report a match or the first
-    divergence. Exit 0 when it matched, 1 when it diverged."""
+    """Re-run a finished task with its recorded model replies.
+
+    Tools run for real; reports a match or the first step that diverged. Exit 0
+    when it matched, 1 when it diverged.
+    """
     from magent.cli.output import print_json
     from magent.cli.runtime import run_async
     from magent.engine.replay import replay_task

@@ -8,13 +8,23 @@ from typing import Annotated
 import typer
 
 
+from magent.cli.helpfmt import examples
+
+
 def register(app: typer.Typer) -> None:
-    app.command("init")(init)
-    app.command("validate")(validate)
+    app.command("init", epilog=examples(
+        "magent init",
+        "MAGENT_HOME=~/magent-test magent init     # a second, separate home"))(init)
+    app.command("validate", epilog=examples(
+        "magent validate examples/agents/*.yaml examples/workflows/*.yaml",
+        "magent validate my_agent.yaml --json"))(validate)
 
 
 def init() -> None:
-    """Create the home layout and default config files (safe to run again)."""
+    """Create the home folder and its default config files.
+
+    Safe to run again: files that are already there (your edits) are kept.
+    """
     from magent import paths
     from magent.store.home import init_home
 
@@ -27,12 +37,13 @@ def init() -> None:
 
 
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Agent, workflow, MCP servers or retention policy files.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Agent, workflow, MCP servers or retention policy files.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
 ) -> None:
-    """Check config files; says which kind each is and whether it is valid. Exit 2 if any is not.
+    """Check agent, workflow, MCP and retention files.
 
-    Valid files are listed on stdout; each invalid one is one ``magent: error:`` line
+    Nothing runs. Says which kind each file is and whether it is valid; exit 2 if any is not.
+    Valid files are listed on stdout; each invalid one is a "magent: error:" line
     on stderr naming file:line:col and the field.
     """
     import sys

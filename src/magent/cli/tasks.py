@@ -6,14 +6,20 @@ from typing import Annotated, Optional
 
 import typer
 
+from magent.cli.helpfmt import examples
+from magent.cli.options import TaskId
+
 app = typer.Typer(help="List, inspect and cancel tasks.", no_args_is_help=True)
 
 STATUSES = ("pending", "running", "awaiting_human", "completed", "failed", "cancelled")
 
 
-@app.command("list")
+@app.command("list", epilog=examples(
+    "magent tasks list",
+    "magent tasks list --status awaiting_human",
+    "magent tasks list --json | jq -r '.[].id'"))
 def list_tasks(
-    status: Annotated[Optional[str], typer.Option("--status", "-s", help=f"Only tasks with this status: {', '.join(STATUSES)}.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", "-s", metavar="STATUS", help=f"Only tasks with this status: {', '.join(STATUSES)}.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
 ) -> None:
     """List tasks, newest first."""
@@ -40,9 +46,9 @@ def list_tasks(
     render.task_table(rows, live)
 
 
-@app.command("show")
+@app.command("show", epilog=examples("magent tasks show 3f2a", "magent tasks show 3f2a --json"))
 def show(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    task_id: TaskId,
     json_out: Annotated[bool, typer.Option("--json", help="Print task.json.")] = False,
 ) -> None:
     """Show one task: status, timing, usage, result or error."""
@@ -65,11 +71,14 @@ def show(
     render.task_detail(task, live, len(td.checkpoints.numbers()), sessions)
 
 
-@app.command("cancel")
+@app.command("cancel", epilog=examples("magent tasks cancel 3f2a"))
 def cancel(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    task_id: TaskId,
 ) -> None:
-    """Abandon a paused or dead task (status cancelled). A task a live run holds cannot be cancelled."""
+    """Abandon a paused or dead task (its status becomes cancelled).
+
+    A task that a live run holds cannot be cancelled.
+    """
     from magent.engine.session import cancel_task
 
     task = cancel_task(task_id)

@@ -7,19 +7,25 @@ from typing import Annotated, Optional
 
 import typer
 
+from magent.cli.helpfmt import examples
 from magent.cli.options import McpFiles
 
 app = typer.Typer(help="List tools and call one directly.", no_args_is_help=True)
 
 
 
-@app.command("list")
+@app.command("list", epilog=examples(
+    "magent tools list",
+    "magent tools list --server time --mcp examples/mcp/time.yaml"))
 def list_tools(
-    server: Annotated[Optional[str], typer.Option("--server", "-s", help="Only this server's tools.")] = None,
+    server: Annotated[Optional[str], typer.Option("--server", "-s", metavar="NAME", help="Only this server's tools.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the tools as a JSON array.")] = False,
     mcp: McpFiles = None,
 ) -> None:
-    """List tools as `server.tool`, with description and arguments (`*` marks required ones)."""
+    """List the tools agents can use, with descriptions and arguments.
+
+    Tools are named server.tool; a * marks a required argument.
+    """
     import asyncio
 
     from magent.cli.output import print_json, warn
@@ -39,14 +45,20 @@ def list_tools(
     print(catalog.format_table(["TOOL", "DESCRIPTION", "ARGUMENTS"], rows))
 
 
-@app.command("call")
+@app.command("call", epilog=examples(
+    "magent tools call kv.get --args '{\"key\": \"meeting\"}'",
+    "magent tools call time.get_current_time -a '{\"timezone\": \"Asia/Tokyo\"}' \\",
+    "    --mcp examples/mcp/time.yaml"))
 def call(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The tool, as server.tool.")],
     args: Annotated[str, typer.Option("--args", "-a", metavar="JSON", help="Arguments as a JSON object.")] = "{}",
     json_out: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
     mcp: McpFiles = None,
 ) -> None:
-    """Run one tool directly and print its result. Exit 0 on success, 1 otherwise."""
+    """Run one tool directly and print its result.
+
+    Exit 0 on success, 1 otherwise (the outcome and error on stderr).
+    """
     import asyncio
 
     from magent.cli.output import print_json

@@ -6,21 +6,30 @@ from typing import Annotated, Optional
 
 import typer
 
+from magent.cli.helpfmt import examples
+from magent.cli.options import TaskId
+
 
 def register(app: typer.Typer) -> None:
-    app.command("trace")(trace)
+    app.command("trace", epilog=examples(
+        "magent trace 3f2a              # the story of the run, step by step",
+        "magent trace 3f2a --step 3     # step 3 whole: the exact tool result",
+        "magent trace 3f2a --follow     # a running task, live",
+        "magent trace 3f2a --json | jq '.steps | length'"))(trace)
 
 
 def trace(
-    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id or unique prefix.")],
+    task_id: TaskId,
     json_out: Annotated[bool, typer.Option("--json", help="Print the TraceLog as JSON (with --step: that step's details).")] = False,
     step: Annotated[Optional[int], typer.Option("--step", metavar="N", help="Show step N whole: untruncated inputs and outputs, artifact paths.")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show the run live until it stops (with --json: events as JSON Lines).")] = False,
     show_all: Annotated[bool, typer.Option("--all", help="Show every turn (long runs of uneventful turns are folded by default).")] = False,
 ) -> None:
-    """Show a task's trace: nodes, turns, model and tool calls, pauses, errors, and totals per model.
+    """Show what a task did, step by step, with tokens and cost.
 
-    Works for running, paused, failed and finished tasks.
+    Nodes, then model turns, then model and tool calls, with durations, outcomes,
+    pauses, human decisions, errors and totals per model. Works for running,
+    paused, failed and finished tasks.
     """
     from magent.cli.output import warn
     from magent.errors import UsageError
