@@ -48,7 +48,8 @@ def check_file(path: Path) -> CheckResult:
             summary = f"{len(graph.nodes)} nodes, entry {graph.workflow.entry_point}" + _rails(len(list(graph.rails)))
         elif kind is ConfigKind.mcp_servers:
             loaded_mcp = load_mcp_servers(path)
-            summary = f"{len(loaded_mcp.config.servers)} servers"
+            count = len(loaded_mcp.config.servers)
+            summary = f"{count} server{'' if count == 1 else 's'}"
         elif kind is ConfigKind.script:
             from magent.llm.scripted import load_script
 
