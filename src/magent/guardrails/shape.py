@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -41,10 +42,11 @@ class MaxLengthRail(Rail):
             cut = min(cut, config.max_chars)
             why.append(f"{len(text)} characters, more than {config.max_chars}")
         if config.max_words is not None:
-            words = list(re.finditer(r"\S+", text))
-            if len(words) > config.max_words:
-                cut = min(cut, words[config.max_words - 1].end())
-                why.append(f"{len(words)} words, more than {config.max_words}")
+            count = len(text.split())  # (counting is cheap; finding where to cut only when needed)
+            if count > config.max_words:
+                last = next(itertools.islice(re.finditer(r"\S+", text), config.max_words - 1, None))
+                cut = min(cut, last.end())
+                why.append(f"{count} words, more than {config.max_words}")
         if not why:
             return Verdict(False)
         masked = text[:cut].rstrip() + f"\n[... cut to the limit: {len(text) - cut} more characters]"
