@@ -91,13 +91,16 @@ def needed_entries(events: list[dict[str, Any]]) -> set[str]:
                  or (ev.get("type") == "tool_result" and "result" not in ev))}
 
 
-def read_events(td: Any, problems: list[str] | None = None) -> list[dict[str, Any]]:
-    """A task's events as dicts, oldest first, with the texts ``for_disk`` left out put back."""
+def read_events(td: Any, problems: list[str] | None = None,
+                entries: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """A task's events as dicts, oldest first, with the texts ``for_disk`` left out put back
+    (from ``entries``, raw entries by id, when the caller has read them already)."""
     from magent.store.files import read_jsonl
 
     events = list(read_jsonl(td.events_file, problems))
     wanted = needed_entries(events)
     if not wanted:
         return events
-    entries = {raw["id"]: raw for raw in read_jsonl(td.entries.path) if raw.get("id") in wanted}
+    if entries is None:
+        entries = {raw["id"]: raw for raw in read_jsonl(td.entries.path) if raw.get("id") in wanted}
     return with_texts(events, entries)

@@ -144,11 +144,13 @@ def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
     return doc
 
 
-def load_view(td: "TaskDir", *, need_events: bool = False) -> TraceView:
+def load_view(td: "TaskDir", *, need_events: bool = False,
+              entries: dict[str, dict[str, Any]] | None = None) -> TraceView:
     """The trace of the task in ``td`` with notes on anything missing or damaged.
 
     ``need_events`` builds from ``events.jsonl`` even when ``trace.json`` is current
-    (``--step`` needs the events behind each step).
+    (``--step`` needs the events behind each step). ``entries`` (raw entries by id) saves
+    reading ``entries.jsonl`` again when the caller has it.
     """
 
     notes: list[str] = []
@@ -166,7 +168,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False) -> TraceView:
 
     if os.path.exists(td.events_file):
         problems: list[str] = []
-        built = build_trace_doc(td.id, read_events(td, problems), created)
+        built = build_trace_doc(td.id, read_events(td, problems, entries), created)
         if live:
             problems = [p for p in problems if "torn last line" not in p]  # a line being written
         elif not need_events:
