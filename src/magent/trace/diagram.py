@@ -22,16 +22,21 @@ KIND_STYLE = {"agent": "cyan", "reflection": "blue", "tool": "magenta", "conditi
               "human": "yellow"}
 
 
+def detail_of(kind: str, agent: str, get: Any) -> str:
+    """A few words saying what a node does; ``get(field)`` reads its config (None when unset)."""
+    if kind == "reflection":
+        rounds = get("max_rounds")
+        return f"judged by {agent}" + (f", at most {rounds} rounds" if rounds is not None else "")
+    if kind == "tool":
+        return str(get("tool") or "")
+    if kind == "human":
+        return str(get("prompt") or "")
+    return agent
+
+
 def node_detail(node: Any) -> str:
     """A few words saying what a node does, from its kind's config."""
-    config, kind = node.config, node.kind
-    if kind == "reflection":
-        return f"judged by {node.agent_name}, at most {getattr(config, 'max_rounds', '?')} rounds"
-    if kind == "tool":
-        return str(getattr(config, "tool", ""))
-    if kind == "human":
-        return str(getattr(config, "prompt", ""))
-    return node.agent_name
+    return detail_of(node.kind, node.agent_name, lambda field: getattr(node.config, field, None))
 
 
 def describe(graph: "Graph") -> dict[str, Any]:
@@ -45,6 +50,36 @@ def describe(graph: "Graph") -> dict[str, Any]:
         "edges": [{"from": e.from_, "to": e.to, "condition": e.condition} for e in wf.edges],
         "max_iterations": wf.max_iterations,
     }
+
+
+def describe_snapshot(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+    """``describe``'s form from a task's stored config snapshot, read as written.
+
+    Nothing is loaded or validated (no ``${VAR}`` is resolved, no agent file is looked
+    for), so it works for any task, quickly; config defaults not written are not shown.
+    """
+    if snapshot.get("kind") == "agent":
+        names = list(snapshot.get("agents") or {})
+        if len(names) != 1:
+            return None
+        return {"name": names[0], "description": "", "entry_point": names[0], "edges": [], "max_iterations": None,
+                "nodes": [{"name": names[0], "kind": "agent", "detail": names[0], "agent": names[0],
+                           "approval_gate": False}]}
+    raw = (snapshot.get("workflow") or {}).get("raw")
+    if not isinstance(raw, dict) or not isinstance(raw.get("nodes"), dict):
+        return None
+    gates = raw.get("checkpoints") or []
+    nodes = []
+    for name, node in raw["nodes"].items():
+        node = node if isinstance(node, dict) else {}
+        kind = str(node.get("type") or "")
+        agent = str(node.get("agent") or node.get("critic") or "")
+        nodes.append({"name": name, "kind": kind, "detail": detail_of(kind, agent, node.get), "agent": agent or None,
+                      "approval_gate": name in gates})
+    edges = [{"from": e.get("from"), "to": e.get("to"), "condition": e.get("condition")}
+             for e in raw.get("edges") or [] if isinstance(e, dict)]
+    return {"name": raw.get("name"), "description": raw.get("description") or "", "entry_point": raw.get("entry_point"),
+            "nodes": nodes, "edges": edges, "max_iterations": raw.get("max_iterations")}
 
 
 def _label(text: str) -> str:
