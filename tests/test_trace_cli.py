@@ -244,7 +244,7 @@ def test_trace_never_imports_litellm_or_mcp() -> None:
     code = ("import sys, runpy; sys.argv = ['magent', 'trace', sys.argv[1]] + sys.argv[2:]\n"
             "try:\n    runpy.run_module('magent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
             "print('MODULES', sorted({m.split('.')[0] for m in sys.modules}))")
-    for extra in ([], ["--step", "2"], ["--json"], ["--follow"]):
+    for extra in ([], ["--step", "2"], ["--json"], ["--follow"], ["--html", "-"]):
         p = subprocess.run([sys.executable, "-c", code, task_id, *extra], capture_output=True, text=True,
                            timeout=60)
         modules = p.stdout.rsplit("MODULES", 1)[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -15,21 +16,25 @@ def register(app: typer.Typer) -> None:
         "magent trace 3f2a              # the story of the run, step by step",
         "magent trace 3f2a --step 3     # step 3 whole: the exact tool result",
         "magent trace 3f2a --follow     # a running task, live",
+        "magent trace 3f2a --html       # one page to open in a browser",
         "magent trace 3f2a --json | jq '.steps | length'"))(trace)
 
 
 def trace(
     task_id: TaskId,
+    file: Annotated[Optional[str], typer.Argument(metavar="FILE", show_default=False, help="With --html: the file to write (default trace-ID.html in this directory; - writes to stdout).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the TraceLog as JSON (with --step: that step's details).")] = False,
     step: Annotated[Optional[int], typer.Option("--step", metavar="N", help="Show step N whole: untruncated inputs and outputs, artifact paths.")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show the run live until it stops (with --json: events as JSON Lines).")] = False,
     show_all: Annotated[bool, typer.Option("--all", help="Show every turn (long runs of uneventful turns are folded by default).")] = False,
+    html: Annotated[bool, typer.Option("--html", help="Write the trace as one self-contained HTML page that opens offline in a browser: timeline, steps, prompts, tool results, tokens and cost, the workflow graph.")] = False,
 ) -> None:
     """Show what a task did, step by step, with tokens and cost.
 
     Nodes, then model turns, then model and tool calls, with durations, outcomes,
     pauses, human decisions, errors and totals per model. Works for running,
-    paused, failed and finished tasks.
+    paused, failed and finished tasks. --html writes the same trace as one page
+    to open in a browser.
     """
     from magent.cli.output import warn
     from magent.errors import UsageError
@@ -37,9 +42,16 @@ def trace(
 
     if follow and step is not None:
         raise UsageError("--follow and --step do not go together")
+    if file is not None and not html:
+        raise UsageError(f"unexpected argument {file!r}: FILE goes with --html (magent trace ID --html [FILE])")
+    if html and (follow or step is not None or json_out):
+        raise UsageError("--html does not go with --follow, --step or --json")
     if step is not None and step < 1:
         raise UsageError("--step counts from 1")
     td = Store().task(task_id)
+    if html:
+        _html(td, file)
+        return
     if follow:
         _follow(td, json_out)
         return
@@ -73,6 +85,24 @@ def trace(
     from magent.trace.view import tree_lines
 
     render.print_lines(tree_lines(view, show_all=show_all), crop=True)
+
+
+def _html(td, file: str | None) -> None:
+    import sys
+
+    from magent.cli.output import warn
+    from magent.trace.html import write_report
+
+    target = None if file == "-" else Path(file or f"trace-{td.id[:8]}.html")
+    written = write_report(td, target)
+    for note in written.notes:
+        warn(note)
+    if written.live:
+        warn(f"task {td.id[:8]} is still running: the report shows its {written.steps} steps so far")
+    if target is None:
+        sys.stdout.write(written.page)
+    else:
+        print(f"wrote {target} ({written.steps} steps, {written.bytes / 1024:,.0f} KB): open it in a browser")
 
 
 def _follow(td, json_out: bool) -> None:

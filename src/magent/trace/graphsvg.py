@@ -1,0 +1,142 @@
+"""The workflow graph as inline SVG for the HTML report (no library, nothing fetched).
+
+Nodes are laid out in layers by their distance from the entry point; edges that go
+down are straight, edges that go back up (revision loops) curve round the right side.
+Each node shows its kind, what it does, how often the run visited it and, for an
+approval gate, a dashed border. ``data-node`` on each box lets the page filter the
+steps by node.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from html import escape
+from typing import Any
+
+BOX_W, BOX_H = 168, 50
+GAP_X, GAP_Y = 36, 64
+MARGIN = 24
+LOOP_SPACE = 90
+"""Room on the right for edges that go back up."""
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _edges(spec: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    out = []
+    for edge in spec.get("edges") or []:
+        targets = edge.get("to")
+        for target in targets if isinstance(targets, list) else [targets]:
+            out.append((str(edge.get("from")), str(target), edge.get("condition")))
+    names = {n["name"] for n in spec.get("nodes") or []}
+    for name in names:  # a node with no edges ends the run
+        if not any(src == name for src, _, _ in out):
+            out.append((name, "END", None))
+    return out
+
+
+def _layers(spec: dict[str, Any], edges: list[tuple[str, str, str | None]]) -> dict[str, int]:
+    names = [n["name"] for n in spec.get("nodes") or []]
+    layer: dict[str, int] = {}
+    entry = spec.get("entry_point")
+    if entry in names:
+        layer[entry] = 0
+        todo = deque([entry])
+        while todo:
+            name = todo.popleft()
+            for src, dst, _ in edges:
+                if src == name and dst in names and dst not in layer:
+                    layer[dst] = layer[name] + 1
+                    todo.append(dst)
+    deepest = max(layer.values(), default=-1)
+    for name in names:  # unreachable (validation refuses these; drawn anyway)
+        if name not in layer:
+            deepest += 1
+            layer[name] = deepest
+    if any(dst == "END" for _, dst, _ in edges):
+        layer["END"] = max(layer.values(), default=-1) + 1
+    return layer
+
+
+def graph_svg(spec: dict[str, Any] | None, visits: dict[str, int] | None = None) -> str:
+    """An ``<svg>`` drawing of ``spec`` (``diagram.describe``'s form); empty when there is none."""
+    if not spec or not spec.get("nodes"):
+        return ""
+    visits = visits or {}
+    nodes = {n["name"]: n for n in spec["nodes"]}
+    edges = _edges(spec)
+    layer = _layers(spec, edges)
+    rows: dict[int, list[str]] = {}
+    for name, depth in sorted(layer.items(), key=lambda kv: kv[1]):
+        rows.setdefault(depth, []).append(name)
+    widest = max(len(r) for r in rows.values())
+    width = MARGIN * 2 + widest * BOX_W + (widest - 1) * GAP_X + LOOP_SPACE
+    height = MARGIN * 2 + 18 + len(rows) * BOX_H + (len(rows) - 1) * GAP_Y
+    pos: dict[str, tuple[float, float]] = {}
+    inner = width - LOOP_SPACE
+    for depth, names in rows.items():
+        row_w = len(names) * BOX_W + (len(names) - 1) * GAP_X
+        x0 = (inner - row_w) / 2
+        for i, name in enumerate(names):
+            pos[name] = (x0 + i * (BOX_W + GAP_X), MARGIN + 18 + depth * (BOX_H + GAP_Y))
+    out = [f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+           f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="workflow graph">',
+           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+           'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs>']
+    entry = spec.get("entry_point")
+    if entry in pos:
+        ex, ey = pos[entry]
+        out.append(f'<circle class="start" cx="{ex + BOX_W / 2:.0f}" cy="{ey - 26:.0f}" r="6"/>'
+                   f'<line class="edge" x1="{ex + BOX_W / 2:.0f}" y1="{ey - 20:.0f}" x2="{ex + BOX_W / 2:.0f}" '
+                   f'y2="{ey - 2:.0f}" marker-end="url(#arrow)"/>')
+    loop = 0
+    conditional = {src for src, _, condition in edges if condition}
+    for src, dst, condition in edges:
+        if src not in pos or dst not in pos:
+            continue
+        sx, sy = pos[src]
+        dx, dy = pos[dst]
+        label = condition or ("otherwise" if src in conditional else "")
+        if layer[dst] > layer[src]:
+            x1, y1, x2, y2 = sx + BOX_W / 2, sy + BOX_H, dx + BOX_W / 2, dy
+            path = f"M{x1:.0f},{y1:.0f} L{x2:.0f},{y2:.0f}"
+            lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+        else:  # back up (or sideways): round the right-hand side
+            loop += 1
+            reach = inner - MARGIN + 14 * loop
+            x1, y1, x2, y2 = sx + BOX_W, sy + BOX_H / 2 + 6, dx + BOX_W, dy + BOX_H / 2 - 6
+            path = (f"M{x1:.0f},{y1:.0f} C{reach:.0f},{y1:.0f} {reach:.0f},{y2:.0f} {x2:.0f},{y2:.0f}")
+            lx, ly = reach - 4, (y1 + y2) / 2
+        cls = "edge" + (" cond" if condition else "")
+        out.append(f'<path class="{cls}" d="{path}" marker-end="url(#arrow)"><title>{escape(src)} → {escape(dst)}'
+                   f'{escape(": " + condition) if condition else ""}</title></path>')
+        if label:
+            out.append(f'<text class="edge-label" x="{lx:.0f}" y="{ly:.0f}" text-anchor="middle">'
+                       f'{escape(_clip(label, 30))}</text>')
+    for name, (x, y) in pos.items():
+        if name == "END":
+            out.append(f'<g class="node end"><rect x="{x + BOX_W / 2 - 34:.0f}" y="{y + 8:.0f}" width="68" '
+                       f'height="{BOX_H - 16}" rx="17"/><text x="{x + BOX_W / 2:.0f}" y="{y + BOX_H / 2 + 4:.0f}" '
+                       'text-anchor="middle">END</text></g>')
+            continue
+        node = nodes[name]
+        kind = str(node.get("kind") or "")
+        seen = visits.get(name, 0)
+        classes = f"node k-{escape(kind)}" + (" gate" if node.get("approval_gate") else "") + \
+            ("" if seen else " unvisited")
+        below = _clip(" · ".join(p for p in (kind, node.get("detail") or "") if p), 27)
+        out.append(f'<g class="{classes}" data-node="{escape(name)}" tabindex="0">'
+                   f'<title>{escape(name)} ({escape(kind)}){escape(": " + node["detail"]) if node.get("detail") else ""}'
+                   f'{" · approval gate" if node.get("approval_gate") else ""} · visited {seen}×</title>'
+                   f'<rect x="{x:.0f}" y="{y:.0f}" width="{BOX_W}" height="{BOX_H}" rx="8"/>'
+                   f'<text class="name" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(_clip(name, 18))}</text>'
+                   f'<text class="detail" x="{x + 10:.0f}" y="{y + 38:.0f}">{escape(below)}</text>')
+        if seen:
+            out.append(f'<text class="visits" x="{x + BOX_W - 10:.0f}" y="{y + 20:.0f}" text-anchor="end">'
+                       f'×{seen}</text>')
+        out.append("</g>")
+    out.append("</svg>")
+    return "".join(out)
