@@ -107,3 +107,7 @@ class CheckpointSequenceError(StoreError, ValueError):
 
 class EntriesCorruptError(StoreError, ValueError):
     """The conversation cannot be rebuilt: an entry on the path to a leaf is missing, or a cycle."""
+
+
+class ExportError(MagentError):
+    """Traces could not be sent where they were asked to go (an OpenTelemetry endpoint)."""

@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
         "magent trace 3f2a --step 3     # step 3 whole: the exact tool result",
         "magent trace 3f2a --follow     # a running task, live",
         "magent trace 3f2a --html       # one page to open in a browser",
+        "magent trace 3f2a --otlp http://localhost:4318   # to OpenTelemetry",
         "magent trace 3f2a --json | jq '.steps | length'"))(trace)
 
 
@@ -28,13 +29,14 @@ def trace(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show the run live until it stops (with --json: events as JSON Lines).")] = False,
     show_all: Annotated[bool, typer.Option("--all", help="Show every turn (long runs of uneventful turns are folded by default).")] = False,
     html: Annotated[bool, typer.Option("--html", help="Write the trace as one self-contained HTML page that opens offline in a browser: timeline, steps, prompts, tool results, tokens and cost, the workflow graph.")] = False,
+    otlp: Annotated[Optional[str], typer.Option("--otlp", metavar="URL", help="Send the finished task's trace as OpenTelemetry spans to this OTLP/HTTP endpoint (like http://localhost:4318); needs pip install 'magent[otel]'.")] = None,
 ) -> None:
     """Show what a task did, step by step, with tokens and cost.
 
     Nodes, then model turns, then model and tool calls, with durations, outcomes,
     pauses, human decisions, errors and totals per model. Works for running,
     paused, failed and finished tasks. --html writes the same trace as one page
-    to open in a browser.
+    to open in a browser; --otlp sends it to an OpenTelemetry collector.
     """
     from magent.cli.output import warn
     from magent.errors import UsageError
@@ -46,9 +48,14 @@ def trace(
         raise UsageError(f"unexpected argument {file!r}: FILE goes with --html (magent trace ID --html [FILE])")
     if html and (follow or step is not None or json_out):
         raise UsageError("--html does not go with --follow, --step or --json")
+    if otlp is not None and (html or follow or step is not None or json_out):
+        raise UsageError("--otlp does not go with --html, --follow, --step or --json")
     if step is not None and step < 1:
         raise UsageError("--step counts from 1")
     td = Store().task(task_id)
+    if otlp is not None:
+        _otlp(td, otlp)
+        return
     if html:
         _html(td, file)
         return
@@ -85,6 +92,26 @@ def trace(
     from magent.trace.view import tree_lines
 
     render.print_lines(tree_lines(view, show_all=show_all), crop=True)
+
+
+def _otlp(td, url: str) -> None:
+    from magent.errors import TaskStateError, UsageError
+    from magent.trace.load import read_task
+    from magent.trace.telemetry import OTLPTarget, traces_url
+
+    target = OTLPTarget(url=traces_url(url), source="--otlp")
+    task = read_task(td, [])
+    if task is not None and task.status == "running" and not td.lock().is_free():
+        raise TaskStateError(f"task {td.id[:8]} is still running: export it once it stops "
+                             "(or set OTEL_EXPORTER_OTLP_ENDPOINT and runs export as they go)")
+    if not td.events_file.exists():
+        raise TaskStateError(f"task {td.id[:8]} has no events.jsonl: nothing to export")
+    try:
+        from magent.trace.otel import export_task
+    except ImportError:
+        raise UsageError("--otlp needs the OpenTelemetry SDK: pip install 'magent[otel]'") from None
+    sent = export_task(td, target)
+    print(f"exported {sent['spans']} spans of task {td.id[:8]} to {target.url} (trace id {sent['trace_id']})")
 
 
 def _html(td, file: str | None) -> None:

@@ -86,6 +86,8 @@ class RunContext:
         """Tool definitions this task has used, by hash (a changed one pauses the run)."""
         self.feedback: HumanFeedback | None = None
         """The answer to the pause this run resumed from, until a node consumes it."""
+        self.telemetry: Any = None
+        """Live OpenTelemetry export of this run (``trace.otel.LiveExport``), when configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
 
     # the main session (the task's own conversation)

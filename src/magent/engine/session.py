@@ -241,19 +241,27 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
 def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
              start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
+    from magent.trace.telemetry import open_live
+
     redactor = redactor or Redactor.configured(needs.secrets)
     bus = EventBus(start_seq=start_seq)
+    telemetry = open_live(task.id)  # OpenTelemetry spans of what is written, when an endpoint is set
 
     def persist(event: Event) -> None:
         doc = for_disk(event.model_dump(exclude_none=True), lean=redactor.tool_io)
         if doc is not None:
-            td.append_event(Event.model_validate(redactor.event(doc)))
+            doc = redactor.event(doc)
+            td.append_event(Event.model_validate(doc))
+            if telemetry is not None:
+                telemetry.feed(doc)
 
     bus.subscribe(persist)
     for sink in sinks:
         bus.subscribe(sink)
-    return RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
-                      redactor=redactor, needs=needs)
+    ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
+                     redactor=redactor, needs=needs)
+    ctx.telemetry = telemetry
+    return ctx
 
 
 async def _start_tools(ctx: RunContext) -> None:
@@ -277,6 +285,8 @@ async def _close(ctx: RunContext) -> None:
         ctx.td.sync()
         write_trace(ctx.td)
         ctx.td.close()
+        if ctx.telemetry is not None:
+            ctx.telemetry.close()  # bounded: a few seconds at most, whatever the endpoint does
 
 
 def _check_resumable(task: Task, decision: Decision | None) -> None:

@@ -71,6 +71,9 @@ def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
     from magent.redact import load_settings
 
     load_settings()  # a broken redaction.yaml fails here, before a task exists
+    from magent.trace.telemetry import configured
+
+    configured()  # and so does a broken config/otel.yaml or OTLP endpoint variable
     needs = RunNeeds.of(graph, options)
     if options.llm_factory is None:
         from magent.llm.factory import preflight

@@ -1,0 +1,277 @@
+"""A task's events as OpenTelemetry spans, following the GenAI semantic conventions.
+
+Pure data, no OpenTelemetry import: ``SpanBuilder`` takes events one at a time (a
+live run's, as they are written, or a finished task's ``events.jsonl``) and hands
+back each span once it has ended. The same events give the same spans with the same
+ids either way, so a task exported live and again with ``--otlp`` lands as one trace.
+
+The shape:
+
+- ``invoke_workflow {workflow}`` — one per run of the task (a resumed run is a new
+  one): from ``run_started`` to ``run_finished``; pauses, decisions, routes,
+  warnings and errors are span events on it.
+- a span per node visit under it: ``invoke_agent {agent}`` for agent and
+  reflection nodes, ``{kind} {node}`` for the others.
+- ``chat {model}`` per model call and ``execute_tool {tool}`` per tool call, under
+  their node, with the model, tokens, cost, outcome as attributes.
+- a child session (its events carry ``session``) is ``invoke_agent {agent}`` under
+  the span that was open in the main session when it began, and its nodes and calls
+  sit under it.
+
+The trace id is the task's UUID; span ids are derived from the task id and the
+event that opened the span. Prompts, replies, tool arguments and results are never
+put in a span: traces carry names, numbers, outcomes and (masked) error messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+MAIN = ""
+ERROR_OUTCOMES = ("FAILURE", "ERROR", "TIMEOUT")
+
+
+@dataclass
+class SpanData:
+    """One span, ready to hand to an exporter."""
+
+    span_id: int
+    parent_id: int | None
+    name: str
+    kind: str
+    """``internal`` or ``client`` (a model call goes out to a provider)."""
+    start_ns: int
+    end_ns: int = 0
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    error: str | None = None
+    """Set when the span ended in error (its status description)."""
+
+
+def trace_id_of(task_id: str) -> int:
+    """The trace id of a task: its UUID's 128 bits."""
+    return int(task_id.replace("-", ""), 16)
+
+
+def _ns(ts: Any) -> int:
+    try:
+        return int(datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp() * 1_000_000) * 1000
+    except ValueError:
+        return 0
+
+
+def _attrs(**values: Any) -> dict[str, Any]:
+    """Attributes without the empty ones (OpenTelemetry drops None; we drop "" too)."""
+    return {k: v for k, v in values.items() if v is not None and v != ""}
+
+
+class SpanBuilder:
+    def __init__(self, task_id: str, service: str = "magent"):
+        self.task_id = task_id
+        self.trace_id = trace_id_of(task_id)
+        self.service = service
+        self.run: SpanData | None = None
+        self.nodes: dict[str, SpanData] = {}          # session -> its open node span
+        self.sessions: dict[str, SpanData] = {}       # child session -> its span
+        self.tools: dict[tuple[str, str], SpanData] = {}  # (session, call id) -> open tool span
+        self.last_ns = 0
+        self.done: list[SpanData] = []
+
+    def span_id(self, key: str) -> int:
+        digest = hashlib.sha256(f"{self.task_id}/{key}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") or 1
+
+    # what the caller uses
+    def feed(self, ev: dict[str, Any]) -> list[SpanData]:
+        """Take one event; returns the spans it ended (in the order they ended)."""
+        at = _ns(ev.get("ts"))
+        if at:
+            self.last_ns = max(self.last_ns, at)
+        handler = getattr(self, f"_on_{ev.get('type')}", None)
+        if handler is not None and (self.run is not None or ev.get("type") == "run_started"):
+            handler(ev, at or self.last_ns)
+        done, self.done = self.done, []
+        return done
+
+    def close(self, reason: str = "the run stopped without finishing") -> list[SpanData]:
+        """End every span still open (a crash, or events that stop early) at the last event's time."""
+        if self.run is not None:
+            self._end_run(self.last_ns, unfinished=reason)
+        done, self.done = self.done, []
+        return done
+
+    # helpers
+    def _end(self, span: SpanData, at: int, unfinished: str | None = None) -> None:
+        span.end_ns = max(at, span.start_ns)
+        if unfinished:
+            span.attributes["magent.unfinished"] = unfinished
+        self.done.append(span)
+
+    def _end_run(self, at: int, unfinished: str | None = None) -> None:
+        for key in list(self.tools):
+            self._end(self.tools.pop(key), at, unfinished or "no result before the run ended")
+        for session in list(self.nodes):
+            self._end(self.nodes.pop(session), at, unfinished or "the run paused or ended in this node")
+        for session in list(self.sessions):
+            self._end(self.sessions.pop(session), at, unfinished)
+        assert self.run is not None
+        self._end(self.run, at, unfinished)
+        self.run = None
+
+    def _session(self, ev: dict[str, Any], at: int) -> str:
+        """The event's session, opening its span the first time it is seen."""
+        session = str(ev.get("session") or MAIN)
+        if session != MAIN and session not in self.sessions:
+            parent = self.nodes.get(MAIN) or self.run
+            assert parent is not None
+            agent = ev.get("agent") or ""
+            self.sessions[session] = SpanData(
+                span_id=self.span_id(f"session/{session}"), parent_id=parent.span_id,
+                name=f"invoke_agent {agent}".strip(), kind="internal", start_ns=at,
+                attributes=_attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                                     "gen_ai.conversation.id": session, "magent.session.id": session}))
+        return session
+
+    def _parent(self, session: str) -> SpanData:
+        span = self.nodes.get(session) or self.sessions.get(session) or self.run
+        assert span is not None
+        return span
+
+    def _note(self, name: str, at: int, **values: Any) -> None:
+        assert self.run is not None
+        self.run.events.append((name, at, _attrs(**values)))
+
+    # events
+    def _on_run_started(self, ev: dict[str, Any], at: int) -> None:
+        if self.run is not None:  # the previous run left no run_finished: it died
+            self._end_run(self.last_ns, unfinished="the run stopped without finishing (killed or crashed)")
+        workflow = ev.get("workflow") or ""
+        self.run = SpanData(
+            span_id=self.span_id(f"run/{ev.get('seq')}"), parent_id=None, name=f"invoke_workflow {workflow}".strip(),
+            kind="internal", start_ns=at,
+            attributes=_attrs(**{"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": workflow,
+                                 "gen_ai.conversation.id": self.task_id, "magent.task.id": self.task_id,
+                                 "magent.run.resumed": bool(ev.get("resumed")),
+                                 "magent.run.from_checkpoint": ev.get("from_checkpoint"),
+                                 "magent.run.forked_from": ev.get("forked_from")}))
+
+    def _on_run_finished(self, ev: dict[str, Any], at: int) -> None:
+        assert self.run is not None
+        status = str(ev.get("status") or "")
+        # The task's totals so far (all its runs): not gen_ai.usage.*, which backends add up per call.
+        self.run.attributes.update(_attrs(**{
+            "magent.task.status": status, "magent.task.turns": ev.get("steps"),
+            "magent.task.tokens_in": ev.get("tokens_in"), "magent.task.tokens_out": ev.get("tokens_out"),
+            "magent.task.cost_usd": ev.get("cost")}))
+        if status == "failed":
+            self.run.error = str(ev.get("error") or "failed")
+            self.run.attributes["error.type"] = "failed"
+        self._end_run(at)
+
+    def _on_interrupted(self, ev: dict[str, Any], at: int) -> None:
+        self._note("magent.interrupted", at, message=ev.get("message"))
+
+    def _on_node_started(self, ev: dict[str, Any], at: int) -> None:
+        session = self._session(ev, at)
+        if session in self.nodes:  # a node left open (resumed into, or no node_finished)
+            self._end(self.nodes.pop(session), at, "a new node started before it finished")
+        kind, node, agent = str(ev.get("kind") or ""), str(ev.get("node") or ""), str(ev.get("agent") or "")
+        name = f"invoke_agent {agent}" if kind in ("agent", "reflection") and agent else f"{kind} {node}".strip()
+        attributes = _attrs(**{"magent.node.name": node, "magent.node.kind": kind, "magent.node.visit": ev.get("visit"),
+                               "magent.node.resumed": bool(ev.get("resumed")) or None,
+                               "gen_ai.conversation.id": session or self.task_id})
+        if kind in ("agent", "reflection") and agent:
+            attributes.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent})
+        self.nodes[session] = SpanData(span_id=self.span_id(f"node/{ev.get('seq')}"),
+                                       parent_id=self._parent(session).span_id, name=name, kind="internal",
+                                       start_ns=at, attributes=attributes)
+
+    def _on_node_finished(self, ev: dict[str, Any], at: int) -> None:
+        session = self._session(ev, at)
+        span = self.nodes.pop(session, None)
+        if span is None:
+            return
+        if ev.get("routing_key"):
+            span.attributes["magent.routing_key"] = ev["routing_key"]
+        if ev.get("status") not in (None, "ok"):
+            span.error = str(ev.get("status"))
+        self._end(span, at)
+
+    def _on_llm_call(self, ev: dict[str, Any], at: int) -> None:
+        session = self._session(ev, at)
+        latency_ns = int(ev.get("latency_ms") or 0) * 1_000_000
+        model, provider = str(ev.get("model") or ""), str(ev.get("provider") or "")
+        span = SpanData(
+            span_id=self.span_id(f"llm/{ev.get('seq')}"), parent_id=self._parent(session).span_id,
+            name=f"chat {model}".strip(), kind="client", start_ns=max(0, at - latency_ns),
+            attributes=_attrs(**{
+                "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider or "_OTHER",
+                "gen_ai.request.model": model, "gen_ai.response.model": model,
+                "gen_ai.usage.input_tokens": int(ev.get("tokens_in") or 0),
+                "gen_ai.usage.output_tokens": int(ev.get("tokens_out") or 0),
+                "gen_ai.response.finish_reasons": [str(ev["stop_reason"])] if ev.get("stop_reason") else None,
+                "gen_ai.agent.name": ev.get("agent"), "gen_ai.conversation.id": session or self.task_id,
+                "magent.cost_usd": float(ev.get("cost") or 0.0), "magent.turn": ev.get("iteration"),
+                "magent.retries": len(ev.get("retries") or []) or None}))
+        if ev.get("error"):
+            span.error = str(ev["error"])
+            span.attributes["error.type"] = "_OTHER"
+        self._end(span, at)
+
+    def _tool_span(self, ev: dict[str, Any], session: str, start: int) -> SpanData:
+        name = str(ev.get("requested_tool") or ev.get("tool") or "")
+        return SpanData(
+            span_id=self.span_id(f"tool/{ev.get('seq')}"), parent_id=self._parent(session).span_id,
+            name=f"execute_tool {name}".strip(), kind="internal", start_ns=start,
+            attributes=_attrs(**{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                 "gen_ai.tool.call.id": ev.get("call_id"), "gen_ai.tool.type": "function",
+                                 "gen_ai.conversation.id": session or self.task_id}))
+
+    def _on_tool_call(self, ev: dict[str, Any], at: int) -> None:
+        session = self._session(ev, at)
+        self.tools[(session, str(ev.get("call_id")))] = self._tool_span(ev, session, at)
+
+    def _on_tool_result(self, ev: dict[str, Any], at: int) -> None:
+        session = self._session(ev, at)
+        span = self.tools.pop((session, str(ev.get("call_id"))), None)
+        if span is None:  # no intent event (recovered, or refused before running)
+            span = self._tool_span(ev, session, max(0, at - int(ev.get("duration_ms") or 0) * 1_000_000))
+        outcome = str(ev.get("outcome") or "SUCCESS")
+        span.attributes["magent.tool.outcome"] = outcome
+        if ev.get("tool") and ev.get("requested_tool") and ev["tool"] != ev["requested_tool"]:
+            span.attributes["magent.tool.fallback"] = ev["tool"]
+        if outcome in ERROR_OUTCOMES:
+            span.error = str(ev.get("error") or outcome)
+            span.attributes["error.type"] = outcome
+        self._end(span, at)
+
+    def _on_reflection(self, ev: dict[str, Any], at: int) -> None:
+        span = self.nodes.get(self._session(ev, at))
+        if span is not None:
+            span.attributes.update(_attrs(**{"magent.reflection.verdict": ev.get("verdict"),
+                                             "magent.reflection.round": ev.get("round")}))
+
+    def _on_route(self, ev: dict[str, Any], at: int) -> None:
+        self._note("magent.route", at, **{"magent.node.name": ev.get("node"), "magent.route.to": ev.get("to")})
+
+    def _on_awaiting_human(self, ev: dict[str, Any], at: int) -> None:
+        self._note("magent.awaiting_human", at, **{"magent.node.name": ev.get("node"), "magent.pause.kind": ev.get("kind")})
+
+    def _on_human_decision(self, ev: dict[str, Any], at: int) -> None:
+        self._note("magent.human_decision", at, **{"magent.node.name": ev.get("node"),
+                                                   "magent.decision.action": ev.get("action")})
+
+    def _on_warning(self, ev: dict[str, Any], at: int) -> None:
+        self._note("magent.warning", at, **{"magent.message": ev.get("message")})
+
+    def _on_error(self, ev: dict[str, Any], at: int) -> None:
+        session = self._session(ev, at)
+        span = self.nodes.get(session)
+        message = str(ev.get("message") or "error")
+        self._note("exception", at, **{"exception.message": message})
+        if span is not None:
+            span.error = message
+            span.attributes["error.type"] = "_OTHER"

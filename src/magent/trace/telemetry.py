@@ -1,0 +1,137 @@
+"""Where OpenTelemetry traces go, if anywhere: the environment or ``config/otel.yaml``.
+
+This module never imports OpenTelemetry; ``magent.trace.otel`` does, and only when an
+endpoint is configured (and the optional ``magent[otel]`` extra is installed).
+
+A run exports live when one of these is set (first wins):
+
+- ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` — the full URL of the traces endpoint;
+- ``OTEL_EXPORTER_OTLP_ENDPOINT`` — a base URL, ``/v1/traces`` is added;
+- ``$MAGENT_HOME/config/otel.yaml``::
+
+      endpoint: http://localhost:4318          # a base URL, like OTEL_EXPORTER_OTLP_ENDPOINT
+      headers: {Authorization: "Bearer ${OTEL_TOKEN}"}   # ${VAR} resolved in memory only
+      timeout_seconds: 5                       # per export, retries included
+
+``OTEL_SDK_DISABLED=true`` turns it off. The exporter also reads the standard
+``OTEL_EXPORTER_OTLP_*`` variables (headers, certificates, compression) and
+``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+SETTINGS_FILE = "otel.yaml"
+TRACES_PATH = "/v1/traces"
+DEFAULT_TIMEOUT = 5.0
+_FIELDS = ("endpoint", "headers", "timeout_seconds")
+
+
+@dataclass(frozen=True)
+class OTLPTarget:
+    """An OTLP/HTTP traces endpoint and how to reach it."""
+
+    url: str
+    """The full URL spans are posted to (``.../v1/traces``)."""
+    headers: dict[str, str] | None = field(default=None, repr=False)
+    """Extra request headers (None: the exporter reads ``OTEL_EXPORTER_OTLP_HEADERS``)."""
+    timeout: float = DEFAULT_TIMEOUT
+    source: str = ""
+    """Where the endpoint came from, for messages."""
+
+
+def traces_url(url: str, *, base: bool = True) -> str:
+    """``url`` checked, with ``/v1/traces`` added to a base URL. Raises ``UsageError``."""
+    from magent.errors import UsageError
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"{url!r} is not an OTLP/HTTP endpoint: give an http:// or https:// URL "
+                         "(like http://localhost:4318)")
+    url = url.strip()
+    if base and not parts.path.rstrip("/").endswith(TRACES_PATH):
+        url = url.rstrip("/") + TRACES_PATH
+    return url
+
+
+def settings_file(root: Path | None = None) -> Path:
+    from magent import paths
+
+    return paths.config_dir(root) / SETTINGS_FILE
+
+
+def configured(root: Path | None = None) -> OTLPTarget | None:
+    """The endpoint a run exports to, or None. Raises ``ConfigError`` for a bad ``otel.yaml``
+    or ``UsageError`` for an environment variable that is not a URL."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    for name, base in (("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", False), ("OTEL_EXPORTER_OTLP_ENDPOINT", True)):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return OTLPTarget(url=traces_url(value, base=base), source=name)
+    return _from_file(settings_file(root))
+
+
+def _from_file(path: Path) -> OTLPTarget | None:
+    if not path.is_file():
+        return None
+    from magent.config.yamlfile import load_file
+    from magent.errors import UsageError
+
+    source = load_file(path)
+    data: Any = source.data
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise source.error("expected a mapping with " + ", ".join(_FIELDS))
+    for key in data:
+        if key not in _FIELDS:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), _FIELDS, n=1)
+            raise source.error("unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
+                               + f"; fields: {', '.join(_FIELDS)}", (key,))
+    endpoint = data.get("endpoint")
+    if not endpoint:
+        return None
+    if not isinstance(endpoint, str):
+        raise source.error("must be a URL like http://localhost:4318", ("endpoint",))
+    try:
+        url = traces_url(endpoint)
+    except UsageError as exc:
+        raise source.error(exc.message, ("endpoint",)) from None
+    headers = data.get("headers")
+    if headers is not None and (not isinstance(headers, dict)
+                                or not all(isinstance(v, (str, int)) for v in headers.values())):
+        raise source.error("must be a mapping of header names to text", ("headers",))
+    timeout = data.get("timeout_seconds", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise source.error(f"must be a number of seconds above 0, not {timeout!r}", ("timeout_seconds",))
+    return OTLPTarget(url=url, headers={str(k): str(v) for k, v in headers.items()} if headers else None,
+                      timeout=float(timeout), source=f"config/{SETTINGS_FILE}")
+
+
+def warn(message: str) -> None:
+    print(f"magent: warning: {message}", file=sys.stderr, flush=True)
+
+
+def open_live(task_id: str) -> Any:
+    """A live exporter for a run of ``task_id`` (``otel.LiveExport``), or None when no endpoint
+    is configured. Without the OpenTelemetry SDK it says how to get it, once, and returns None:
+    a run is never stopped by its telemetry."""
+    target = configured()
+    if target is None:
+        return None
+    try:
+        from magent.trace.otel import LiveExport
+    except ImportError:
+        warn(f"{target.source} asks for OpenTelemetry export, but the SDK is not installed "
+             "(pip install 'magent[otel]'); this run is not exported")
+        return None
+    return LiveExport(task_id, target)

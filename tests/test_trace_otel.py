@@ -1,0 +1,264 @@
+"""OpenTelemetry export: ``magent trace ID --otlp URL`` and live export, against a real OTLP/HTTP
+receiver on 127.0.0.1 (tests/support/otlp_receiver.py decodes what arrives with OpenTelemetry's
+protobuf definitions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from magent.models import TaskStatus
+from magent.trace.spans import SpanBuilder
+from support.cli import invoke, run
+from support.engine import task_dir
+from support.holders import hold_task
+from support.otlp_receiver import Receiver, closed_port_url
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+pytestmark = pytest.mark.slow
+# magent as if the otel extra were not installed: the SDK and the OTLP exporter cannot be imported.
+# (The small opentelemetry-api package is there either way: the mcp SDK depends on it and imports it.)
+EXTRA = ("opentelemetry.sdk", "opentelemetry.exporter", "opentelemetry.proto")
+NO_OTEL = ("import sys, runpy\n"
+           f"EXTRA = {EXTRA!r}\n"
+           "class Block:\n"
+           "    def find_spec(self, name, path=None, target=None):\n"
+           "        if name.startswith(EXTRA):\n"
+           "            raise ImportError('blocked for the test: ' + name)\n"
+           "sys.meta_path.insert(0, Block())\n"
+           "sys.argv = ['magent'] + sys.argv[1:]\n"
+           "try:\n    runpy.run_module('magent', run_name='__main__')\n"
+           "finally:\n    print('MODULES', sorted(m for m in sys.modules if m.startswith(EXTRA)), file=sys.stderr)\n")
+
+
+def run_example(target: str, *args: str, env: dict[str, str] | None = None):
+    result = run("run", str(EXAMPLES / target), "-t", "example task", "--no-input", *args, env=env)
+    assert result.code in (0, 3), result.out + result.err
+    return result, result.out.splitlines()[0].split()[1]
+
+
+def by_name(spans: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for span in sorted(spans, key=lambda s: s["start"]):
+        out.setdefault(span["name"], []).append(span)
+    return out
+
+
+def test_a_finished_task_exports_as_genai_spans() -> None:
+    _, task_id = run_example("workflows/write_review.yaml")
+    with Receiver() as receiver:
+        result = run("trace", task_id[:8], "--otlp", receiver.url)
+        assert result.code == 0, result.err
+        assert result.out == (f"exported 11 spans of task {task_id[:8]} to {receiver.url}/v1/traces "
+                              f"(trace id {task_id.replace('-', '')})\n")
+        spans = receiver.spans
+    assert receiver.paths == ["/v1/traces"]
+    assert {s["trace_id"] for s in spans} == {task_id.replace("-", "")}  # one trace: the task
+    names = by_name(spans)
+    (root,) = names["invoke_workflow write_review"]
+    assert root["parent_span_id"] is None and root["attributes"]["gen_ai.operation.name"] == "invoke_workflow"
+    assert root["attributes"]["gen_ai.workflow.name"] == "write_review"
+    assert root["attributes"]["magent.task.status"] == "completed"
+    assert root["resource"]["service.name"] == "magent" and root["scope"] == "magent"
+    writers, critics = names["invoke_agent writer"], names["invoke_agent critic"]
+    assert len(writers) == 2 and len(critics) == 2
+    for node in writers + critics:
+        assert node["parent_span_id"] == root["span_id"]
+        assert node["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+        assert root["start"] <= node["start"] <= node["end"] <= root["end"]
+    assert [c["attributes"]["magent.reflection.verdict"] for c in critics] == ["revise", "pass"]
+    assert [w["attributes"]["magent.node.visit"] for w in writers] == [1, 2]
+
+    chats = names["chat scripted"]
+    trace = json.loads(invoke("trace", task_id, "--json").out)
+    calls = [c for step in trace["steps"] for c in step["llm_calls"]]
+    assert len(chats) == len(calls) == 5
+    for chat, call in zip(chats, calls):
+        a = chat["attributes"]
+        assert chat["kind"] == "client" and a["gen_ai.operation.name"] == "chat"
+        assert a["gen_ai.request.model"] == "scripted" and a["gen_ai.provider.name"] == "scripted"
+        assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (call["tokens_in"], call["tokens_out"])
+        assert a["magent.cost_usd"] == call["cost"]
+        assert a["gen_ai.response.finish_reasons"] == [call["stop_reason"]]
+    assert [c["parent_span_id"] for c in chats] == [writers[0]["span_id"]] * 2 + [critics[0]["span_id"],
+                                                                                   writers[1]["span_id"],
+                                                                                   critics[1]["span_id"]]
+    assert {c["attributes"]["gen_ai.agent.name"] for c in chats} == {"writer", "critic"}
+    (tool,) = names["execute_tool kv.set"]
+    assert tool["parent_span_id"] == writers[0]["span_id"]  # beside the model call that asked for it
+    assert tool["attributes"]["gen_ai.tool.call.id"] == "call_writer_1_1"
+    assert tool["attributes"]["magent.tool.outcome"] == "SUCCESS" and tool["status"]["code"] == 0
+    assert not any("Tidy" in json.dumps(s["attributes"]) for s in spans)  # no prompt, reply or result text
+
+
+def test_a_run_exports_live_the_same_spans_as_afterwards() -> None:
+    with Receiver() as live:
+        result, task_id = run_example("workflows/triage.yaml", "--set", "ticket=checkout down",
+                                      "--set", "priority=high", env={"OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
+        assert result.code == 3 and "warning" not in result.err  # paused at the approval gate
+        resumed = run("resume", task_id, "--approve", "-m", "paged", "--no-input",
+                      env={"OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
+        assert resumed.code == 0 and resumed.err == ""
+        live_spans = list(live.spans)
+    with Receiver() as later:
+        assert run("trace", task_id, "--otlp", later.url).code == 0
+        later_spans = list(later.spans)
+
+    def shape(spans: list[dict]) -> dict:
+        return {s["span_id"]: (s["parent_span_id"], s["name"], s["start"], s["end"], s["attributes"],
+                               [e["name"] for e in s["events"]], s["status"]) for s in spans}
+
+    assert shape(live_spans) == shape(later_spans)  # one trace whether exported live or later
+    runs = [s for s in live_spans if s["parent_span_id"] is None]
+    assert [r["attributes"]["magent.run.resumed"] for r in sorted(runs, key=lambda r: r["start"])] == [False, True]
+    first, second = sorted(runs, key=lambda r: r["start"])
+    assert "magent.awaiting_human" in [e["name"] for e in first["events"]]
+    decision = next(e for e in second["events"] if e["name"] == "magent.human_decision")
+    assert decision["attributes"]["magent.decision.action"] == "approve"
+    tool_node = next(s for s in live_spans if s["name"] == "tool store")
+    assert tool_node["parent_span_id"] == first["span_id"]
+    (kv_set,) = [s for s in live_spans if s["name"] == "execute_tool kv.set"]
+    assert kv_set["parent_span_id"] == tool_node["span_id"]
+
+
+def test_the_endpoint_from_config_with_a_secret_header(magent_home: Path) -> None:
+    (magent_home / "config").mkdir(parents=True, exist_ok=True)
+    with Receiver() as receiver:
+        (magent_home / "config" / "otel.yaml").write_text(
+            f"endpoint: {receiver.url}\nheaders: {{x-collector-token: '${{COLLECTOR_TOKEN}}'}}\ntimeout_seconds: 4\n")
+        secret = "tok-" + "9" * 24
+        result, task_id = run_example("workflows/write_review.yaml", env={"COLLECTOR_TOKEN": secret})
+        assert result.code == 0 and result.err == ""
+        assert receiver.headers and all(h["x-collector-token"] == secret for h in receiver.headers)
+        assert len(receiver.spans) == 11
+    for path in magent_home.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+
+
+def test_an_unreachable_endpoint_never_fails_a_run() -> None:
+    url = closed_port_url()
+    result, task_id = run_example("workflows/write_review.yaml", env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+    assert result.code == 0
+    assert result.err == (f"magent: warning: OpenTelemetry: 11 of 11 spans did not reach {url}/v1/traces "
+                          f"(connection refused); send them again with magent trace {task_id[:8]} --otlp "
+                          f"{url}/v1/traces\n")
+    assert "completed" in invoke("trace", task_id).out.splitlines()[0]
+    with Receiver() as receiver:  # and they can be sent later, as it says
+        assert run("trace", task_id[:8], "--otlp", receiver.url).code == 0
+        assert len(receiver.spans) == 11
+
+
+def test_retries_are_bounded() -> None:
+    _, task_id = run_example("workflows/write_review.yaml")
+    with Receiver(fail_next=1) as flaky:  # one 503, then fine: the retry gets it through
+        assert run("trace", task_id, "--otlp", flaky.url).code == 0
+        assert flaky.requests == 2 and len(flaky.spans) == 11
+    with Receiver(fail_next=1000) as down:  # always 503: a few tries, then a clear error
+        result = run("trace", task_id, "--otlp", down.url)
+        assert result.code == 2
+        assert result.err.startswith(f"magent: error: could not export task {task_id[:8]} to {down.url}/v1/traces: "
+                                     "Service Unavailable (gave up after ")
+        assert result.err.endswith("; nothing was sent\n") and result.err.count("\n") == 1
+        assert 2 <= down.requests <= 4
+
+
+def test_bad_input_is_one_line_exit_2(magent_home: Path) -> None:
+    _, task_id = run_example("workflows/write_review.yaml")
+    for args, message in [
+        (["--otlp", "localhost:4318"], "'localhost:4318' is not an OTLP/HTTP endpoint: give an http:// or https:// URL"),
+        (["--otlp", "http://127.0.0.1:1", "--html"], "--otlp does not go with --html, --follow, --step or --json"),
+        (["--otlp", closed_port_url()], "connection refused (gave up after "),
+    ]:
+        result = invoke("trace", task_id, *args)
+        assert result.code == 2 and message in result.err and result.err.count("\n") == 1, (args, result.err)
+    task = task_dir(task_id)
+    task.save_task(task.load_task().model_copy(update={"status": TaskStatus.running}))
+    with hold_task(task_id):
+        result = invoke("trace", task_id, "--otlp", "http://127.0.0.1:1")
+        assert result.code == 2 and result.err == (
+            f"magent: error: task {task_id[:8]} is still running: export it once it stops (or set "
+            "OTEL_EXPORTER_OTLP_ENDPOINT and runs export as they go)\n")
+    (magent_home / "config").mkdir(parents=True, exist_ok=True)
+    (magent_home / "config" / "otel.yaml").write_text("endpoint: http://127.0.0.1:1\ntimeout: 3\n")
+    result = run("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input")
+    assert result.code == 2 and "otel.yaml:2:1: timeout: unknown field (did you mean 'timeout_seconds'?)" in result.err
+    assert not list((magent_home / "tasks").iterdir()) or len(list((magent_home / "tasks").iterdir())) == 1
+    (magent_home / "config" / "otel.yaml").unlink()
+    result = run("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input",
+                 env={"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"})
+    assert result.code == 2 and "'collector:4318' is not an OTLP/HTTP endpoint" in result.err
+
+
+def test_without_the_extra_nothing_imports_the_sdk_and_runs_go_on(tmp_path: Path, python_exe: str) -> None:
+    import subprocess
+
+    def magent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        import os
+
+        return subprocess.run([python_exe, "-c", NO_OTEL, *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **(env or {})})
+
+    plain = magent("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input")
+    assert plain.returncode == 0 and plain.stderr.rsplit("MODULES", 1)[1].strip() == "[]"
+    task_id = plain.stdout.split()[1]
+    asked = magent("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input",
+                   env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"})
+    assert asked.returncode == 0
+    assert asked.stderr.startswith("magent: warning: OTEL_EXPORTER_OTLP_ENDPOINT asks for OpenTelemetry export, "
+                                   "but the SDK is not installed (pip install 'magent[otel]'); this run is not "
+                                   "exported\n")
+    export = magent("trace", task_id, "--otlp", "http://127.0.0.1:1")
+    assert export.returncode == 2
+    assert export.stderr.startswith("magent: error: --otlp needs the OpenTelemetry SDK: pip install 'magent[otel]'\n")
+    for args in (["trace", task_id], ["trace", task_id, "--html", "-"], ["tasks", "list"]):
+        out = magent(*args)
+        assert out.returncode == 0 and out.stderr.rsplit("MODULES", 1)[1].strip() == "[]", args
+
+
+def test_child_sessions_nest_under_the_span_that_opened_them() -> None:
+    """Events of a child session carry ``session``; its spans hang under one session span."""
+    task_id = "0b0c6a52-7c1e-4b8f-9a51-0f3f2f1c9a10"
+    t = "2026-01-01T00:00:0{}.000+00:00"
+    events = [
+        {"seq": 1, "ts": t.format(0), "type": "run_started", "workflow": "w"},
+        {"seq": 2, "ts": t.format(0), "type": "node_started", "node": "plan", "kind": "agent", "agent": "boss", "visit": 1},
+        {"seq": 3, "ts": t.format(1), "type": "tool_call", "node": "plan", "call_id": "c1", "tool": "agents.helper"},
+        {"seq": 4, "ts": t.format(1), "type": "node_started", "node": "plan", "kind": "agent", "agent": "helper",
+         "visit": 1, "session": "s-1"},
+        {"seq": 5, "ts": t.format(2), "type": "llm_call", "node": "plan", "agent": "helper", "model": "m",
+         "tokens_in": 3, "tokens_out": 4, "latency_ms": 500, "session": "s-1"},
+        {"seq": 6, "ts": t.format(2), "type": "node_finished", "node": "plan", "status": "ok", "session": "s-1"},
+        {"seq": 7, "ts": t.format(3), "type": "tool_result", "node": "plan", "call_id": "c1", "tool": "agents.helper",
+         "outcome": "SUCCESS"},
+        {"seq": 8, "ts": t.format(4), "type": "node_finished", "node": "plan", "status": "ok"},
+        {"seq": 9, "ts": t.format(5), "type": "run_finished", "status": "completed"},
+    ]
+    builder = SpanBuilder(task_id)
+    spans = [s for ev in events for s in builder.feed(ev)] + builder.close()
+    by = {s.name: s for s in spans}
+    run_span, boss, session, helper_node, chat, tool = (
+        by["invoke_workflow w"], next(s for s in spans if s.name == "invoke_agent boss"),
+        next(s for s in spans if s.attributes.get("magent.session.id") == "s-1"),
+        next(s for s in spans if s.name == "invoke_agent helper" and "magent.node.name" in s.attributes),
+        by["chat m"], by["execute_tool agents.helper"])
+    assert boss.parent_id == run_span.span_id
+    assert session.parent_id == boss.span_id and session.attributes["gen_ai.conversation.id"] == "s-1"
+    assert helper_node.parent_id == session.span_id and chat.parent_id == helper_node.span_id
+    assert tool.parent_id == boss.span_id
+    assert all(s.end_ns >= s.start_ns for s in spans)
+
+
+def test_a_crashed_run_closes_its_spans_as_unfinished() -> None:
+    t = "2026-01-01T00:00:0{}.000+00:00"
+    builder = SpanBuilder("0b0c6a52-7c1e-4b8f-9a51-0f3f2f1c9a10")
+    for ev in [{"seq": 1, "ts": t.format(0), "type": "run_started", "workflow": "w"},
+               {"seq": 2, "ts": t.format(1), "type": "node_started", "node": "a", "kind": "agent", "agent": "x"},
+               {"seq": 3, "ts": t.format(2), "type": "tool_call", "node": "a", "call_id": "c", "tool": "t.slow"}]:
+        assert builder.feed(ev) == []
+    spans = builder.close()
+    assert [s.name for s in spans] == ["execute_tool t.slow", "invoke_agent x", "invoke_workflow w"]
+    assert all(s.attributes["magent.unfinished"] for s in spans)
+    assert all(s.end_ns == spans[-1].end_ns for s in spans)  # at the last thing that was written
