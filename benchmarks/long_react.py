@@ -91,7 +91,7 @@ async def one_run(n: int, home: Path) -> dict:
         if json.loads(p.read_bytes()).get("reason") == "llm_turn":
             turn_cps.append(p.stat().st_size)
     total = sum(p.stat().st_size for p in task_dir.rglob("*") if p.is_file())
-    return {"steps": steps, "cp10": turn_cps[9], "cpN": turn_cps[-1], "total": total,
+    return {"task_id": outcome.task_id, "steps": steps, "cp10": turn_cps[9], "cpN": turn_cps[-1], "total": total,
             "files": {p.name: p.stat().st_size for p in task_dir.iterdir() if p.is_file()
                       and not p.name.startswith("checkpoint_")}, "checkpoints": len(turn_cps)}
 
