@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
 from support.browser import chromium, expect
 from support.cli import invoke, run
+from support.crashflow import only_task
+from support.delegateflow import make_delegation
 from support.engine import agent_yaml, run_with, write
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -133,6 +136,42 @@ def test_filters_timeline_and_graph_find_steps(tmp_path: Path) -> None:
         page.page.locator('svg.graph .node[data-node="w"]').click()
         assert page.page.input_value("#filter") == "node:w"
         page.page.screenshot(path=str(tmp_path / "long.png"), full_page=True)
+        page.offline()
+
+
+def test_sub_agent_sessions_in_the_browser(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_delegation(tmp_path)  # lead delegates to worker (3 turns), then to scribe (2 turns)
+    assert run("run", str(flow), "-t", "the lead's task", env={"LEDGER": str(tmp_path / "ledger.txt")}).code == 0
+    task_id = only_task(magent_home)
+    sessions = json.loads(invoke("trace", task_id, "--json").out)["sub_agent_sessions"]
+    worker = next(f"worker · {sid[:8]}" for sid, info in sessions.items() if info["agent"] == "worker")
+    path = report(task_id, tmp_path / "sessions.html")
+    with chromium() as browser:
+        page = Page(browser, path)
+        lanes = page.page.locator(".tl-track .lane .lane-label")
+        assert lanes.all_inner_texts() == ["main", worker, next(
+            f"scribe · {sid[:8]}" for sid, info in sessions.items() if info["agent"] == "scribe")]
+        assert page.page.locator(".tl-track .lane").nth(1).locator(".bar.r1").count() == 3  # the worker's model calls
+        assert page.page.locator("#steps .step.sub").count() == 5  # the sub-agents' turns, indented
+        assert worker in page.text("#step-3 .head")
+        page.page.locator("#step-2 .head").click()  # the lead's turn that delegated
+        note = page.page.locator("#step-2 .call .session-note")
+        assert note.inner_text() == f"worked in session {worker} (completed) from step 3"
+        note.locator("a.step-link").click()  # to where the worker starts
+        body = page.page.locator("#step-3 .body")
+        expect(body).to_be_visible()
+        assert f"in session {worker} (agent), opened by step 2" in body.inner_text()
+        body.locator("details.prompt summary").click()  # the worker saw its task, not the lead's conversation
+        prompt = body.locator("details.prompt")
+        expect(prompt.locator(".msg.r-user")).to_have_text(re.compile("Put a and b in the ledger, and k1 in kv."))
+        assert "the lead's task" not in prompt.inner_text()
+        lanes.nth(1).click()  # only that session's steps (and the node they ran in)
+        assert page.page.input_value("#filter") == "session:" + worker.split(" · ")[1]
+        shown = page.page.locator("#steps .step:not(.hidden)")
+        assert [shown.nth(i).get_attribute("data-n") for i in range(shown.count())] == ["1", "3", "4", "5"]
+        assert "showing 4 of 10" in page.text("#shown")
+        assert "Per session" in page.text("#totals")
+        page.page.screenshot(path=str(tmp_path / "sessions.png"), full_page=True)
         page.offline()
 
 

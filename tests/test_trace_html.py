@@ -13,7 +13,9 @@ from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
 from magent.trace.graphsvg import graph_svg
 from magent.trace.timeline import timeline
-from support.cli import invoke
+from support.cli import invoke, run
+from support.crashflow import only_task
+from support.delegateflow import make_delegation
 from support.engine import agent_yaml, run_with, task_dir, write
 from support.holders import hold_task
 
@@ -146,6 +148,37 @@ def test_a_failed_run_is_highlighted(tmp_path: Path) -> None:
     assert data["task"]["status"] == "failed" and "max_iterations" in data["task"]["error"]
     errors = [s for s in data["steps"] if s["status"] == "error"]
     assert errors and any(s["name"] == "error" for s in errors)
+
+
+def test_sub_agent_sessions_have_their_own_lanes_and_totals(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_delegation(tmp_path)  # lead delegates to worker (3 turns), then to scribe (2 turns)
+    assert run("run", str(flow), "-t", "the lead's task", env={"LEDGER": str(tmp_path / "ledger.txt")}).code == 0
+    task_id = only_task(magent_home)
+    data = page_data(invoke("trace", task_id, "--html", "-").out)
+    main, worker, scribe = data["sessions"]
+    assert (main["id"], main["label"]) == ("", "main")
+    assert (worker["agent"], worker["status"], worker["depth"], worker["kind"]) == ("worker", "completed", 1, "agent")
+    assert worker["label"] == f"worker · {worker['id'][:8]}" and scribe["agent"] == "scribe"
+    steps = data["steps"]
+    assert [(s["name"], s["session"]) for s in steps] == [
+        ("lead", ""), ("lead:0", ""), ("worker:0", worker["id"]), ("worker:1", worker["id"]),
+        ("worker:2", worker["id"]), ("lead:1", ""), ("scribe:0", scribe["id"]), ("scribe:1", scribe["id"]),
+        ("lead:2", ""), ("record", "")]
+    # Each session says which step opened it (the lead's turn that called agents.NAME) and where it starts;
+    # the sub-agents' turns sit inside the lead node they ran in.
+    assert (worker["opened_by"], worker["first"], scribe["opened_by"], scribe["first"]) == (2, 3, 6, 7)
+    assert worker["key"] == "call:" + steps[1]["tools"][0]["id"] and steps[1]["tools"][0]["name"] == "agents.worker"
+    assert data["entries"][steps[1]["tools"][0]["entry"]]["t"] == "all done"  # the worker's answer
+    assert all(s.get("parent") == 1 for s in steps[1:9])
+    assert [c["name"] for c in steps[2]["tools"]] == ["ledger.append", "kv.set"]
+    # One timeline lane per session, holding that session's model calls.
+    timeline = data["timeline"]
+    assert timeline["lanes"] == ["", worker["id"], scribe["id"]]
+    model_bars = [sum(1 for b in timeline["bars"] if b[1] == lane and b[2] == 1) for lane in range(3)]
+    assert model_bars == [3, 3, 2]
+    per_session = {r["name"]: r["calls"] for r in data["totals"]["session"]}
+    assert per_session == {"": 3, worker["id"]: 3, scribe["id"]: 2}
+    assert {r["name"]: r["calls"] for r in data["totals"]["agent"]} == {"lead": 3, "worker": 3, "scribe": 2}
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:

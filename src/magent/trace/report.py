@@ -59,12 +59,12 @@ def _entries(td: "TaskDir") -> list[dict[str, Any]]:
 
 
 def _session_of(step: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    if step.get("session"):
-        return str(step["session"])
-    for ev in events:
-        if ev.get("session"):
-            return str(ev["session"])
-    return MAIN
+    """The session a step belongs to: its own ``session`` (None: the main one), else that of the
+    event that opened it. (Not any of its events': a turn that delegates also holds the
+    ``session_started`` of the child it opened.)"""
+    if "session" in step:
+        return str(step["session"] or MAIN)
+    return str(events[0].get("session") or MAIN) if events else MAIN
 
 
 class _Report:
@@ -118,13 +118,26 @@ class _Report:
                     out["output"] = self.cap(finished[-1]["output"])
                 out["done"] = bool(finished) or "did not finish" not in out["msg"]
             else:
-                parent = node_of.get((session, step.get("node")))
+                parent = self.node_step(node_of, session, step.get("node"))
                 if parent is not None and (kind == "turn" or step.get("node")):
                     out["parent"] = parent
                 if kind == "event" and events:
                     out["event"] = {k: self.data(v) for k, v in events[0].items()
                                     if k not in ("seq", "type", "ts", "node", "session", "message")}
             self.steps.append(out)
+
+    def node_step(self, node_of: dict[tuple[str, str | None], int], session: str, node: str | None) -> int | None:
+        """The step of the node visit ``node`` runs in, seen from ``session``: a sub-agent's turns
+        have no node step of their own and sit in the node of the session that opened them."""
+        infos = self.view.doc.get("sub_agent_sessions") or {}
+        seen: set[str] = set()
+        while session not in seen:
+            seen.add(session)
+            found = node_of.get((session, node))
+            if found is not None or session == MAIN:
+                return found
+            session = str((infos.get(session) or {}).get("parent_session") or MAIN)
+        return None
 
     def llm_calls(self, n: int, step: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         llm_events = [e for e in events if e.get("type") == "llm_call"]
@@ -207,8 +220,18 @@ class _Report:
         for sid in seen:
             info = infos.get(sid) or {}
             agent = info.get("agent") or next((s["agent"] for s in self.steps if s["session"] == sid and s["agent"]), "")
-            out.append({"id": sid, "label": "main" if sid == MAIN else f"{agent or 'session'} · {sid[:8]}",
-                        "agent": agent, "status": info.get("status")})
+            item = {"id": sid, "label": "main" if sid == MAIN else f"{agent or 'session'} · {sid[:8]}",
+                    "agent": agent, "status": info.get("status"), "depth": int(info.get("depth") or 0)}
+            opened_by = info.get("opened_by_step")
+            if isinstance(opened_by, int):
+                item["opened_by"] = opened_by + 1  # a step number, as the page counts them
+            for src in ("kind", "key", "parent_session", "node", "error"):
+                if info.get(src):
+                    item[src] = self.mask(str(info[src])) if src == "error" else info[src]
+            first = next((s["n"] for s in self.steps if s["session"] == sid), None)
+            if first is not None:
+                item["first"] = first
+            out.append(item)
         return out
 
     def totals(self) -> dict[str, list[dict[str, Any]]]:

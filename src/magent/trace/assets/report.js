@@ -6,8 +6,11 @@
   var ID8 = D.task.id.slice(0, 8);
   var byN = {};
   D.steps.forEach(function (s) { byN[s.n] = s; });
-  var sessionLabel = {};
-  D.sessions.forEach(function (s) { sessionLabel[s.id] = s.label; });
+  var sessionLabel = {}, sessionOf = {}, sessionByCall = {};
+  D.sessions.forEach(function (s) {
+    sessionLabel[s.id] = s.label; sessionOf[s.id] = s;
+    if (s.key && s.key.slice(0, 5) === "call:") sessionByCall[s.key.slice(5)] = s;
+  });
 
   // ---- small helpers ----
   function el(tag, attrs) {
@@ -163,7 +166,8 @@
     var rows = T.lanes.map(function (sid) {
       var rowsBox = el("div", { cls: "lane-rows" });
       var lane = el("div", { cls: "lane", "data-session": sid },
-        el("div", { cls: "lane-label", title: sessionLabel[sid] || sid, text: sessionLabel[sid] || sid }), rowsBox);
+        el("div", { cls: "lane-label", title: (sessionLabel[sid] || sid) + ": click to show only its steps", text: sessionLabel[sid] || sid,
+          onclick: function () { var f = document.getElementById("filter"); f.value = "session:" + (sid ? sid.slice(0, 8) : "main"); applyFilter(); } }), rowsBox);
       track.appendChild(lane);
       var r = [0, 1, 2].map(function (i) { var row = el("div", { cls: "tl-row", title: ROW_NAMES[i] }); rowsBox.appendChild(row); return row; });
       T.breaks.forEach(function (b) {
@@ -234,6 +238,7 @@
       if (rest) h.appendChild(el("span", { cls: "preview", text: rest }));
     } else if (s.type === "turn") {
       h.appendChild(el("span", { cls: "title", text: "turn " + s.it }));
+      if (s.session) h.appendChild(el("span", { cls: "sess", title: "sub-agent session " + s.session, text: sessionLabel[s.session] || s.session }));
       if (s.llm.length) h.appendChild(el("span", { cls: "meta", text: llmMeta(s.llm[0]) }));
       var reply = s.llm.length ? replyOf(s.llm[0]) : null;
       var chips = el("span", null);
@@ -278,6 +283,9 @@
       el("span", { cls: "o-" + (c.outcome || "none"), text: c.outcome || "no result" }),
       el("span", { cls: "muted", text: dur(c.ms) + (c.id ? " · id " + c.id : "") })));
     if (c.requested) box.appendChild(el("div", { cls: "elided", text: "fallback for " + c.requested }));
+    var sub = c.id ? sessionByCall[c.id] : null;
+    if (sub) box.appendChild(el("div", { cls: "muted session-note" }, "worked in session " + sub.label +
+      (sub.status ? " (" + sub.status + ")" : "") + (sub.first ? " from " : ""), sub.first ? stepLink(sub.first) : null));
     box.appendChild(section("arguments", textBlock(pretty(c.args), n)));
     if (c.error) box.appendChild(section("error", textBlock({ t: c.error }, n), "o-ERROR"));
     var r = resultOf(c);
@@ -308,6 +316,9 @@
     var b = el("div", { cls: "body" });
     b.appendChild(el("div", { cls: "muted" }, when(s.ts) + (s.node ? " · node " + s.node : "") + (s.agent ? " · agent " + s.agent : "") +
       " · ", el("code", { text: stepCmd(s.n) }), " shows this step in a terminal"));
+    var sess = s.session ? sessionOf[s.session] : null;
+    if (sess) b.appendChild(el("div", { cls: "muted session-note" }, "in session " + sess.label + (sess.kind ? " (" + sess.kind + ")" : "") +
+      (sess.opened_by ? ", opened by " : ""), sess.opened_by ? stepLink(sess.opened_by) : null));
     if (s.type !== "turn" && s.msg) b.appendChild(section("What happened", el("div", { text: s.msg })));
     s.llm.forEach(function (c) { b.appendChild(section("Model call", modelCall(c, s.n, s.agent, s.type === "turn"))); });
     if (s.tools.length) {
@@ -339,8 +350,9 @@
   function steps() {
     var box = document.getElementById("steps"), frag = document.createDocumentFragment();
     D.steps.forEach(function (s) {
-      var row = el("div", { cls: "step t-" + s.type + " st-" + s.status + (s.parent ? " child" : "") + (s.type === "event" ? " ev-" + s.name : ""),
-        id: "step-" + s.n, "data-n": s.n });
+      var depth = s.session && sessionOf[s.session] ? Math.min(4, sessionOf[s.session].depth || 1) : 0;
+      var row = el("div", { cls: "step t-" + s.type + " st-" + s.status + (s.parent ? " child" : "") + (s.type === "event" ? " ev-" + s.name : "") +
+        (depth ? " sub d" + depth : ""), id: "step-" + s.n, "data-n": s.n, "data-session": s.session || null });
       row.appendChild(head(s));
       rows[s.n] = row;
       var reply = s.llm.length ? replyOf(s.llm[0]) : null;
@@ -361,7 +373,7 @@
   }
   function toolbar() {
     var bar = document.getElementById("toolbar");
-    var search = el("input", { type: "search", id: "filter", placeholder: "filter steps: text, node:NAME, agent, tool, model…" });
+    var search = el("input", { type: "search", id: "filter", placeholder: "filter steps: text, node:NAME, session:ID, agent, tool, model…" });
     search.addEventListener("input", applyFilter);
     var problems = el("input", { type: "checkbox", id: "problems" });
     problems.addEventListener("change", applyFilter);
@@ -377,13 +389,16 @@
     var onlyProblems = document.getElementById("problems").checked;
     var node = null, m = /(^|\s)node:(\S+)/.exec(q);
     if (m) { node = m[2]; q = q.replace(m[0], " ").trim(); }
+    var session = null, sm = /(^|\s)session:(\S+)/.exec(q);
+    if (sm) { session = sm[2]; q = q.replace(sm[0], " ").trim(); }
     var keep = {}, count = 0;
     D.steps.forEach(function (s) {
-      var ok = (!q || s._text.indexOf(q) >= 0) && (!onlyProblems || isProblem(s)) && (!node || String(s.node).toLowerCase() === node);
+      var inSession = session === null || (session === "main" ? !s.session : !!s.session && s.session.indexOf(session) === 0);
+      var ok = (!q || s._text.indexOf(q) >= 0) && (!onlyProblems || isProblem(s)) && (!node || String(s.node).toLowerCase() === node) && inSession;
       if (ok) { keep[s.n] = 1; if (s.parent) keep[s.parent] = keep[s.parent] || 2; }
     });
     D.steps.forEach(function (s) { var show = !!keep[s.n]; if (show) count++; rows[s.n].classList.toggle("hidden", !show); });
-    document.getElementById("shown").textContent = (q || onlyProblems || node) ? "showing " + int(count) + " of " + int(D.steps.length) : "";
+    document.getElementById("shown").textContent = (q || onlyProblems || node || session !== null) ? "showing " + int(count) + " of " + int(D.steps.length) : "";
     document.querySelectorAll("svg.graph .node").forEach(function (g) { g.classList.toggle("selected", g.getAttribute("data-node") === node); });
   }
   function openStep(n) {
