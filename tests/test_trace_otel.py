@@ -12,6 +12,8 @@ import pytest
 from magent.models import TaskStatus
 from magent.trace.spans import SpanBuilder
 from support.cli import invoke, run
+from support.crashflow import only_task
+from support.delegateflow import make_delegation
 from support.engine import task_dir
 from support.holders import hold_task
 from support.otlp_receiver import Receiver, closed_port_url
@@ -218,37 +220,89 @@ def test_without_the_extra_nothing_imports_the_sdk_and_runs_go_on(tmp_path: Path
         assert out.returncode == 0 and out.stderr.rsplit("MODULES", 1)[1].strip() == "[]", args
 
 
-def test_child_sessions_nest_under_the_span_that_opened_them() -> None:
-    """Events of a child session carry ``session``; its spans hang under one session span."""
+def test_sub_agent_sessions_are_spans_under_the_call_that_delegated(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_delegation(tmp_path)  # lead calls agents.worker (3 model calls, 3 tool calls), then agents.scribe
+    with Receiver() as live:
+        result = run("run", str(flow), "-t", "the lead's task",
+                     env={"LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
+        assert result.code == 0 and result.err == "", result.err
+        spans = list(live.spans)
+    task_id = only_task(magent_home)
+    ids = {s["span_id"]: s for s in spans}
+    names = by_name(spans)
+    (root,) = names["invoke_workflow delegate"]
+    (lead,) = [s for s in names["invoke_agent lead"] if s["attributes"].get("magent.node.name") == "lead"]
+    assert lead["parent_span_id"] == root["span_id"]
+    (to_worker,) = names["execute_tool agents.worker"]
+    (to_scribe,) = names["execute_tool agents.scribe"]
+    (worker,) = names["invoke_agent worker"]
+    (scribe,) = names["invoke_agent scribe"]
+    assert to_worker["parent_span_id"] == lead["span_id"] == to_scribe["parent_span_id"]
+    # Each session is a span under the tool call that delegated to it, inside it in time.
+    assert worker["parent_span_id"] == to_worker["span_id"] and scribe["parent_span_id"] == to_scribe["span_id"]
+    assert to_worker["start"] <= worker["start"] <= worker["end"] <= to_worker["end"]
+    trace = json.loads(invoke("trace", task_id, "--json").out)
+    sessions = {info["agent"]: sid for sid, info in trace["sub_agent_sessions"].items()}
+    a = worker["attributes"]
+    assert (a["gen_ai.operation.name"], a["gen_ai.agent.name"], a["magent.session.id"]) == (
+        "invoke_agent", "worker", sessions["worker"])
+    assert a["gen_ai.conversation.id"] == sessions["worker"] and a["magent.session.status"] == "completed"
+    assert a["magent.session.kind"] == "agent" and a["magent.session.depth"] == 1 and worker["status"]["code"] != 2
+    # The sub-agents' own model and tool calls hang under their session; the lead's under its node.
+    under = {}
+    for span in spans:
+        if span["name"].startswith(("chat ", "execute_tool ")):
+            parent = ids[span["parent_span_id"]]
+            under.setdefault(parent["name"], []).append(span["name"])
+    assert sorted(under["invoke_agent worker"]) == ["chat scripted"] * 3 + ["execute_tool kv.set"] + [
+        "execute_tool ledger.append"] * 2
+    assert sorted(under["invoke_agent scribe"]) == ["chat scripted"] * 2 + ["execute_tool ledger.append"]
+    assert sorted(under["invoke_agent lead"]) == ["chat scripted"] * 3 + ["execute_tool agents.scribe",
+                                                                          "execute_tool agents.worker"]
+    worker_chats = [s for s in spans if s["parent_span_id"] == worker["span_id"] and s["name"] == "chat scripted"]
+    assert {c["attributes"]["gen_ai.agent.name"] for c in worker_chats} == {"worker"}
+    assert {c["attributes"]["gen_ai.conversation.id"] for c in worker_chats} == {sessions["worker"]}
+    with Receiver() as later:  # the same spans when the finished task is exported afterwards
+        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert {s["span_id"]: s["parent_span_id"] for s in later.spans} == {
+            s["span_id"]: s["parent_span_id"] for s in spans}
+
+
+def test_a_failed_sub_agent_session_is_an_error_span() -> None:
     task_id = "0b0c6a52-7c1e-4b8f-9a51-0f3f2f1c9a10"
     t = "2026-01-01T00:00:0{}.000+00:00"
     events = [
         {"seq": 1, "ts": t.format(0), "type": "run_started", "workflow": "w"},
         {"seq": 2, "ts": t.format(0), "type": "node_started", "node": "plan", "kind": "agent", "agent": "boss", "visit": 1},
         {"seq": 3, "ts": t.format(1), "type": "tool_call", "node": "plan", "call_id": "c1", "tool": "agents.helper"},
-        {"seq": 4, "ts": t.format(1), "type": "node_started", "node": "plan", "kind": "agent", "agent": "helper",
-         "visit": 1, "session": "s-1"},
-        {"seq": 5, "ts": t.format(2), "type": "llm_call", "node": "plan", "agent": "helper", "model": "m",
-         "tokens_in": 3, "tokens_out": 4, "latency_ms": 500, "session": "s-1"},
-        {"seq": 6, "ts": t.format(2), "type": "node_finished", "node": "plan", "status": "ok", "session": "s-1"},
-        {"seq": 7, "ts": t.format(3), "type": "tool_result", "node": "plan", "call_id": "c1", "tool": "agents.helper",
+        {"seq": 4, "ts": t.format(1), "type": "session_started", "node": "plan", "session": "s-1", "kind": "agent",
+         "agent": "helper", "key": "call:c1", "depth": 1},
+        {"seq": 5, "ts": t.format(2), "type": "tool_call", "node": "plan", "call_id": "c2", "tool": "agents.deep",
+         "session": "s-1"},
+        {"seq": 6, "ts": t.format(2), "type": "session_started", "node": "plan", "session": "s-2", "kind": "agent",
+         "agent": "deep", "key": "call:c2", "depth": 2, "parent_session": "s-1"},
+        {"seq": 7, "ts": t.format(3), "type": "llm_call", "node": "plan", "agent": "deep", "model": "m",
+         "tokens_in": 3, "tokens_out": 4, "latency_ms": 500, "session": "s-2"},
+        {"seq": 8, "ts": t.format(4), "type": "session_finished", "node": "plan", "session": "s-2",
+         "status": "failed", "error": "ran out of iterations"},
+        {"seq": 9, "ts": t.format(4), "type": "tool_result", "node": "plan", "call_id": "c2", "tool": "agents.deep",
+         "outcome": "FAILURE", "session": "s-1"},
+        {"seq": 10, "ts": t.format(5), "type": "session_finished", "node": "plan", "session": "s-1", "status": "completed"},
+        {"seq": 11, "ts": t.format(5), "type": "tool_result", "node": "plan", "call_id": "c1", "tool": "agents.helper",
          "outcome": "SUCCESS"},
-        {"seq": 8, "ts": t.format(4), "type": "node_finished", "node": "plan", "status": "ok"},
-        {"seq": 9, "ts": t.format(5), "type": "run_finished", "status": "completed"},
+        {"seq": 12, "ts": t.format(6), "type": "node_finished", "node": "plan", "status": "ok"},
+        {"seq": 13, "ts": t.format(6), "type": "run_finished", "status": "completed"},
     ]
     builder = SpanBuilder(task_id)
-    spans = [s for ev in events for s in builder.feed(ev)] + builder.close()
-    by = {s.name: s for s in spans}
-    run_span, boss, session, helper_node, chat, tool = (
-        by["invoke_workflow w"], next(s for s in spans if s.name == "invoke_agent boss"),
-        next(s for s in spans if s.attributes.get("magent.session.id") == "s-1"),
-        next(s for s in spans if s.name == "invoke_agent helper" and "magent.node.name" in s.attributes),
-        by["chat m"], by["execute_tool agents.helper"])
-    assert boss.parent_id == run_span.span_id
-    assert session.parent_id == boss.span_id and session.attributes["gen_ai.conversation.id"] == "s-1"
-    assert helper_node.parent_id == session.span_id and chat.parent_id == helper_node.span_id
-    assert tool.parent_id == boss.span_id
-    assert all(s.end_ns >= s.start_ns for s in spans)
+    spans = {s.name: s for ev in events for s in builder.feed(ev)}
+    assert not builder.close()
+    helper, deep = spans["invoke_agent helper"], spans["invoke_agent deep"]
+    assert helper.parent_id == spans["execute_tool agents.helper"].span_id and helper.error is None
+    assert deep.parent_id == spans["execute_tool agents.deep"].span_id  # nested: under the helper's call
+    assert spans["execute_tool agents.deep"].parent_id == helper.span_id
+    assert spans["chat m"].parent_id == deep.span_id
+    assert deep.error == "ran out of iterations" and deep.attributes["magent.session.status"] == "failed"
+    assert all(s.end_ns >= s.start_ns for s in spans.values())
 
 
 def test_a_crashed_run_closes_its_spans_as_unfinished() -> None:

@@ -14,9 +14,10 @@ The shape:
   reflection nodes, ``{kind} {node}`` for the others.
 - ``chat {model}`` per model call and ``execute_tool {tool}`` per tool call, under
   their node, with the model, tokens, cost, outcome as attributes.
-- a child session (its events carry ``session``) is ``invoke_agent {agent}`` under
-  the span that was open in the main session when it began, and its nodes and calls
-  sit under it.
+- a child session (a sub-agent's; its events carry ``session``) is ``invoke_agent
+  {agent}`` from its ``session_started`` to its ``session_finished``, under the
+  ``execute_tool agents.{agent}`` call that opened it (else the node it runs in),
+  and its model and tool calls (and any sessions it opens) sit under it.
 
 The trace id is the task's UUID; span ids are derived from the task id and the
 event that opened the span. Prompts, replies, tool arguments and results are never
@@ -122,23 +123,56 @@ class SpanBuilder:
         self.run = None
 
     def _session(self, ev: dict[str, Any], at: int) -> str:
-        """The event's session, opening its span the first time it is seen."""
+        """The event's session, opening its span if it is not open (a run resumed inside a
+        sub-agent: its ``session_started`` was in an earlier run)."""
         session = str(ev.get("session") or MAIN)
         if session != MAIN and session not in self.sessions:
-            parent = self.nodes.get(MAIN) or self.run
-            assert parent is not None
-            agent = ev.get("agent") or ""
-            self.sessions[session] = SpanData(
-                span_id=self.span_id(f"session/{session}"), parent_id=parent.span_id,
-                name=f"invoke_agent {agent}".strip(), kind="internal", start_ns=at,
-                attributes=_attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                                     "gen_ai.conversation.id": session, "magent.session.id": session}))
+            assert self.run is not None
+            self._open_session(ev, session, self._parent(MAIN), at, key=f"session/{session}/{self.run.span_id}")
         return session
+
+    def _open_session(self, ev: dict[str, Any], session: str, parent: SpanData, at: int, key: str) -> None:
+        agent = str(ev.get("agent") or "")
+        self.sessions[session] = SpanData(
+            span_id=self.span_id(key), parent_id=parent.span_id, name=f"invoke_agent {agent}".strip(),
+            kind="internal", start_ns=at,
+            attributes=_attrs(**{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                                 "gen_ai.conversation.id": session, "magent.session.id": session,
+                                 "magent.session.kind": ev.get("kind"), "magent.session.depth": ev.get("depth"),
+                                 "magent.node.name": ev.get("node"),
+                                 "magent.session.parent": ev.get("parent_session")}))
 
     def _parent(self, session: str) -> SpanData:
         span = self.nodes.get(session) or self.sessions.get(session) or self.run
         assert span is not None
         return span
+
+    def _on_session_started(self, ev: dict[str, Any], at: int) -> None:
+        session = str(ev.get("session") or "")
+        if not session or session in self.sessions:
+            return
+        parent_session = str(ev.get("parent_session") or MAIN)
+        key = str(ev.get("key") or "")
+        # A sub-agent call's session hangs under the tool call that delegated to it.
+        caller = self.tools.get((parent_session, key[5:])) if key.startswith("call:") else None
+        self._open_session(ev, session, caller or self._parent(parent_session), at, key=f"session/{session}")
+
+    def _on_session_finished(self, ev: dict[str, Any], at: int) -> None:
+        span = self.sessions.pop(str(ev.get("session") or ""), None)
+        if span is None:
+            return
+        for key in [k for k in self.tools if k[0] == span.attributes.get("magent.session.id")]:
+            self._end(self.tools.pop(key), at, "no result before its session ended")
+        node = self.nodes.pop(str(ev.get("session")), None)
+        if node is not None:
+            self._end(node, at, "its session ended in this node")
+        status = str(ev.get("status") or "")
+        span.attributes.update(_attrs(**{"magent.session.status": status,
+                                         "magent.session.messages": ev.get("message_count")}))
+        if status == "failed":
+            span.error = str(ev.get("error") or "failed")
+            span.attributes["error.type"] = "failed"
+        self._end(span, at)
 
     def _note(self, name: str, at: int, **values: Any) -> None:
         assert self.run is not None
