@@ -14,7 +14,7 @@ from magent.trace.spans import SpanBuilder
 from support.cli import invoke, run
 from support.crashflow import only_task
 from support.delegateflow import make_delegation
-from support.engine import task_dir
+from support.engine import task_dir, write
 from support.holders import hold_task
 from support.otlp_receiver import Receiver, closed_port_url
 
@@ -266,6 +266,53 @@ def test_sub_agent_sessions_are_spans_under_the_call_that_delegated(tmp_path: Pa
         assert run("trace", task_id, "--otlp", later.url).code == 0
         assert {s["span_id"]: s["parent_span_id"] for s in later.spans} == {
             s["span_id"]: s["parent_span_id"] for s in spans}
+
+
+def test_sub_agents_paused_for_approval_across_resumed_runs(tmp_path: Path, magent_home: Path) -> None:
+    """Two sub-agents at once, each pausing for approvals: every run is exported live by a new
+    process, and each sub-agent's span still sits under its delegating call, named."""
+    flow = make_delegation(tmp_path, approve=True)
+    write(tmp_path, "lead.script.yaml", """
+responses:
+  - tool_calls:
+      - {name: agents.worker, arguments: {task: "Put a and b in the ledger, and k1 in kv."}}
+      - {name: agents.scribe, arguments: {task: "Put c in the ledger."}}
+  - content: lead done
+""")
+    with Receiver() as live:
+        env = {"LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url}
+        result = run("run", str(flow), "-t", "needs approvals", "--no-input", env=env)
+        task_id, runs = only_task(magent_home), 1
+        while result.code == 3 and runs < 6:
+            result = run("resume", task_id, "--approve", "--no-input", env=env)
+            runs += 1
+        assert result.code == 0 and runs == 4, result.err  # paused three times: a, b (worker), c (scribe)
+        spans = list(live.spans)
+    ids = {s["span_id"]: s for s in spans}
+    assert len(ids) == len(spans)  # no span id twice, though sessions span several runs
+    roots = [s for s in spans if s["parent_span_id"] is None]
+    assert len(roots) == 4 and all(s["parent_span_id"] in ids for s in spans if s not in roots)
+
+    def run_of(span: dict) -> dict:
+        while span["parent_span_id"]:
+            span = ids[span["parent_span_id"]]
+        return span
+
+    sessions = [s for s in spans if "magent.session.id" in s["attributes"]]
+    assert {s["name"] for s in sessions} == {"invoke_agent worker", "invoke_agent scribe"}
+    for session in sessions:  # in every run it appears in: under that run's call to agents.NAME
+        caller = ids[session["parent_span_id"]]
+        assert caller["name"] == "execute_tool " + session["name"].replace("invoke_agent ", "agents.")
+        assert run_of(caller) is run_of(session)
+    finished = [s for s in sessions if s["attributes"].get("magent.session.status") == "completed"]
+    assert sorted(s["name"] for s in finished) == ["invoke_agent scribe", "invoke_agent worker"]
+    assert all(s["attributes"]["magent.unfinished"] for s in sessions if s not in finished)
+    appends = [s for s in spans if s["name"] == "execute_tool ledger.append"]
+    assert len(appends) == 3 and all(ids[s["parent_span_id"]] in sessions for s in appends)
+    with Receiver() as later:
+        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert {s["span_id"]: (s["parent_span_id"], s["name"]) for s in later.spans} == {
+            s["span_id"]: (s["parent_span_id"], s["name"]) for s in spans}
 
 
 def test_a_failed_sub_agent_session_is_an_error_span() -> None:

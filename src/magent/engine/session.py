@@ -245,7 +245,7 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
 
     redactor = redactor or Redactor.configured(needs.secrets)
     bus = EventBus(start_seq=start_seq)
-    telemetry = open_live(task.id)  # OpenTelemetry spans of what is written, when an endpoint is set
+    telemetry = open_live(task.id, td.events_file)  # OpenTelemetry spans of what is written, when asked
 
     def persist(event: Event) -> None:
         doc = for_disk(event.model_dump(exclude_none=True), lean=redactor.tool_io)

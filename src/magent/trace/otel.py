@@ -14,11 +14,13 @@ and says in one warning what did not get through.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import re
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -204,8 +206,9 @@ class LiveExport:
     SDK's batch processor sends them. ``close`` gives the last spans a bounded time and warns
     once if some did not get through."""
 
-    def __init__(self, task_id: str, target: OTLPTarget):
+    def __init__(self, task_id: str, target: OTLPTarget, events_file: Path | None = None):
         self.task_id = task_id
+        self.events_file = events_file
         self.target = target
         self.builder = SpanBuilder(task_id)
         self.trace_id, self.resource, self.scope = trace_id_of(task_id), _resource(), _scope()
@@ -230,7 +233,27 @@ class LiveExport:
             self.processor.on_end(to_sdk(span, self.trace_id, self.resource, self.scope))
             self.made += 1
 
+    def _learn(self) -> None:
+        """The sub-agent sessions earlier runs of the task opened (read before any event of this run
+        is turned into spans; lines this run is still writing are skipped)."""
+        if self.events_file is None:
+            return
+        try:
+            with open(self.events_file, "rb") as fh:
+                for line in fh:
+                    if b'"session_started"' in line:
+                        try:
+                            self.builder.remember(json.loads(line))
+                        except ValueError:
+                            continue
+        except OSError:
+            return
+
     def _make(self) -> None:
+        try:
+            self._learn()
+        except Exception as exc:  # telemetry never fails a run
+            self.notes.messages.append(f"{exc.__class__.__name__}: {exc}")
         while True:
             event = self.events.get()
             if event is None:

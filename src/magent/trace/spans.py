@@ -78,6 +78,7 @@ class SpanBuilder:
         self.nodes: dict[str, SpanData] = {}          # session -> its open node span
         self.sessions: dict[str, SpanData] = {}       # child session -> its span
         self.tools: dict[tuple[str, str], SpanData] = {}  # (session, call id) -> open tool span
+        self.known: dict[str, dict[str, Any]] = {}  # child session -> its session_started event
         self.last_ns = 0
         self.done: list[SpanData] = []
 
@@ -96,6 +97,12 @@ class SpanBuilder:
             handler(ev, at or self.last_ns)
         done, self.done = self.done, []
         return done
+
+    def remember(self, ev: dict[str, Any]) -> None:
+        """Learn a child session from an earlier run's ``session_started`` (a live export of a
+        resumed run reads them first), so its span hangs where it did then and has its name."""
+        if ev.get("type") == "session_started" and ev.get("session"):
+            self.known.setdefault(str(ev["session"]), ev)
 
     def close(self, reason: str = "the run stopped without finishing") -> list[SpanData]:
         """End every span still open (a crash, or events that stop early) at the last event's time."""
@@ -117,7 +124,7 @@ class SpanBuilder:
         for session in list(self.nodes):
             self._end(self.nodes.pop(session), at, unfinished or "the run paused or ended in this node")
         for session in list(self.sessions):
-            self._end(self.sessions.pop(session), at, unfinished)
+            self._end(self.sessions.pop(session), at, unfinished or "the run paused or ended in this session")
         assert self.run is not None
         self._end(self.run, at, unfinished)
         self.run = None
@@ -126,10 +133,26 @@ class SpanBuilder:
         """The event's session, opening its span if it is not open (a run resumed inside a
         sub-agent: its ``session_started`` was in an earlier run)."""
         session = str(ev.get("session") or MAIN)
-        if session != MAIN and session not in self.sessions:
+        if session == MAIN:
+            return session
+        span = self.sessions.get(session)
+        if span is None:
             assert self.run is not None
-            self._open_session(ev, session, self._parent(MAIN), at, key=f"session/{session}/{self.run.span_id}")
+            started = self.known.get(session) or {}
+            self._open_session({"agent": ev.get("agent"), **started}, session, self._caller(started), at,
+                               key=f"session/{session}/{self.run.span_id}")
+        elif not span.attributes.get("gen_ai.agent.name") and ev.get("agent"):  # named by a later event
+            span.name = f"invoke_agent {ev['agent']}"
+            span.attributes["gen_ai.agent.name"] = ev["agent"]
         return session
+
+    def _caller(self, started: dict[str, Any]) -> SpanData:
+        """Where a child session's span goes: under the open ``agents.NAME`` call that opened it
+        (a resumed run makes the call again), else the span open in the session that opened it."""
+        parent_session = str(started.get("parent_session") or MAIN)
+        key = str(started.get("key") or "")
+        caller = self.tools.get((parent_session, key[5:])) if key.startswith("call:") else None
+        return caller or self._parent(parent_session)
 
     def _open_session(self, ev: dict[str, Any], session: str, parent: SpanData, at: int, key: str) -> None:
         agent = str(ev.get("agent") or "")
@@ -151,11 +174,9 @@ class SpanBuilder:
         session = str(ev.get("session") or "")
         if not session or session in self.sessions:
             return
-        parent_session = str(ev.get("parent_session") or MAIN)
-        key = str(ev.get("key") or "")
+        self.remember(ev)
         # A sub-agent call's session hangs under the tool call that delegated to it.
-        caller = self.tools.get((parent_session, key[5:])) if key.startswith("call:") else None
-        self._open_session(ev, session, caller or self._parent(parent_session), at, key=f"session/{session}")
+        self._open_session(ev, session, self._caller(ev), at, key=f"session/{session}")
 
     def _on_session_finished(self, ev: dict[str, Any], at: int) -> None:
         span = self.sessions.pop(str(ev.get("session") or ""), None)

@@ -121,9 +121,10 @@ def warn(message: str) -> None:
     print(f"magent: warning: {message}", file=sys.stderr, flush=True)
 
 
-def open_live(task_id: str) -> Any:
+def open_live(task_id: str, events_file: Path | None = None) -> Any:
     """A live exporter for a run of ``task_id`` (``otel.LiveExport``), or None when no endpoint
-    is configured. Without the OpenTelemetry SDK it says how to get it, once, and returns None:
+    is configured. ``events_file``: the task's events so far (a resumed run's exporter learns
+    the sub-agent sessions earlier runs opened from it, in the background). Without the OpenTelemetry SDK it says how to get it, once, and returns None:
     a run is never stopped by its telemetry."""
     target = configured()
     if target is None:
@@ -134,4 +135,4 @@ def open_live(task_id: str) -> Any:
         warn(f"{target.source} asks for OpenTelemetry export, but the SDK is not installed "
              "(pip install 'magent[otel]'); this run is not exported")
         return None
-    return LiveExport(task_id, target)
+    return LiveExport(task_id, target, events_file)
