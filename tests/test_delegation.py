@@ -123,15 +123,7 @@ def test_an_unknown_sub_agent_is_a_validate_error(tmp_path: Path) -> None:
 
 def test_a_tool_approval_inside_sub_agents_pauses_the_task_and_approve_continues_that_session(
         tmp_path: Path, magent_home: Path) -> None:
-    flow = make_delegation(tmp_path, approve=True)
-    # Both sub-agents at once, from one turn of the lead.
-    write(tmp_path, "lead.script.yaml", """
-responses:
-  - tool_calls:
-      - {name: agents.worker, arguments: {task: "Put a and b in the ledger, and k1 in kv."}}
-      - {name: agents.scribe, arguments: {task: "Put c in the ledger."}}
-  - content: lead done
-""")
+    flow = make_delegation(tmp_path, approve=True, at_once=True)  # both sub-agents from one turn of the lead
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
     result = run("run", str(flow), "-t", "needs approvals", "--no-input", env=env)

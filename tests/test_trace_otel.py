@@ -14,7 +14,7 @@ from magent.trace.spans import SpanBuilder
 from support.cli import invoke, run
 from support.crashflow import only_task
 from support.delegateflow import make_delegation
-from support.engine import task_dir, write
+from support.engine import task_dir
 from support.holders import hold_task
 from support.otlp_receiver import Receiver, closed_port_url
 
@@ -271,14 +271,7 @@ def test_sub_agent_sessions_are_spans_under_the_call_that_delegated(tmp_path: Pa
 def test_sub_agents_paused_for_approval_across_resumed_runs(tmp_path: Path, magent_home: Path) -> None:
     """Two sub-agents at once, each pausing for approvals: every run is exported live by a new
     process, and each sub-agent's span still sits under its delegating call, named."""
-    flow = make_delegation(tmp_path, approve=True)
-    write(tmp_path, "lead.script.yaml", """
-responses:
-  - tool_calls:
-      - {name: agents.worker, arguments: {task: "Put a and b in the ledger, and k1 in kv."}}
-      - {name: agents.scribe, arguments: {task: "Put c in the ledger."}}
-  - content: lead done
-""")
+    flow = make_delegation(tmp_path, approve=True, at_once=True)
     with Receiver() as live:
         env = {"LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url}
         result = run("run", str(flow), "-t", "needs approvals", "--no-input", env=env)

@@ -13,18 +13,30 @@ from support.crashflow import make_flow
 from support.engine import write
 
 
-def make_delegation(folder: Path, *, nap: float | None = None, approve: bool = False) -> Path:
-    make_flow(folder, nap=nap)  # mcp.yaml and the worker (worker.yaml, worker.script.yaml)
-    if approve:
-        text = (folder / "mcp.yaml").read_text()
-        write(folder, "mcp.yaml", text.rstrip() + "\n    tools: {append: {needs_approval: true}}\n")
-    write(folder, "lead.script.yaml", """
+ONE_AFTER_THE_OTHER = """
 responses:
   - content: I will hand this to the worker.
     tool_calls: [{name: agents.worker, arguments: {task: "Put a and b in the ledger, and k1 in kv."}}]
   - tool_calls: [{name: agents.scribe, arguments: {task: "Put c in the ledger."}}]
   - content: lead done
-""")
+"""
+BOTH_AT_ONCE = """
+responses:
+  - tool_calls:
+      - {name: agents.worker, arguments: {task: "Put a and b in the ledger, and k1 in kv."}}
+      - {name: agents.scribe, arguments: {task: "Put c in the ledger."}}
+  - content: lead done
+"""
+
+
+def make_delegation(folder: Path, *, nap: float | None = None, approve: bool = False,
+                    at_once: bool = False) -> Path:
+    """``at_once``: the lead calls both sub-agents from one turn (they run concurrently)."""
+    make_flow(folder, nap=nap)  # mcp.yaml and the worker (worker.yaml, worker.script.yaml)
+    if approve:
+        text = (folder / "mcp.yaml").read_text()
+        write(folder, "mcp.yaml", text.rstrip() + "\n    tools: {append: {needs_approval: true}}\n")
+    write(folder, "lead.script.yaml", BOTH_AT_ONCE if at_once else ONE_AFTER_THE_OTHER)
     write(folder, "lead.yaml", """
         name: lead
         role: delegates ledger work
