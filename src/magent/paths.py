@@ -1,22 +1,48 @@
 """The one place that knows where magent keeps its state.
 
 Everything under the home is reached through these functions, so tests (and
-users) move all state at once by setting ``MAGENT_HOME``.
+users) move all state at once by setting ``MAGENT_HOME``. The Python API's
+``home=`` argument moves it for one call only (``using_home``): a context
+variable, so concurrent runs in one process each see their own home and nothing
+is left changed when the call returns.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Iterator, Union
 
 HOME_ENV = "MAGENT_HOME"
 DEFAULT_HOME = "~/.multi-agent"
 
+_chosen: ContextVar[Union[Path, None]] = ContextVar("magent_home", default=None)
+
 
 def home() -> Path:
-    """The state root: ``$MAGENT_HOME`` if set, else ``~/.multi-agent``."""
+    """The state root: the one ``using_home`` chose for this call, else ``$MAGENT_HOME`` if
+    set, else ``~/.multi-agent``."""
+    chosen = _chosen.get()
+    if chosen is not None:
+        return chosen
     raw = os.environ.get(HOME_ENV) or DEFAULT_HOME
     return Path(raw).expanduser().absolute()
+
+
+@contextmanager
+def using_home(root: Union[str, "os.PathLike[str]", None]) -> Iterator[Path]:
+    """Inside the block, ``home()`` is ``root`` (``None``: unchanged). Per asyncio task and
+    thread (a context variable), and restored on the way out."""
+    if root is None:
+        yield home()
+        return
+    token = _chosen.set(Path(root).expanduser().absolute())
+    try:
+        yield home()
+    finally:
+        _chosen.reset(token)
 
 
 def tasks_dir(root: Path | None = None) -> Path:

@@ -18,7 +18,15 @@ class PauseRun(Exception):
 
 
 class NodeFailed(Exception):
-    """The node cannot complete; the task fails with this message."""
+    """The node cannot complete; the task fails with this message.
+
+    ``kind`` says what kind of failure it is (``AgentResult.error.type``): ``node_failed``,
+    ``guardrail``, ``max_iterations``, ``rejected``, ``routing``...
+    """
+
+    def __init__(self, message: str, *, kind: str = "node_failed"):
+        super().__init__(message)
+        self.kind = kind
 
 
 class Suspended(Exception):

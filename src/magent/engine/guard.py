@@ -254,7 +254,7 @@ def settle_turn(ctx, node: str) -> None:
     """Once a turn's calls are done: fail for a blocked result, pause for a held one."""
     blocks = ctx.progress.pop("rail_blocks", None)
     if blocks:
-        raise NodeFailed(blocks[0])
+        raise NodeFailed(blocks[0], kind="guardrail")
     for call_id, h in (ctx.progress.get("held") or {}).items():
         if h.get("decision") is None:
             raise PauseRun(HumanRequest(
@@ -332,11 +332,12 @@ def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
     assert s.rail is not None
     label = _label(s.rail, "output")
     if s.outcome == "block":
-        raise NodeFailed(f"{label} blocked the answer: {s.message}")
+        raise NodeFailed(f"{label} blocked the answer: {s.message}", kind="guardrail")
     revisions = ctx.progress.setdefault("revisions", {})
     done = revisions.get(s.rail.key, 0)
     if done >= s.rail.config.max_revisions:
-        raise NodeFailed(f"{label} still objects after {done} revision{'s' if done != 1 else ''}: {s.message}")
+        raise NodeFailed(f"{label} still objects after {done} revision{'s' if done != 1 else ''}: {s.message}",
+                         kind="guardrail")
     revisions[s.rail.key] = done + 1
     ctx.add_message(Message(role="user", name="guardrail",
                             content=f"Your answer was not accepted by {label}: {s.message}. Reply with a "
@@ -353,7 +354,7 @@ def resume_answer(ctx, node: str) -> str | None:
         return None
     decision = held.get("decision")
     if decision is None:
-        raise NodeFailed(f"the answer held by {held['rail']} has no decision to go on with")
+        raise NodeFailed(f"the answer held by {held['rail']} has no decision to go on with", kind="guardrail")
     ctx.progress.pop("held_answer")
     iteration = held["iteration"]
     ctx.add_message(Message(role="assistant", content=held["text"]), node=node, turn_id=f"{node}:{iteration}",

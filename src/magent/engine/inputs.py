@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
@@ -20,8 +20,7 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
     ``routing_key``, ``next_action`` and ``current_agent`` set those State
     fields; any other key (dots for nesting) goes into ``metadata``.
     """
-    updates: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
+    values: list[tuple[str, Any, str]] = []
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()
@@ -33,19 +32,44 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
             value = raw
         if isinstance(value, (dict, list)) or value is None and raw.strip() not in ("null", "~"):
             value = raw
+        values.append((key, value, f"--set {pair!r}"))
+    return _updates(values)
+
+
+def updates_from(values: Mapping[str, Any]) -> dict[str, Any]:
+    """State updates from ``{key: value}`` with ``--set``'s rules for keys (the Python API's
+    ``set=``): values are used as given; ``metadata`` given a mapping merges into metadata."""
+    if not isinstance(values, Mapping):
+        raise UsageError(f"set= takes a mapping of State keys to values, not {type(values).__name__}")
+    pairs: list[tuple[str, Any, str]] = []
+    for key, value in values.items():
+        if not isinstance(key, str) or not key.strip():
+            raise UsageError(f"set={{{key!r}: ...}}: keys are non-empty strings")
+        if key == "metadata" and isinstance(value, Mapping):
+            pairs.extend((f"metadata.{k}", v, f"set={{'metadata': {{{k!r}: ...}}}}")
+                         for k, v in value.items())
+            continue
+        pairs.append((key.strip(), value, f"set={{{key!r}: ...}}"))
+    return _updates(pairs)
+
+
+def _updates(values: list[tuple[str, Any, str]]) -> dict[str, Any]:
+    updates: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for key, value, label in values:
         if key in STATE_FIELDS:
             updates[key] = value
             continue
         parts = key.split(".")
         if any(not p for p in parts):
-            raise UsageError(f"--set {pair!r}: empty part in key {key!r}")
+            raise UsageError(f"{label}: empty part in key {key!r}")
         if parts[0] == "metadata" and len(parts) > 1:
             parts = parts[1:]
         target = metadata
         for part in parts[:-1]:
             target = target.setdefault(part, {})
             if not isinstance(target, dict):
-                raise UsageError(f"--set {pair!r}: {part!r} is already a value")
+                raise UsageError(f"{label}: {part!r} is already a value")
         target[parts[-1]] = value
     if metadata:
         updates["metadata"] = metadata

@@ -56,7 +56,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         iteration = p.get("iteration", 0)
         if iteration >= agent.max_iterations:
             raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
-                             "without a final answer")
+                             "without a final answer", kind="max_iterations")
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None

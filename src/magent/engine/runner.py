@@ -54,8 +54,10 @@ class Executor:
             return self._finish()
         except PauseRun as pause:
             return self.pause(pause.request)
-        except (NodeFailed, LLMError) as exc:
-            return self.fail(str(exc))
+        except NodeFailed as exc:
+            return self.fail(str(exc), exc.kind)
+        except LLMError as exc:
+            return self.fail(str(exc), "model_error")
         except asyncio.CancelledError:
             self._interrupted()
             raise
@@ -69,7 +71,7 @@ class Executor:
             limit = ctx.graph.workflow.max_iterations
             if total >= limit:
                 raise NodeFailed(f"workflow '{ctx.graph.name}' stopped after max_iterations ({limit}) "
-                                 f"node runs; it was about to run '{name}' again")
+                                 f"node runs; it was about to run '{name}' again", kind="max_iterations")
             ctx.visits[name] = ctx.visits.get(name, 0) + 1
             ctx.progress["entered"] = True
             ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
@@ -106,7 +108,7 @@ class Executor:
             human["routed"] = True
         if not edges:
             if rejecting:
-                raise NodeFailed(_rejected(name, human))
+                raise NodeFailed(_rejected(name, human), kind="rejected")
             return END
         names = {
             "routing_key": ctx.state.routing_key, "metadata": ctx.state.metadata,
@@ -122,9 +124,9 @@ class Executor:
             if conditions.evaluate(edge.condition, names):
                 return edge.to
         if rejecting:
-            raise NodeFailed(_rejected(name, human))
+            raise NodeFailed(_rejected(name, human), kind="rejected")
         raise NodeFailed(f"no edge from '{name}' matches (routing_key={ctx.state.routing_key!r}); add a "
-                         "condition for this case or an edge without a condition")
+                         "condition for this case or an edge without a condition", kind="routing")
 
     # endings
     def _finish(self) -> RunOutcome:
@@ -133,9 +135,10 @@ class Executor:
         result = ctx.last_output or None
         return self.end(TaskStatus.completed, result=result)
 
-    def fail(self, message: str) -> RunOutcome:
+    def fail(self, message: str, kind: str = "node_failed") -> RunOutcome:
+        """End the run as failed; ``kind`` goes into the error event as ``error_type``."""
         ctx = self.ctx
-        ctx.bus.emit("error", ctx.position, message=ctx.redactor.text(message))
+        ctx.bus.emit("error", ctx.position, message=ctx.redactor.text(message), error_type=kind)
         return self.end(TaskStatus.failed, error=message)
 
     def pause(self, request: HumanRequest) -> RunOutcome:

@@ -76,7 +76,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
         try:
             _begin(ctx, gate, initial, target=target)
             if gate.blocked:
-                return Executor(ctx).fail(gate.failure)
+                return Executor(ctx).fail(gate.failure, "guardrail")
             failpoints.hit("after_run_start")
             return await _first_node(ctx, gate)
         finally:
@@ -164,7 +164,7 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     try:
         _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
         if gate.blocked:
-            return Executor(ctx).fail(gate.failure)
+            return Executor(ctx).fail(gate.failure, "guardrail")
         return await _first_node(ctx, gate)
     finally:
         await _close(ctx)
@@ -346,7 +346,7 @@ async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state)
         _apply(ctx, cp, feedback, new_state)
     refused = guard.task_refused(ctx)
     if refused:
-        return Executor(ctx).fail(refused)
+        return Executor(ctx).fail(refused, "guardrail")
     return await Executor(ctx).run()
 
 
