@@ -119,10 +119,13 @@ def test_tasks_show_failed_task_shows_the_error(std):
     assert "LLM call failed: rate limited [429] after 3 retries" in r.out
 
 
-def test_tasks_show_json_is_task_json(std):
+def test_tasks_show_json_is_task_json_with_its_agent_result(std):
     doc = _json(invoke("tasks", "show", std.paused.id[:8], "--json"))
     on_disk = json.loads((std.paused.path / "task.json").read_text())
+    result = doc.pop("agent_result")
     assert doc == on_disk
+    assert result["task_id"] == std.paused.id and result["status"] == "awaiting_human"
+    assert result["pause"]["allowed_actions"] and result["output"] is None and not result["success"]
 
 
 # checkpoints list -------------------------------------------------------------------------

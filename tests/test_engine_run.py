@@ -45,7 +45,7 @@ def test_json_output_is_one_event_per_line_ending_with_the_result(magent_home: P
     lines = [json.loads(line) for line in result.out.splitlines()]
     assert lines[0]["type"] == "run_started" and lines[0]["task_id"]
     assert lines[-1]["type"] == "result" and lines[-1]["status"] == "completed" and lines[-1]["success"]
-    assert "20 cm" in lines[-1]["result"]
+    assert "20 cm" in lines[-1]["output"] and lines[-1]["task_id"] == lines[0]["task_id"]
     types = [line["type"] for line in lines]
     assert {"node_started", "llm_call", "tool_call", "tool_result", "reflection", "run_finished"} <= set(types)
     verdicts = [line["verdict"] for line in lines if line["type"] == "reflection"]

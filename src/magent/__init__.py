@@ -1,3 +1,60 @@
-"""magent: a local-first command-line agent runner."""
+"""magent: a local-first agent runner, from the terminal or from Python.
+
+::
+
+    import magent
+
+    result = magent.run("examples/workflows/write_review.yaml", "Write copy for Tidy")
+    print(result.status, result.output)
+
+The API (``run``, ``arun``, ``resume``, ``aresume``, ``cancel``, ``load``, ``tasks``,
+``task``, ``trace_log``, ``AgentResult``) is imported on first use, so ``import magent``
+loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from magent.errors import ConfigError as ConfigError
+from magent.errors import MagentError as MagentError
+from magent.errors import TaskLockedError as TaskLockedError
+from magent.errors import TaskNotFoundError as TaskNotFoundError
+from magent.errors import TaskStateError as TaskStateError
+from magent.errors import UsageError as UsageError
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.reading import Definition as Definition
+    from magent.api.reading import load as load
+    from magent.api.reading import task as task
+    from magent.api.reading import tasks as tasks
+    from magent.api.reading import trace_log as trace_log
+    from magent.api.result import AgentResult as AgentResult
+    from magent.api.result import ErrorInfo as ErrorInfo
+    from magent.api.result import Provenance as Provenance
+    from magent.api.result import TokenUsage as TokenUsage
+    from magent.api.runs import aresume as aresume
+    from magent.api.runs import arun as arun
+    from magent.api.runs import cancel as cancel
+    from magent.api.runs import resume as resume
+    from magent.api.runs import run as run
+
+_API = ("AgentResult", "Definition", "ErrorInfo", "Provenance", "TokenUsage", "aresume", "arun",
+        "cancel", "load", "resume", "run", "task", "tasks", "trace_log")
+
+__all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
+           "TaskStateError", "UsageError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import magent.api
+
+        return getattr(magent.api, name)
+    raise AttributeError(f"module 'magent' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,6 +1,13 @@
-"""Test doubles for magent's model side (like pydantic-ai's ``TestModel``/``FunctionModel``).
+"""Testing your agents: model doubles and a switch that forbids real model calls.
 
-Both implement ``magent.llm.LLMClient`` and never touch the network::
+Run a workflow in pytest with a double standing in for every model, then assert on
+the ``AgentResult`` and the trace (see the README's "Testing your agents")::
+
+    result = magent.run("my_agent.yaml", "Greet Ada", llm=FunctionModel(reply), home=tmp_path)
+    assert result.success and magent.trace_log(result.task_id, home=tmp_path).steps
+
+The doubles (like pydantic-ai's ``TestModel``/``FunctionModel``) implement
+``magent.llm.LLMClient`` and never touch the network::
 
     model = QueueModel(["Hello", {"tool_calls": [{"name": "kv.get", "arguments": {"key": "a"}}]}])
     model = FunctionModel(lambda request: f"you said {request.messages[-1].content}")
@@ -14,18 +21,20 @@ signature, to inject a double into the engine.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+import os
 import time
 from pathlib import Path
-from typing import Awaitable, Callable, Iterable, Union
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Union
 
 from magent.errors import LLMError
 from magent.llm.base import LLMClient, LLMRequest, LLMResponse, TokenSink
 from magent.llm.scripted import estimate_tokens, stream_words, tool_call
 from magent.models.agent import LLMConfig
 
-Reply = Union[LLMResponse, str, dict]
+Reply = Union[LLMResponse, str, "dict[str, Any]"]
 """What a double may answer: a response, its content alone, or a script-like dict."""
 
 
@@ -91,7 +100,7 @@ class FunctionModel(_Double):
         reply = self.fn(request)
         if inspect.isawaitable(reply):
             reply = await reply
-        return await self._respond(request, reply, on_token, started)  # type: ignore[arg-type]
+        return await self._respond(request, reply, on_token, started)
 
 
 def to_response(reply: Reply, request: LLMRequest, *, number: int = 1,
@@ -136,4 +145,31 @@ def client_factory(client: LLMClient) -> ClientFactory:
     return make_client
 
 
-__all__ = ["FunctionModel", "QueueModel", "Reply", "client_factory", "to_response"]
+FORBID_ENV = "MAGENT_FORBID_REMOTE_LLM"
+"""``1``: model calls may only reach endpoints on 127.0.0.1/localhost; ``all``: none at all."""
+
+
+@contextlib.contextmanager
+def forbid_model_requests(*, allow_local: bool = False) -> Iterator[None]:
+    """Inside the block (or the decorated test), any model call that would leave magent's
+    doubles and scripted model fails the run at once with a clear error instead of
+    reaching a provider. ``allow_local=True`` still allows endpoints on 127.0.0.1 (a local
+    stub or ollama).
+
+    It sets ``MAGENT_FORBID_REMOTE_LLM`` (``all``, or ``1`` with ``allow_local``), so
+    ``magent`` commands the test starts as subprocesses are held to it too; the previous
+    value is restored on the way out. Set the variable yourself to cover a whole CI job.
+    """
+    previous = os.environ.get(FORBID_ENV)
+    os.environ[FORBID_ENV] = "1" if allow_local else "all"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(FORBID_ENV, None)
+        else:
+            os.environ[FORBID_ENV] = previous
+
+
+__all__ = ["FORBID_ENV", "FunctionModel", "QueueModel", "Reply", "client_factory",
+           "forbid_model_requests", "to_response"]

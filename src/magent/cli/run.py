@@ -47,25 +47,15 @@ def run(
     Prints the task id, then the run as it happens. Exit 0 completed, 1 failed,
     3 paused for a person (resume it with magent resume), 130 interrupted.
     """
-    from magent.engine.graph import load_target
+    from magent import api
     from magent.engine.inputs import parse_sets
-    from magent.engine.session import start_run
 
-    if not task.strip():
-        from magent.errors import UsageError
-
-        raise UsageError("-t/--task must not be empty")
-    graph = load_target(target)
     initial = parse_sets(set_ or [])
     view = _View(json_out, quiet)
-
-    def started(t: Any) -> None:
-        view.announce(t.id, graph.name)
-
-    outcome = view.go(lambda options, sinks: start_run(
-        graph, task, target=target, tags=tag or [], retention_days=retention_days, initial=initial,
-        options=options, sinks=sinks, on_task=started), model=model, no_input=no_input)
-    raise typer.Exit(outcome.exit_code)
+    result = view.go(lambda live: api.arun(
+        target, task, set=initial, model=model, tags=tag or [], retention_days=retention_days,
+        on_start=lambda t: view.announce(t.id, t.workflow), **live), model=model, no_input=no_input)
+    raise typer.Exit(exit_code(result))
 
 
 def resume(
@@ -86,36 +76,25 @@ def resume(
     it inline; a crashed or interrupted one continues from its last checkpoint.
     --from-checkpoint N starts a new task from an older checkpoint instead.
     """
-    from magent.engine.inputs import load_modify_file, parse_sets
-    from magent.engine.session import Decision, fork_run, resume_run
-    from magent.errors import UsageError
+    from magent import api
+    from magent.engine.inputs import parse_sets
 
-    chosen = [name for name, on in (("approve", approve), ("reject", reject), ("modify", modify is not None)) if on]
-    if len(chosen) > 1:
-        raise UsageError("give only one of --approve, --reject, --modify")
-    if message is not None and not chosen:
-        raise UsageError("--message goes with --approve, --reject or --modify")
-    if from_checkpoint is not None and from_checkpoint < 0:
-        raise UsageError("--from-checkpoint must be 0 or more")
-    decision = None
-    if chosen:
-        updates = load_modify_file(modify) if modify is not None else {}
-        decision = Decision(action=chosen[0], message=message, state_updates=updates)
     sets = parse_sets(set_ or [])
     view = _View(json_out, False)
-    if from_checkpoint is not None:
-        outcome = view.go(lambda options, sinks: fork_run(
-            task_id, from_checkpoint, decision=decision, set_values=sets, options=options, sinks=sinks,
-            on_task=lambda t: view.announce(t.id, t.workflow, forked=True)), model=model, no_input=no_input)
-    else:
-        from magent.store import Store
+    forked = from_checkpoint is not None
+    result = view.go(lambda live: api.aresume(
+        task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
+        from_checkpoint=from_checkpoint, model=model,
+        on_start=lambda t: view.announce(t.id, t.workflow if forked else "resumed", forked=forked),
+        **live), model=model, no_input=no_input)
+    raise typer.Exit(exit_code(result))
 
-        task_id = Store().resolve(task_id)
-        view.announce(task_id, "resumed")
-        outcome = view.go(lambda options, sinks: resume_run(
-            task_id, decision=decision, set_values=sets, options=options, sinks=sinks), model=model,
-            no_input=no_input)
-    raise typer.Exit(outcome.exit_code)
+
+def exit_code(result: Any) -> int:
+    """0 completed, 3 paused for a person, 1 anything else (failed, cancelled)."""
+    from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED
+
+    return {"completed": EXIT_OK, "awaiting_human": EXIT_PAUSED}.get(result.status.value, EXIT_FAILED)
 
 
 def replay(
@@ -166,28 +145,26 @@ class _View:
                 self.printer.out.print(f"[bold]{line}[/]")
 
     def go(self, start: Any, *, model: str | None, no_input: bool) -> Any:
+        """Run ``start(live)`` (an API coroutine given the live-view handlers), answer pauses
+        inline when a person is at the terminal, then print the ending."""
+        from magent import api
         from magent.cli.runtime import JsonLines, ask_inline, run_async
-        from magent.engine.context import RunOptions
-        from magent.engine.session import resume_run
 
         interactive = not no_input and not self.json_out and sys.stdin.isatty()
-        sinks = [JsonLines()] if self.json_out else [self.printer.print_event]
-        on_token = None if self.json_out or self.quiet else self.printer.token
-        options = RunOptions(model_override=model, no_input=not interactive, on_token=on_token)
-        outcome = run_async(lambda: start(options, sinks))
-        while outcome.request is not None and interactive:
-            decision = ask_inline(outcome.request)
-            if decision is None:
+        live = {"on_event": JsonLines() if self.json_out else self.printer.print_event,
+                "on_token": None if self.json_out or self.quiet else self.printer.token}
+        result = run_async(lambda: start(live))
+        while result.pause is not None and interactive:
+            answer = ask_inline(result.pause)
+            if answer is None:
                 break
-            options = RunOptions(model_override=model, no_input=False, on_token=on_token)
-            outcome = run_async(lambda: resume_run(outcome.task_id, decision=decision, options=options,
-                                                   sinks=sinks))
+            result = run_async(lambda: api.aresume(result.task_id, model=model, **answer, **live))
         if self.json_out:
-            JsonLines.result(outcome)
-        elif outcome.request is not None:
-            self.printer.resume_hint(outcome.task_id, outcome.request.allowed_actions)
-        elif self.quiet and outcome.result and outcome.status.value == "completed":
-            print(outcome.result)
-        elif self.quiet and outcome.error:
-            print(f"magent: {outcome.status.value}: {outcome.error}", file=sys.stderr)
-        return outcome
+            JsonLines.result(result)
+        elif result.pause is not None:
+            self.printer.resume_hint(result.task_id, result.pause.allowed_actions)
+        elif self.quiet and result.output and result.success:
+            print(result.output)
+        elif self.quiet and result.error:
+            print(f"magent: {result.status.value}: {result.error.message}", file=sys.stderr)
+        return result

@@ -42,20 +42,16 @@ class JsonLines:
         sys.stdout.flush()
 
     @staticmethod
-    def result(outcome: Any) -> None:
-        doc = {"type": "result", "task_id": outcome.task_id, "status": outcome.status.value,
-               "success": outcome.status.value == "completed", "result": outcome.result,
-               "error": outcome.error, "steps": outcome.steps, "exit_code": outcome.exit_code}
-        if outcome.request is not None:
-            doc["awaiting"] = outcome.request.model_dump(mode="json")
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    def result(result: Any) -> None:
+        """The last line: the run's ``AgentResult``."""
+        sys.stdout.write(result.to_json() + "\n")
         sys.stdout.flush()
 
 
-def ask_inline(request: Any) -> Any:
-    """Ask the person at the terminal; returns a ``Decision`` or None to leave it paused."""
+def ask_inline(request: Any) -> dict[str, Any] | None:
+    """Ask the person at the terminal; returns ``magent.aresume``'s answer arguments
+    (``approve=True, message=...``) or None to leave it paused."""
     from magent.engine.inputs import parse_sets
-    from magent.engine.session import Decision
 
     allowed = request.allowed_actions
     keys = {"a": "approve", "r": "reject", "e": "modify", "l": None}
@@ -90,4 +86,6 @@ def ask_inline(request: Any) -> Any:
         message = input("message (optional): ").strip() or None
     except EOFError:
         message = None
-    return Decision(action=action, message=message, state_updates=updates)
+    if action == "modify":
+        return {"modify": updates, "message": message}
+    return {action: True, "message": message}

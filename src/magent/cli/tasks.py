@@ -25,15 +25,12 @@ def list_tasks(
     """List tasks, newest first."""
     # The light listing path: neither pydantic nor the models are imported here.
     from magent import paths
+    from magent.api.reading import tasks
     from magent.cli.output import print_json, warn
-    from magent.errors import UsageError
-    from magent.store.listing import list_rows
     from magent.store.locks import Lock
 
-    if status is not None and status not in STATUSES:
-        raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(STATUSES)})")
     problems: list[str] = []
-    rows = list_rows(status=status, problems=problems)
+    rows = tasks(status, problems=problems)
     for p in problems:
         warn(p)
     if json_out:
@@ -49,9 +46,10 @@ def list_tasks(
 @app.command("show", epilog=examples("magent tasks show 3f2a", "magent tasks show 3f2a --json"))
 def show(
     task_id: TaskId,
-    json_out: Annotated[bool, typer.Option("--json", help="Print task.json.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print task.json, with its AgentResult under agent_result.")] = False,
 ) -> None:
     """Show one task: status, timing, usage, result or error."""
+    from magent.api.result import result_of
     from magent.cli.output import print_json
     from magent.models import TaskStatus
     from magent.store import Store
@@ -60,7 +58,7 @@ def show(
     td = store.task(task_id)
     task = td.load_task()
     if json_out:
-        print_json(task)
+        print_json({**task.model_dump(mode="json"), "agent_result": result_of(td, task).model_dump(mode="json")})
         return
     from magent import render
 
@@ -79,7 +77,7 @@ def cancel(
 
     A task that a live run holds cannot be cancelled.
     """
-    from magent.engine.session import cancel_task
+    from magent.api import cancel
 
-    task = cancel_task(task_id)
-    print(f"task {task.id} cancelled")
+    result = cancel(task_id)
+    print(f"task {result.task_id} cancelled")

@@ -234,9 +234,14 @@ def cost_of(model: str, tokens_in: int, tokens_out: int) -> float:
 
 
 def check_endpoint_allowed(model: str, endpoint: str | None) -> None:
-    """With ``MAGENT_FORBID_REMOTE_LLM=1``, refuse any endpoint not on this machine."""
-    if os.environ.get(FORBID_REMOTE_ENV, "") in ("", "0", "false", "False"):
+    """With ``MAGENT_FORBID_REMOTE_LLM=1``, refuse any endpoint not on this machine; with
+    ``=all``, refuse every model call that would go through litellm (``magent.testing``)."""
+    mode = os.environ.get(FORBID_REMOTE_ENV, "")
+    if mode in ("", "0", "false", "False"):
         return
+    if mode == "all":
+        raise LLMError(f"refusing to call model {model!r}: {FORBID_REMOTE_ENV}=all forbids real "
+                       "model calls (use the scripted model or a magent.testing double)")
     host = (urlparse(endpoint).hostname or "") if endpoint else ""
     if host in LOOPBACK_HOSTS:
         return

@@ -1,0 +1,55 @@
+"""magent's Python API: run and continue tasks, read them back, as the CLI does.
+
+``magent run`` and ``magent resume`` are thin layers over these functions, so a
+task started here is the same on disk as one started from the terminal. Names are
+imported on first use (PEP 562), so a light reader such as ``magent tasks list``
+can use ``magent.api.reading`` without loading pydantic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.reading import Definition as Definition
+    from magent.api.reading import PathLike as PathLike
+    from magent.api.reading import load as load
+    from magent.api.reading import task as task
+    from magent.api.reading import tasks as tasks
+    from magent.api.reading import trace_log as trace_log
+    from magent.api.result import AgentResult as AgentResult
+    from magent.api.result import ErrorInfo as ErrorInfo
+    from magent.api.result import Provenance as Provenance
+    from magent.api.result import TokenUsage as TokenUsage
+    from magent.api.runs import EventHandler as EventHandler
+    from magent.api.runs import StartHandler as StartHandler
+    from magent.api.runs import Target as Target
+    from magent.api.runs import TokenHandler as TokenHandler
+    from magent.api.runs import aresume as aresume
+    from magent.api.runs import arun as arun
+    from magent.api.runs import cancel as cancel
+    from magent.api.runs import decision_of as decision_of
+    from magent.api.runs import resume as resume
+    from magent.api.runs import run as run
+
+_WHERE = {
+    "reading": ("Definition", "PathLike", "load", "task", "tasks", "trace_log"),
+    "result": ("AgentResult", "ErrorInfo", "Provenance", "TokenUsage"),
+    "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun", "cancel",
+             "decision_of", "resume", "run"),
+}
+_MODULE = {name: module for module, names in _WHERE.items() for name in names}
+
+__all__ = sorted(_MODULE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'magent.api' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"magent.api.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

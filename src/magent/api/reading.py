@@ -1,0 +1,100 @@
+"""Loading definitions and reading tasks: ``magent.load``, ``tasks``, ``task``, ``trace_log``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Mapping, Union
+
+from magent import paths
+from magent.errors import UsageError
+
+if TYPE_CHECKING:
+    from magent.api.result import AgentResult
+    from magent.engine.graph import Graph
+    from magent.models import Agent, TraceLog, Workflow
+    from magent.store.listing import TaskRow
+
+PathLike = Union[str, "os.PathLike[str]"]
+"""A file path, or (for targets) the name of a workflow or agent installed in the home."""
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A workflow or agent, loaded and checked (``magent.load``): pass it to ``magent.run``."""
+
+    kind: Literal["workflow", "agent"]
+    """``workflow``, or ``agent`` for an agent file (run as a one-node workflow)."""
+    name: str
+    """The workflow's name (an agent's name for an agent file)."""
+    target: str
+    """What it was loaded from, as given: a path or an installed name (kept in task.json)."""
+    path: Path | None
+    """The file it was read from."""
+    workflow: "Workflow"
+    """The workflow model (for an agent file, the one-node workflow that runs it)."""
+    agents: Mapping[str, "Agent"]
+    """Every agent it can run, by name (sub-agents included)."""
+    graph: "Graph" = field(repr=False, compare=False)
+    """The checked, runnable graph (internal: what ``magent.run`` executes)."""
+
+
+def load(target: PathLike, *, home: PathLike | None = None) -> Definition:
+    """Load and check a workflow or agent file (or one installed in the home by name).
+
+    Every mistake ``magent validate`` reports is raised here as ``ConfigError`` with its
+    file, line and field; nothing is written and no model is called.
+    """
+    from magent.engine.graph import load_target
+
+    given = os.fspath(target)
+    with paths.using_home(home):
+        graph = load_target(given)
+    return Definition(kind="agent" if graph.kind == "agent" else "workflow", name=graph.name,
+                      target=given, path=graph.source.path if graph.source is not None else None,
+                      workflow=graph.workflow, agents={n: a.agent for n, a in graph.agents.items()},
+                      graph=graph)
+
+
+def tasks(status: str | None = None, *, home: PathLike | None = None,
+          problems: list[str] | None = None) -> list["TaskRow"]:
+    """Every task in the home, newest first (what ``magent tasks list`` shows).
+
+    ``status`` keeps one status. A task whose task.json cannot be read is left out and
+    described in ``problems`` when a list is given.
+    """
+    from magent.store.listing import TASK_STATUSES, list_rows
+
+    if status is not None and status not in TASK_STATUSES:
+        raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(TASK_STATUSES)})")
+    with paths.using_home(home):
+        return list_rows(status=status, problems=problems)
+
+
+def task(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
+    """The ``AgentResult`` of a task as it stands (any id or unique prefix)."""
+    from magent.api.result import result_of
+    from magent.store.tasks import Store
+
+    with paths.using_home(home):
+        return result_of(Store().task(task_id))
+
+
+def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":
+    """The task's trace (what ``magent trace ID --json`` prints), running tasks included.
+
+    Raises ``StoreError`` when the trace cannot be read as a ``TraceLog``.
+    """
+    from magent.errors import StoreError
+    from magent.models import TraceLog
+    from magent.store.tasks import Store
+    from magent.trace.load import as_tracelog, load_view
+
+    with paths.using_home(home):
+        view = load_view(Store().task(task_id))
+    log, problem = as_tracelog(view)
+    if problem:
+        raise StoreError(f"task {view.td.id[:8]}: {problem}")
+    trace: TraceLog = log
+    return trace

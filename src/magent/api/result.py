@@ -1,0 +1,188 @@
+"""``AgentResult`` (seed 004): what a run returns, read back from the task's files.
+
+The same object comes out of ``magent.run`` and ``magent.resume``, is the last line
+of ``magent run --json`` and is included in ``magent tasks show --json``: it is
+always built from what the run left on disk (task.json, the trace, the latest
+checkpoint), so a task started from the CLI and one started from Python read the
+same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from magent.models import HumanRequest, Model, Task, TaskStatus, Usage
+
+if TYPE_CHECKING:
+    from magent.store.tasks import TaskDir
+
+
+class ErrorInfo(Model):
+    """Why a run did not complete."""
+
+    type: str
+    """What kind of failure: ``node_failed``, ``model_error``, ``guardrail``, ``max_iterations``,
+    ``rejected`` (a person rejected and nothing routes the rejection), ``routing`` (no edge
+    matched), ``cancelled``, ``interrupted``, or ``failed`` (a task from an older magent)."""
+    message: str
+    """The message ``magent run`` prints."""
+    node: str | None = None
+    """The workflow node it happened at, when there is one."""
+
+
+class TokenUsage(Model):
+    """Tokens of the whole task, and per model."""
+
+    input: int = 0
+    """Prompt tokens, all models together."""
+    output: int = 0
+    """Completion tokens, all models together."""
+    total: int = 0
+    """``input + output``."""
+    by_model: dict[str, Usage] = Field(default_factory=dict)
+    """Per model (``provider/model`` keys): tokens, cost and number of calls."""
+
+
+class Provenance(Model):
+    """What produced the result: enough to tell two runs' setups apart."""
+
+    workflow: str
+    """Name of the workflow (or of the agent run alone)."""
+    kind: Literal["workflow", "agent"] = "workflow"
+    """A workflow, or a single agent run as a one-node workflow."""
+    target: str | None = None
+    """The path or installed name the run was started with."""
+    agents: list[str] = Field(default_factory=list)
+    """Every agent the workflow can run (sub-agents included)."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """The model each agent ran on (after ``--model`` / ``model=``)."""
+    config_hash: str
+    """``sha256:`` of the workflow and agents as written (the same files give the same hash
+    wherever they are; ``set=`` values and the model override are not part of it)."""
+    magent_version: str
+    """The magent that ran it."""
+    forked_from: str | None = None
+    """The task this one branched from (``resume --from-checkpoint``), if any."""
+
+
+class AgentResult(Model):
+    """The outcome of a run: returned by ``magent.run`` / ``magent.resume``, printed as the last
+    line of ``magent run --json`` and included in ``magent tasks show --json``."""
+
+    type: Literal["result"] = "result"
+    """Always ``result``: tells this line from the events in a ``--json`` stream."""
+    task_id: str
+    """The task's id (its directory under ``$MAGENT_HOME/tasks``)."""
+    status: TaskStatus
+    """``completed``, ``failed``, ``awaiting_human`` (see ``pause``), ``cancelled``, ``running``
+    or ``pending`` (a run that was stopped, e.g. by a signal: ``magent resume`` continues it)."""
+    success: bool
+    """``status == "completed"``."""
+    output: Any = None
+    """The final answer (text), or None when the run did not complete."""
+    error: ErrorInfo | None = None
+    """Set when the run failed, was cancelled or was interrupted."""
+    started_at: datetime | None = None
+    """When the run started (None if it never did)."""
+    finished_at: datetime | None = None
+    """When it completed or failed (None while paused or unfinished)."""
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    """Tokens in total and per model."""
+    cost_estimate: float | None = None
+    """USD as litellm's price map has it (0 for the scripted model and unpriced models)."""
+    model_calls: int = 0
+    """Requests made to models (what the run summary and ``tasks list`` count)."""
+    steps: int = 0
+    """Numbered lines of ``magent trace`` (node visits, model turns, pauses...)."""
+    pause: HumanRequest | None = None
+    """What the run asks of a person when ``status`` is ``awaiting_human``."""
+    provenance: Provenance
+    """Workflow, agents, models, config hash and magent version."""
+
+    @property
+    def paused(self) -> bool:
+        return self.status == TaskStatus.awaiting_human
+
+    def to_json(self) -> str:
+        """One line of JSON (what ``magent run --json`` prints last)."""
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False)
+
+
+def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
+    """The ``AgentResult`` of the task in ``td`` as its files have it now."""
+    from magent.trace.load import load_view
+
+    task = task or td.load_task()
+    view = load_view(td)
+    doc = view.doc
+    by_model = {key: Usage.model_validate(value) for key, value in (doc.get("usage_by_model") or {}).items()
+                if isinstance(value, dict)}
+    usage = task.usage
+    error = _error(td, task) if task.error and task.status != TaskStatus.completed else None
+    pause = _pause(td) if task.status == TaskStatus.awaiting_human else None
+    return AgentResult(
+        task_id=task.id, status=task.status, success=task.status == TaskStatus.completed,
+        output=task.result if task.status == TaskStatus.completed else None, error=error,
+        started_at=task.started_at, finished_at=task.completed_at,
+        token_usage=TokenUsage(input=usage.input, output=usage.output, total=usage.input + usage.output,
+                               by_model=by_model),
+        cost_estimate=usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
+        provenance=provenance(task))
+
+
+def provenance(task: Task) -> Provenance:
+    from magent import __version__
+
+    snapshot = task.config_snapshot or {}
+    options = snapshot.get("options") or {}
+    override = options.get("model_override")
+    models: dict[str, str] = {}
+    for name, source in (snapshot.get("agents") or {}).items():
+        raw = source.get("raw") if isinstance(source, dict) else None
+        config = raw.get("llm_config") if isinstance(raw, dict) else None
+        model = config.get("model") if isinstance(config, dict) else None
+        if override or model:
+            models[name] = str(override or model)
+    canonical = json.dumps(config_of(snapshot), sort_keys=True, ensure_ascii=False, default=str)
+    return Provenance(
+        workflow=task.workflow, kind="agent" if snapshot.get("kind") == "agent" else "workflow",
+        target=task.target, agents=sorted(snapshot.get("agents") or {}), models=models,
+        config_hash="sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
+        magent_version=__version__, forked_from=task.parent_task_id)
+
+
+def config_of(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The part of a task's config snapshot that is configuration: file contents, not paths."""
+    def raw(source: Any) -> Any:
+        return source.get("raw") if isinstance(source, dict) else source
+
+    return {"kind": snapshot.get("kind"), "workflow": raw(snapshot.get("workflow")),
+            "agents": {name: raw(s) for name, s in (snapshot.get("agents") or {}).items()}}
+
+
+def _error(td: "TaskDir", task: Task) -> ErrorInfo:
+    """The task's error with its kind and node, from the last ``error`` event of the run."""
+    message = task.error or ""
+    if task.status == TaskStatus.cancelled:
+        return ErrorInfo(type="cancelled", message=message)
+    if task.status != TaskStatus.failed:
+        return ErrorInfo(type="interrupted", message=message)
+    last: dict[str, Any] | None = None
+    for event in td.read_events():
+        if event.type == "error":
+            last = {"node": event.node, "type": event.field("error_type")}
+        elif event.type == "run_started":
+            last = None  # an error before a resume is not this run's
+    if last is None:
+        return ErrorInfo(type="failed", message=message)
+    return ErrorInfo(type=last["type"] or "failed", message=message, node=last["node"])
+
+
+def _pause(td: "TaskDir") -> HumanRequest | None:
+    cp, _ = td.checkpoints.latest(repair=False)
+    return cp.human_request if cp is not None and cp.awaiting_human else None

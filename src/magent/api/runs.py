@@ -1,0 +1,225 @@
+"""Starting, continuing and cancelling runs from Python: ``magent.run`` / ``arun``,
+``resume`` / ``aresume`` and ``cancel``. ``magent run`` and ``magent resume`` call these.
+
+A call keeps nothing in the process between calls: ``home=`` applies to that call
+only (``paths.using_home``), and several ``arun`` calls may run at once in one event
+loop. Signals are the caller's business (the CLI turns Ctrl-C into a cancel); a
+cancelled ``arun`` leaves an interrupted task that ``resume`` continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, TypeVar, Union
+
+from magent import paths
+from magent.api.reading import Definition, PathLike
+from magent.errors import UsageError
+
+if TYPE_CHECKING:
+    from magent.api.result import AgentResult
+    from magent.engine.context import RunOptions
+    from magent.engine.runner import RunOutcome
+    from magent.llm.base import LLMClient
+    from magent.models import Event, Task
+
+Target = Union[str, "os.PathLike[str]", Definition]
+"""A workflow or agent file, the name of one installed in the home, or a ``magent.load`` result."""
+EventHandler = Callable[["Event"], None]
+"""Called with every event of the run as it happens (what ``magent run --json`` prints)."""
+StartHandler = Callable[["Task"], None]
+"""Called once the task exists on disk, before its first model call."""
+TokenHandler = Callable[[str], None]
+"""Called with each piece of the model's text as it streams."""
+
+T = TypeVar("T")
+
+
+def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, model: str | None = None,
+        tags: Iterable[str] | None = None, on_event: EventHandler | None = None,
+        home: PathLike | None = None, retention_days: int | None = None,
+        llm: "LLMClient | None" = None) -> "AgentResult":
+    """Run a workflow (or a single agent) on ``task`` and wait for it to stop.
+
+    Returns the ``AgentResult``: completed, failed, or ``awaiting_human`` when a person must
+    answer (continue with ``resume``). The task is the same on disk as one ``magent run``
+    starts. ``set`` gives State values as ``--set`` does (``{"priority": "high"}``; dots
+    nest); ``model`` swaps every agent's model; ``llm`` sends every model call to this client
+    instead (a ``magent.testing`` double); ``home`` is the state root for this call only.
+
+    Raises a ``MagentError`` for bad input (``ConfigError`` for a bad target,
+    ``UsageError`` for bad arguments), before anything is written.
+    """
+    return _sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
+                      retention_days=retention_days, llm=llm), "run")
+
+
+async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = None,
+               model: str | None = None, tags: Iterable[str] | None = None,
+               on_event: EventHandler | None = None, home: PathLike | None = None,
+               retention_days: int | None = None, llm: "LLMClient | None" = None,
+               on_start: StartHandler | None = None, on_token: TokenHandler | None = None) -> "AgentResult":
+    """``run`` for asyncio. Safe to await many at once; cancelling it stops the run at a
+    checkpoint (the task can be resumed). ``on_start`` and ``on_token`` are for live views."""
+    from magent.engine.inputs import updates_from
+    from magent.engine.session import start_run
+
+    if not isinstance(task, str) or not task.strip():
+        raise UsageError("-t/--task must not be empty")
+    if retention_days is not None and retention_days < 0:
+        raise UsageError("--retention-days must be 0 or more")
+    with paths.using_home(home):
+        definition = target if isinstance(target, Definition) else _load(target)
+        initial = updates_from(set) if set is not None else {}
+        outcome = await start_run(
+            definition.graph, task, target=definition.target, tags=_tags(tags),
+            retention_days=retention_days, initial=initial, options=_options(model, llm, on_token),
+            sinks=[on_event] if on_event else [], on_task=on_start)
+        return _result(outcome)
+
+
+def resume(task_id: str, *, approve: bool = False, reject: bool = False,
+           modify: Mapping[str, Any] | PathLike | None = None, message: str | None = None,
+           set: Mapping[str, Any] | None = None, from_checkpoint: int | None = None,
+           model: str | None = None, on_event: EventHandler | None = None,
+           home: PathLike | None = None, llm: "LLMClient | None" = None) -> "AgentResult":
+    """Continue a paused, interrupted or crashed task, or branch a new one from a checkpoint.
+
+    A paused task needs one answer: ``approve``, ``reject`` or ``modify`` (State updates:
+    a mapping, or the path of a YAML/JSON file), with an optional ``message`` the next
+    nodes see. A stopped task continues from its last checkpoint. ``from_checkpoint=N``
+    starts a new task from checkpoint N instead (time travel); its result has the new
+    task's id. Raises ``UsageError`` for conflicting answers, ``TaskNotFoundError`` for an
+    unknown id and ``TaskStateError`` when the task cannot be continued that way.
+    """
+    return _sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
+                         set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
+                         home=home, llm=llm), "resume")
+
+
+async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
+                  modify: Mapping[str, Any] | PathLike | None = None, message: str | None = None,
+                  set: Mapping[str, Any] | None = None, from_checkpoint: int | None = None,
+                  model: str | None = None, on_event: EventHandler | None = None,
+                  home: PathLike | None = None, llm: "LLMClient | None" = None,
+                  on_start: StartHandler | None = None,
+                  on_token: TokenHandler | None = None) -> "AgentResult":
+    """``resume`` for asyncio (``on_start`` gets the task, or the new one of a branch)."""
+    from magent.engine.inputs import updates_from
+    from magent.engine.session import fork_run, resume_run
+    from magent.store.tasks import Store
+
+    decision = decision_of(approve=approve, reject=reject, modify=modify, message=message)
+    if from_checkpoint is not None and from_checkpoint < 0:
+        raise UsageError("--from-checkpoint must be 0 or more")
+    with paths.using_home(home):
+        sets = updates_from(set) if set is not None else {}
+        options = _options(model, llm, on_token)
+        sinks = [on_event] if on_event else []
+        if from_checkpoint is not None:
+            outcome = await fork_run(task_id, from_checkpoint, decision=decision, set_values=sets,
+                                     options=options, sinks=sinks, on_task=on_start)
+        else:
+            td = Store().task(task_id)
+            if on_start is not None:
+                on_start(td.load_task())
+            outcome = await resume_run(td.id, decision=decision, set_values=sets, options=options,
+                                       sinks=sinks)
+        return _result(outcome)
+
+
+def cancel(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
+    """Abandon a paused or stopped task (status ``cancelled``). A live run's task cannot be
+    cancelled (``TaskLockedError``), nor a finished one (``TaskStateError``)."""
+    from magent.api.result import result_of
+    from magent.engine.session import cancel_task
+    from magent.store.tasks import Store
+
+    with paths.using_home(home):
+        done = cancel_task(task_id)
+        return result_of(Store().task(done.id), done)
+
+
+def decision_of(*, approve: bool = False, reject: bool = False,
+                modify: Mapping[str, Any] | PathLike | None = None, message: str | None = None) -> Any:
+    """A person's answer from ``resume``'s arguments, checked (the CLI's flags have the same
+    rules and messages): at most one of approve/reject/modify, a message only with one."""
+    from magent.engine.session import Decision
+
+    chosen = [name for name, on in (("approve", approve), ("reject", reject),
+                                    ("modify", modify is not None)) if on]
+    if len(chosen) > 1:
+        raise UsageError("give only one of --approve, --reject, --modify")
+    if message is not None and not chosen:
+        raise UsageError("--message goes with --approve, --reject or --modify")
+    if not chosen:
+        return None
+    return Decision(action=chosen[0], message=message,
+                    state_updates=_modify_updates(modify) if modify is not None else {})
+
+
+def _modify_updates(modify: Mapping[str, Any] | PathLike) -> dict[str, Any]:
+    from magent.engine.inputs import load_modify_file
+    from magent.models import State
+
+    if isinstance(modify, Mapping):
+        unknown = [k for k in modify if k not in State.model_fields]
+        if unknown:
+            raise UsageError(f"modify: unknown State field {unknown[0]!r} "
+                             f"(fields: {', '.join(State.model_fields)})")
+        return dict(modify)
+    return load_modify_file(Path(os.fspath(modify)))
+
+
+def _load(target: Any) -> Definition:
+    from magent.api.reading import load
+
+    if not isinstance(target, (str, os.PathLike)):
+        raise UsageError(f"target must be a path, an installed name or a magent.load() result, "
+                         f"not {type(target).__name__}")
+    return load(target)
+
+
+def _tags(tags: Iterable[str] | None) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        return [tags]
+    out = list(tags)
+    for tag in out:
+        if not isinstance(tag, str) or not tag:
+            raise UsageError(f"tags must be non-empty strings, not {tag!r}")
+    return out
+
+
+def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None) -> "RunOptions":
+    from magent.engine.context import RunOptions
+
+    factory = None
+    if llm is not None:
+        from magent.testing import client_factory
+
+        factory = client_factory(llm)
+    return RunOptions(model_override=model, no_input=True, llm_factory=factory, on_token=on_token)
+
+
+def _result(outcome: "RunOutcome") -> "AgentResult":
+    from magent.api.result import result_of
+    from magent.store.tasks import Store
+
+    return result_of(Store().task(outcome.task_id))
+
+
+def _sync(call: Awaitable[T], name: str) -> T:
+    """Run a coroutine to the end from synchronous code (not from inside an event loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(call)  # type: ignore[arg-type]
+    close = getattr(call, "close", None)
+    if close is not None:
+        close()
+    raise UsageError(f"magent.{name}() cannot be called from a running event loop; "
+                     f"use `await magent.a{name}(...)`")
