@@ -291,3 +291,19 @@ def test_the_public_api_and_the_readme_examples_type_check(tmp_path: Path) -> No
                             "--cache-dir", str(tmp_path / "cache"), *flags],
                            capture_output=True, text=True, timeout=280, cwd=tmp_path)
         assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_an_on_event_handler_that_raises_stops_the_run_and_resume_continues_it(magent_home: Path) -> None:
+    class HandlerBug(Exception):
+        pass
+
+    def handler(event) -> None:
+        if event.type == "llm_call":
+            raise HandlerBug("my handler broke")
+
+    with pytest.raises(HandlerBug):
+        magent.run(WRITE_REVIEW, "copy", on_event=handler)
+    (row,) = magent.tasks()
+    assert not magent.task(row.id).success
+    done = magent.resume(row.id)
+    assert done.success and "20 cm" in done.output

@@ -20,7 +20,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 """A file path, or (for targets) the name of a workflow or agent installed in the home."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Definition:
     """A workflow or agent, loaded and checked (``magent.load``): pass it to ``magent.run``."""
 
