@@ -5,6 +5,11 @@ protobuf definitions)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +17,7 @@ import pytest
 from magent.models import TaskStatus
 from magent.trace.spans import SpanBuilder
 from support.cli import invoke, run
-from support.crashflow import only_task
+from support.crashflow import only_task, wait_for_nap
 from support.delegateflow import make_delegation
 from support.engine import task_dir
 from support.holders import hold_task
@@ -306,6 +311,38 @@ def test_sub_agents_paused_for_approval_across_resumed_runs(tmp_path: Path, mage
         assert run("trace", task_id, "--otlp", later.url).code == 0
         assert {s["span_id"]: (s["parent_span_id"], s["name"]) for s in later.spans} == {
             s["span_id"]: (s["parent_span_id"], s["name"]) for s in spans}
+
+
+def test_a_run_killed_with_sigkill_still_has_its_spans_sent(tmp_path: Path, magent_home: Path) -> None:
+    """The exporter is a process of its own: when the run dies (kill -9 inside a sub-agent's
+    tool call), it ends the open spans as unfinished and sends them."""
+    flow = make_delegation(tmp_path, nap=600)
+    with Receiver() as live:
+        env = {**os.environ, "LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url}
+        proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "nap"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            wait_for_nap(magent_home, proc)
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(timeout=30)
+        deadline = time.monotonic() + 60  # only a hang gets here: the exporter sends at once
+        while not any(s["parent_span_id"] is None for s in live.spans) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        spans = list(live.spans)
+    names = by_name(spans)
+    (root,) = names["invoke_workflow delegate"]
+    (nap,) = names["execute_tool ledger.nap"]
+    (worker,) = names["invoke_agent worker"]
+    assert root["attributes"]["magent.unfinished"] == nap["attributes"]["magent.unfinished"]
+    assert "magent.task.status" not in root["attributes"]  # it never finished
+    assert nap["parent_span_id"] == worker["span_id"] and "magent.unfinished" in worker["attributes"]
+    assert worker["parent_span_id"] == names["execute_tool agents.worker"][0]["span_id"]
+    assert len(names["execute_tool ledger.append"]) == 1  # a, before the nap: what happened is there
+    task_id = only_task(magent_home)
+    with Receiver() as later:  # the same spans, from what the run wrote before it died
+        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert {s["span_id"]: s["name"] for s in later.spans} == {s["span_id"]: s["name"] for s in spans}
 
 
 def test_a_failed_sub_agent_session_is_an_error_span() -> None:

@@ -87,7 +87,7 @@ class RunContext:
         self.feedback: HumanFeedback | None = None
         """The answer to the pause this run resumed from, until a node consumes it."""
         self.telemetry: Any = None
-        """Live OpenTelemetry export of this run (``trace.otel.LiveExport``), when configured."""
+        """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
 
     # the main session (the task's own conversation)

@@ -245,15 +245,13 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
 
     redactor = redactor or Redactor.configured(needs.secrets)
     bus = EventBus(start_seq=start_seq)
-    telemetry = open_live(task.id, td.events_file)  # OpenTelemetry spans of what is written, when asked
+    # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
+    telemetry = open_live(task.id, td.events_file, start_seq)
 
     def persist(event: Event) -> None:
         doc = for_disk(event.model_dump(exclude_none=True), lean=redactor.tool_io)
         if doc is not None:
-            doc = redactor.event(doc)
-            td.append_event(Event.model_validate(doc))
-            if telemetry is not None:
-                telemetry.feed(doc)
+            td.append_event(Event.model_validate(redactor.event(doc)))
 
     bus.subscribe(persist)
     for sink in sinks:
@@ -286,7 +284,7 @@ async def _close(ctx: RunContext) -> None:
         write_trace(ctx.td)
         ctx.td.close()
         if ctx.telemetry is not None:
-            ctx.telemetry.close()  # bounded: a few seconds at most, whatever the endpoint does
+            ctx.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does
 
 
 def _check_resumable(task: Task, decision: Decision | None) -> None:

@@ -7,20 +7,18 @@ the standard ``OTEL_EXPORTER_OTLP_*`` variables (headers, TLS, compression).
 
 Retries are the exporter's: on a connection error or a 429/502/503/504 it tries
 again with backoff until its timeout (``DEFAULT_TIMEOUT``: 3 tries in about 3 s),
-then gives up on that batch. A live run hands spans to a background batch processor
-and never waits for the network; at its end it gives the last batch a bounded time
-and says in one warning what did not get through.
+then gives up on that batch. A live run is exported by a process of its own
+(``trace.otellive``) that reads the events the run writes, so the run never does the
+work nor waits for the network; at its end the last batch gets a bounded time and one
+warning says what did not get through.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import queue
 import re
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -31,7 +29,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from magent.trace.spans import SpanBuilder, SpanData, trace_id_of
-from magent.trace.telemetry import OTLPTarget, warn
+from magent.trace.telemetry import OTLPTarget
 
 if TYPE_CHECKING:
     from magent.store import TaskDir
@@ -199,16 +197,15 @@ class _Counting(SpanExporter):
 
 
 class LiveExport:
-    """Spans of a running task, made and sent on background threads as its events are written.
+    """Spans of a running task, made from its events and sent by the SDK's batch processor.
 
-    ``feed`` only queues the event (about a microsecond); a thread turns events into spans
-    (mostly while the run waits on fsync, so it hardly competes for the interpreter) and the
-    SDK's batch processor sends them. ``close`` gives the last spans a bounded time and warns
-    once if some did not get through."""
+    Runs in the exporter process of a live run (``trace.otellive``), never in the run's own:
+    ``feed`` turns an event into spans and hands the ended ones to the processor, which
+    sends them in the background; ``close`` gives the last spans a bounded time and says
+    what did not get through."""
 
-    def __init__(self, task_id: str, target: OTLPTarget, events_file: Path | None = None):
+    def __init__(self, task_id: str, target: OTLPTarget):
         self.task_id = task_id
-        self.events_file = events_file
         self.target = target
         self.builder = SpanBuilder(task_id)
         self.trace_id, self.resource, self.scope = trace_id_of(task_id), _resource(), _scope()
@@ -219,61 +216,26 @@ class LiveExport:
         self.processor = BatchSpanProcessor(self.exporter, max_queue_size=65_536, schedule_delay_millis=1000,
                                             max_export_batch_size=BATCH)
         self.made = 0
-        self.closed = False
-        self.events: queue.SimpleQueue = queue.SimpleQueue()
-        self.maker = threading.Thread(target=self._make, name="magent-otel-spans", daemon=True)
-        self.maker.start()
 
     def feed(self, event: dict[str, Any]) -> None:
-        """Take one event as it was written (masked); never blocks, never raises."""
-        self.events.put(event)
+        """Take one event as it was written (masked); never raises."""
+        try:
+            self._send(self.builder.feed(event))
+        except Exception as exc:  # telemetry never fails a run
+            self.notes.messages.append(f"{exc.__class__.__name__}: {exc}")
 
     def _send(self, spans: list[SpanData]) -> None:
         for span in spans:
             self.processor.on_end(to_sdk(span, self.trace_id, self.resource, self.scope))
             self.made += 1
 
-    def _learn(self) -> None:
-        """The sub-agent sessions earlier runs of the task opened (read before any event of this run
-        is turned into spans; lines this run is still writing are skipped)."""
-        if self.events_file is None:
-            return
+    def close(self) -> str | None:
+        """Send what is left (bounded); returns the warning to give when spans were lost."""
         try:
-            with open(self.events_file, "rb") as fh:
-                for line in fh:
-                    if b'"session_started"' in line:
-                        try:
-                            self.builder.remember(json.loads(line))
-                        except ValueError:
-                            continue
-        except OSError:
-            return
-
-    def _make(self) -> None:
-        try:
-            self._learn()
-        except Exception as exc:  # telemetry never fails a run
-            self.notes.messages.append(f"{exc.__class__.__name__}: {exc}")
-        while True:
-            event = self.events.get()
-            if event is None:
-                break
-            try:
-                self._send(self.builder.feed(event))
-            except Exception as exc:  # telemetry never fails a run
-                self.notes.messages.append(f"{exc.__class__.__name__}: {exc}")
-        self._send(self.builder.close())
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            self.events.put(None)
-            self.maker.join(CLOSE_WAIT)
+            self._send(self.builder.close())
             # The processor's shutdown drains the queue, waiting as long as the exporter takes; it
-            # runs aside so the run waits at most ``wait``, then the exporter is stopped, which
-            # ends its retries.
+            # runs aside so this waits at most ``wait``, then the exporter is stopped, which ends
+            # its retries.
             wait = CLOSE_WAIT_FAILING if self.exporter.failed else CLOSE_WAIT
             closer = threading.Thread(target=self.processor.shutdown, name="magent-otel-close", daemon=True)
             closer.start()
@@ -283,11 +245,9 @@ class LiveExport:
                 closer.join(0.5)
         except Exception as exc:  # telemetry never fails a run
             self.notes.messages.append(f"{exc.__class__.__name__}: {exc}")
-        finally:
-            if not any(t.name == "magent-otel-close" and t.is_alive() for t in threading.enumerate()):
-                self.quiet.__exit__()  # (a thread still sending keeps its log quiet until the process ends)
         lost = self.made - self.exporter.sent
-        if lost > 0:
-            warn(f"OpenTelemetry: {lost} of {self.made} spans did not reach {self.target.url} "
-                 f"({self.notes.reason()}); send them again with magent trace {self.task_id[:8]} "
-                 f"--otlp {self.target.url}")
+        if lost <= 0:
+            return None
+        return (f"OpenTelemetry: {lost} of {self.made} spans did not reach {self.target.url} "
+                f"({self.notes.reason()}); send them again with magent trace {self.task_id[:8]} "
+                f"--otlp {self.target.url}")

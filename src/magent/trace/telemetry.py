@@ -1,7 +1,8 @@
 """Where OpenTelemetry traces go, if anywhere: the environment or ``config/otel.yaml``.
 
-This module never imports OpenTelemetry; ``magent.trace.otel`` does, and only when an
-endpoint is configured (and the optional ``magent[otel]`` extra is installed).
+This module never imports OpenTelemetry; ``magent.trace.otel`` does, in ``--otlp`` and in
+the exporter process a live run starts (``magent.trace.otellive``), and only when the
+optional ``magent[otel]`` extra is installed.
 
 A run exports live when one of these is set (first wins):
 
@@ -121,18 +122,81 @@ def warn(message: str) -> None:
     print(f"magent: warning: {message}", file=sys.stderr, flush=True)
 
 
-def open_live(task_id: str, events_file: Path | None = None) -> Any:
-    """A live exporter for a run of ``task_id`` (``otel.LiveExport``), or None when no endpoint
-    is configured. ``events_file``: the task's events so far (a resumed run's exporter learns
-    the sub-agent sessions earlier runs opened from it, in the background). Without the OpenTelemetry SDK it says how to get it, once, and returns None:
-    a run is never stopped by its telemetry."""
+CLOSE_LIMIT = 30.0
+"""Seconds the end of a run waits for its exporter process at most (it bounds its own network
+wait to a few seconds; this only guards against a hung process)."""
+
+
+def sdk_missing() -> bool:
+    """Whether the OpenTelemetry SDK or its OTLP/HTTP exporter cannot be imported (without
+    importing them)."""
+    from importlib.util import find_spec
+
+    try:
+        return any(find_spec(name) is None for name in
+                   ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"))
+    except (ImportError, ValueError):
+        return True
+
+
+class LiveExport:
+    """The exporter process of a live run (``trace.otellive``), seen from the run.
+
+    Started with the run; it follows the events the run writes. ``close`` (at the end of
+    the run) tells it the run is over and waits for it, then gives its one warning, if any."""
+
+    def __init__(self, task_id: str, target: OTLPTarget, events_file: Path, after_seq: int):
+        import json
+        import subprocess
+
+        self.task_id = task_id
+        self.target = target
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "magent.trace.otellive"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, start_new_session=True)  # not in the terminal's Ctrl-C
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({
+            "task_id": task_id, "url": target.url, "headers": target.headers, "timeout": target.timeout,
+            "events_file": str(events_file), "after_seq": after_seq}) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        import json
+        import subprocess
+
+        try:
+            out, _ = self.proc.communicate(timeout=CLOSE_LIMIT)  # closes its stdin: the run is over
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            warn(f"OpenTelemetry: the exporter did not finish within {CLOSE_LIMIT:.0f} s; send this run's "
+                 f"spans again with magent trace {self.task_id[:8]} --otlp {self.target.url}")
+            return
+        except OSError:
+            return
+        try:
+            result = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            warn(f"OpenTelemetry: the exporter stopped unexpectedly (exit {self.proc.returncode}); send "
+                 f"this run's spans again with magent trace {self.task_id[:8]} --otlp {self.target.url}")
+            return
+        if result.get("warning"):
+            warn(str(result["warning"]))
+
+
+def open_live(task_id: str, events_file: Path, after_seq: int) -> LiveExport | None:
+    """The exporter of a run of ``task_id`` whose events go to ``events_file`` numbered after
+    ``after_seq``, or None when no endpoint is configured. Without the OpenTelemetry SDK it
+    says how to get it, once, and returns None: a run is never stopped by its telemetry."""
     target = configured()
     if target is None:
         return None
-    try:
-        from magent.trace.otel import LiveExport
-    except ImportError:
+    if sdk_missing():
         warn(f"{target.source} asks for OpenTelemetry export, but the SDK is not installed "
              "(pip install 'magent[otel]'); this run is not exported")
         return None
-    return LiveExport(task_id, target, events_file)
+    try:
+        return LiveExport(task_id, target, events_file, after_seq)
+    except OSError as exc:
+        warn(f"OpenTelemetry: could not start the exporter ({exc}); this run is not exported")
+        return None

@@ -1,0 +1,72 @@
+"""The exporter process of a live run: ``python -m magent.trace.otellive``.
+
+A run that exports live starts this process (``telemetry.LiveExport``) and writes one
+JSON line to its stdin: the task, the endpoint (headers included: they never reach
+argv, the environment or a file), the task's ``events.jsonl`` and the last sequence
+number before this run. It follows the file as the run appends to it — the same
+masked events ``magent trace ID --otlp`` reads later, so both give the same spans —
+learning the sub-agent sessions of earlier runs from the events before that number,
+and turning the run's own into spans that the SDK sends in the background.
+
+When the run ends it closes stdin; so does its death, even by ``kill -9``. The
+process then reads what is left, ends the spans still open (as unfinished when the
+run did not finish), gives the last batch a bounded time, prints one JSON line
+(``{"made": N, "sent": N, "warning": text or null}``) and exits. The run's process
+does none of this work: it neither builds a span nor imports the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+POLL = 0.2
+"""Seconds between reads of events.jsonl while the run goes on."""
+
+
+def serve(config: dict, stdin_closed: threading.Event) -> dict:
+    from magent.trace.follow import Tail
+    from magent.trace.otel import LiveExport
+    from magent.trace.telemetry import OTLPTarget
+
+    target = OTLPTarget(url=config["url"], headers=config.get("headers"), timeout=float(config["timeout"]))
+    export = LiveExport(config["task_id"], target)
+    before = int(config.get("after_seq") or 0)
+    tail = Tail(config["events_file"])
+    while True:
+        ended = stdin_closed.wait(POLL)
+        for event in tail.read():  # after the run closed stdin, this read gets its last events
+            if int(event.get("seq") or 0) <= before:
+                export.builder.remember(event)
+            else:
+                export.feed(event)
+        if ended:
+            break
+    warning = export.close()
+    return {"made": export.made, "sent": export.exporter.sent, "warning": warning}
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the run; this ends when it does
+    try:
+        config = json.loads(sys.stdin.readline())
+    except ValueError:  # the run died before it said what to export
+        return
+    stdin_closed = threading.Event()
+
+    def wait_for_eof() -> None:
+        sys.stdin.read()
+        stdin_closed.set()
+
+    threading.Thread(target=wait_for_eof, name="magent-otel-stdin", daemon=True).start()
+    result = serve(config, stdin_closed)
+    try:
+        print(json.dumps(result), flush=True)
+    except OSError:  # the run is gone: nobody to tell
+        pass
+
+
+if __name__ == "__main__":
+    main()
