@@ -45,7 +45,9 @@ def test_tasks_list_json_parses_and_has_the_fields(std):
 
 @pytest.mark.parametrize("status,expected", [
     ("completed", ["forked", "completed"]), ("failed", ["failed"]),
-    ("awaiting_human", ["paused"]), ("pending", ["empty"]), ("cancelled", []), ("running", []),
+    ("awaiting_human", ["paused"]), ("cancelled", []), ("running", []),
+    # a pending task no process holds never got going: it shows (and filters) as interrupted
+    ("pending", []), ("interrupted", ["empty"]),
 ])
 def test_tasks_list_status_filter(std, status, expected):
     rows = _json(invoke("tasks", "list", "--status", status, "--json"))
@@ -65,15 +67,18 @@ def test_tasks_list_on_an_empty_home():
     assert _json(invoke("tasks", "list", "--json")) == []
 
 
-def test_tasks_list_marks_a_running_task_without_a_live_holder():
+def test_tasks_list_shows_a_running_task_without_a_live_holder_as_interrupted():
     home = HomeBuilder()
     dead = home.task("crashed mid-run", status="running")
     live = home.task("running now", status="running")
     with live.dir.lock():
         out = invoke("tasks", "list").out
-    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
-    assert "running (not live)" in rows[dead.id[:8]]
-    assert "not live" not in rows[live.id[:8]]
+        listed = {r["id"]: r["status"] for r in _json(invoke("tasks", "list", "--json"))}
+        only = _json(invoke("tasks", "list", "--status", "interrupted", "--json"))
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:]}
+    assert rows == {dead.id[:8]: "interrupted", live.id[:8]: "running"}
+    assert listed == {dead.id: "interrupted", live.id: "running"}
+    assert [r["id"] for r in only] == [dead.id]
 
 
 def test_tasks_list_warns_about_a_broken_task_and_lists_the_rest(std):
@@ -271,7 +276,7 @@ def test_in_a_narrow_terminal_only_the_description_is_shortened(monkeypatch):
     monkeypatch.setattr(render, "is_terminal", lambda: True)
     monkeypatch.setattr(render, "console", lambda stderr=False: Console(
         file=buf, width=110, force_terminal=True, color_system=None, highlight=False))
-    render.task_table(list_rows(), {})
+    render.task_table(list_rows())
     lines = buf.getvalue().splitlines()
     assert lines[0].split() == ["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"]
     assert all(len(line) <= 110 for line in lines) and len(lines[1]) == 110
@@ -293,7 +298,10 @@ def test_long_text_is_not_rewrapped_in_a_pipe():
 
 def test_tasks_show_says_whether_a_running_task_is_live():
     t = HomeBuilder().task("crashed", status="running")
-    assert "status       running (not live: resume it)" in invoke("tasks", "show", t.id).out
+    shown = invoke("tasks", "show", t.id).out
+    assert f"status       interrupted (continue with `magent resume {t.id[:8]}`)" in shown
+    assert _json(invoke("tasks", "show", t.id, "--json"))["status"] == "interrupted"
     with t.dir.lock():
         out = invoke("tasks", "show", t.id).out
-    assert "status       running\n" in out
+        doc = _json(invoke("tasks", "show", t.id, "--json"))
+    assert "status       running\n" in out and doc["status"] == "running"

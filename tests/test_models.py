@@ -216,9 +216,9 @@ def test_message_roles_and_tool_calls():
 
 # Task -------------------------------------------------------------------------------------
 
-def test_task_statuses_are_the_seeds_four_plus_two():
+def test_task_statuses_are_the_seeds_four_plus_three():
     assert {s.value for s in TaskStatus} == {"pending", "running", "completed", "failed",
-                                             "awaiting_human", "cancelled"}
+                                             "awaiting_human", "interrupted", "cancelled"}
     assert _task().status is TaskStatus.pending
     assert {s.value for s in TaskStatus if s.finished} == {"completed", "failed", "cancelled"}
     with pytest.raises(ValidationError):

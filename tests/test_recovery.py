@@ -7,6 +7,7 @@ a failed model — and checks that the documented command continues it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,14 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import run, invoke
 from support.engine import task_dir, write
 
 TOOLBOX = Path(__file__).resolve().parent / "servers" / "toolbox.py"
 
 
-def toolbox_flow(folder: Path) -> Path:
-    """One agent that calls toolbox.echo once, then answers; the server's start-up can be slowed."""
+ECHO = "{name: toolbox.echo, arguments: {text: hello}}"
+SLOW = "{name: toolbox.slow, arguments: {seconds: 60}}"
+
+
+def toolbox_flow(folder: Path, first: str = ECHO) -> Path:
+    """One agent that calls a toolbox tool once (``first``), then answers; the server's start-up
+    can be slowed."""
     write(folder, "mcp.yaml", f"""
         servers:
           - name: toolbox
@@ -34,16 +40,16 @@ def toolbox_flow(folder: Path) -> Path:
               args: [{TOOLBOX}]
               env: {{TOOLBOX_START_DELAY: "${{START_DELAY:-0}}", TOOLBOX_PIDFILE: "${{PIDFILE:-}}"}}
         """)
-    write(folder, "echoer.script.yaml", """
+    write(folder, "echoer.script.yaml", f"""
         responses:
-          - tool_calls: [{name: toolbox.echo, arguments: {text: hello}}]
+          - tool_calls: [{first}]
           - content: the server said hello
         """)
     write(folder, "echoer.yaml", """
         name: echoer
         role: echoes
         system_prompt: echo
-        tools: [toolbox.echo]
+        tools: [toolbox.*]
         llm_config: {model: scripted, script: echoer.script.yaml}
         """)
     return write(folder, "flow.yaml", """
@@ -124,3 +130,57 @@ def test_a_run_is_pending_then_running_and_starts_after_it_was_created(tmp_path:
     assert done.code == 0, done.err
     task = task_dir(only_task(magent_home)).load_task()
     assert task.created_at <= task.started_at <= task.completed_at
+
+
+def started_run(flow: Path, **env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "say hello"],
+                            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def wait_for_event(home: Path, text: str, proc: subprocess.Popen, timeout: float = 60) -> str:
+    deadline = time.time() + timeout
+    while True:
+        found = list((home / "tasks").glob("*/events.jsonl"))
+        if found and text in found[0].read_text():
+            return found[0].parent.name
+        assert proc.poll() is None, "the run ended early"
+        assert time.time() < deadline, f"the run never wrote {text}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "kill-9"])
+def test_a_stopped_run_shows_as_interrupted_wherever_a_status_is_shown(sig: int, tmp_path: Path,
+                                                                      magent_home: Path) -> None:
+    """Item 4: Ctrl-C, SIGTERM and kill -9 all leave a task that says `interrupted`, --json too."""
+    flow = toolbox_flow(tmp_path, first=SLOW)
+    proc = started_run(flow)
+    try:
+        task_id = wait_for_event(magent_home, '"tool":"toolbox.slow"', proc)
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == (130 if sig != signal.SIGKILL else -sig)
+
+    listed = json.loads(invoke("tasks", "list", "--json").out)
+    assert [(t["id"], t["status"]) for t in listed] == [(task_id, "interrupted")]
+    (row,) = invoke("tasks", "list").out.splitlines()[1:]
+    assert row.split()[:2] == [task_id[:8], "interrupted"]
+    assert [t["id"] for t in json.loads(invoke("tasks", "list", "-s", "interrupted", "--json").out)] == [task_id]
+    assert json.loads(invoke("tasks", "show", task_id, "--json").out)["status"] == "interrupted"
+    assert "status       interrupted (continue with" in invoke("tasks", "show", task_id).out
+    assert invoke("trace", task_id).out.splitlines()[0].endswith("· interrupted")
+    swept = json.loads(invoke("retention", "sweep", "--dry-run", "--json").out)
+    assert [(t["task_id"], t["status"]) for t in swept["tasks"]] in ([], [(task_id, "interrupted")])
+    shown = invoke("retention", "show").out
+    assert f"{task_id[:8]}  interrupted" in shown
+
+    resumed = run("resume", task_id, "--no-input")
+    if resumed.code == 3:  # the slow call may have run: a person decides
+        resumed = run("resume", task_id, "--reject")
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    assert task_dir(task_id).load_task().status.value == "completed"

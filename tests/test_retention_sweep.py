@@ -75,26 +75,32 @@ def test_a_home_of_every_status_and_age_is_swept_exactly_per_the_policy(magent_h
     go.append(make_task(home, "completed", done_days=1.5, tags=["critical"], retention_days=1))
     stay.append(make_task(home, "completed", done_days=11, tags=["debug"], retention_days=60))
     go.append(make_task(home, "completed", done_days=0.01, retention_days=0))
-    # running and paused are protected whatever their age, tags or own days
-    stay.append(make_task(home, "running", updated_days=400, tags=["debug"]))
+    # running (a live run) and paused are protected whatever their age, tags or own days
+    running = make_task(home, "running", updated_days=400, tags=["debug"])
+    stay.append(running)
     stay.append(make_task(home, "awaiting_human", updated_days=400, retention_days=0))
+    # a running task whose process died is interrupted: not protected, it goes by the precedence
+    go.append(make_task(home, "running", updated_days=3, tags=["debug"]))
+    stay.append(make_task(home, "running", updated_days=5))
     home.close()
 
-    r = invoke("retention", "sweep")
+    with running.dir.lock():
+        r = invoke("retention", "sweep")
     assert r.code == 0, r.err
     assert task_ids(magent_home) == {t.id for t in stay}
     line = r.out.strip()
     assert len(r.out.splitlines()) == 1
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d retention sweep: ", line)
     assert (f"scanned {len(go) + len(stay)} tasks: removed {len(go)} (" in line
-            and ", kept 5, skipped 2 (1 paused, 1 running)" in line), line
+            and ", kept 6, skipped 2 (1 paused, 1 running)" in line), line
     for t in go:  # the task's lock files go with it
         assert not list((magent_home / "locks").glob(f"{t.id}.*"))
     assert (magent_home / "locks" / f"{stay[0].id}.lock").exists()
     assert not [n for n in os.listdir(magent_home / "tasks") if n.startswith(".trash-")]
     # a second sweep has nothing to do
-    r = invoke("retention", "sweep")
-    assert r.code == 0 and "removed 0 (0 B), kept 5, skipped 2" in r.out
+    with running.dir.lock():
+        r = invoke("retention", "sweep")
+    assert r.code == 0 and "removed 0 (0 B), kept 6, skipped 2" in r.out
 
 
 def test_bytes_freed_are_the_sizes_of_the_removed_files(magent_home: Path):

@@ -138,7 +138,7 @@ def test_a_running_task_is_shown_from_its_events(tmp_path: Path, magent_home: Pa
         assert head.endswith("· running · live")
         assert "▸ review  reflection · critic · running…" in result.out
     dead = invoke("trace", task_id)  # nobody holds it: the run died
-    assert "running (not live)" in dead.out.splitlines()[0]
+    assert dead.out.splitlines()[0].endswith("· interrupted")
     assert "did not finish" in dead.out
     assert "events.jsonl: torn last line ignored" in dead.err
 

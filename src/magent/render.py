@@ -6,16 +6,14 @@ import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from magent.vocabulary import STATUS_STYLE
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from magent.models import CheckpointSummary, State, Task
     from magent.store.listing import TaskRow
 
-STATUS_STYLE = {
-    "pending": "dim", "running": "cyan", "awaiting_human": "yellow", "completed": "green",
-    "failed": "red", "cancelled": "magenta",
-}
 
 
 def console(stderr: bool = False) -> "Console":
@@ -90,25 +88,23 @@ def grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
     out.print(Text("\n").join([line(header, bold=True)] + [line(r) for r in rows]), soft_wrap=True)
 
 
-def task_table(rows: list["TaskRow"], live: dict[str, bool]) -> None:
+def task_table(rows: list["TaskRow"]) -> None:
     """``magent tasks list``: one line per task row (``store.listing``), newest first."""
     if not rows:
         print("no tasks yet: start one with `magent run TARGET -t TEXT`")
         return
     cells: list[list[Any]] = []
     for t in rows:
-        status = t.status
-        if status == "running" and not live.get(t.id, True):
-            status = "running (not live)"
-        cells.append([t.id[:8], (status, STATUS_STYLE.get(t.status, "")), t.workflow,
+        cells.append([t.id[:8], (t.status, STATUS_STYLE.get(t.status, "")), t.workflow,
                       short(t.description, 60), ago(t.created_at), str(t.steps), f"${t.cost:.4f}"])
     grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], cells, flexible=3)
 
 
-def task_detail(task: "Task", live: bool, checkpoints: int, sessions: list[dict[str, Any]] = ()) -> None:
+def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] = ()) -> None:
     out = console()
     style = STATUS_STYLE.get(task.status.value, "")
-    status = task.status.value + ("" if live or task.status.value != "running" else " (not live: resume it)")
+    status = task.status.value + (f" (continue with `magent resume {task.id[:8]}`)"
+                                  if task.status.value == "interrupted" else "")
     rows = [
         ("id", task.id), ("status", f"[{style}]{status}[/]"), ("workflow", _esc(task.workflow)),
         ("target", _esc(task.target or "-")), ("task", _esc(task.description)),

@@ -11,6 +11,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+TASK_STATUSES = ("pending", "running", "awaiting_human", "interrupted", "completed", "failed", "cancelled")
+"""The values of ``models.TaskStatus`` (a test keeps them equal), for the light command paths."""
+
+STATUS_STYLE = {
+    "pending": "dim", "running": "cyan", "awaiting_human": "yellow", "interrupted": "dark_orange",
+    "completed": "green", "failed": "bold red", "cancelled": "magenta",
+}
+"""How each task status looks in a terminal (the task table, ``tasks show``, the trace)."""
+
 
 def plural(n: int, word: str) -> str:
     """``plural(1, "step")`` → ``1 step``; ``plural(1200, "step")`` → ``1,200 steps``."""

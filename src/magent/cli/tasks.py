@@ -8,10 +8,9 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import TaskId
+from magent.vocabulary import TASK_STATUSES as STATUSES
 
 app = typer.Typer(help="List, inspect and cancel tasks.", no_args_is_help=True)
-
-STATUSES = ("pending", "running", "awaiting_human", "completed", "failed", "cancelled")
 
 
 @app.command("list", epilog=examples(
@@ -22,12 +21,10 @@ def list_tasks(
     status: Annotated[Optional[str], typer.Option("--status", "-s", metavar="STATUS", help=f"Only tasks with this status: {', '.join(STATUSES)}.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
 ) -> None:
-    """List tasks, newest first."""
+    """List tasks, newest first. A run whose process died (kill -9, a reboot) shows as interrupted."""
     # The light listing path: neither pydantic nor the models are imported here.
-    from magent import paths
     from magent.api.reading import tasks
     from magent.cli.output import print_json, warn
-    from magent.store.locks import Lock
 
     problems: list[str] = []
     rows = tasks(status, problems=problems)
@@ -38,9 +35,7 @@ def list_tasks(
         return
     from magent import render
 
-    locks = paths.locks_dir()
-    live = {r.id: not Lock(locks, r.id, "").is_free() for r in rows if r.status == "running"}
-    render.task_table(rows, live)
+    render.task_table(rows)
 
 
 @app.command("show", epilog=examples("magent tasks show 3f2a", "magent tasks show 3f2a --json"))
@@ -51,12 +46,10 @@ def show(
     """Show one task: status, timing, usage, result or error."""
     from magent.api.result import result_of
     from magent.cli.output import print_json
-    from magent.models import TaskStatus
     from magent.store import Store
 
-    store = Store()
-    td = store.task(task_id)
-    task = td.load_task()
+    td = Store().task(task_id)
+    task = td.shown_task()
     if json_out:
         print_json({**task.model_dump(mode="json"), "agent_result": result_of(td, task).model_dump(mode="json")})
         return
@@ -64,9 +57,8 @@ def show(
 
     from magent.trace.load import load_view
 
-    live = task.status != TaskStatus.running or not td.lock().is_free()
     sessions = list((load_view(td).doc.get("sub_agent_sessions") or {}).values())
-    render.task_detail(task, live, len(td.checkpoints.numbers()), sessions)
+    render.task_detail(task, len(td.checkpoints.numbers()), sessions)
 
 
 @app.command("cancel", epilog=examples("magent tasks cancel 3f2a"))

@@ -164,8 +164,7 @@ class Executor:
                 "parent_id": cp.checkpoint_id, "reason": "interrupt", "created_at": now(),
                 "sha256": None}))
         ctx.bus.emit("interrupted", ctx.position, message="stopped by a signal; resume with magent resume")
-        task = ctx.task.model_copy(update={"error": "interrupted; continue with `magent resume "
-                                                    f"{ctx.task.id[:8]}`"})
+        task = ctx.task.model_copy(update={"status": TaskStatus.interrupted, "error": "stopped by a signal"})
         ctx.task = ctx.td.save_task(self._with_usage(task))
 
     def end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,

@@ -16,6 +16,7 @@ class RetentionPolicy(Model):
     by_task: dict[str, NonNegativeInt] = Field(default_factory=dict)
     """Task tag → days; when several tags match, the longest wins."""
     by_status: dict[TaskStatus, NonNegativeInt] = Field(default_factory=dict)
-    """Task status → days. Running and awaiting tasks are only swept if named here."""
+    """Task status → days. Running and awaiting tasks are only swept if named here (a run
+    whose process died counts as ``interrupted``, which is not protected)."""
     keep_checkpoints: PositiveInt | None = None
     """Keep at most this many checkpoints per task (the newest, plus any a fork or pause needs)."""

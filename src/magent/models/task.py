@@ -12,11 +12,18 @@ from magent.models.base import Document, Model, Timestamp, UUID4Str
 
 
 class TaskStatus(str, Enum):
-    """Lifecycle of a task: the seed's four plus ``awaiting_human`` and ``cancelled``."""
+    """Lifecycle of a task: the seed's four plus ``awaiting_human``, ``interrupted`` and ``cancelled``.
+
+    ``pending`` (created, not started) and ``running`` hold while a process runs the task;
+    a task stopped by a signal is written ``interrupted``, and one whose process died
+    without a word (``kill -9``, a reboot) is *shown* as ``interrupted`` wherever a status
+    is shown (``store.listing.shown_status``). Both continue with ``magent resume``.
+    """
 
     pending = "pending"
     running = "running"
     awaiting_human = "awaiting_human"
+    interrupted = "interrupted"
     completed = "completed"
     failed = "failed"
     cancelled = "cancelled"

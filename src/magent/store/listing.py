@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,26 @@ from magent import paths
 from magent.errors import StoreError, TaskNotFoundError
 from magent.ids import is_uuid4
 from magent.schema import SCHEMA_VERSION
+from magent.vocabulary import TASK_STATUSES
 
-TASK_STATUSES = ("pending", "running", "awaiting_human", "completed", "failed", "cancelled")
-"""The values of ``models.TaskStatus`` (a test keeps them equal)."""
+UNSETTLED = ("pending", "running")
+"""Statuses that hold only while a process runs the task (and holds its lock)."""
+
+
+def shown_status(status: str, live: bool) -> str:
+    """The status to show: a pending or running task that no process holds is ``interrupted``.
+
+    Such a task's process died without a word (``kill -9``, a reboot, a lost terminal);
+    it continues with ``magent resume`` like one stopped by Ctrl-C.
+    """
+    return "interrupted" if status in UNSETTLED and not live else status
+
+
+def is_live(locks_dir: Path, task_id: str) -> bool:
+    """A process holds the task's lock now (probed read-only)."""
+    from magent.store.locks import is_held
+
+    return is_held(locks_dir / f"{task_id}.lock")
 
 TASK_SCHEMA_VERSION = SCHEMA_VERSION
 """Newer task.json files are refused."""
@@ -106,10 +123,12 @@ def list_rows(root: Path | None = None, status: str | None = None,
               problems: list[str] | None = None) -> list[TaskRow]:
     """Rows of every task under the home ``root`` (default ``$MAGENT_HOME``), newest first.
 
-    ``status`` keeps only tasks with that status. A task whose task.json cannot be
-    read is left out and described in ``problems``.
+    Statuses are as shown (``shown_status``: a dead run is ``interrupted``), in the rows
+    and their documents; ``status`` keeps only tasks with that status. A task whose
+    task.json cannot be read is left out and described in ``problems``.
     """
     tasks_dir = paths.tasks_dir(root)
+    locks_dir = paths.locks_dir(root)
     rows: list[TaskRow] = []
     for task_id in task_ids(tasks_dir):
         try:
@@ -118,6 +137,10 @@ def list_rows(root: Path | None = None, status: str | None = None,
             if problems is not None:
                 problems.append(str(exc))
             continue
+        if row.status in UNSETTLED:
+            shown = shown_status(row.status, is_live(locks_dir, task_id))
+            row.doc["status"] = shown
+            row = replace(row, status=shown)
         if status is None or row.status == status:
             rows.append(row)
     rows.sort(key=lambda r: r.created_at, reverse=True)

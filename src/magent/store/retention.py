@@ -34,6 +34,7 @@ import secrets
 import shutil
 import stat
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable
@@ -43,13 +44,16 @@ from magent.ids import is_uuid4, now
 from magent.models import RetentionPolicy, TaskStatus
 from magent.store.checkpoints import file_name
 from magent.store.files import fsync_dir
+from magent.store.listing import shown_status
 from magent.store.locks import Lock, is_held
 from magent.store.taskscan import TaskRecord, lsize, read_record, task_fields, tree_size  # noqa: F401
 from magent.store.tasks import Store
 
 SWEEP_LOCK = "retention-sweep"
 PROTECTED = (TaskStatus.running, TaskStatus.awaiting_human)
-"""Statuses that are never swept unless ``by_status`` names them."""
+"""Statuses that are never swept unless ``by_status`` names them. A running (or pending) task
+whose process died counts as ``interrupted``, which is not protected: it goes by the same
+precedence as a failed one, counted from when it was last updated."""
 
 _TRASH = re.compile(r"^\.trash-([0-9a-f-]{36})-[0-9a-f]{8}$")
 _CHECKPOINT = re.compile(r"^checkpoint_(\d{3,})\.json$")
@@ -227,7 +231,8 @@ class Retention:
                                         f"tasks/{name} is {what}; left alone"))
                 continue
             try:
-                records.append(read_record(os.path.join(tasks_dir, name), name))
+                records.append(_as_shown(read_record(os.path.join(tasks_dir, name), name),
+                                         live=is_held(self._lock_file(name))))
             except StoreError as exc:
                 verdicts.append(Verdict(name, None, "skip", "unreadable", f"{exc}; left in place"))
         forked: dict[str, set[int]] = {}
@@ -316,7 +321,8 @@ class Retention:
         try:
             # Judge again under the lock: the task may have been resumed since the scan.
             try:
-                fresh = self.judge(read_record(path, v.task_id))
+                # We hold its lock now, so a pending or running task is a dead one.
+                fresh = self.judge(_as_shown(read_record(path, v.task_id), live=False))
             except StoreError as exc:
                 fresh = Verdict(v.task_id, None, "skip", "unreadable", f"{exc}; left in place")
             if fresh.action != "remove":
@@ -392,6 +398,12 @@ class Retention:
                 os.unlink(self.store.locks_dir / f"{task_id}{suffix}")
             except FileNotFoundError:
                 pass
+
+
+def _as_shown(record: TaskRecord, live: bool) -> TaskRecord:
+    """The record with the status commands show (a dead pending or running task is interrupted)."""
+    shown = shown_status(record.status.value, live)
+    return record if shown == record.status.value else dataclass_replace(record, status=TaskStatus(shown))
 
 
 def _newest_pause(task_dir: str, numbers: list[int]) -> int | None:

@@ -31,7 +31,7 @@ from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
     DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
 )
-from magent.store.listing import check_readable, task_ids
+from magent.store.listing import UNSETTLED, check_readable, task_ids
 from magent.store.locks import Lock
 from magent.store.migrations import migrate
 
@@ -80,6 +80,13 @@ class TaskDir:
             # A copied or hand-edited directory: trusting either id would misattribute it.
             raise StoreError(f"task {self.id}: task.json names another task ({task.id})")
         return task
+
+    def shown_task(self) -> Task:
+        """The task as commands show it: a pending or running one no process holds is interrupted."""
+        task = self.load_task()
+        if task.status.value not in UNSETTLED or not self.lock().is_free():
+            return task
+        return task.model_copy(update={"status": TaskStatus.interrupted})
 
     def save_task(self, task: Task) -> Task:
         """Write ``task`` as task.json (atomically) with ``updated_at`` set to now; returns it."""
@@ -228,9 +235,10 @@ class Store:
         return TaskDir(self, self.resolve(text))
 
     def iter_tasks(self, problems: list[str] | None = None) -> Iterator[Task]:
+        """Every readable task, as commands show it (``TaskDir.shown_task``)."""
         for task_id in self.task_ids():
             try:
-                yield TaskDir(self, task_id).load_task()
+                yield TaskDir(self, task_id).shown_task()
             except (StoreError, TaskNotFoundError) as exc:
                 if problems is not None:
                     problems.append(str(exc))

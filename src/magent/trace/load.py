@@ -81,10 +81,9 @@ class TraceView:
     def status(self) -> str:
         if self.task is None:
             return "unknown"
-        status = self.task.status
-        if status == "running" and not self.live:
-            return "running (not live)"
-        return status
+        from magent.store.listing import shown_status
+
+        return shown_status(self.task.status, self.live)
 
 
 def _mtime(path: Any) -> float | None:
@@ -155,7 +154,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
 
     notes: list[str] = []
     task = read_task(td, notes)
-    live = task is not None and task.status == "running" and not td.lock().is_free()
+    live = task is not None and task.status in ("pending", "running") and not td.lock().is_free()
     created = task.created_at if task is not None else None
 
     trace_notes: list[str] = []

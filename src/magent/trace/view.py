@@ -17,14 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from magent.trace.load import TraceView
-from magent.vocabulary import plural
+from magent.vocabulary import STATUS_STYLE, plural
 
 Segment = tuple[str, "str | None"]
 Line = list[Segment]
 
 OUTCOME_STYLE = {"SUCCESS": "green", "FAILURE": "yellow", "ERROR": "bold red", "TIMEOUT": "bold red"}
-STATUS_STYLE = {"pending": "dim", "running": "cyan", "awaiting_human": "yellow", "completed": "green",
-                "failed": "bold red", "cancelled": "magenta", "running (not live)": "yellow"}
 FOLD_OVER = 12
 FOLD_KEEP = 4
 
