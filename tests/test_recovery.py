@@ -184,3 +184,67 @@ def test_a_stopped_run_shows_as_interrupted_wherever_a_status_is_shown(sig: int,
         resumed = run("resume", task_id, "--reject")
     assert resumed.code == 0, (resumed.out, resumed.err)
     assert task_dir(task_id).load_task().status.value == "completed"
+
+
+PUBLISH = Path(__file__).resolve().parent.parent / "examples" / "workflows" / "publish.yaml"
+
+
+def test_a_pause_whose_checkpoint_is_damaged_is_reached_again_by_plain_resume(magent_home: Path) -> None:
+    """Item 2: the pause checkpoint is truncated; the decision is refused with the command that
+    works, and plain `resume` runs from the checkpoint before it to the same pause again."""
+    paused = run("run", str(PUBLISH), "-t", "Announce that the office is closed on Friday", "--no-input")
+    assert paused.code == 3, (paused.out, paused.err)
+    task_id = only_task(magent_home)
+    td = task_dir(task_id)
+    last = td.checkpoints.numbers()[-1]
+    damaged = td.checkpoints.path(last)
+    damaged.write_bytes(damaged.read_bytes()[:40])          # a torn write, as a crash leaves
+
+    refused = run("resume", task_id, "--approve")
+    assert refused.code == 2
+    assert "was damaged" in refused.err and f"`magent resume {task_id[:8]}`" in refused.err
+    assert (td.path / f"{damaged.name}.corrupt").exists()      # moved aside, never deleted
+
+    again = run("resume", task_id, "--no-input")
+    assert again.code == 3, (again.out, again.err)
+    assert "waiting for a person at 'approve'" in again.out
+    done = run("resume", task_id, "--approve")
+    assert done.code == 0, (done.out, done.err)
+    assert td.load_task().status.value == "completed"
+
+
+def test_a_failed_task_is_retried_by_resume_from_its_last_good_checkpoint(tmp_path: Path,
+                                                                         magent_home: Path) -> None:
+    """Item 5: after a model outage the task failed; `resume` retries the failed turn, and the
+    turn before it (its reply and tool result on disk) is not asked again."""
+    from support.openai_stub import STUB_KEY, OpenAIStub
+
+    with OpenAIStub() as stub:
+        stub.tool_call("kv__set", {"key": "city", "value": "Lyon"}, content="Storing it.")
+        stub.error(500)                                       # the outage: no retries left
+        agent = write(tmp_path, "keeper.yaml", f"""
+            name: keeper
+            role: stores things
+            system_prompt: Store what you are told, then confirm.
+            tools: [kv.set]
+            llm_config:
+              model: openai/stub-model
+              endpoint: {stub.url}
+              api_key: ${{STUB_TEST_KEY}}
+              max_retries: 0
+            """)
+        env = {"STUB_TEST_KEY": STUB_KEY}
+        # (litellm takes seconds to import, minutes on a loaded machine: a generous timeout)
+        failed = run("run", str(agent), "-t", "Remember the city Lyon", env=env, timeout=600)
+        assert failed.code == 1, (failed.out, failed.err)
+        task_id = only_task(magent_home)
+        assert task_dir(task_id).load_task().status.value == "failed"
+
+        stub.text("Stored: Lyon.")                            # the endpoint is back
+        retried = run("resume", task_id, env=env, timeout=600)
+        assert retried.code == 0, (retried.out, retried.err)
+        assert len(stub.requests) == 3                       # the first turn was not asked again
+    assert "retried from checkpoint" in retried.out
+    task = task_dir(task_id).load_task()
+    assert task.status.value == "completed" and task.result == "Stored: Lyon." and task.error is None
+    assert task.completed_at is not None and task.usage.calls == 2

@@ -127,21 +127,22 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         if not td.checkpoints.ever_written():
             return await _start_again(graph, td, task, decision, set_values, options, sinks)
         cp, notes, entries = _latest(td)
-        if task.status == TaskStatus.awaiting_human and not cp.awaiting_human:
-            raise TaskStateError(f"task {task.id[:8]} is marked awaiting a person but its latest "
-                                 "checkpoint is not a pause; resume without a decision to continue")
+        _check_pause(task, cp, decision, notes)
         # Check every input before anything is written.
         feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
         needs = prepare(graph, options)
         seq, later = events_after(td.events_file, cp.events_seq)
-        task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None}))
+        retry = task.status == TaskStatus.failed
+        task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
+                                                    "completed_at": None}))
         ctx = _context(needs, td, task, options, sinks, start_seq=seq)
         try:
             recover(ctx, cp, entries, later)
             for note in notes:
                 ctx.bus.emit("warning", None, message=note)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
-                         from_checkpoint=cp.sequence, description=ctx.redactor.text(task.description))
+                         from_checkpoint=cp.sequence, retry=retry or None,
+                         description=ctx.redactor.text(task.description))
             await _start_tools(ctx)
             return await _go_on(ctx, cp, feedback, new_state)
         finally:
@@ -288,21 +289,38 @@ async def _close(ctx: RunContext) -> None:
 
 
 def _check_resumable(task: Task, decision: Decision | None) -> None:
+    """Which tasks ``resume`` continues: all but completed and cancelled ones. A failed task is
+    retried from its last checkpoint (what people want after a model outage)."""
     short = task.id[:8]
     if task.status == TaskStatus.completed:
-        raise TaskStateError(f"task {short} is completed; nothing to resume (start a new branch with "
+        raise TaskStateError(f"task {short} is completed; nothing to resume (to branch from one of its "
+                             f"checkpoints: `magent checkpoints list {short}`, then "
                              f"`magent resume {short} --from-checkpoint N`)")
     if task.status == TaskStatus.cancelled:
         raise TaskStateError(f"task {short} was cancelled; it cannot be resumed")
-    if task.status == TaskStatus.failed:
-        raise TaskStateError(f"task {short} failed ({task.error}); retry from a checkpoint with "
-                             f"`magent resume {short} --from-checkpoint N`")
-    if task.status == TaskStatus.awaiting_human and decision is None:
-        raise TaskStateError(f"task {short} is waiting for a person: give --approve, --reject or "
-                             "--modify FILE (with --message TEXT)")
     if task.status != TaskStatus.awaiting_human and decision is not None:
         raise TaskStateError(f"task {short} is {task.status.value}, not waiting for a person; "
                              f"--{decision.action} has nothing to answer")
+
+
+def _check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) -> None:
+    """A paused task takes a decision, unless the checkpoint of its pause was lost.
+
+    When the pause's checkpoint was damaged (and moved aside by ``_latest``), the latest
+    valid one comes before the pause: a decision would answer a question nobody can see,
+    so it is refused, and a plain resume runs from there to the same pause again.
+    """
+    short = task.id[:8]
+    if task.status != TaskStatus.awaiting_human:
+        return
+    if cp.awaiting_human and decision is None:
+        raise TaskStateError(f"task {short} is waiting for a person: give --approve, --reject or "
+                             "--modify FILE (with --message TEXT)")
+    if not cp.awaiting_human and decision is not None:
+        why = "; ".join(notes) or "it is missing"
+        raise TaskStateError(f"the checkpoint of the pause task {short} was waiting at was damaged ({why}); "
+                             f"run `magent resume {short}` to reach the pause again from checkpoint "
+                             f"{cp.sequence}, then answer it")
 
 
 def _latest(td: TaskDir):
