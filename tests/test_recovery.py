@@ -248,3 +248,60 @@ def test_a_failed_task_is_retried_by_resume_from_its_last_good_checkpoint(tmp_pa
     task = task_dir(task_id).load_task()
     assert task.status.value == "completed" and task.result == "Stored: Lyon." and task.error is None
     assert task.completed_at is not None and task.usage.calls == 2
+
+
+def stale_temps(task_path: Path) -> list[str]:
+    return sorted(p.name for p in task_path.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_temp_files_of_killed_writes_go_when_the_task_is_next_opened(tmp_path: Path,
+                                                                     magent_home: Path) -> None:
+    """Item 3: a kill -9 between writing a checkpoint's temp copy and linking it into place."""
+    flow = toolbox_flow(tmp_path)
+    killed = run("run", str(flow), "-t", "say hello", env={"MAGENT_FAILPOINT": "before_link@2"})
+    assert killed.code == -signal.SIGKILL
+    task_id = only_task(magent_home)
+    td = task_dir(task_id)
+    (left,) = stale_temps(td.path)
+    assert left.startswith(".checkpoint_001.json.")
+
+    planned = json.loads(invoke("retention", "sweep", "--dry-run", "--json").out)
+    assert planned["temp_files"] == 1 and planned["tasks"][0]["temp_files"] == [left]
+    assert stale_temps(td.path) == [left]                  # a dry run changes nothing
+
+    resumed = run("resume", task_id)
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    assert stale_temps(td.path) == []
+
+
+def test_retention_removes_temp_files_of_a_task_nobody_resumes(tmp_path: Path, magent_home: Path) -> None:
+    flow = toolbox_flow(tmp_path)
+    run("run", str(flow), "-t", "say hello", env={"MAGENT_FAILPOINT": "before_link@2"})
+    td = task_dir(only_task(magent_home))
+    assert len(stale_temps(td.path)) == 1
+    swept = run("retention", "sweep")
+    assert swept.code == 0 and "removed 1 temp file of killed writes" in swept.out, swept.out
+    assert stale_temps(td.path) == [] and td.path.exists()  # the task itself stays
+
+
+def test_retention_clears_the_staging_directory_of_a_killed_start(magent_home: Path) -> None:
+    """What a kill inside Store.create_task leaves: a hidden half-built directory, never listed."""
+    from magent.ids import new_id
+
+    task_id = new_id()
+    staging = magent_home / "tasks" / f".new-{task_id}-0a1b2c3d"
+    staging.mkdir(parents=True)
+    (staging / "task.json").write_text("{}")
+    busy_id = new_id()
+    busy = magent_home / "tasks" / f".new-{busy_id}-0a1b2c3d"   # a start in progress holds the lock
+    busy.mkdir()
+    with task_dir_lock(magent_home, busy_id):
+        swept = invoke("retention", "sweep")
+    assert swept.code == 0 and "cleared 1 left by an interrupted sweep or start" in swept.out, swept.out
+    assert not staging.exists() and busy.exists()
+
+
+def task_dir_lock(home: Path, task_id: str):
+    from magent.store.locks import Lock
+
+    return Lock(home / "locks", task_id, f"task {task_id}")

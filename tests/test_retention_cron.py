@@ -62,9 +62,10 @@ def test_a_task_locked_by_a_live_run_is_skipped_until_the_run_dies(magent_home: 
 
 
 def test_running_and_paused_tasks_when_the_policy_names_them(magent_home: Path, holders):
-    write_policy(magent_home, "default_days: 30\nby_status:\n  running: 1\n  awaiting_human: 5\n")
+    write_policy(magent_home, "default_days: 30\nby_status:\n  running: 1\n  interrupted: 1\n"
+                              "  awaiting_human: 5\n")
     home = HomeBuilder()
-    crashed = make_task(home, "running", updated_days=2)  # status says running, nobody holds it
+    crashed = make_task(home, "running", updated_days=2)  # says running, nobody holds it: interrupted
     live = make_task(home, "running", updated_days=2)
     fresh = make_task(home, "running", updated_days=0.5)
     abandoned = make_task(home, "awaiting_human", updated_days=6)

@@ -25,6 +25,7 @@ POINTS = (
     "after_checkpoint",       # a checkpoint is written
     "after_node_end",         # a node's end checkpoint is written, routing not done
     "before_pause",           # a pause is about to be written
+    "before_link",            # an immutable file's temp copy is written, not yet linked into place
 )
 
 

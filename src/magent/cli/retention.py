@@ -120,9 +120,14 @@ def summary_line(report: "SweepReport") -> str:
         text += (f", {'would trim' if report.dry_run else 'trimmed'} "
                  f"{_n(sum(len(v.trim) for v in trimmed), 'checkpoint')} in {_n(len(trimmed), 'task')}"
                  f" ({human_bytes(sum(v.trim_bytes for v in trimmed))})")
+    temps = [v for v in report.verdicts if v.temp]
+    if temps:
+        text += (f", {'would remove' if report.dry_run else 'removed'} "
+                 f"{_n(sum(len(v.temp) for v in temps), 'temp file')} of killed writes"
+                 f" ({human_bytes(sum(v.temp_bytes for v in temps))})")
     if report.leftovers:
         text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
-                 f"left by an interrupted sweep ({human_bytes(report.leftover_bytes)})")
+                 f"left by an interrupted sweep or start ({human_bytes(report.leftover_bytes)})")
     if report.problems:
         n = len(report.problems)
         text += f", {n} error{'s' if n > 1 else ''} (see stderr)"
@@ -145,7 +150,11 @@ def _print_plan(report: "SweepReport") -> None:
         if v.trim:
             lines.append(f"would trim    {v.task_id}  {v.status:<14} {human_bytes(v.trim_bytes):>9}"
                          f"  checkpoints {_ranges(v.trim)} (keep_checkpoints)")
-    lines += [f"would clear   tasks/{name}  (left by an interrupted sweep)" for name in report.leftovers]
+        if v.temp:
+            lines.append(f"would tidy    {v.task_id}  {v.status:<14} {human_bytes(v.temp_bytes):>9}"
+                         f"  {_n(len(v.temp), 'temp file')} of killed writes ({', '.join(v.temp)})")
+    lines += [f"would clear   tasks/{name}  (left by an interrupted {'start' if name.startswith('.new-') else 'sweep'})"
+              for name in report.leftovers]
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
 

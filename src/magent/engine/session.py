@@ -118,7 +118,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
     options = options or RunOptions()
     store = Store()
     td = store.task(task_ref)
-    lock = td.lock().acquire()
+    lock = td.open_for_writing()
     try:
         task = td.load_task()
         _check_resumable(task, decision)
@@ -413,7 +413,7 @@ def _record_fork(src: TaskDir, child: str, checkpoint: int) -> None:
     from magent.errors import TaskLockedError
 
     try:
-        lock = src.lock().acquire()
+        lock = src.open_for_writing()
     except TaskLockedError:
         return  # the parent is running; its fork list is best effort
     try:
@@ -433,7 +433,7 @@ def _messages(entries):
 def cancel_task(task_ref: str) -> Task:
     """Abandon a paused or dead task: status ``cancelled``. A live run's lock makes this fail."""
     td = Store().task(task_ref)
-    lock = td.lock().acquire()
+    lock = td.open_for_writing()
     try:
         task = td.load_task()
         if task.status.finished:

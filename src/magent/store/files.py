@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
+from magent import failpoints
 from magent.errors import StoreError
 
 DIR_MODE = 0o700
@@ -42,6 +44,40 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+TEMP_NAME = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")
+"""Names of the temp files ``atomic_write`` and ``create_immutable`` write before renaming."""
+
+
+def temp_files(directory: Path) -> list[Path]:
+    """Temp files left in ``directory`` and its ``artifacts/`` by writes that were killed.
+
+    Only the holder of a task's lock writes in its directory, so under that lock every one
+    of them is stale. Symlinks and directories with such names are not listed.
+    """
+    found: list[Path] = []
+    for folder in (directory, directory / "artifacts"):
+        try:
+            it = os.scandir(folder)
+        except OSError:
+            continue
+        with it:
+            found.extend(Path(e.path) for e in it
+                         if TEMP_NAME.match(e.name) and e.is_file(follow_symlinks=False))
+    return sorted(found)
+
+
+def remove_temp_files(directory: Path) -> list[Path]:
+    """Remove the stale temp files of ``directory`` (see ``temp_files``); returns those removed."""
+    removed = []
+    for path in temp_files(directory):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
 
 
 def _write_temp(path: Path, data: bytes) -> Path:
@@ -92,6 +128,7 @@ def create_immutable(path: Path, data: bytes) -> None:
         tmp = _write_temp(path, data)
     except OSError as exc:
         raise _store_error(exc, "write", path) from None
+    failpoints.hit("before_link")
     try:
         os.link(tmp, path)  # link(2) refuses to replace an existing name
     except FileExistsError:

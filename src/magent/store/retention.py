@@ -23,6 +23,8 @@ do harm:
 
 ``keep_checkpoints`` trims the oldest checkpoint files of the tasks that stay,
 never the newest N, one a fork started from, or the pause a task is waiting on.
+In tasks that stay and that no run holds, the temp files of killed writes are removed,
+and so are task directories whose creation was killed half-way (``tasks/.new-*``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from magent.errors import StoreError, TaskLockedError
 from magent.ids import is_uuid4, now
 from magent.models import RetentionPolicy, TaskStatus
 from magent.store.checkpoints import file_name
-from magent.store.files import fsync_dir
+from magent.store.files import fsync_dir, remove_temp_files, temp_files
 from magent.store.listing import shown_status
 from magent.store.locks import Lock, is_held
 from magent.store.taskscan import TaskRecord, lsize, read_record, task_fields, tree_size  # noqa: F401
@@ -55,7 +57,9 @@ PROTECTED = (TaskStatus.running, TaskStatus.awaiting_human)
 whose process died counts as ``interrupted``, which is not protected: it goes by the same
 precedence as a failed one, counted from when it was last updated."""
 
-_TRASH = re.compile(r"^\.trash-([0-9a-f-]{36})-[0-9a-f]{8}$")
+_TRASH = re.compile(r"^\.(?:trash|new)-([0-9a-f-]{36})-[0-9a-f]{8}$")
+"""A task directory being removed (``.trash-``), or being created (``.new-``, see
+``Store.create_task``); either is left over when its process died."""
 _CHECKPOINT = re.compile(r"^checkpoint_(\d{3,})\.json$")
 _PAUSED = re.compile(rb'"awaiting_human"\s*:\s*true')
 
@@ -110,6 +114,9 @@ class Verdict:
     trim: list[int] = field(default_factory=list)
     """Checkpoint numbers ``keep_checkpoints`` removes."""
     trim_bytes: int = 0
+    temp: list[str] = field(default_factory=list)
+    """Temp files of killed writes in the task's directory (paths relative to it), removed."""
+    temp_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         iso = (lambda t: t.isoformat(timespec="seconds") if t else None)  # noqa: E731
@@ -120,7 +127,8 @@ class Verdict:
                 "rule_detail": self.rule.detail if self.rule else None,
                 "since": iso(self.since), "since_field": self.since_field,
                 "eligible_at": iso(self.eligible_at), "bytes": self.bytes,
-                "checkpoints_trimmed": self.trim, "trim_bytes": self.trim_bytes}
+                "checkpoints_trimmed": self.trim, "trim_bytes": self.trim_bytes,
+                "temp_files": self.temp, "temp_bytes": self.temp_bytes}
 
 
 @dataclass
@@ -151,7 +159,7 @@ class SweepReport:
     @property
     def bytes_freed(self) -> int:
         return (sum(v.bytes for v in self.verdicts if v.action == "remove")
-                + sum(v.trim_bytes for v in self.verdicts) + self.leftover_bytes)
+                + sum(v.trim_bytes + v.temp_bytes for v in self.verdicts) + self.leftover_bytes)
 
     def as_dict(self) -> dict[str, Any]:
         return {"at": self.at.isoformat(timespec="seconds"), "dry_run": self.dry_run,
@@ -159,8 +167,9 @@ class SweepReport:
                 "kept": self.count("keep"), "skipped": self.skipped(),
                 "bytes_freed": self.bytes_freed,
                 "checkpoints_trimmed": sum(len(v.trim) for v in self.verdicts),
+                "temp_files": sum(len(v.temp) for v in self.verdicts),
                 "leftovers": self.leftovers, "problems": self.problems,
-                "tasks": [v.as_dict() for v in self.verdicts if v.action != "keep" or v.trim]}
+                "tasks": [v.as_dict() for v in self.verdicts if v.action != "keep" or v.trim or v.temp]}
 
 
 class Retention:
@@ -247,6 +256,11 @@ class Retention:
                 v.detail = f"in use by {self._task_lock(r.id).describe_holder()}"
             if v.action != "remove" and self.policy.keep_checkpoints:
                 self._plan_trim(v, r, forked.get(r.id, set()))
+            if v.action != "remove" and not is_held(self._lock_file(r.id)):
+                task_dir = self.store.tasks_dir / r.id
+                found = temp_files(task_dir)
+                v.temp = [str(p.relative_to(task_dir)) for p in found]
+                v.temp_bytes = sum(lsize(p) for p in found)
             verdicts.append(v)
         verdicts.sort(key=lambda v: v.task_id)
         return verdicts
@@ -274,9 +288,12 @@ class Retention:
 
     def _leftovers(self) -> list[str]:
         try:
-            return sorted(n for n in os.listdir(self.store.tasks_dir) if _TRASH.match(n))
+            names = os.listdir(self.store.tasks_dir)
         except FileNotFoundError:
             return []
+        # A creation holds the new task's lock while its staging directory exists.
+        return sorted(n for n in names if (m := _TRASH.match(n))
+                      and not (n.startswith(".new-") and is_held(self._lock_file(m.group(1)))))
 
     def _lock_file(self, task_id: str) -> str:
         return os.path.join(self.store.locks_dir, f"{task_id}.lock")
@@ -303,8 +320,8 @@ class Retention:
             for i, v in enumerate(report.verdicts):
                 if v.action == "remove":
                     report.verdicts[i] = self._remove(v, report)
-                elif v.trim:
-                    self._trim(v, report)
+                elif v.trim or v.temp:
+                    self._tidy(v, report)
         finally:
             sweep_lock.release()
         return report
@@ -344,16 +361,21 @@ class Retention:
         self._rmtree(trash, report)
         return v
 
-    def _trim(self, v: Verdict, report: SweepReport) -> None:
+    def _tidy(self, v: Verdict, report: SweepReport) -> None:
+        """Trim checkpoints and remove temp files of a task that stays, under its lock."""
         lock = self._task_lock(v.task_id)
         try:
             lock.acquire()
         except TaskLockedError:
-            v.trim, v.trim_bytes = [], 0
+            v.trim, v.trim_bytes, v.temp, v.temp_bytes = [], 0, [], 0
             return
         task_dir = self.store.tasks_dir / v.task_id
         done, freed = [], 0
         try:
+            sizes = {p: lsize(p) for p in temp_files(task_dir)}
+            removed = remove_temp_files(task_dir)
+            v.temp = [str(p.relative_to(task_dir)) for p in removed]
+            v.temp_bytes = sum(sizes.get(p, 0) for p in removed)
             for n in v.trim:
                 p = task_dir / file_name(n)
                 try:

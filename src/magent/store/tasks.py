@@ -30,6 +30,7 @@ from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
     DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
+    remove_temp_files,
 )
 from magent.store.listing import UNSETTLED, check_readable, task_ids
 from magent.store.locks import Lock
@@ -142,6 +143,17 @@ class TaskDir:
 
     def lock(self) -> Lock:
         return Lock(self.store.locks_dir, self.id, f"task {self.id}")
+
+    def open_for_writing(self) -> Lock:
+        """Take the task's lock (or raise ``TaskLockedError``) and remove the temp files of
+        writes that were killed: under the lock no other writer can be mid-write."""
+        lock = self.lock().acquire()
+        try:
+            remove_temp_files(self.path)
+        except BaseException:
+            lock.release()
+            raise
+        return lock
 
     def close(self) -> None:
         self.entries.close()
