@@ -305,3 +305,26 @@ def task_dir_lock(home: Path, task_id: str):
     from magent.store.locks import Lock
 
     return Lock(home / "locks", task_id, f"task {task_id}")
+
+
+def test_a_run_piped_into_head_stops_as_an_interrupted_resumable_task(tmp_path: Path,
+                                                                      magent_home: Path) -> None:
+    """Item 27: `magent run ... | head -3`: the reader leaves, the run stops like Ctrl-C."""
+    flow = toolbox_flow(tmp_path, first="{name: toolbox.slow, arguments: {seconds: 2}}")
+    shell = (f"set -o pipefail; {sys.executable} -m magent run {flow} -t 'say hello' | head -3; "
+             "echo \"magent exit ${PIPESTATUS[0]}\" >&2")
+    piped = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=300)
+    assert len(piped.stdout.splitlines()) == 3
+    assert "magent exit 130" in piped.stderr, piped.stderr
+    assert "stdout was closed" in piped.stderr and "Traceback" not in piped.stderr
+    assert "BrokenPipeError" not in piped.stderr
+    task_id = only_task(magent_home)
+    td = task_dir(task_id)
+    assert td.load_task().status.value == "interrupted"
+    assert td.checkpoints.read(td.checkpoints.numbers()[-1]).reason == "interrupt"
+
+    resumed = run("resume", task_id, "--no-input")
+    if resumed.code == 3:  # the slow call may have started: a person decides
+        resumed = run("resume", task_id, "--approve")
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    assert td.load_task().result == "the server said hello"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from typing import Any, Awaitable, Callable
@@ -15,8 +16,60 @@ class Interrupted(MagentError):
     exit_code = EXIT_INTERRUPTED
 
 
+class ReaderGone:
+    """``sys.stdout`` for a run: when the reader of a pipe goes away (``magent run ... | head``),
+    what follows is discarded and ``on_closed`` is called once, so the run can stop like Ctrl-C.
+
+    Without it the first write after the reader left raised ``BrokenPipeError`` out of an
+    event sink and the process died with the task still marked running.
+    """
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.gone = False
+        self.on_closed: Callable[[], None] = lambda: None
+
+    @classmethod
+    def install(cls) -> "ReaderGone":
+        if not isinstance(sys.stdout, cls):
+            sys.stdout = cls(sys.stdout)  # type: ignore[assignment]
+        return sys.stdout  # type: ignore[return-value]
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._closed()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._closed()
+
+    def _closed(self) -> None:
+        self.gone = True
+        # Point the descriptor at /dev/null so the interpreter's own flush at exit is quiet too.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.on_closed()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
-    """Run ``make()``; SIGINT/SIGTERM cancel it (the run checkpoints and stops) → exit 130."""
+    """Run ``make()``. SIGINT and SIGTERM cancel it, and so does a closed stdout (``| head``):
+    the run checkpoints and stops as ``interrupted`` → exit 130."""
+    stdout = ReaderGone.install()
+    why: list[str] = []
 
     async def main() -> Any:
         task = asyncio.current_task()
@@ -26,12 +79,24 @@ def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
                 loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
             except (NotImplementedError, RuntimeError):
                 pass
+
+        def reader_gone() -> None:
+            why.append("stdout was closed")
+            # Soon, not now: the write that failed is inside the run's own step, and a run that
+            # is just finishing must not be turned into an interrupted one.
+            loop.call_soon(task.cancel)  # type: ignore[union-attr]
+
+        stdout.on_closed = reader_gone
         return await make()
 
     try:
         return asyncio.run(main())
     except (asyncio.CancelledError, KeyboardInterrupt):
-        raise Interrupted("interrupted: the task was checkpointed and can be resumed with `magent resume ID`") from None
+        cause = f"{why[0]}; " if why else ""
+        raise Interrupted(f"interrupted: {cause}the task was checkpointed and can be resumed with "
+                          "`magent resume ID`") from None
+    finally:
+        stdout.on_closed = lambda: None
 
 
 class JsonLines:
