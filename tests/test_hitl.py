@@ -43,7 +43,11 @@ def test_pause_prints_the_commands_and_survives_a_new_process(magent_home: Path)
     resumed = run("resume", task_id[:8], "--approve")   # another process, later
     assert resumed.code == 0, resumed.err
     assert kv(task_id)["published"].startswith("Hi all! The office is closed on Friday")
-    assert td.load_task().status == TaskStatus.completed
+    task = td.load_task()
+    assert task.status == TaskStatus.completed
+    # the result is what the person approved (the workflow's `result: approve`), not "stored published"
+    assert task.result == "Hi all! The office is closed on Friday. Enjoy the long weekend!"
+    assert resumed.out.rstrip().endswith(task.result)
 
 
 def test_reject_routes_back_then_a_second_reject_fails_with_the_message(magent_home: Path) -> None:
@@ -70,6 +74,7 @@ def test_modify_applies_state_updates_from_a_file(magent_home: Path, tmp_path: P
     assert result.code == 0, result.err
     assert kv(task_id)["published"] == "Office closed Friday 28 Nov."
     td = task_dir(task_id)
+    assert td.load_task().result == "Office closed Friday 28 Nov."   # the edited text
     last = td.checkpoints.read(td.checkpoints.numbers()[-1])
     assert last.state.metadata["reviewer"] == "sam"
     decisions = [e for e in td.read_events() if e.type == "human_decision"]
@@ -207,3 +212,13 @@ def test_a_second_resume_of_the_same_task_fails_at_once_naming_the_holder(magent
         assert f"pid {holder.pid}" in result.err
     assert invoke("resume", task_id, "--approve").code == 0   # the killed holder released it
     all_files_parse(magent_home)
+
+
+def test_a_result_naming_no_node_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    (tmp_path / "workflows").mkdir()
+    flow = tmp_path / "workflows" / "flow.yaml"
+    flow.write_text(Path(PUBLISH).read_text().replace("result: approve", "result: [draft, aprove]"))
+    (tmp_path / "agents").symlink_to(EXAMPLES / "agents")
+    checked = invoke("validate", str(flow))
+    assert checked.code == 2
+    assert "result[1]" in checked.err and "'aprove' is not a node" in checked.err

@@ -148,6 +148,10 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
     for i, gate in enumerate(workflow.checkpoints):
         if gate not in workflow.nodes:
             raise source.error(f"{gate!r} is not a node", ("checkpoints", i))
+    for i, name in enumerate(workflow.result_nodes):
+        if name not in workflow.nodes:
+            where = ("result",) if isinstance(workflow.result, str) else ("result", i)
+            raise source.error(f"{name!r} is not a node (nodes: {', '.join(workflow.nodes)})", where)
 
     mcp_files: list[Path] = []
     if workflow.mcp_servers:

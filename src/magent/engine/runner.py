@@ -82,6 +82,8 @@ class Executor:
         started = time.perf_counter()
         result = await node.run(ctx.view())
         ctx.set_output(name, result.output)
+        if name in ctx.graph.workflow.result_nodes:
+            ctx.state.metadata["result"] = ctx.last_output
         ctx.node_done, ctx.progress = True, {}
         ctx.bus.emit("node_finished", name, kind=node.kind, status="ok",
                      duration_ms=int((time.perf_counter() - started) * 1000),
@@ -132,7 +134,8 @@ class Executor:
     def _finish(self) -> RunOutcome:
         ctx = self.ctx
         ctx.checkpoint("finish")
-        result = ctx.last_output or None
+        named = ctx.graph.workflow.result_nodes and "result" in ctx.state.metadata
+        result = (ctx.state.metadata["result"] if named else ctx.last_output) or None
         return self.end(TaskStatus.completed, result=result)
 
     def fail(self, message: str, kind: str = "node_failed") -> RunOutcome:

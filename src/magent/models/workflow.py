@@ -50,6 +50,13 @@ class Workflow(Model):
     """Starting node."""
     checkpoints: list[str] = Field(default_factory=list)
     """Nodes after which a person must approve before the run goes on."""
+    result: str | list[str] | None = None
+    """The node (or nodes) whose output is the task's result: the output as it stood when the
+    last of them to run finished. Unset: the output of the last node that ran."""
+
+    @property
+    def result_nodes(self) -> list[str]:
+        return [self.result] if isinstance(self.result, str) else list(self.result or [])
     max_iterations: PositiveInt = 50
     """Global bound on node executions, which bounds loops."""
     max_delegation_depth: PositiveInt = 3
