@@ -139,15 +139,17 @@ def test_checkpoints_list(std):
     r = invoke("checkpoints", "list", std.completed.id[:8])
     assert r.code == 0 and r.err == ""
     lines = r.out.splitlines()
-    assert lines[0].split() == ["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"]
-    rows = [line.split() for line in lines[1:]]
+    assert lines[0].split() == ["#", "WHEN", "NODE", "REASON", "WHAT"]
+    rows = [line.split(None, 5) for line in lines[1:]]
     assert [(row[0], row[3], row[4], row[5]) for row in rows] == [
-        ("0", "writer", "run_start", "2"), ("1", "writer", "llm_turn", "4"), ("2", "END", "finish", "5")]
+        ("0", "writer", "run_start", "the start: nothing has run yet"),
+        ("1", "writer", "llm_turn", "writer: a model turn and its tool calls done"),
+        ("2", "END", "finish", "the end")]
 
 
 def test_checkpoints_list_notes_a_pause(std):
     out = invoke("checkpoints", "list", std.paused.id).out
-    assert out.splitlines()[-1].split()[3:] == ["review", "pause", "2", "awaiting", "human"]
+    assert out.splitlines()[-1].split(None, 5)[3:] == ["review", "pause", "waiting for a person at review"]
 
 
 def test_checkpoints_list_json(std):

@@ -20,7 +20,7 @@ import pytest
 
 from support.cli import run
 from support.crashflow import ledger_lines, make_flow, only_task, wait_for_nap
-from support.engine import all_files_parse, checkpoint_numbers, task_dir
+from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 
 POINTS = [
     ("after_run_start", 1), ("after_assistant_entry", 1), ("after_tool_intent", 1),
@@ -60,8 +60,7 @@ def test_killed_run_resumes_and_completes_without_repeating_work(point: str, nth
     assert numbers == list(range(len(numbers)))
     all_files_parse(magent_home)
     assert ledger_lines(ledger) == ["a", "b"]          # each finished call ran exactly once
-    kv = json.loads((task_dir(task_id).path / "kv.json").read_text())
-    assert kv == {"k1": 1, "final": "all done"}
+    assert kv_store(task_id) == {"k1": 1, "final": "all done"}
     td = task_dir(task_id)
     state = td.full_state(td.checkpoints.read(numbers[-1]))
     answered = [m.tool_call_id for m in state.messages if m.role == "tool"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import invoke
-from support.engine import events, task_dir, write
+from support.engine import events, kv_store, task_dir, write
 from support.openai_stub import STUB_KEY, OpenAIStub
 
 
@@ -47,8 +47,7 @@ def test_a_real_model_run_through_litellm(tmp_path: Path, magent_home: Path,
     assert calls[0].field("provider") == "openai" and calls[0].field("retries")   # the 429, retried
     assert calls[1].field("tokens_in") == 40 and calls[1].field("tokens_out") == 5
     assert all(c.field("cost") is not None and c.field("latency_ms") is not None for c in calls)
-    stored = json.loads((task_dir(task_id).path / "kv.json").read_text())
-    assert stored == {"city": "Lyon"}
+    assert kv_store(task_id) == {"city": "Lyon"}
     td = task_dir(task_id)
     last = td.checkpoints.read(td.checkpoints.numbers()[-1])
     (key,) = last.usage_by_model

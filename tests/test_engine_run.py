@@ -13,7 +13,7 @@ from magent.testing import FunctionModel, QueueModel
 from magent.tools.function import FunctionProvider
 from support.cli import invoke
 from support.engine import (
-    agent_yaml, all_files_parse, checkpoint_numbers, events, run_with, task_dir, write,
+    agent_yaml, all_files_parse, checkpoint_numbers, events, kv_store, run_with, task_dir, write,
 )
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -212,8 +212,7 @@ def test_max_calls_per_turn_refuses_the_extra_calls(tmp_path: Path) -> None:
     results = {e.field("outcome"): e for e in events(outcome.task_id) if e.type == "tool_result"}
     assert sorted(results) == ["ERROR", "SUCCESS"]
     assert "at most 1 tool call" in results["ERROR"].field("result")
-    stored = json.loads((task_dir(outcome.task_id).path / "kv.json").read_text())
-    assert stored == {"a": 1}   # the first call ran, the second was refused
+    assert kv_store(outcome.task_id) == {"a": 1}   # the first call ran, the second was refused
 
 
 def test_run_options_are_recorded(magent_home: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from magent.models import TaskStatus
 from support.cli import invoke, run
-from support.engine import all_files_parse, home_snapshot, task_dir
+from support.engine import all_files_parse, home_snapshot, kv_store, task_dir
 from support.holders import hold_task
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -24,8 +24,7 @@ def start(target: str, *args: str) -> str:
 
 
 def kv(task_id: str) -> dict:
-    path = task_dir(task_id).path / "kv.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    return kv_store(task_id)
 
 
 def test_pause_prints_the_commands_and_survives_a_new_process(magent_home: Path) -> None:

@@ -171,6 +171,6 @@ def test_a_secret_repeated_by_the_model_or_a_person_reaches_no_file(magent_home:
         assert done.status.value == "completed"
     finally:
         del os.environ["MY_SECRET"]
-    assert files_containing(magent_home, SECRET) == []   # kv.json and artifacts/ included
+    assert files_containing(magent_home, SECRET) == []   # kv.jsonl and artifacts/ included
     task = json.loads((magent_home / "tasks" / paused.task_id / "task.json").read_text())
     assert task["result"] == "The token is [REDACTED]." and "[REDACTED]" in task["description"]

@@ -64,7 +64,7 @@ def web() -> Iterator[str]:
 def registry(tmp_path: Path, text: str) -> ToolRegistry:
     path = tmp_path / "mcp.yaml"
     path.write_text(text)
-    reg = build_registry(mcp_files=[path], home_config=False, kv_path=tmp_path / "kv.json")
+    reg = build_registry(mcp_files=[path], home_config=False, kv_path=tmp_path / "kv.jsonl")
     asyncio.run(reg.start())
     return reg
 

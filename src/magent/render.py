@@ -165,20 +165,22 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
     forks: dict[int, list[str]] = {}
     for fork in task.forks:
         forks.setdefault(fork.checkpoint, []).append(fork.task_id[:8])
+    from magent.vocabulary import checkpoint_moment
+
     rows: list[list[Any]] = []
     for s in summaries:
-        note, style = [], ""
+        style = ""
+        what = [checkpoint_moment(s.reason, s.position)]
         if s.corrupt:
-            note.append("corrupt")
+            what = ["damaged: resume falls back to the one before"]
             style = "red"
-        if s.awaiting_human:
-            note.append("awaiting human")
-            style = style or "yellow"
+        elif s.awaiting_human:
+            style = "yellow"
         if s.sequence in forks:
-            note.append("forked → " + ", ".join(forks[s.sequence]))
+            what.append("forked → " + ", ".join(forks[s.sequence]))
         rows.append([str(s.sequence), s.created_at.strftime("%Y-%m-%d %H:%M:%S"), s.position,
-                     s.reason, str(s.entry_count), (", ".join(note), style)])
-    grid(["#", "WHEN", "NODE", "REASON", "ENTRIES", "NOTE"], rows, flexible=2)
+                     s.reason, ("; ".join(what), style)])
+    grid(["#", "WHEN", "NODE", "REASON", "WHAT"], rows, flexible=4)
 
 
 def state_view(state: "State", header: dict[str, Any], sessions: list[dict[str, Any]] = ()) -> None:

@@ -26,6 +26,24 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
+_MOMENTS = {
+    "run_start": "the start: nothing has run yet",
+    "node_start": "{node} started, before its first model call",
+    "llm_turn": "{node}: a model turn and its tool calls done",
+    "node_end": "{node} finished, before choosing where to go",
+    "pause": "waiting for a person at {node}",
+    "resume": "a person's answer applied at {node}",
+    "interrupt": "stopped by a signal in {node}",
+    "finish": "the end",
+    "fork": "a branch starts here, at {node}",
+}
+
+
+def checkpoint_moment(reason: str, node: str) -> str:
+    """What a checkpoint marks, in words (``magent checkpoints list``): where a fork would start."""
+    return _MOMENTS.get(reason, reason + " at {node}").format(node=node)
+
+
 def how_started(event: Mapping[str, Any]) -> str | None:
     """What a ``run_started`` event says about where the run picked up (None: a fresh start)."""
     if not event.get("resumed"):

@@ -72,6 +72,13 @@ def all_files_parse(home: Path) -> list[Path]:
     return checked
 
 
+def kv_store(task_id: str) -> dict[str, Any]:
+    """The task's key-value store, as its journal ``kv.jsonl`` describes it."""
+    from magent.tools.kv import kv_state
+
+    return kv_state(task_dir(task_id).path / "kv.jsonl")
+
+
 def checkpoint_numbers(task_id: str) -> list[int]:
     return task_dir(task_id).checkpoints.numbers()
 

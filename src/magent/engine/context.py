@@ -21,6 +21,7 @@ from magent.models import (
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
+from magent.store.journal import positions as journal_positions
 
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
@@ -334,7 +335,8 @@ class RunContext:
             leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
             node_progress=self.progress, visits=self.visits, turn_index=self.turn_index,
             usage_by_model=self.usage_by_model,
-            cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions)
+            cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions,
+            journals=journal_positions(self.td.path))
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
         failpoints.hit("after_checkpoint")

@@ -8,6 +8,8 @@ and always releases the lock and closes tool servers at the end.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +32,7 @@ from magent.redact import Redactor
 from magent.store import Store, TaskDir
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog
+from magent.store.journal import positions as journal_positions
 
 Sink = Callable[[Event], None]
 
@@ -204,12 +207,13 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
         "human_request": cp.human_request if paused else None, "sha256": None})
 
     def fill(staging: Path) -> None:
-        """The fork's history and checkpoint 0, written before its directory appears."""
+        """The fork's history, tool state and checkpoint 0, written before its directory appears."""
         entries = EntryLog(staging / "entries.jsonl")
         for entry in kept:  # the histories it continues, so the new task stands on its own
             entries.append(entry)
         entries.close()
-        CheckpointLog(staging, task.id).write(first)
+        copy_state(src, staging, cp)
+        CheckpointLog(staging, task.id).write(first.model_copy(update={"journals": journal_positions(staging)}))
 
     lock = TaskDir(store, task.id).lock().acquire()
     try:
@@ -270,6 +274,8 @@ async def _start_tools(ctx: RunContext) -> None:
     redactor = ctx.redactor
     ctx.registry = await open_registry(ctx.needs, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
     redactor.add(ctx.registry.secrets)
+    for problem in ctx.pins.warnings:
+        ctx.bus.emit("warning", None, message=problem)
     for server, error in ctx.registry.start_errors.items():
         ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
 
@@ -407,6 +413,34 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
                                   message=ctx.redactor.text(feedback.message or "") or None,
                                   state_updates=ctx.redactor.data(feedback.state_updates) or None)
     ctx.checkpoint("resume", feedback=feedback)
+
+
+def copy_state(src: TaskDir, dst: Path, cp) -> None:
+    """The task state beside the checkpoints as it was at ``cp``, into the directory ``dst``.
+
+    Journals (the key-value store, tool pins) are cut to the lengths ``cp`` recorded; artifacts
+    are immutable and content-addressed, so they are hard-linked (copied across filesystems).
+    A checkpoint of an older magent recorded no journals: the files are copied as they are now.
+    """
+    from magent.store.journal import copy_prefixes
+    from magent.tools.kv import LEGACY_FILE as KV_LEGACY
+    from magent.tools.pinning import LEGACY_FILE as PINS_LEGACY
+
+    if cp.journals:
+        copy_prefixes(src.path, dst, cp.journals)
+    else:
+        copy_prefixes(src.path, dst, journal_positions(src.path))
+        for name in (KV_LEGACY, PINS_LEGACY):
+            if (src.path / name).is_file() and not (src.path / name).is_symlink():
+                shutil.copyfile(src.path / name, dst / name)
+    if src.artifacts_dir.is_dir() and not src.artifacts_dir.is_symlink():
+        (dst / "artifacts").mkdir(mode=0o700, exist_ok=True)
+        for item in src.artifacts_dir.iterdir():
+            if item.is_file() and not item.is_symlink() and not item.name.startswith("."):
+                try:
+                    os.link(item, dst / "artifacts" / item.name)
+                except OSError:
+                    shutil.copyfile(item, dst / "artifacts" / item.name)
 
 
 def _record_fork(src: TaskDir, child: str, checkpoint: int) -> None:

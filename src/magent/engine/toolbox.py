@@ -97,7 +97,7 @@ def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
     """The registry for a run (nothing started). A tool naming an unknown server is a config error."""
     registry = build_registry(mcp_files=list(needs.mcp_files),
                               artifacts_dir=td.artifacts_dir if td else None,
-                              kv_path=(td.path / "kv.json") if td else None,
+                              kv_path=(td.path / "kv.jsonl") if td else None,
                               extra_providers=options.extra_providers, redact=redact)
     unknown = registry.unknown_servers(list(needs.tool_patterns))
     if unknown:

@@ -87,6 +87,9 @@ class Checkpoint(Document):
     sessions: list[SessionPosition] = Field(default_factory=list)
     """The child sessions open at this checkpoint, with their positions (the main session's
     position is the fields above)."""
+    journals: dict[str, int] = Field(default_factory=dict)
+    """Length in bytes of each journal beside the checkpoints (``kv.jsonl``, ``tool_pins.jsonl``)
+    when this checkpoint was written: the task's tool state at this point is those prefixes."""
     sha256: str | None = None
     """Hash of the document without this field; a mismatch means the file is corrupt."""
 

@@ -18,7 +18,7 @@ from magent.store.files import create_immutable, dumps, fsync_dir
 from magent.store.migrations import migrate
 
 _OMITTED_WHEN_EMPTY = ("awaiting_human", "node_done", "node_progress", "visits", "cursors",
-                      "usage_by_model", "sessions")
+                      "usage_by_model", "sessions", "journals")
 _SESSION_REQUIRED = ("session_id", "kind", "parent", "key", "node")
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 

@@ -1,7 +1,11 @@
 """The built-in key-value connector (seed 004): ``kv.get``, ``kv.set``, ``kv.delete``, ``kv.list``.
 
-Values live in memory for the run and, when the run has a task directory, in
-its ``kv.json`` (rewritten atomically on each change) so a resumed run sees them.
+Values live in memory for the run and, when the run has a task directory, in its
+``kv.jsonl``: a journal of changes (``{"op": "set", "key": ..., "value": ...}``,
+``{"op": "delete", "key": ...}``), appended and fsynced as each call succeeds, so a resumed
+run sees them and a fork sees them as they were at its checkpoint (``store.journal``).
+A task written by an older magent has a ``kv.json`` instead: it is read as the starting
+state, and copied into the journal (``{"op": "load", "data": ...}``) at the first change.
 """
 
 from __future__ import annotations
@@ -12,22 +16,48 @@ from typing import Any
 
 from magent.tools.function import FunctionProvider, ToolFailure
 
+LEGACY_FILE = "kv.json"
+
+
+def kv_state(path: Path) -> dict[str, Any]:
+    """The store a journal at ``path`` describes (its legacy ``kv.json`` when there is none)."""
+    from magent.store.journal import Journal
+
+    journal = Journal(path)
+    data: dict[str, Any] = {}
+    if not journal.exists():
+        legacy = path.with_name(LEGACY_FILE)
+        try:
+            loaded = json.loads(legacy.read_text())
+        except (OSError, ValueError):
+            return data
+        return loaded if isinstance(loaded, dict) else data
+    for change in journal.changes():
+        op = change.get("op")
+        if op == "set" and isinstance(change.get("key"), str):
+            data[change["key"]] = change.get("value")
+        elif op == "delete":
+            data.pop(change.get("key"), None)
+        elif op == "load" and isinstance(change.get("data"), dict):
+            data = dict(change["data"])
+    return data
+
 
 def kv_provider(path: Path | None = None, redact=None) -> FunctionProvider:  # type: ignore[no-untyped-def]
-    """``redact`` (text → text) masks secrets in what is written to ``path``; the values in
-    memory stay as given for the rest of the run."""
-    data: dict[str, Any] = {}
-    if path is not None and path.exists():
-        try:
-            data.update(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            pass
+    """``path`` is the task's ``kv.jsonl`` (None: in memory only). ``redact`` (text → text) masks
+    secrets in what is written there; the values in memory stay as given for the rest of the run."""
+    data: dict[str, Any] = kv_state(path) if path is not None else {}
+    journal = None
+    if path is not None:
+        from magent.store.journal import Journal
 
-    def save() -> None:
-        if path is not None:
-            from magent.store.files import atomic_write, dumps
+        journal = Journal(path)
+        if not journal.exists() and data:  # a legacy kv.json: its state starts the journal
+            journal.append({"op": "load", "data": _mask(data, redact)})
 
-            atomic_write(path, dumps(data if redact is None else _masked(data, redact), indent=1))
+    def record(change: dict[str, Any]) -> None:
+        if journal is not None:
+            journal.append(_mask(change, redact))
 
     def get(key: str) -> Any:
         if key not in data:
@@ -35,15 +65,15 @@ def kv_provider(path: Path | None = None, redact=None) -> FunctionProvider:  # t
         return data[key]
 
     def set_(key: str, value: Any) -> str:
+        record({"op": "set", "key": key, "value": value})
         data[key] = value
-        save()
         return f"stored {key}"
 
     def delete(key: str) -> str:
         if key not in data:
             raise ToolFailure(f"no key {key!r}")
+        record({"op": "delete", "key": key})
         del data[key]
-        save()
         return f"deleted {key}"
 
     def list_(prefix: str = "") -> list[str]:
@@ -63,11 +93,13 @@ def kv_provider(path: Path | None = None, redact=None) -> FunctionProvider:  # t
     return p
 
 
-def _masked(value: Any, redact) -> Any:  # type: ignore[no-untyped-def]
+def _mask(value: Any, redact) -> Any:  # type: ignore[no-untyped-def]
+    if redact is None:
+        return value
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {k: _masked(v, redact) for k, v in value.items()}
+        return {k: _mask(v, redact) for k, v in value.items()}
     if isinstance(value, list):
-        return [_masked(v, redact) for v in value]
+        return [_mask(v, redact) for v in value]
     return value

@@ -1,7 +1,9 @@
 """Tool definition pinning: a task notices when a server changes a tool under it.
 
 The first time a task uses a tool, a hash of its description and input schema
-is stored in the task's ``tool_pins.json``. If the server later offers a
+is stored in the task's ``tool_pins.jsonl`` (a journal: one line per pin, the last
+line for a tool wins, so a fork sees the pins as they were at its checkpoint; see
+``store.journal``). If the server later offers a
 different definition to the same task (after a restart, on resume), ``check``
 returns a ``PinChange`` instead of None, and the engine pauses the run to show a
 person what changed. The pin moves to the new definition only when ``accept``
@@ -20,8 +22,9 @@ from typing import Any
 
 from magent.models import Tool
 
-SCHEMA_VERSION = 1
-PINS_FILE = "tool_pins.json"
+PINS_FILE = "tool_pins.jsonl"
+LEGACY_FILE = "tool_pins.json"
+"""What an older magent wrote (``{"schema_version": 1, "pins": {...}}``): read as the first pins."""
 MAX_DIFF_LINES = 30
 
 
@@ -70,25 +73,45 @@ class PinStore:
     """The pins of one task, in ``path`` (written atomically on each new pin)."""
 
     def __init__(self, path: Path):
+        from magent.store.journal import Journal
+
         self.path = path
+        self.journal = Journal(path)
         self.warnings: list[str] = []
         self._pins: dict[str, dict[str, Any]] = self._load()
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        if not self.path.exists():
+        if not self.journal.exists():
+            return self._load_legacy()
+        pins: dict[str, dict[str, Any]] = {}
+        problems: list[str] = []
+        for line in self.journal.changes(problems):
+            tool = line.get("tool")
+            if isinstance(tool, str) and isinstance(line.get("hash"), str):
+                pins[tool] = {k: v for k, v in line.items() if k != "tool"}
+            else:
+                problems.append(f"{self.path.name}: a line without tool and hash, skipped")
+        # A skipped pin is pinned again at the tool's next use (what a first use does).
+        self.warnings.extend(problems)
+        return pins
+
+    def _load_legacy(self) -> dict[str, dict[str, Any]]:
+        legacy = self.path.with_name(LEGACY_FILE)
+        if not legacy.exists():
             return {}
         try:
-            doc = json.loads(self.path.read_text())
-            pins = doc["pins"]
+            pins = json.loads(legacy.read_text())["pins"]
             if not isinstance(pins, dict):
                 raise ValueError("pins is not a mapping")
-            return pins
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Never deleted: moved aside, like a corrupt checkpoint, and the tools re-pinned.
-            aside = self.path.with_name(self.path.name + ".corrupt")
-            self.path.replace(aside)
-            self.warnings.append(f"{self.path} was unreadable ({exc}); moved to {aside.name}, tools re-pinned")
+            aside = legacy.with_name(legacy.name + ".corrupt")
+            legacy.replace(aside)
+            self.warnings.append(f"{legacy} was unreadable ({exc}); moved to {aside.name}, tools re-pinned")
             return {}
+        for tool, pin in pins.items():  # the journal starts with them
+            self.journal.append({"tool": tool, **pin})
+        return pins
 
     def pinned(self, name: str) -> dict[str, Any] | None:
         return self._pins.get(name)
@@ -115,11 +138,10 @@ class PinStore:
         self._pin(tool, definition_hash(tool))
 
     def _pin(self, tool: Tool, digest: str) -> None:
-        from magent.store.files import atomic_write, dumps
-
-        self._pins[tool.full_name] = {"hash": digest, **definition(tool),
-                                      "pinned_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        atomic_write(self.path, dumps({"schema_version": SCHEMA_VERSION, "pins": self._pins}, indent=1))
+        pin = {"hash": digest, **definition(tool),
+               "pinned_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        self.journal.append({"tool": tool.full_name, **pin})
+        self._pins[tool.full_name] = pin
 
 
 def describe_change(old_desc: str, new_desc: str, old_schema: Any, new_schema: Any) -> list[str]:

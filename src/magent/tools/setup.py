@@ -4,7 +4,7 @@
 A run then starts just the servers its agents can reach, all at once::
 
     registry = build_registry(mcp_files=[workflow_mcp], artifacts_dir=task_dir / "artifacts",
-                              kv_path=task_dir / "kv.json")
+                              kv_path=task_dir / "kv.jsonl")
     await start_with_imports(registry, registry.servers_for(patterns), modules=("litellm",))
     ...
     await registry.close()
