@@ -199,8 +199,13 @@ def test_replay_reports_the_first_divergence(magent_home: Path) -> None:
     assert report.code == 1
     doc = json.loads(report.out)
     assert not doc["matched"]
-    assert doc["divergence"].startswith("step 6 (tool_call at node 'note_taker'): arguments differs")
+    # placed at a step of the original's trace, as `magent trace` numbers them
+    assert doc["step"] == 3
+    assert doc["divergence"].startswith("step 3 of the original's trace (a tool call at node 'note_taker'): "
+                                        "arguments: recorded ")
     assert '"nope"' in doc["divergence"]
+    assert "kv.get" in invoke("trace", task_id, "--step", "3").out
+    assert f"see: magent trace {task_id[:8]} --step 3" in invoke("replay", task_id).out
 
 
 def test_a_second_resume_of_the_same_task_fails_at_once_naming_the_holder(magent_home: Path) -> None:

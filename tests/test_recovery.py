@@ -440,3 +440,53 @@ def test_a_fork_sees_the_tool_pins_as_they_were_at_its_checkpoint(tmp_path: Path
     fork = after_use.out.split()[1]
     last = task_dir(fork).checkpoints.read(task_dir(fork).checkpoints.numbers()[-1])
     assert last.human_request.kind == "tool_changed"
+
+
+WRITE_REVIEW = Path(__file__).resolve().parent.parent / "examples" / "workflows" / "write_review.yaml"
+
+
+def trace_usage(task_id: str) -> tuple[int, int, int]:
+    usage = json.loads(invoke("trace", task_id, "--json").out)["usage_by_model"].values()
+    return (sum(u["calls"] for u in usage), sum(u["input"] for u in usage), sum(u["output"] for u in usage))
+
+
+def test_one_vocabulary_and_one_count_of_model_calls_everywhere(magent_home: Path) -> None:
+    """Item 28: the run summary, the JSON result, tasks show/list, the trace and replay count the
+    same model calls; a node run again is a visit in the live view as in the trace."""
+    ran = run("run", str(WRITE_REVIEW), "-t", "Write one line of copy for Tidy")
+    assert ran.code == 0, ran.err
+    task_id = only_task(magent_home)
+    calls, tokens_in, tokens_out = trace_usage(task_id)
+    assert calls > 2
+    (summary,) = [line for line in ran.out.splitlines() if line.startswith("completed · ")]
+    assert summary.startswith(f"completed · {calls} model calls · {tokens_in}→{tokens_out} tokens")
+    assert "▸ write agent · writer · visit 2" in ran.out and "· round 2" not in ran.out
+    traced = invoke("trace", task_id).out
+    assert f" · {calls} model calls · " in traced.splitlines()[2] and "· visit 2" in traced
+
+    shown = invoke("tasks", "show", task_id).out
+    assert f"model calls  {calls}\n" in shown and f"tokens       {tokens_in} in / {tokens_out} out" in shown
+    header, row = invoke("tasks", "list").out.splitlines()
+    assert header.split()[5] == "CALLS" and row.split()[-2] == str(calls)
+    assert json.loads(invoke("tasks", "show", task_id, "--json").out)["usage"]["calls"] == calls
+
+    replayed = invoke("replay", task_id)
+    assert replayed.out.startswith(f"replay matched: {calls} model calls and ")
+    result = run("run", str(WRITE_REVIEW), "-t", "Write one line of copy for Tidy", "--json")
+    assert json.loads(result.out.splitlines()[-1])["model_calls"] == calls
+
+
+def test_a_killed_task_counts_what_its_trace_counts(tmp_path: Path, magent_home: Path) -> None:
+    """After a kill -9 task.json was not updated; tasks show and list still agree with the trace."""
+    flow = toolbox_flow(tmp_path)
+    killed = run("run", str(flow), "-t", "say hello", env={"MAGENT_FAILPOINT": "after_tool_call"})
+    assert killed.code == -signal.SIGKILL
+    task_id = only_task(magent_home)
+    calls, tokens_in, tokens_out = trace_usage(task_id)
+    assert calls == 1
+    shown = json.loads(invoke("tasks", "show", task_id, "--json").out)
+    assert (shown["usage"]["calls"], shown["usage"]["input"], shown["usage"]["output"]) == (
+        calls, tokens_in, tokens_out)
+    (listed,) = json.loads(invoke("tasks", "list", "--json").out)
+    assert listed["usage"]["calls"] == calls
+    assert f"model calls  {calls}\n" in invoke("tasks", "show", task_id).out

@@ -24,8 +24,8 @@ def test_rows_agree_with_the_validated_tasks():
     rows, tasks = list_rows(), Store().list_tasks()
     assert [r.id for r in rows] == [t.id for t in tasks]
     for r, t in zip(rows, tasks):
-        assert (r.status, r.workflow, r.description, r.created_at, r.steps, r.cost) == (
-            t.status.value, t.workflow, t.description, t.created_at, t.steps, t.usage.cost)
+        assert (r.status, r.workflow, r.description, r.created_at, r.calls, r.cost) == (
+            t.status.value, t.workflow, t.description, t.created_at, t.usage.calls, t.usage.cost)
         assert r.doc == t.model_dump(mode="json", exclude={"config_snapshot"})
 
 
@@ -56,7 +56,7 @@ def _rewrite(t, **changes):
     ({"status": "paused"}, "status: 'paused' is not a status"),
     ({"created_at": "yesterday"}, "created_at: 'yesterday' is not a timestamp"),
     ({"workflow": None}, "workflow: not a string"),
-    ({"steps": "3"}, "steps: '3' is not a whole number"),
+    ({"usage": {"calls": "3"}}, "usage.calls: '3' is not a whole number"),
     ({"usage": {"cost": "free"}}, "usage.cost: 'free' is not a number"),
     ({"schema_version": SCHEMA_VERSION + 1}, "written by a newer magent"),
     ({"id": "00000000-0000-4000-8000-000000000000"}, "names another task"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from magent.ids import new_id
 from magent.models import SCHEMA_VERSION
 from magent.store import Store
@@ -33,13 +35,18 @@ def test_a_version_1_checkpoint_with_total_usage_still_loads(magent_home) -> Non
     assert shown.code == 0 and json.loads(shown.out)["position"] == "ask"
 
 
-def test_a_version_1_task_json_still_loads(magent_home) -> None:
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_an_older_task_json_still_loads(magent_home, version: int) -> None:
+    """Before version 4 a task.json had ``steps`` (a count of model calls; ``usage.calls`` holds it)."""
     home = HomeBuilder(init=True)
     task = home.task("old task", status="completed")
     task.close()
     path = Store().task(task.id).task_file
     doc = json.loads(path.read_text())
-    doc["schema_version"] = 1
+    doc.update(schema_version=version, steps=3)
     path.write_text(json.dumps(doc))
-    assert Store().task(task.id).load_task().description == "old task"
+    loaded = Store().task(task.id).load_task()
+    assert loaded.description == "old task" and loaded.schema_version == SCHEMA_VERSION
+    assert "steps" not in loaded.model_dump()
     assert invoke("tasks", "show", task.id).code == 0
+    assert [t["id"] for t in json.loads(invoke("tasks", "list", "--json").out)] == [task.id]

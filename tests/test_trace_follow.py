@@ -120,7 +120,7 @@ def test_following_a_finished_or_dead_task_prints_it_and_stops() -> None:
     result = invoke("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "copy", "--no-input")
     task_id = result.out.splitlines()[0].split()[1]
     done = invoke("trace", task_id, "--follow")
-    assert done.code == 0 and "verdict: pass" in done.out and "completed · 5 steps" in done.out
+    assert done.code == 0 and "verdict: pass" in done.out and "completed · 5 model calls" in done.out
     # A run that died: status running, last event not an ending, nobody holds the lock.
     td = Store().task(task_id)
     lines = td.events_file.read_text().splitlines(keepends=True)

@@ -6,7 +6,7 @@ import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from magent.vocabulary import STATUS_STYLE
+from magent.vocabulary import STATUS_STYLE, checkpoint_moment, how_started, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -96,8 +96,8 @@ def task_table(rows: list["TaskRow"]) -> None:
     cells: list[list[Any]] = []
     for t in rows:
         cells.append([t.id[:8], (t.status, STATUS_STYLE.get(t.status, "")), t.workflow,
-                      short(t.description, 60), ago(t.created_at), str(t.steps), f"${t.cost:.4f}"])
-    grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "STEPS", "COST"], cells, flexible=3)
+                      short(t.description, 60), ago(t.created_at), str(t.calls), f"${t.cost:.4f}"])
+    grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "CALLS", "COST"], cells, flexible=3)
 
 
 def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] = ()) -> None:
@@ -112,7 +112,7 @@ def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] =
         ("created", f"{task.created_at.isoformat(timespec='seconds')} ({ago(task.created_at)})"),
         ("started", task.started_at.isoformat(timespec="seconds") if task.started_at else "-"),
         ("finished", task.completed_at.isoformat(timespec="seconds") if task.completed_at else "-"),
-        ("steps", str(task.steps)), ("checkpoints", str(checkpoints)),
+        ("model calls", str(task.usage.calls)), ("checkpoints", str(checkpoints)),
         ("tokens", f"{task.usage.input} in / {task.usage.output} out"),
         ("cost", f"${task.usage.cost:.4f}"),
         ("retention", f"{task.retention_days} days" if task.retention_days is not None else "policy"),
@@ -165,8 +165,6 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
     forks: dict[int, list[str]] = {}
     for fork in task.forks:
         forks.setdefault(fork.checkpoint, []).append(fork.task_id[:8])
-    from magent.vocabulary import checkpoint_moment
-
     rows: list[list[Any]] = []
     for s in summaries:
         style = ""
@@ -259,8 +257,6 @@ class EventPrinter:
         handler(ev)
 
     def _on_run_started(self, ev: Any) -> None:
-        from magent.vocabulary import how_started
-
         how = how_started(ev.model_dump())
         if how:
             self.out.print(how, style="dim", markup=False)
@@ -268,7 +264,7 @@ class EventPrinter:
     def _on_node_started(self, ev: Any) -> None:
         self._kind = ev.field("kind") or ""
         who = f" · {ev.field('agent')}" if ev.field("agent") else ""
-        visit = f" · round {ev.field('visit')}" if (ev.field("visit") or 1) > 1 else ""
+        visit = f" · visit {ev.field('visit')}" if (ev.field("visit") or 1) > 1 else ""
         again = " (continuing)" if ev.field("resumed") else ""
         self.out.print(f"[bold cyan]▸ {ev.node}[/] [dim]{ev.field('kind')}{who}{visit}{again}[/]")
 
@@ -360,7 +356,8 @@ class EventPrinter:
         status = ev.field("status")
         color = STATUS_STYLE.get(status, "")
         secs = (ev.field("duration_ms") or 0) / 1000
-        self.out.print(f"[{color}]{status}[/] · {ev.field('steps')} steps · {ev.field('tokens_in')}→"
+        self.out.print(f"[{color}]{status}[/] · {plural(ev.field('model_calls') or 0, 'model call')} · "
+                       f"{ev.field('tokens_in')}→"
                        f"{ev.field('tokens_out')} tokens · ${ev.field('cost') or 0:.4f} · {secs:.1f}s")
         if status == "completed" and ev.field("result"):
             self.out.print("[bold]answer[/]")

@@ -253,7 +253,7 @@ def standard_home(root: Path | None = None, *, init: bool = True) -> StandardHom
     base = now() - timedelta(hours=5)
 
     completed = home.task("Summarise the quarterly report", workflow="report", agent="writer",
-                          created_at=base, tags=["critical"], steps=3,
+                          created_at=base, tags=["critical"],
                           usage=Usage(input=120, output=45, cost=0.0012, calls=3))
     completed.say("system", "You are a careful writer.")
     completed.say("user", "Summarise the quarterly report")

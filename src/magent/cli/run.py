@@ -114,12 +114,18 @@ def replay(
     report = run_async(lambda: replay_task(task_id))
     if json_out:
         print_json({"original": report.original, "replay": report.replay, "matched": report.matched,
-                    "steps": report.steps, "divergence": report.divergence, "details": report.details})
+                    "model_calls": report.model_calls, "tool_calls": report.tool_calls, "step": report.step,
+                    "divergence": report.divergence, "details": report.details})
     elif report.matched:
-        print(f"replay matched: {report.steps} steps, same calls and results "
+        from magent.vocabulary import plural
+
+        print(f"replay matched: {plural(report.model_calls, 'model call')} and "
+              f"{plural(report.tool_calls, 'tool call')}, the same calls and results as recorded "
               f"(replay task {report.replay[:8]})")
     else:
         print(f"replay diverged at {report.divergence} (replay task {report.replay[:8]})")
+        if report.step is not None:
+            print(f"see: magent trace {report.original[:8]} --step {report.step}")
     raise typer.Exit(0 if report.matched else 1)
 
 

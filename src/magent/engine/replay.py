@@ -34,12 +34,23 @@ COMPARED = {
 }
 
 
+WHAT = {"node_started": "a node's start", "llm_call": "a model call", "tool_call": "a tool call",
+        "tool_result": "a tool result", "reflection": "a verdict", "human_decision": "a decision",
+        "awaiting_human": "a pause", "run_finished": "the end of the run"}
+"""What each compared event is, in the words of ``magent.vocabulary``."""
+
+
 @dataclass
 class ReplayReport:
     original: str
     replay: str
     matched: bool
-    steps: int
+    model_calls: int
+    """Model calls of the original that the replay made the same way (all of them on a match)."""
+    tool_calls: int
+    """Likewise for tool calls."""
+    step: int | None = None
+    """The step of the original's trace (``magent trace ID --step N``) where the replay diverged."""
     divergence: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -103,7 +114,7 @@ async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
     return compare(original.id, replay_id, events, [Event.model_validate(e) for e in read_events(td)])
 
 
-def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any]]]:
+def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any], int]]:
     out = []
     for ev in events:
         keys = COMPARED.get(ev.type)
@@ -115,24 +126,50 @@ def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any
             response["tool_calls"] = [{k: v for k, v in c.items() if k != "id"}
                                       for c in response.get("tool_calls") or []]
             fields["response"] = response
-        out.append((ev.type, ev.node, fields))
+        out.append((ev.type, ev.node, fields, ev.seq))
     return out
 
 
 def compare(original_id: str, replay_id: str, before: list[Event], after: list[Event]) -> ReplayReport:
+    """Match the two runs event by event; a divergence is placed at a step of the original's
+    trace (or of the replay's, when only the replay went on), the steps ``magent trace`` numbers."""
     a, b = _signature(before), _signature(after)
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            what = _describe(x, y)
-            return ReplayReport(original_id, replay_id, False, i + 1,
-                                divergence=f"step {i + 1} ({x[0]} at node '{x[1]}'): {what}",
+    same = 0
+    for x, y in zip(a, b):
+        if x[:3] != y[:3]:
+            break
+        same += 1
+    done = a[:same]
+    counts = (sum(1 for s in done if s[0] == "llm_call"), sum(1 for s in done if s[0] == "tool_call"))
+    if same == len(a) == len(b):
+        return ReplayReport(original_id, replay_id, True, *counts)
+    if same < len(a):
+        x = a[same]
+        step = _trace_step(original_id, before, x[3])
+        where = f"step {step} of the original's trace ({WHAT.get(x[0], x[0])} at node '{x[1]}')"
+        if same < len(b):
+            y = b[same]
+            return ReplayReport(original_id, replay_id, False, *counts, step=step,
+                                divergence=f"{where}: {_describe(x, y)}",
                                 details={"recorded": x[2], "replayed": y[2]})
-    if len(a) != len(b):
-        longer, label = (a, "the original went on") if len(a) > len(b) else (b, "the replay went on")
-        nxt = longer[min(len(a), len(b))]
-        return ReplayReport(original_id, replay_id, False, min(len(a), len(b)) + 1,
-                            divergence=f"step {min(len(a), len(b)) + 1}: {label} with {nxt[0]} at node '{nxt[1]}'")
-    return ReplayReport(original_id, replay_id, True, len(a))
+        return ReplayReport(original_id, replay_id, False, *counts, step=step,
+                            divergence=f"{where}: the replay stopped before it")
+    y = b[same]
+    step = _trace_step(replay_id, after, y[3])
+    return ReplayReport(original_id, replay_id, False, *counts,
+                        divergence=f"after the original ended, the replay went on with {WHAT.get(y[0], y[0])} "
+                                   f"at node '{y[1]}' (step {step} of the replay's trace)")
+
+
+def _trace_step(task_id: str, events: list[Event], seq: int) -> int | None:
+    """The number ``magent trace`` gives the step that event ``seq`` belongs to."""
+    from magent.trace.build import build_trace_doc
+
+    built = build_trace_doc(task_id, events)
+    for number, step_events in enumerate(built.events, start=1):
+        if any(ev.get("seq") == seq for ev in step_events):
+            return number
+    return None
 
 
 def _describe(x: tuple, y: tuple) -> str:
@@ -141,4 +178,4 @@ def _describe(x: tuple, y: tuple) -> str:
     diffs = [k for k in x[2] if x[2][k] != y[2].get(k)]
     k = diffs[0]
     show = lambda v: json.dumps(v, ensure_ascii=False, default=str)[:200]  # noqa: E731
-    return f"{k} differs: recorded {show(x[2][k])}, replay {show(y[2][k])}"
+    return f"{k}: recorded {show(x[2][k])}, replay {show(y[2][k])}"

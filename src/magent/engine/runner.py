@@ -28,7 +28,7 @@ class RunOutcome:
     result: str | None = None
     error: str | None = None
     request: HumanRequest | None = None
-    steps: int = 0
+    model_calls: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -71,7 +71,7 @@ class Executor:
             limit = ctx.graph.workflow.max_iterations
             if total >= limit:
                 raise NodeFailed(f"workflow '{ctx.graph.name}' stopped after max_iterations ({limit}) "
-                                 f"node runs; it was about to run '{name}' again", kind="max_iterations")
+                                 f"node visits; it was about to run '{name}' again", kind="max_iterations")
             ctx.visits[name] = ctx.visits.get(name, 0) + 1
             ctx.progress["entered"] = True
             ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
@@ -180,16 +180,16 @@ class Executor:
             "error": ctx.redactor.text(error) if error else None, "completed_at": now() if finished else None})
         ctx.task = ctx.td.save_task(self._with_usage(task))
         ctx.bus.emit("run_finished", None, status=status.value, result=ctx.redactor.text(result or "") or None,
-                     error=ctx.redactor.text(error) if error else None, steps=ctx.turn_index,
+                     error=ctx.redactor.text(error) if error else None, model_calls=ctx.total_usage.calls,
                      tokens_in=ctx.total_usage.input, tokens_out=ctx.total_usage.output,
                      cost=ctx.total_usage.cost,
                      duration_ms=int((time.perf_counter() - self.started) * 1000))
         return RunOutcome(task_id=ctx.task.id, status=status, result=result, error=error, request=request,
-                          steps=ctx.turn_index)
+                          model_calls=ctx.total_usage.calls)
 
     def _with_usage(self, task):
         ctx = self.ctx
-        return task.model_copy(update={"usage": ctx.total_usage, "steps": ctx.turn_index})
+        return task.model_copy(update={"usage": ctx.total_usage})
 
 
 def _rejected(node: str, human: dict) -> str:

@@ -475,7 +475,7 @@ def cancel_task(task_ref: str) -> Task:
         with_events = EventBus(start_seq=max((e.seq for e in td.read_events()), default=0))
         with_events.subscribe(lambda ev: td.append_event(ev))
         with_events.emit("run_finished", None, status="cancelled", error="cancelled by a person",
-                         steps=task.steps, tokens_in=task.usage.input, tokens_out=task.usage.output,
+                         model_calls=task.usage.calls, tokens_in=task.usage.input, tokens_out=task.usage.output,
                          cost=task.usage.cost)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.cancelled, "completed_at": now(),
                                                     "error": "cancelled by a person"}))

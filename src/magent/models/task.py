@@ -94,9 +94,7 @@ class Task(Document):
     config_snapshot: dict[str, Any] = Field(default_factory=dict)
     """Frozen copy of the workflow, agents and options as written (``${VAR}`` left unresolved)."""
     usage: Usage = Field(default_factory=Usage)
-    """Token and cost totals of the whole task."""
-    steps: int = 0
-    """Model turns taken so far."""
+    """Token and cost totals of the whole task; ``usage.calls`` counts its model calls."""
 
     @field_validator("tags")
     @classmethod

@@ -58,7 +58,7 @@ class Workflow(Model):
     def result_nodes(self) -> list[str]:
         return [self.result] if isinstance(self.result, str) else list(self.result or [])
     max_iterations: PositiveInt = 50
-    """Global bound on node executions, which bounds loops."""
+    """Global bound on node visits (runs of a node), which bounds loops."""
     max_delegation_depth: PositiveInt = 3
     """How deep sub-agents may nest (an agent's sub-agent's sub-agent is depth 3)."""
     mcp_servers: str | None = None

@@ -37,6 +37,32 @@ def shown_status(status: str, live: bool) -> str:
     return "interrupted" if status in UNSETTLED and not live else status
 
 
+def events_usage(task_dir: Path) -> dict[str, Any]:
+    """Model calls, tokens and cost added up from the task's ``llm_call`` events, as the trace
+    adds them up. Used while a task is not settled (running, or its process died), when its
+    task.json has not been brought up to date."""
+    usage: dict[str, Any] = {"input": 0, "output": 0, "cost": 0.0, "calls": 0}
+    try:
+        with open(task_dir / "events.jsonl", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return usage
+    for line in data.split(b"\n"):
+        if b'"llm_call"' not in line:
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue  # a torn last line
+        if not isinstance(ev, dict) or ev.get("type") != "llm_call":
+            continue
+        usage["input"] += int(ev.get("tokens_in") or 0)
+        usage["output"] += int(ev.get("tokens_out") or 0)
+        usage["cost"] = round(usage["cost"] + float(ev.get("cost") or 0.0), 10)
+        usage["calls"] += 1
+    return usage
+
+
 def is_live(locks_dir: Path, task_id: str) -> bool:
     """A process holds the task's lock now (probed read-only)."""
     from magent.store.locks import is_held
@@ -56,7 +82,8 @@ class TaskRow:
     workflow: str
     description: str
     created_at: datetime
-    steps: int
+    calls: int
+    """Model calls so far (``usage.calls``; from the events while the task is not settled)."""
     cost: float
     doc: dict[str, Any]
     """task.json as stored, without the (large) ``config_snapshot``."""
@@ -106,16 +133,16 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     created = parse_time(doc.get("created_at"))
     if created is None:
         raise bad(f"created_at: {doc.get('created_at')!r} is not a timestamp")
-    steps = doc.get("steps", 0)
-    if type(steps) is not int:
-        raise bad(f"steps: {steps!r} is not a whole number")
     usage = doc.get("usage") or {}
     cost = usage.get("cost", 0.0) if isinstance(usage, dict) else None
     if type(cost) not in (int, float):
         raise bad(f"usage.cost: {cost!r} is not a number")
+    calls = usage.get("calls", 0)
+    if type(calls) is not int:
+        raise bad(f"usage.calls: {calls!r} is not a whole number")
     doc.pop("config_snapshot", None)
     return TaskRow(id=task_id, status=status, workflow=doc["workflow"],
-                   description=doc["description"], created_at=created, steps=steps,
+                   description=doc["description"], created_at=created, calls=calls,
                    cost=float(cost), doc=doc)
 
 
@@ -139,8 +166,9 @@ def list_rows(root: Path | None = None, status: str | None = None,
             continue
         if row.status in UNSETTLED:
             shown = shown_status(row.status, is_live(locks_dir, task_id))
-            row.doc["status"] = shown
-            row = replace(row, status=shown)
+            usage = events_usage(tasks_dir / task_id)
+            row.doc.update(status=shown, usage=usage)
+            row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"])
         if status is None or row.status == status:
             rows.append(row)
     rows.sort(key=lambda r: r.created_at, reverse=True)

@@ -38,6 +38,19 @@ def same_format_to_3(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 3}
 
 
+def task_3_to_4_drop_steps(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 drops ``steps``, which counted model calls under a name ``magent trace`` uses for
+    its numbered lines: ``usage.calls`` is that count. (Tasks may now also be ``interrupted``.)"""
+    doc = {k: v for k, v in doc.items() if k != "steps"}
+    doc["schema_version"] = 4
+    return doc
+
+
+def same_format_to_4(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints gained ``journals`` in version 4 (absent: written before journals existed);
+    traces did not change."""
+    return {**doc, "schema_version": 4}
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -45,6 +58,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 2): checkpoint_2_to_3_add_sessions,
     ("task", 2): same_format_to_3,
     ("trace", 2): same_format_to_3,
+    ("checkpoint", 3): same_format_to_4,
+    ("task", 3): task_3_to_4_drop_steps,
+    ("trace", 3): same_format_to_4,
 }
 """(document kind, from version) → migration to the next version."""
 

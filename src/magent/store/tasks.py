@@ -24,7 +24,7 @@ from magent.errors import (
 )
 from magent.ids import is_uuid4, now
 from magent.models import (
-    Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog,
+    Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog, Usage,
 )
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog, to_message
@@ -32,7 +32,7 @@ from magent.store.files import (
     DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
     remove_temp_files,
 )
-from magent.store.listing import UNSETTLED, check_readable, task_ids
+from magent.store.listing import UNSETTLED, check_readable, events_usage, task_ids
 from magent.store.locks import Lock
 from magent.store.migrations import migrate
 
@@ -85,9 +85,14 @@ class TaskDir:
     def shown_task(self) -> Task:
         """The task as commands show it: a pending or running one no process holds is interrupted."""
         task = self.load_task()
-        if task.status.value not in UNSETTLED or not self.lock().is_free():
+        if task.status.value not in UNSETTLED:
             return task
-        return task.model_copy(update={"status": TaskStatus.interrupted})
+        # Its task.json is brought up to date only when the run stops: count from the events,
+        # as the trace does.
+        usage = Usage.model_validate(events_usage(self.path))
+        if not self.lock().is_free():
+            return task.model_copy(update={"usage": usage})
+        return task.model_copy(update={"status": TaskStatus.interrupted, "usage": usage})
 
     def save_task(self, task: Task) -> Task:
         """Write ``task`` as task.json (atomically) with ``updated_at`` set to now; returns it."""

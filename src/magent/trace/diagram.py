@@ -135,7 +135,7 @@ def text_lines(graph: "Graph") -> list[Line]:
     spec = describe(graph)
     lines: list[Line] = [[(f"{spec['name']}", "bold")]
                          + ([(f" — {spec['description']}", "dim")] if spec["description"] else [])]
-    lines.append([(f"starts at {spec['entry_point']} · at most {spec['max_iterations']} node runs", "dim")])
+    lines.append([(f"starts at {spec['entry_point']} · at most {spec['max_iterations']} node visits", "dim")])
     lines.append([])
     width = max(len(n["name"]) for n in spec["nodes"])
     for node in spec["nodes"]:
