@@ -22,7 +22,7 @@ import pytest
 from support.cli import run
 from support.crashflow import ledger_lines, only_task, wait_for_nap
 from support.delegateflow import make_delegation
-from support.engine import all_files_parse, checkpoint_numbers, task_dir
+from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 
 POINTS = [
     ("after_assistant_entry", 1),   # the lead asked for the worker; no child yet
@@ -54,7 +54,7 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
     td = task_dir(task_id)
     task = td.load_task()
     assert task.status.value == "completed" and task.result == "stored final"
-    assert json.loads((td.path / "kv.json").read_text()) == {"k1": 1, "final": "lead done"}
+    assert kv_store(task_id) == {"k1": 1, "final": "lead done"}
     assert ledger_lines(ledger) == ["a", "b", "c"]          # every finished call ran exactly once
     numbers = checkpoint_numbers(task_id)
     assert numbers == list(range(len(numbers)))

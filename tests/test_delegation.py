@@ -9,7 +9,9 @@ from magent.models.session import MAIN_SESSION
 from support.cli import invoke, run
 from support.crashflow import ledger_lines, only_task
 from support.delegateflow import make_delegation
-from support.engine import agent_yaml, all_files_parse, checkpoint_numbers, events, task_dir, write
+from support.engine import (
+    agent_yaml, all_files_parse, checkpoint_numbers, events, kv_store, task_dir, write,
+)
 
 
 def test_a_sub_agent_works_in_its_own_session_and_its_answer_is_the_tool_result(tmp_path: Path,
@@ -21,7 +23,7 @@ def test_a_sub_agent_works_in_its_own_session_and_its_answer_is_the_tool_result(
     task_id = only_task(magent_home)
     td = task_dir(task_id)
     assert td.load_task().result == "stored final"
-    assert json.loads((td.path / "kv.json").read_text()) == {"k1": 1, "final": "lead done"}
+    assert kv_store(task_id) == {"k1": 1, "final": "lead done"}
     assert ledger_lines(ledger) == ["a", "b", "c"]
     entries = list(td.entries.load().values())
     firsts = {e.session: e for e in reversed(entries) if e.session}
@@ -143,6 +145,6 @@ def test_a_tool_approval_inside_sub_agents_pauses_the_task_and_approve_continues
     assert sorted(asked) == [("scribe", "c"), ("worker", "a"), ("worker", "b")]
     assert sorted(ledger_lines(ledger)) == ["a", "b", "c"]
     td = task_dir(task_id)
-    assert json.loads((td.path / "kv.json").read_text()) == {"k1": 1, "final": "lead done"}
+    assert kv_store(task_id) == {"k1": 1, "final": "lead done"}
     lead = td.full_state(td.checkpoints.read(checkpoint_numbers(task_id)[-1])).messages
     assert sorted(m.content for m in lead if m.role == "tool") == ["all done", "scribed"]

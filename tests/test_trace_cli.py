@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from magent.models import TaskStatus, TraceLog
+from magent.models import SCHEMA_VERSION, TaskStatus, TraceLog
 from magent.store import Store
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
@@ -145,7 +145,8 @@ def test_a_running_task_is_shown_from_its_events(tmp_path: Path, magent_home: Pa
 
 @pytest.mark.parametrize("damage, note", [
     ("missing", "trace.json is missing; built from events.jsonl"),
-    ("older", "trace.json has an older schema version (0; this magent writes 3); built from events.jsonl"),
+    ("older", f"trace.json has an older schema version (0; this magent writes {SCHEMA_VERSION}); "
+              "built from events.jsonl"),
     ("garbage", "trace.json is unreadable"),
 ])
 def test_a_damaged_trace_json_is_rebuilt_from_events_with_a_note(damage: str, note: str) -> None:
