@@ -12,67 +12,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from support.cli import run, invoke
+from support.crashflow import only_task
 from support.engine import task_dir, write
-
-TOOLBOX = Path(__file__).resolve().parent / "servers" / "toolbox.py"
-
-
-ECHO = "{name: toolbox.echo, arguments: {text: hello}}"
-SLOW = "{name: toolbox.slow, arguments: {seconds: 60}}"
-
-
-def toolbox_flow(folder: Path, first: str = ECHO) -> Path:
-    """One agent that calls a toolbox tool once (``first``), then answers; the server's start-up
-    can be slowed."""
-    write(folder, "mcp.yaml", f"""
-        servers:
-          - name: toolbox
-            transport: stdio
-            connect_timeout_seconds: 120
-            config:
-              command: {sys.executable}
-              args: [{TOOLBOX}]
-              env: {{TOOLBOX_START_DELAY: "${{START_DELAY:-0}}", TOOLBOX_PIDFILE: "${{PIDFILE:-}}"}}
-        """)
-    write(folder, "echoer.script.yaml", f"""
-        responses:
-          - tool_calls: [{first}]
-          - content: the server said hello
-        """)
-    write(folder, "echoer.yaml", """
-        name: echoer
-        role: echoes
-        system_prompt: echo
-        tools: [toolbox.*]
-        llm_config: {model: scripted, script: echoer.script.yaml}
-        """)
-    return write(folder, "flow.yaml", """
-        name: echoflow
-        mcp_servers: mcp.yaml
-        entry_point: echo
-        nodes:
-          echo: {type: agent, agent: echoer}
-        edges: []
-        """)
-
-
-def only_task(home: Path) -> str:
-    (task,) = [p.name for p in (home / "tasks").iterdir() if not p.name.startswith(".")]
-    return task
-
-
-def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while not path.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+from support.recoveryflow import SLOW, TOOLBOX, started_run, toolbox_flow, wait_for, wait_for_event
 
 
 def test_killed_while_tool_servers_start_is_resumed(tmp_path: Path, magent_home: Path) -> None:
@@ -130,23 +77,6 @@ def test_a_run_is_pending_then_running_and_starts_after_it_was_created(tmp_path:
     assert done.code == 0, done.err
     task = task_dir(only_task(magent_home)).load_task()
     assert task.created_at <= task.started_at <= task.completed_at
-
-
-def started_run(flow: Path, **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "say hello"],
-                            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-
-
-def wait_for_event(home: Path, text: str, proc: subprocess.Popen, timeout: float = 60) -> str:
-    deadline = time.time() + timeout
-    while True:
-        found = list((home / "tasks").glob("*/events.jsonl"))
-        if found and text in found[0].read_text():
-            return found[0].parent.name
-        assert proc.poll() is None, "the run ended early"
-        assert time.time() < deadline, f"the run never wrote {text}"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
@@ -272,6 +202,33 @@ def test_temp_files_of_killed_writes_go_when_the_task_is_next_opened(tmp_path: P
     resumed = run("resume", task_id)
     assert resumed.code == 0, (resumed.out, resumed.err)
     assert stale_temps(td.path) == []
+
+
+def test_temp_files_of_every_kind_go_when_the_task_is_next_opened(tmp_path: Path,
+                                                                  magent_home: Path) -> None:
+    """Item 3 as the trial met it: a task killed mid-run holds the temp copies its killed writes
+    left (the names atomic writes use: .NAME.PID.HEX.tmp), beside and under artifacts/; resume
+    removes them all and leaves every other file alone."""
+    flow = toolbox_flow(tmp_path, first=SLOW, idempotent_slow=True)
+    proc = started_run(flow, WAKE=str(tmp_path / "wake"))
+    try:
+        task_id = wait_for_event(magent_home, '"tool":"toolbox.slow"', proc)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=120)
+    (tmp_path / "wake").touch()
+    td = task_dir(task_id)
+    (td.path / "artifacts").mkdir(exist_ok=True)
+    left = [td.path / ".checkpoint_002.json.4242.0a1b2c3d.tmp", td.path / ".kv.json.4242.0a1b2c3d.tmp",
+            td.path / ".task.json.77.deadbeef.tmp", td.path / "artifacts" / ".report.txt.77.00ff00ff.tmp"]
+    for path in left:
+        path.write_text('{"half": ')
+    kept = td.path / "notes.tmp"                     # not a name magent writes: not its to remove
+    kept.write_text("mine")
+
+    resumed = run("resume", task_id, env={"WAKE": str(tmp_path / "wake")})
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    assert [p for p in left if p.exists()] == [] and kept.read_text() == "mine"
 
 
 def test_retention_removes_temp_files_of_a_task_nobody_resumes(tmp_path: Path, magent_home: Path) -> None:
