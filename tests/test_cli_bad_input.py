@@ -101,11 +101,15 @@ def test_task_id_that_is_not_an_id_in_a_real_process(std):
 
 def test_ambiguous_prefix_lists_the_matches(std):
     home = std.home
-    a = home.task("one", task_id=_id_with_prefix("beef1", std.completed.id)).id
-    b = home.task("two", task_id=_id_with_prefix("beef2", std.failed.id)).id
+    # Two letters no task of the standard home starts with (its ids are random), so the two
+    # tasks made here are the only matches.
+    taken = {p.name[:2] for p in (std.root / "tasks").iterdir()}
+    two = next(x + y for x in "0123456789abcdef" for y in "0123456789abcdef" if x + y not in taken)
+    a = home.task("one", task_id=_id_with_prefix(two + "ef1", std.completed.id)).id
+    b = home.task("two", task_id=_id_with_prefix(two + "ef2", std.failed.id)).id
     before = snapshot_tree(std.root)
-    for args in (("tasks", "show", "beef"), ("checkpoints", "list", "bee"),
-                 ("checkpoints", "show", "be", "0")):
+    for args in (("tasks", "show", two + "ef"), ("checkpoints", "list", two + "e"),
+                 ("checkpoints", "show", two, "0")):
         line = assert_one_error_line(invoke(*args), "matches 2 tasks", a[:13], b[:13],
                                      "give more characters")
         assert line.startswith(f"magent: error: '{args[2]}' matches 2 tasks: ")
