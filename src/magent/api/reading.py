@@ -64,7 +64,8 @@ def tasks(status: str | None = None, *, home: PathLike | None = None,
     ``status`` keeps one status. A task whose task.json cannot be read is left out and
     described in ``problems`` when a list is given.
     """
-    from magent.store.listing import TASK_STATUSES, list_rows
+    from magent.store.listing import list_rows
+    from magent.vocabulary import TASK_STATUSES
 
     if status is not None and status not in TASK_STATUSES:
         raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(TASK_STATUSES)})")
