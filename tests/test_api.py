@@ -264,6 +264,18 @@ def test_a_cancelled_arun_leaves_a_task_resume_continues(magent_home: Path) -> N
     assert done.success and "20 cm" in done.output
 
 
+def test_a_task_whose_run_was_killed_reads_as_interrupted(magent_home: Path) -> None:
+    """As tasks list and tasks show say it (issue 10 item 4): nobody holds it, so it is not running."""
+    from support.cli import run
+
+    killed = run("run", str(WRITE_REVIEW), "-t", "copy", env={"MAGENT_FAILPOINT": "after_run_start"})
+    assert killed.code == -9, (killed.out, killed.err)
+    (row,) = magent.tasks()
+    assert row.status == "interrupted"
+    assert magent.task(row.id).status == "interrupted"
+    assert magent.resume(row.id).success
+
+
 def test_import_magent_stays_light() -> None:
     code = ("import sys, magent; magent.__version__; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "

@@ -79,7 +79,8 @@ def task(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
     from magent.store.tasks import Store
 
     with paths.using_home(home):
-        return result_of(Store().task(task_id))
+        td = Store().task(task_id)
+        return result_of(td, td.shown_task())   # a run whose process died is interrupted
 
 
 def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":
