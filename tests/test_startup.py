@@ -127,3 +127,24 @@ def test_litellm_uses_its_bundled_cost_map_unless_asked_not_to() -> None:
     p = subprocess.run([sys.executable, "-c", OFFLINE], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split(None, 2) == ["True", "True", "[]\n"]
+
+
+def test_memory_commands_do_not_import_litellm_or_mcp(tmp_path, monkeypatch):
+    """Without an embedding model, `magent memory ...` (and a sweep with a memory section) is
+    sqlite3 only."""
+    monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
+    added = _imports("memory", "add", "The weekly sync is in room Atlas", "--json")
+    memory_id = json.loads(added["out"])["id"]
+    (tmp_path / "home" / "config").mkdir(parents=True)
+    (tmp_path / "home" / "config" / "retention_policy.yaml").write_text("memory: {unused_days: 30}\n")
+    dump = tmp_path / "dump.jsonl"
+    commands = [("memory", "list"), ("memory", "search", "weekly sync"), ("memory", "show", memory_id[:8]),
+                ("memory", "export", "-o", str(dump)), ("memory", "import", str(dump)),
+                ("memory", "consolidate", "--dry-run"), ("memory", "consolidate"),
+                ("retention", "sweep", "--dry-run"), ("retention", "show"),
+                ("memory", "forget", memory_id[:8])]
+    for args in [("memory", "add", "x")] + commands:
+        report = _imports(*args) if args[1] != "add" else added
+        assert report["code"] == 0, (args, report["out"])
+        heavy = sorted(_roots(report["modules"]) & set(HEAVY + ("numpy",)))
+        assert heavy == [], f"`magent {' '.join(args)}` imported {heavy}"

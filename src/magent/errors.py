@@ -111,3 +111,16 @@ class EntriesCorruptError(StoreError, ValueError):
 
 class ExportError(MagentError):
     """Traces could not be sent where they were asked to go (an OpenTelemetry endpoint)."""
+
+
+class MemoryStoreError(StoreError):
+    """The memory database cannot be used: unreadable, made by a newer magent, or not ours.
+    It is never deleted or rewritten to recover; the message says what to do."""
+
+
+class MemoryLockedError(MemoryStoreError):
+    """Another process held the memory database's write lock for longer than the busy timeout."""
+
+
+class MemoryNotFoundError(MagentError):
+    """No memory matches the id or prefix given (or it matches several)."""

@@ -26,6 +26,7 @@ POINTS = (
     "after_node_end",         # a node's end checkpoint is written, routing not done
     "before_pause",           # a pause is about to be written
     "before_link",            # an immutable file's temp copy is written, not yet linked into place
+    "memory_before_commit",   # a memory write transaction is complete but not committed
 )
 
 

@@ -71,3 +71,16 @@ def mcp_servers_file(root: Path | None = None) -> Path:
 
 def retention_policy_file(root: Path | None = None) -> Path:
     return config_dir(root) / "retention_policy.yaml"
+
+
+def memory_dir(root: Path | None = None) -> Path:
+    """Long-term memory shared by every task (one SQLite database)."""
+    return (root or home()) / "memory"
+
+
+def memory_db(root: Path | None = None) -> Path:
+    return memory_dir(root) / "memory.db"
+
+
+def memory_settings_file(root: Path | None = None) -> Path:
+    return config_dir(root) / "memory.yaml"

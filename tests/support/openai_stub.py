@@ -14,11 +14,19 @@ Tests queue what each request gets, in order, and read back what was sent::
 
 A request that finds the queue empty gets HTTP 400 ("no response queued"), which
 is not retried, so a test that under-queues fails loudly instead of hanging.
+
+``POST /v1/embeddings`` answers every text with a deterministic vector: a bag of
+its words hashed into ``embedding_dim`` buckets (so texts with the same words get
+the same vector), unless ``embedding_overrides[text]`` gives one. Set
+``embedding_status`` to an HTTP status to make every embedding request fail.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 import threading
 import time
 from collections import deque
@@ -72,6 +80,10 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.received: list[Received] = []
+        self.embedding_dim = 32
+        self.embedding_overrides: dict[str, list[float]] = {}
+        self.embedding_status: int | None = None
+        """When set, every embedding request gets this HTTP status (an error)."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,),
@@ -164,6 +176,8 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             stub.received.append(Received(self.path, dict(self.headers), body, time.monotonic()))
+            if self.path.rstrip("/").endswith("/embeddings"):
+                return self._embeddings(body or {})
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
             behaviour = stub._next()
@@ -187,6 +201,19 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 include_usage = bool(((body or {}).get("stream_options") or {}).get("include_usage"))
                 return self._stream(behaviour, model, include_usage)
             return self._send(200, _completion(behaviour, model))
+
+        def _embeddings(self, body: dict[str, Any]) -> None:
+            if stub.embedding_status is not None:
+                return self._send(stub.embedding_status, {"error": {"message": "stub embedding error",
+                                                                    "type": "stub_error"}})
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else list(texts or [])
+            data = [{"object": "embedding", "index": i,
+                     "embedding": stub.embedding_overrides.get(t) or bag_of_words(t, stub.embedding_dim)}
+                    for i, t in enumerate(texts)]
+            tokens = sum(len(str(t).split()) for t in texts)
+            return self._send(200, {"object": "list", "data": data, "model": body.get("model", "stub-embed"),
+                                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
@@ -257,3 +284,12 @@ def _completion(b: Behaviour, model: str) -> dict[str, Any]:
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if b.tool_calls else "stop"}],
             "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}
+
+
+def bag_of_words(text: str, dim: int) -> list[float]:
+    """A unit vector of ``text``'s lowercase words hashed into ``dim`` buckets."""
+    vector = [0.0] * dim
+    for word in re.findall(r"\w+", str(text).lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dim] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]

@@ -122,6 +122,8 @@ def _register() -> None:
     graph.register(app)
     from magent.cli import examples
     app.add_typer(examples.app, name="examples")
+    from magent.cli import memory
+    app.add_typer(memory.app, name="memory")
 
 
 _register()

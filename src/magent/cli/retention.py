@@ -128,6 +128,8 @@ def summary_line(report: "SweepReport") -> str:
     if report.leftovers:
         text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
                  f"left by an interrupted sweep or start ({human_bytes(report.leftover_bytes)})")
+    if report.memory is not None and not report.memory.problem:
+        text += "; " + report.memory.summary()
     if report.problems:
         n = len(report.problems)
         text += f", {n} error{'s' if n > 1 else ''} (see stderr)"
@@ -155,6 +157,9 @@ def _print_plan(report: "SweepReport") -> None:
                          f"  {_n(len(v.temp), 'temp file')} of killed writes ({', '.join(v.temp)})")
     lines += [f"would clear   tasks/{name}  (left by an interrupted {'start' if name.startswith('.new-') else 'sweep'})"
               for name in report.leftovers]
+    if report.memory is not None:
+        lines += [f"would remove  memory {d.id[:8]}  {d.rule:<14} {d.detail}: {d.content[:60]}"
+                  for d in report.memory.doomed]
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
 
@@ -183,11 +188,21 @@ def _print_policy(policy: "RetentionPolicy", source: str | None) -> None:
             ("default_days", f"{policy.default_days}d"), ("by_task", days(policy.by_task)),
             ("by_status", days(policy.by_status)),
             ("keep_checkpoints", str(policy.keep_checkpoints or "all")),
-            ("never swept", ", ".join(protected) or "-")]
+            ("never swept", ", ".join(protected) or "-"), ("memory", _memory_rules(policy))]
     for key, value in rows:
         print(f"{key:<17} {value}")
     print("precedence        own --retention-days, then tags (longest wins), then status, "
           "then default_days")
+
+
+def _memory_rules(policy: "RetentionPolicy") -> str:
+    rules = policy.memory
+    if rules is None:
+        return "kept until forgotten (no memory section)"
+    parts = [f"{name} {value}{'d' if name.endswith('days') else ''}"
+             for name, value in (("unused_days", rules.unused_days), ("archived_days", rules.archived_days),
+                                 ("max_entries", rules.max_entries)) if value is not None]
+    return ", ".join(parts) or "kept until forgotten (no rules in the memory section)"
 
 
 def _print_tasks(verdicts: list["Verdict"], at: datetime) -> None:

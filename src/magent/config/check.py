@@ -54,6 +54,12 @@ def check_file(path: Path) -> CheckResult:
             from magent.llm.scripted import load_script
 
             summary = f"{len(load_script(path).responses)} responses"
+        elif kind is ConfigKind.memory:
+            from magent.config.files import load_memory_settings
+
+            settings = load_memory_settings(path, missing_ok=False).settings
+            summary = f"embedding model {settings.embedding_model}" if settings.embedding_model \
+                else "text search only"
         else:
             load_retention_policy(path, missing_ok=False)
         return CheckResult(path=shown, kind=kind.value, ok=True, summary=summary)

@@ -9,7 +9,7 @@ from typing import Any
 
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, load_file
-from magent.models import Agent, MCPServersFile, RetentionPolicy, Workflow
+from magent.models import Agent, MCPServersFile, MemorySettings, RetentionPolicy, Workflow
 
 
 class ConfigKind(str, Enum):
@@ -19,14 +19,18 @@ class ConfigKind(str, Enum):
     retention_policy = "retention_policy"
     script = "script"
     """A scripted model's ``responses:`` file."""
+    memory = "memory"
+    """Long-term memory settings (``config/memory.yaml``)."""
 
 
 _MARKERS: list[tuple[ConfigKind, set[str]]] = [
     (ConfigKind.workflow, {"nodes", "entry_point", "edges"}),
     (ConfigKind.mcp_servers, {"servers", "builtins"}),
-    (ConfigKind.retention_policy, {"default_days", "by_task", "by_status", "keep_checkpoints"}),
+    (ConfigKind.retention_policy, {"default_days", "by_task", "by_status", "keep_checkpoints", "memory"}),
     (ConfigKind.agent, {"system_prompt", "llm_config", "role"}),
     (ConfigKind.script, {"responses"}),
+    (ConfigKind.memory, {"embedding_model", "embedding_endpoint", "embedding_api_key",
+                         "embedding_timeout_seconds", "busy_timeout_seconds", "consolidation"}),
 ]
 
 
@@ -45,7 +49,7 @@ def detect_kind(source: SourceFile) -> ConfigKind:
         raise source.error(
             "cannot tell what kind of config this is: an agent has system_prompt and llm_config, "
             "a workflow nodes and entry_point, an MCP file servers, a retention policy default_days, "
-            "a scripted model's file responses")
+            "a scripted model's file responses, memory settings embedding_model or consolidation")
     return winners[0]
 
 
@@ -103,7 +107,7 @@ def load_mcp_servers(path: Path | str, *, missing_ok: bool = False) -> LoadedMCP
         if server.name in seen:
             raise source.error(f"duplicate server name {server.name!r} (also servers[{seen[server.name]}])",
                                ("servers", i, "name"))
-        if server.name in ("kv", "http", "shell"):
+        if server.name in ("kv", "http", "shell", "memory"):
             raise source.error(f"server name {server.name!r} is taken by a built-in connector",
                                ("servers", i, "name"))
         seen[server.name] = i
@@ -119,3 +123,20 @@ def load_retention_policy(path: Path | str, *, missing_ok: bool = True) -> Reten
         return RetentionPolicy()
     return validate(source, RetentionPolicy)
 
+
+
+@dataclass
+class LoadedMemorySettings:
+    settings: MemorySettings
+    secrets: set[str]
+    """Values taken from the environment (an embedding API key): masked wherever they appear."""
+
+
+def load_memory_settings(path: Path | str, *, missing_ok: bool = True) -> LoadedMemorySettings:
+    path = Path(path)
+    if missing_ok and not path.exists():
+        return LoadedMemorySettings(MemorySettings(), set())
+    source = load_file(path)
+    if source.data in (None, {}):
+        return LoadedMemorySettings(MemorySettings(), set(source.secrets))
+    return LoadedMemorySettings(validate(source, MemorySettings), set(source.secrets))

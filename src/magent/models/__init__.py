@@ -4,6 +4,9 @@ from magent.models.agent import AGENT_NAME_PATTERN, Agent, LLMConfig
 from magent.models.base import SCHEMA_VERSION, Document, Model
 from magent.models.checkpoint import Checkpoint, CheckpointSummary, HumanFeedback, HumanRequest
 from magent.models.entry import Entry, Event
+from magent.models.memory import (
+    AgentMemory, ConsolidationSettings, MemoryEntry, MemoryRetention, MemorySettings,
+)
 from magent.models.retention import RetentionPolicy
 from magent.models.state import Message, State, ToolCall
 from magent.models.task import ForkRef, Task, TaskStatus, Usage
@@ -18,10 +21,11 @@ from magent.models.trace import (
 from magent.models.workflow import EdgeDef, NodeDef, Workflow
 
 __all__ = [
-    "AGENT_NAME_PATTERN", "ActionRecord", "ActionToolCall", "Agent", "Builtins", "Checkpoint",
-    "CheckpointSummary", "Document", "EdgeDef", "Entry", "Event", "ForkRef", "HttpConfig",
+    "AGENT_NAME_PATTERN", "ActionRecord", "ActionToolCall", "Agent", "AgentMemory", "Builtins", "Checkpoint",
+    "CheckpointSummary", "ConsolidationSettings", "Document", "EdgeDef", "Entry", "Event", "ForkRef", "HttpConfig",
     "HttpServer", "HumanFeedback", "HumanRequest", "LLMCallRecord", "LLMConfig", "MCPServer",
-    "MCPServersFile", "Message", "Model", "NodeDef", "RateLimit", "RetentionPolicy", "SCHEMA_VERSION",
+    "MCPServersFile", "MemoryEntry", "MemoryRetention", "MemorySettings", "Message", "Model", "NodeDef",
+    "RateLimit", "RetentionPolicy", "SCHEMA_VERSION",
     "SSEConfig", "State", "StdioConfig", "StdioServer", "StepRecord", "SubAgentSession",
     "SubAgentSessionInfo", "Task", "TaskStatus", "Tool", "ToolCall", "ToolCallRecord",
     "ToolSettings", "TraceLog", "Usage", "Workflow",

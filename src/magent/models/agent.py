@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from magent.models.base import Model
 from magent.models.guardrails import Guardrails
+from magent.models.memory import AgentMemory
 
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 
@@ -64,6 +65,8 @@ class Agent(Model):
     guardrails: Guardrails | None = None
     """Input rails (task text, tool results) and output rails (final answers) of this agent,
     run after the workflow's own."""
+    memory: AgentMemory | None = None
+    """Long-term memory across tasks: retrieval before each turn, default scope, summaries."""
 
     @field_validator("sub_agents")
     @classmethod

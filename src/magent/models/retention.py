@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 from magent.models.base import Model
+from magent.models.memory import MemoryRetention
 from magent.models.task import TaskStatus
 
 
@@ -20,3 +21,5 @@ class RetentionPolicy(Model):
     whose process died counts as ``interrupted``, which is not protected)."""
     keep_checkpoints: PositiveInt | None = None
     """Keep at most this many checkpoints per task (the newest, plus any a fork or pause needs)."""
+    memory: MemoryRetention | None = None
+    """Rules for long-term memories (``memory/memory.db``); without this section none are removed."""

@@ -138,8 +138,14 @@ class KVBuiltin(Model):
     enabled: bool = True
 
 
+class MemoryBuiltin(Model):
+    enabled: bool = True
+    """The long-term memory tools (``memory.search``, ``memory.remember``, ``memory.forget``)."""
+
+
 class Builtins(Model):
     kv: KVBuiltin = Field(default_factory=KVBuiltin)
+    memory: MemoryBuiltin = Field(default_factory=MemoryBuiltin)
     http: HttpBuiltin = Field(default_factory=HttpBuiltin)
     shell: ShellBuiltin = Field(default_factory=ShellBuiltin)
 

@@ -145,6 +145,8 @@ class SweepReport:
     """Removals that failed part-way (retried by the next sweep)."""
     busy: str | None = None
     """Set when another sweep holds the lock: who holds it. Nothing was done."""
+    memory: Any = None
+    """``memory.retention.MemorySweep`` when the policy has a ``memory`` section."""
 
     def count(self, action: str) -> int:
         return sum(1 for v in self.verdicts if v.action == action)
@@ -169,7 +171,8 @@ class SweepReport:
                 "checkpoints_trimmed": sum(len(v.trim) for v in self.verdicts),
                 "temp_files": sum(len(v.temp) for v in self.verdicts),
                 "leftovers": self.leftovers, "problems": self.problems,
-                "tasks": [v.as_dict() for v in self.verdicts if v.action != "keep" or v.trim or v.temp]}
+                "tasks": [v.as_dict() for v in self.verdicts if v.action != "keep" or v.trim or v.temp],
+                "memory": self.memory.as_dict() if self.memory is not None else None}
 
 
 class Retention:
@@ -214,7 +217,20 @@ class Retention:
         for name in self._leftovers():
             report.leftovers.append(name)
             report.leftover_bytes += tree_size(self.store.tasks_dir / name)
+        self._memory(report)
         return report
+
+    def _memory(self, report: SweepReport) -> None:
+        """The policy's ``memory`` section, applied to the memory database (or planned)."""
+        if self.policy.memory is None:
+            return
+        from magent import paths
+        from magent.memory.retention import sweep
+
+        report.memory = sweep(paths.memory_db(self.store.root), self.policy.memory, self.now,
+                              dry_run=report.dry_run)
+        if report.memory.problem:
+            report.problems.append(f"memory: {report.memory.problem}")
 
     def _check_tasks_dir(self) -> None:
         for d in (self.store.tasks_dir, self.store.locks_dir):
@@ -322,6 +338,7 @@ class Retention:
                     report.verdicts[i] = self._remove(v, report)
                 elif v.trim or v.temp:
                     self._tidy(v, report)
+            self._memory(report)
         finally:
             sweep_lock.release()
         return report

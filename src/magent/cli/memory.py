@@ -1,0 +1,295 @@
+"""``magent memory``: look at, search, add to and tidy the long-term memory tasks share.
+
+Reading commands never create the database; nothing here imports litellm unless an
+embedding model is configured in ``config/memory.yaml``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, List, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from magent.memory.service import Memory
+    from magent.models.memory import MemoryEntry
+
+app = typer.Typer(
+    help="Long-term memory across tasks: list, search, add, forget, export/import, consolidate.\n\n"
+         "Example: magent memory search \"weekly sync\" --scope workflow:office_memory",
+    no_args_is_help=True)
+
+ScopeOpt = Annotated[Optional[str], typer.Option(
+    "--scope", "-s", metavar="SCOPE",
+    help="Only this scope: agent:NAME, workflow:NAME, global, or agent / workflow for any name.")]
+TypeOpt = Annotated[Optional[List[str]], typer.Option(
+    "--type", "-t", metavar="TYPE", help="Only this memory type: episodic, semantic or procedural (repeatable).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _open(create: bool = False) -> "Memory":
+    from magent.memory.service import Memory
+
+    return Memory.open(create=create)
+
+
+def _visible(scope: str | None) -> list[tuple[str, str | None]] | None:
+    if scope is None:
+        return None
+    from magent.memory.service import parse_scope
+
+    return [parse_scope(scope, any_name=True)]
+
+
+def _types(types: list[str] | None) -> list[str]:
+    from magent.memory.service import check_type
+
+    return [check_type(t) for t in types or []]
+
+
+def _status(archived: bool, everything: bool) -> str | None:
+    if archived and everything:
+        from magent.errors import UsageError
+
+        raise UsageError("--archived and --all cannot be used together")
+    return None if everything else "archived" if archived else "active"
+
+
+def _entry_dict(entry: "MemoryEntry") -> dict:
+    return entry.model_dump(mode="json")
+
+
+@app.command("list")
+def list_memories(
+    scope: ScopeOpt = None,
+    memory_type: TypeOpt = None,
+    archived: Annotated[bool, typer.Option("--archived", help="Archived memories instead of active ones.")] = False,
+    everything: Annotated[bool, typer.Option("--all", help="Active and archived memories.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many, newest first.")] = 50,
+    json_out: JsonOpt = False,
+) -> None:
+    """List memories, newest first."""
+    from magent.cli.output import print_json
+    from magent.tools.catalog import format_table
+
+    visible, types, status = _visible(scope), _types(memory_type), _status(archived, everything)
+    with _open() as memory:
+        entries = memory.store.list(visible=visible, types=types, status=status, limit=limit)
+        total = memory.store.count(status=status, visible=visible)
+        size = memory.store.size_bytes()
+    if json_out:
+        print_json([_entry_dict(e) for e in entries])
+        return
+    if not entries:
+        print("no memories" + (" in that scope" if scope else "") + " (magent memory add TEXT stores one)")
+        return
+    rows = [[e.id[:8], e.memory_type, e.scope_label, f"{e.importance:.2f}", str(e.access_count),
+             _date(e.last_accessed), e.content if e.status == "active" else f"[archived] {e.content}"]
+            for e in entries]
+    print(format_table(["ID", "TYPE", "SCOPE", "IMPORTANCE", "USED", "LAST USED", "CONTENT"], rows, 70))
+    from magent.cli.retention import human_bytes
+
+    shown = f"showing {len(entries)} of " if len(entries) < total else ""
+    print(f"{shown}{_n(total, 'memory')} · memory.db {human_bytes(size)}")
+
+
+@app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="Words to look for, or full-text syntax (\"exact phrase\", a AND b, pre*).")],
+    scope: ScopeOpt = None,
+    memory_type: TypeOpt = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="How many to show.")] = 10,
+    min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0, help="Leave out scores below this.")] = 0.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Search active memories: best matches first, with their score and why they matched."""
+    from magent.cli.output import print_json, warn
+
+    visible, types = _visible(scope), _types(memory_type)
+    with _open() as memory:
+        result = memory.search(query, visible=visible, types=types, top_k=top_k, min_score=min_score)
+    if json_out:
+        print_json({"query": query, "searched": result.query.match, "mode": result.mode, "notes": result.notes,
+                    "hits": [{**_entry_dict(h.entry), **h.as_dict()} for h in result.hits]})
+        return
+    for note in result.notes:
+        warn(note)
+    if not result.hits:
+        print("no memories match")
+        return
+    for hit in result.hits:
+        e = hit.entry
+        print(f"{hit.score:.2f}  {e.id[:8]}  {e.memory_type:<10} {e.scope_label:<24} {_one_line(e.content, 90)}")
+        print(f"      {hit.why()}")
+
+
+@app.command("show")
+def show(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id or unique prefix (at least 4 characters).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one memory whole, with every field."""
+    from magent.cli.output import print_json
+
+    with _open() as memory:
+        entry = memory.store.get(memory_id)
+    if json_out:
+        print_json(_entry_dict(entry))
+        return
+    data = _entry_dict(entry)
+    content = data.pop("content")
+    for key, value in data.items():
+        if value not in (None, [], ""):
+            print(f"{key:<16} {', '.join(value) if isinstance(value, list) else value}")
+    print()
+    print(content)
+
+
+@app.command("add")
+def add(
+    content: Annotated[str, typer.Argument(help="The memory: one self-contained statement.")],
+    memory_type: Annotated[str, typer.Option("--type", "-t", help="episodic, semantic or procedural.")] = "semantic",
+    scope: Annotated[str, typer.Option("--scope", "-s", help="agent:NAME, workflow:NAME or global.")] = "global",
+    importance: Annotated[float, typer.Option("--importance", min=0.0, max=1.0, help="0.0 - 1.0.")] = 0.5,
+    tags: Annotated[Optional[List[str]], typer.Option("--tag", help="A tag (repeatable).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Store a memory by hand (secrets are masked first). Example:
+    magent memory add "Deploys happen on Thursdays" --scope workflow:release"""
+    from magent.cli.output import print_json, warn
+    from magent.memory.service import check_type, parse_scope
+
+    check_type(memory_type)
+    scope_kind, name = parse_scope(scope)
+    with _open(create=True) as memory:
+        stored = memory.remember(content, memory_type=memory_type, importance=importance, tags=tags or [],
+                                 scope=scope_kind, scope_name=name, source="user")
+    for note in stored.notes:
+        warn(note)
+    if json_out:
+        print_json(_entry_dict(stored.entry))
+        return
+    print(f"memory {stored.entry.id} stored ({stored.entry.memory_type}, {stored.entry.scope_label})")
+
+
+@app.command("forget")
+def forget(
+    memory_ids: Annotated[List[str], typer.Argument(metavar="ID...", help="Memory ids or unique prefixes.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete memories for good (all named ids are checked first: none is deleted if one is unknown)."""
+    from magent.cli.output import print_json
+
+    with _open() as memory:
+        rowids = [memory.store.resolve(ref) for ref in memory_ids]
+        entries = memory.store.entries(rowids)
+        memory.store.delete(rowids)
+    if json_out:
+        print_json({"forgotten": [e.id for e in entries]})
+        return
+    for e in entries:
+        print(f"forgot {e.id[:8]}: {_one_line(e.content, 80)}")
+
+
+@app.command("export")
+def export(
+    scope: ScopeOpt = None,
+    archived: Annotated[bool, typer.Option("--archived", help="Only archived memories.")] = False,
+    active: Annotated[bool, typer.Option("--active", help="Only active memories (default: all).")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+) -> None:
+    """Write memories as JSON Lines (one memory per line; vectors are not exported)."""
+    from magent.errors import UsageError
+    from magent.memory.transfer import export_lines
+
+    if archived and active:
+        raise UsageError("--archived and --active cannot be used together")
+    status = "archived" if archived else "active" if active else None
+    with _open() as memory:
+        lines = export_lines(memory.store.iter_all(visible=_visible(scope), status=status))
+        if output is None:
+            for line in lines:
+                sys.stdout.write(line)
+            return
+        from magent.store.files import atomic_write
+
+        data = "".join(lines).encode()
+    atomic_write(output, data)
+    count = data.count(b"\n")
+    print(f"exported {_n(count, 'memory')} to {output}", file=sys.stderr)
+
+
+@app.command("import")
+def import_(
+    source: Annotated[str, typer.Argument(metavar="FILE", help="A JSON Lines file from `magent memory export`, or - for stdin.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Add the memories of a JSON Lines file; ones whose id is already stored are skipped.
+    Every line is checked first: a bad line imports nothing and names its line number."""
+    from magent.cli.output import print_json
+    from magent.memory.transfer import import_file
+
+    with _open(create=True) as memory:
+        if source == "-":
+            report = import_file(memory, None, sys.stdin)
+        else:
+            report = import_file(memory, Path(source))
+    if json_out:
+        print_json(report.as_dict())
+        return
+    print(f"imported {report.imported} of {report.read} memories"
+          + (f" ({report.skipped} already stored, skipped)" if report.skipped else ""))
+
+
+@app.command("consolidate")
+def consolidate(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what it would do; change nothing.")] = False,
+    evict: Annotated[Optional[bool], typer.Option("--evict/--archive", help="Delete what falls below the threshold, or archive it (default: config/memory.yaml, else archive).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Merge near-duplicates, decay importance by time unused, archive what falls below the
+    threshold (settings in config/memory.yaml: consolidation). Try --dry-run first."""
+    from magent.cli.output import print_json, warn
+    from magent.memory.consolidate import consolidate as run
+
+    with _open(create=False) as memory:
+        settings = memory.settings.consolidation
+        if evict is not None:
+            settings = settings.model_copy(update={"evict": evict})
+        if not memory.store.path.exists():
+            from magent.memory.consolidate import ConsolidationReport
+            from magent.ids import now
+
+            report = ConsolidationReport(at=now(), dry_run=dry_run, evict=settings.evict,
+                                         threshold=settings.archive_below)
+        else:
+            report = run(memory, dry_run=dry_run, settings=settings)
+    if json_out:
+        print_json(report.as_dict())
+        return
+    for note in report.notes:
+        warn(note)
+    for m in report.merged:
+        print(f"{'would merge' if dry_run else 'merged'}  {m.duplicate[:8]} into {m.keeper[:8]} "
+              f"({m.measure} {m.similarity:.2f}): {_one_line(m.content, 70)}")
+    gone = "evict" if report.evict else "archive"
+    for c in report.archived:
+        print(f"{'would ' + gone if dry_run else gone + 'd'}  {c.id[:8]} (importance {c.after:.3f}): "
+              f"{_one_line(c.content, 70)}")
+    print(report.summary())
+
+
+def _date(when) -> str:  # type: ignore[no-untyped-def]
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _n(count: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{count} {noun if count == 1 else plural}"

@@ -1,0 +1,202 @@
+"""What a run does with long-term memory.
+
+A run has one ``RunMemory`` (made with its tool registry, so the ``memory.*`` tools and
+retrieval share one connection). It opens the database on first use only: a run whose
+agents never touch memory never creates it.
+
+- ``recall``: before each model turn of an agent with ``memory: {long_term: true}``, the
+  memories most relevant to the task, stored by earlier tasks (what this task stored
+  is in its own conversation already), are put into the system prompt (never into the
+  conversation: the stored history stays what was said). The trace gets a
+  ``memory_recalled`` event with what was retrieved and why whenever that set changes.
+- ``summarize``: with ``summarize_on_finish``, an agent's finished node stores an
+  episodic summary of the task and its answer, once per task and agent.
+- Exactly once: every write carries an idempotency key made from the task and the tool
+  call (or the agent, for the summary), so a resumed task that repeats a write after a
+  crash gets the memory stored the first time.
+
+Memory never fails a run: a locked or unreadable database, or a failing embedding
+model, becomes a ``warning`` event (and text-only search) and the run goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from magent.errors import MagentError
+from magent.ids import now
+from magent.memory.service import Caller, Memory, idempotency_key
+from magent.models.memory import AgentMemory
+
+if TYPE_CHECKING:
+    from magent.models import Agent
+
+RECALL_QUERY_CHARS = 2000
+SUMMARY_CHARS = 2000
+SHOWN_CHARS = 200
+"""Characters of each recalled memory the trace keeps."""
+
+
+@dataclass
+class RunMemory:
+    task_id: str | None
+    workflow: str | None
+    agents: dict[str, AgentMemory | None] = field(default_factory=dict)
+    redact: Any = None
+    """text → text: the run's redactor (the task's secrets and the home's patterns)."""
+    _memory: Memory | None = None
+    _warned: set[str] = field(default_factory=set)
+    _recalled: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    _embedders: dict[str | None, Memory] = field(default_factory=dict)
+    wrote: bool = False
+
+    @classmethod
+    def for_graph(cls, graph: Any, task_id: str | None, redact: Any = None) -> "RunMemory":
+        """The run's memory; a broken ``config/memory.yaml`` fails here (exit 2, before the run)
+        when an agent uses memory."""
+        agents = {name: loaded.agent.memory for name, loaded in graph.agents.items()}
+        uses = any(agents.values()) or any(p.startswith("memory.") for loaded in graph.agents.values()
+                                           for p in loaded.agent.tools)
+        if uses:
+            from magent.memory.service import load_settings
+
+            load_settings()
+        return cls(task_id=task_id, workflow=graph.name, agents=agents, redact=redact)
+
+    def caller(self, agent: str | None) -> Caller:
+        return Caller(agent=agent, workflow=self.workflow, task_id=self.task_id)
+
+    def config(self, agent: str | None) -> AgentMemory:
+        return (self.agents.get(agent or "") or AgentMemory())
+
+    def memory(self, agent: str | None = None) -> Memory:
+        """The open memory (raises the store's clear error when it cannot be opened)."""
+        if self._memory is None:
+            self._memory = Memory.open(redact=self.redact)
+        model = self.config(agent).embedding_model
+        if model and model != self._memory.embedding_model:
+            if model not in self._embedders:
+                self._embedders[model] = Memory(self._memory.store, self._memory.settings,
+                                                redact=self._memory.redact, embedding_model=model)
+            return self._embedders[model]
+        return self._memory
+
+    def close(self) -> list[str]:
+        """End of the run: consolidate if the settings ask for it after a task that wrote
+        memories, then close the database. Returns what it did, for the log."""
+        notes: list[str] = []
+        if self._memory is None:
+            return notes
+        try:
+            if self.wrote and self._memory.settings.consolidation.after_task:
+                from magent.memory.consolidate import consolidate
+
+                report = consolidate(self._memory)
+                notes.append(report.summary())
+        except MagentError as exc:
+            notes.append(f"memory consolidation after the task failed: {exc}")
+        finally:
+            self._memory.close()
+            self._memory = None
+        return notes
+
+    # before a model turn
+    def recall(self, ctx: Any, agent: "Agent", node: str, system: str) -> str:
+        """``system`` with the memories relevant to the task appended (unchanged when the agent
+        has no long-term memory or nothing relevant is stored)."""
+        config = agent.memory
+        if config is None or not config.long_term:
+            return system
+        query = _task_query(ctx)
+        try:
+            memory = self.memory(agent.name)
+            result = memory.search(query, visible=self.caller(agent.name).visible(), top_k=config.top_k,
+                                   min_score=config.min_score, exclude_task=self.task_id)
+        except MagentError as exc:
+            self._warn(ctx, node, f"long-term memory is unavailable for this turn: {exc}")
+            return system
+        for note in result.notes:
+            self._warn(ctx, node, f"memory: {note}")
+        ids = tuple(h.entry.id for h in result.hits)
+        if self._recalled.get((agent.name, node)) != ids:
+            self._recalled[(agent.name, node)] = ids
+            ctx.bus.emit("memory_recalled", node, agent=agent.name, query=query[:300], mode=result.mode,
+                         hits=[{**h.as_dict(), "memory_type": h.entry.memory_type,
+                                "scope": h.entry.scope_label,
+                                "content": _short(h.entry.content, SHOWN_CHARS)} for h in result.hits],
+                         notes=result.notes or None)
+            try:  # counted as used once per distinct recall, not once per turn
+                memory.store.touch([h.rowid for h in result.hits], now())
+            except MagentError as exc:
+                self._warn(ctx, node, f"memory: could not record the recall ({exc})")
+        if not result.hits:
+            return system
+        lines = [system.rstrip(), "", "## Memories from earlier tasks",
+                 "Retrieved from long-term memory for this task, most relevant first. Use them if they "
+                 "help; they may be out of date."]
+        for hit in result.hits:
+            e = hit.entry
+            lines.append(f"- [{e.id[:8]}] ({e.memory_type}, {e.created_at:%Y-%m-%d}) {e.content}")
+        return "\n".join(lines)
+
+    # when an agent's node finishes
+    def summarize(self, ctx: Any, agent: "Agent", node: str, answer: str) -> None:
+        config = agent.memory
+        if config is None or not config.summarize_on_finish:
+            return
+        description = ctx.task.description
+        content = _short(f"Task: {description}\nAnswer from {agent.name}: {answer}", SUMMARY_CHARS)
+        key = idempotency_key("summary", self.task_id or "", agent.name)
+        try:
+            stored = self.memory(agent.name).remember(
+                content, caller=self.caller(agent.name), memory_type="episodic", scope=config.scope,
+                tags=["task-summary"], source="system", key=key, replace=True)
+        except MagentError as exc:
+            self._warn(ctx, node, f"could not store the task summary in long-term memory: {exc}")
+            return
+        self.wrote = True
+        ctx.bus.emit("memory_stored", node, agent=agent.name, id=stored.entry.id, kind="summary",
+                     scope=stored.entry.scope_label, replaced=not stored.stored or None,
+                     content=_short(stored.entry.content, SHOWN_CHARS), notes=stored.notes or None)
+
+    def _warn(self, ctx: Any, node: str, message: str) -> None:
+        if message not in self._warned:  # once per distinct problem, not every turn
+            self._warned.add(message)
+            ctx.bus.emit("warning", node, message=message)
+
+
+def _task_query(ctx: Any) -> str:
+    """What the task is about: its first user message, and the latest one when it differs
+    (a node's prompt, a person's message)."""
+    users = [m.content for m in ctx.state.messages if m.role == "user" and m.content]
+    if not users:
+        return ctx.task.description[:RECALL_QUERY_CHARS]
+    parts = [users[0]] + ([users[-1]] if len(users) > 1 and users[-1] != users[0] else [])
+    return "\n".join(parts)[:RECALL_QUERY_CHARS]
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def of(ctx: Any) -> RunMemory:
+    """The run's memory (made here if the run's registry was built without one)."""
+    run = getattr(ctx.registry, "memory", None)
+    if run is None:
+        run = RunMemory.for_graph(ctx.graph, ctx.task.id, ctx.redactor.text)
+        ctx.registry.memory = run
+    return run
+
+
+def recall(ctx: Any, agent: "Agent", node: str, system: str) -> str:
+    """The engine's hook before a model turn (see ``RunMemory.recall``)."""
+    if agent.memory is None or not agent.memory.long_term:
+        return system
+    return of(ctx).recall(ctx, agent, node, system)
+
+
+def summarize(ctx: Any, agent: "Agent", node: str, answer: str) -> None:
+    """The engine's hook when an agent's node finishes (see ``RunMemory.summarize``)."""
+    if agent.memory is not None and agent.memory.summarize_on_finish:
+        of(ctx).summarize(ctx, agent, node, answer)

@@ -1,0 +1,109 @@
+"""The memory database under concurrent writers and kill -9, with real processes and signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from magent import paths
+from support.cli import run
+
+pytestmark = pytest.mark.slow
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from magent.memory.service import Memory
+tag, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+with Memory.open() as memory:
+    memory.remember("warm-up " + tag, scope="global")
+    while not go.exists():
+        time.sleep(0.005)
+    for i in range(count):   # one transaction per memory: the writers interleave
+        memory.remember(f"{tag} note {i}", scope="global", tags=[tag])
+"""
+
+BATCHES = """
+import sys
+from magent.memory.service import Memory, new_entry
+with Memory.open() as memory:
+    n = 0
+    while True:
+        memory.store.add([new_entry(f"batch {n} item {i}", tags=[f"b{n}"]) for i in range(200)])
+        n += 1
+        print(n, flush=True)
+"""
+
+
+def check_database(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")  # raises if index ≠ table
+    return conn
+
+
+def test_two_processes_writing_at_once_lose_nothing(magent_home: Path, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    count = 250
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, tag, str(count), str(go)],
+                              stderr=subprocess.PIPE, text=True) for tag in ("alpha", "beta")]
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(paths.memory_dir().glob("memory.db"))) == 0:
+        time.sleep(0.01)
+    time.sleep(0.3)  # both have opened the database and wait at the start line
+    go.touch()
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    conn = check_database(paths.memory_db())
+    for tag in ("alpha", "beta"):
+        rows = conn.execute("SELECT content FROM memories WHERE tags LIKE ?", [f'%"{tag}"%']).fetchall()
+        assert sorted(int(r[0].split()[-1]) for r in rows) == list(range(count)), tag
+        hits = conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", [tag]).fetchone()[0]
+        assert hits == count + 1  # every note and the warm-up are in the index too
+    assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 2 * count + 2
+
+
+def test_kill_before_commit_leaves_the_database_as_it_was(magent_home: Path, tmp_path: Path) -> None:
+    assert run("memory", "add", "kept from before").code == 0
+    lines = [json.dumps({"id": f"{i:08x}-0000-4000-8000-000000000000", "content": f"imported {i}",
+                         "created_at": "2026-01-01T00:00:00Z", "last_accessed": "2026-01-01T00:00:00Z"})
+             for i in range(500)]
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("\n".join(lines) + "\n")
+    killed = run("memory", "import", str(dump), env={"MAGENT_FAILPOINT": "memory_before_commit"})
+    assert killed.code == -signal.SIGKILL
+    conn = check_database(paths.memory_db())
+    assert [r[0] for r in conn.execute("SELECT content FROM memories")] == ["kept from before"]
+    conn.close()
+    again = run("memory", "import", str(dump), "--json")
+    assert again.code == 0 and json.loads(again.out) == {"read": 500, "imported": 500, "skipped": 0}
+
+
+def test_kill_9_in_the_middle_of_batches_keeps_whole_batches_only(magent_home: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", BATCHES], stdout=subprocess.PIPE, text=True)
+    try:
+        for _ in range(5):  # let several batches land, then kill it wherever it is
+            assert proc.stdout is not None and proc.stdout.readline()
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    conn = check_database(paths.memory_db())
+    total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    assert total >= 5 * 200 and total % 200 == 0
+    batches = total // 200
+    for n in range(batches):
+        assert conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                            [f'"b{n}"']).fetchone()[0] == 200
+    conn.close()
+    after = run("memory", "add", "written after the kill")
+    assert after.code == 0, after.err
+    assert check_database(paths.memory_db()).execute("SELECT count(*) FROM memories").fetchone()[0] == total + 1
