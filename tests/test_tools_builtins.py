@@ -73,9 +73,9 @@ def call(reg: ToolRegistry, name: str, **args):
     return asyncio.run(reg.call(name, args))
 
 
-def test_only_kv_is_on_by_default(tmp_path: Path) -> None:
+def test_only_kv_and_memory_are_on_by_default(tmp_path: Path) -> None:
     reg = registry(tmp_path, "servers: []\n")
-    assert {t.server for t in reg.all_tools()} == {"kv"}
+    assert {t.server for t in reg.all_tools()} == {"kv", "memory"}
     off = call(reg, "shell.run", command="echo hi")
     assert off.outcome == "ERROR" and off.content == "tool 'shell.run' does not exist"
     assert call(reg, "kv.set", key="k", value={"n": 1}).ok

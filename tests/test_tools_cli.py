@@ -70,7 +70,7 @@ def test_tools_list_shows_names_descriptions_and_arguments(configured: Path) -> 
 
 def test_tools_list_of_an_unknown_server_is_a_usage_error(configured: Path) -> None:
     r = invoke("tools", "list", "--server", "nosuch")
-    assert r.code == 2 and r.err == "magent: error: no server named 'nosuch' (servers: away, ghost, kv, tb)\n"
+    assert r.code == 2 and r.err == "magent: error: no server named 'nosuch' (servers: away, ghost, kv, memory, tb)\n"
 
 
 def test_tools_call_prints_the_result_and_exits_by_outcome(configured: Path) -> None:

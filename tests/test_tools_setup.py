@@ -51,7 +51,7 @@ builtins:
     assert (http.enabled, http.allow_hosts, http.timeout_seconds) == (True, ["docs.example.com"], 3)
     assert config.limits.max_output_chars == 5000
     reg = build_registry(mcp_files=[own])
-    assert sorted(reg.providers) == ["http", "notes", "search"]  # kv turned off by the workflow's file
+    assert sorted(reg.providers) == ["http", "memory", "notes", "search"]  # kv turned off by the workflow's file
 
 
 def test_a_relative_cwd_is_resolved_next_to_the_file_that_names_it(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_a_named_mcp_file_that_is_missing_is_a_config_error(tmp_path: Path) -> N
 
 def test_a_missing_home_file_is_fine(magent_home: Path) -> None:
     reg = build_registry()
-    assert sorted(reg.providers) == ["kv"]
+    assert sorted(reg.providers) == ["kv", "memory"]
 
 
 def test_a_cwd_that_does_not_exist_is_a_clear_start_error(tmp_path: Path) -> None:

@@ -330,6 +330,17 @@ class EventPrinter:
         line = short(describe_guardrail(ev.model_dump()), 240)
         self.out.print(f"  [{color}]⛨ {_esc(line)}[/]", highlight=False)
 
+    def _on_memory_recalled(self, ev: Any) -> None:
+        hits = ev.field("hits") or []
+        shown = "; ".join(f"{str(h.get('id'))[:8]} {short(h.get('content') or '', 60)}" for h in hits[:3])
+        more = f" (+{len(hits) - 3})" if len(hits) > 3 else ""
+        self.out.print(f"  [magenta]◆ memory:[/] recalled {len(hits)}" + (f": {shown}{more}" if hits else ""),
+                       highlight=False)
+
+    def _on_memory_stored(self, ev: Any) -> None:
+        self.out.print(f"  [magenta]◆ memory:[/] stored {ev.field('kind') or 'memory'} "
+                       f"{str(ev.field('id'))[:8]} in {ev.field('scope')}", highlight=False)
+
     def _on_human_decision(self, ev: Any) -> None:
         msg = f": {ev.field('message')}" if ev.field("message") else ""
         self.out.print(f"  [bold]a person chose {ev.field('action')}[/]{msg}")

@@ -19,6 +19,7 @@ from magent.engine.tooluse import (
 )
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, ToolSpec
+from magent.memory import run as memory
 from magent.models import Agent, Message, ToolCall
 from magent.tools.policy import ToolPolicy
 
@@ -60,7 +61,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        response = await client.complete(_request(ctx, agent, specs, text_mode), stream)
+        response = await client.complete(_request(ctx, agent, node, specs, text_mode), stream)
         message, final = _interpret(response, text_mode)
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first
@@ -83,12 +84,13 @@ async def react(ctx, agent: Agent, node: str) -> str:
             continue
         if not guard.accept_answer(ctx, node, screening):
             continue  # a rail asked for a revision
+        memory.summarize(ctx, agent, node, final)
         return final
 
 
-def _request(ctx, agent: Agent, specs: list[ToolSpec], text_mode: bool) -> LLMRequest:
+def _request(ctx, agent: Agent, node: str, specs: list[ToolSpec], text_mode: bool) -> LLMRequest:
     config = ctx.llm_config(agent.name)
-    system = agent.system_prompt
+    system = memory.recall(ctx, agent, node, agent.system_prompt)
     messages = ctx.state.messages
     if text_mode:
         if specs:

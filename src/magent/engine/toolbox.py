@@ -95,10 +95,13 @@ def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
 def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
                      redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """The registry for a run (nothing started). A tool naming an unknown server is a config error."""
+    from magent.memory.run import RunMemory
+
     registry = build_registry(mcp_files=list(needs.mcp_files),
                               artifacts_dir=td.artifacts_dir if td else None,
                               kv_path=(td.path / "kv.jsonl") if td else None,
-                              extra_providers=options.extra_providers, redact=redact)
+                              extra_providers=options.extra_providers, redact=redact,
+                              memory=RunMemory.for_graph(needs.graph, td.id if td else None, redact))
     unknown = registry.unknown_servers(list(needs.tool_patterns))
     if unknown:
         servers = ", ".join(sorted(registry.providers)) or "none"

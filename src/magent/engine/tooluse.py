@@ -14,7 +14,7 @@ from magent.engine import guard
 from magent.engine.control import PauseRun
 from magent.engine.events import truncate
 from magent.models import HumanRequest, Message, ToolCall
-from magent.tools.base import ToolResult
+from magent.tools.base import CallContext, ToolResult, calling
 from magent.tools.policy import ToolPolicy
 
 
@@ -97,7 +97,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         result = ToolResult(outcome="ERROR", tool=name, content=why, error=why)
     else:
         screen = guard.result_screen(ctx, node, policy.agent, call)
-        result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
+        with calling(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node, call_id=call.id)):
+            result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
         failpoints.hit("after_tool_call")
         if screen is not None and not screen.settle(result):
             return result  # held for a person, or blocked (``guard.settle_turn`` acts on it)

@@ -9,8 +9,9 @@ agents never touch memory never creates it.
   is in its own conversation already), are put into the system prompt (never into the
   conversation: the stored history stays what was said). The trace gets a
   ``memory_recalled`` event with what was retrieved and why whenever that set changes.
-- ``summarize``: with ``summarize_on_finish``, an agent's finished node stores an
-  episodic summary of the task and its answer, once per task and agent.
+- ``summarize``: with ``summarize_on_finish``, an agent that gives its final answer (in a
+  node, or as a sub-agent) stores an episodic summary of what it was asked and answered,
+  once per task and agent.
 - Exactly once: every write carries an idempotency key made from the task and the tool
   call (or the agent, for the summary), so a resumed task that repeats a write after a
   crash gets the memory stored the first time.
@@ -47,7 +48,7 @@ class RunMemory:
     """text → text: the run's redactor (the task's secrets and the home's patterns)."""
     _memory: Memory | None = None
     _warned: set[str] = field(default_factory=set)
-    _recalled: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    _recalled: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
     _embedders: dict[str | None, Memory] = field(default_factory=dict)
     wrote: bool = False
 
@@ -119,8 +120,9 @@ class RunMemory:
         for note in result.notes:
             self._warn(ctx, node, f"memory: {note}")
         ids = tuple(h.entry.id for h in result.hits)
-        if self._recalled.get((agent.name, node)) != ids:
-            self._recalled[(agent.name, node)] = ids
+        where = (_session_id(ctx), agent.name, node)
+        if self._recalled.get(where) != ids:
+            self._recalled[where] = ids
             ctx.bus.emit("memory_recalled", node, agent=agent.name, query=query[:300], mode=result.mode,
                          hits=[{**h.as_dict(), "memory_type": h.entry.memory_type,
                                 "scope": h.entry.scope_label,
@@ -145,7 +147,7 @@ class RunMemory:
         config = agent.memory
         if config is None or not config.summarize_on_finish:
             return
-        description = ctx.task.description
+        description = _first_user_message(ctx)
         content = _short(f"Task: {description}\nAnswer from {agent.name}: {answer}", SUMMARY_CHARS)
         key = idempotency_key("summary", self.task_id or "", agent.name)
         try:
@@ -164,6 +166,17 @@ class RunMemory:
         if message not in self._warned:  # once per distinct problem, not every turn
             self._warned.add(message)
             ctx.bus.emit("warning", node, message=message)
+
+
+def _session_id(ctx: Any) -> str:
+    session = getattr(ctx, "session", None)
+    return str(getattr(session, "id", "") or "")
+
+
+def _first_user_message(ctx: Any) -> str:
+    """What the agent was asked: its session's first user message (the task, for the main one)."""
+    return next((m.content for m in ctx.state.messages if m.role == "user" and m.content),
+                ctx.task.description)
 
 
 def _task_query(ctx: Any) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Iterator, Literal, Protocol
 
 from magent.models import Tool
 
@@ -53,3 +55,28 @@ class ToolProvider(Protocol):
 
     async def close(self) -> None:
         ...
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling a tool. The engine sets it around each call (``calling``); an in-process
+    tool that needs to know (``memory.*``: whose memories, which call) reads ``current_call``."""
+
+    task_id: str | None = None
+    agent: str | None = None
+    """The agent whose model asked for the call; None for a workflow's tool node."""
+    node: str | None = None
+    call_id: str | None = None
+    """The call's id, stable across a resume (it is in the conversation)."""
+
+
+current_call: ContextVar[CallContext | None] = ContextVar("magent_current_call", default=None)
+
+
+@contextmanager
+def calling(context: CallContext) -> Iterator[None]:
+    token = current_call.set(context)
+    try:
+        yield
+    finally:
+        current_call.reset(token)

@@ -49,6 +49,9 @@ class ToolRegistry:
         self.start_errors: dict[str, str] = {}
         self.start_seconds: dict[str, float] = {}
         """How long each provider took to start (for the trace and the start-up benchmark)."""
+        self.memory: Any = None
+        """The run's long-term memory (``memory.run.RunMemory``): the ``memory.*`` tools and
+        retrieval before model turns share it; closed with the registry."""
         for p in providers or []:
             self.add(p)
 
@@ -265,6 +268,8 @@ class ToolRegistry:
         self._started.clear()
         # All of them, not only those started here: a call can start a server lazily.
         await asyncio.gather(*(p.close() for p in self.providers.values()), return_exceptions=True)
+        if self.memory is not None:
+            self.memory.close()
 
 
 def matches(name: str, patterns: Iterable[str], deny: Iterable[str] = ()) -> bool:

@@ -93,12 +93,13 @@ def tool_settings(config: ToolConfig) -> dict[str, dict[str, Any]]:
 def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None = None,
                    kv_path: Path | None = None, extra_providers: Iterable[ToolProvider] = (),
                    home_config: bool = True, config: ToolConfig | None = None,
-                   redact: Callable[[str], str] | None = None) -> ToolRegistry:
+                   redact: Callable[[str], str] | None = None, memory: Any = None) -> ToolRegistry:
     """A registry with the built-in connectors and every configured MCP server, none started.
 
-    ``kv`` is on unless a file turns it off; ``http`` and ``shell`` are off unless
-    a file turns them on. ``extra_providers`` (in-process tools for tests and
-    benchmarks) are added last and win over a server of the same name.
+    ``kv`` and ``memory`` are on unless a file turns them off; ``http`` and ``shell`` are
+    off unless a file turns them on. ``memory`` is the run's ``RunMemory`` (the tools act
+    for it; without one they act for a person). ``extra_providers`` (in-process tools for
+    tests and benchmarks) are added last and win over a server of the same name.
     """
     from magent.tools.mcp import MCPProvider
 
@@ -108,6 +109,14 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
         from magent.tools.kv import kv_provider
 
         providers.append(kv_provider(kv_path, redact=redact))
+    if memory is None:
+        from magent.memory.run import RunMemory
+
+        memory = RunMemory(task_id=None, workflow=None, redact=redact)
+    if config.builtins.memory.enabled:
+        from magent.tools.memory import memory_provider
+
+        providers.append(memory_provider(memory))
     if config.builtins.http.enabled:
         from magent.tools.http import http_provider
 
@@ -125,6 +134,7 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
                             settings=tool_settings(config), limiter=limiter)
     registry.secrets = set(config.secrets)
     registry.redact = redact
+    registry.memory = memory
     return registry
 
 

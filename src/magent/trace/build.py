@@ -397,6 +397,14 @@ class _Builder:
         status = "error" if outcome == "block" else "warning"
         self._step(ev, step_name="guardrail", status=status, message=describe_guardrail(ev))
 
+    def _on_memory_recalled(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=recalled_text(ev))
+
+    def _on_memory_stored(self, ev: dict[str, Any]) -> None:
+        what = "replaced" if ev.get("replaced") else "stored"
+        text = f"{what} {ev.get('kind') or 'memory'} [{str(ev.get('id'))[:8]}] in {ev.get('scope')}"
+        self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=text)
+
     def _on_warning(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="warning", status="warning", message=str(ev.get("message") or ""))
 
@@ -435,6 +443,23 @@ def describe_guardrail(ev: dict[str, Any]) -> str:
     verb = {"pass": "passed", "mask": "masked", "warn": "flagged", "block": "blocked", "revise": "sent back",
             "pause": "held"}.get(outcome, outcome)
     return f"{name} {verb} {subject}" + (f": {ev['reason']}" if ev.get("reason") else "")
+
+
+def recalled_text(ev: dict[str, Any]) -> str:
+    """One line for a ``memory_recalled`` event: how many, for what, and why each."""
+    hits = ev.get("hits") or []
+    query = " ".join(str(ev.get("query") or "").split())
+    how = "text and vector search" if ev.get("mode") == "hybrid" else "text search"
+    if not hits:
+        text = f"recalled no memories ({how} for {_truncate(query, 60)!r})"
+    else:
+        n = len(hits)
+        parts = [f"[{str(h.get('id'))[:8]}] {float(h.get('score') or 0):.2f}: {h.get('why')}" for h in hits]
+        text = (f"recalled {n} memor{'y' if n == 1 else 'ies'} ({how} for {_truncate(query, 60)!r}): "
+                + "; ".join(parts))
+    for note in ev.get("notes") or []:
+        text += f" [{note}]"
+    return text
 
 
 def build_trace_doc(task_id: str, events: Iterable[Any], created_at: str | None = None) -> TraceDoc:

@@ -208,6 +208,7 @@ class _Tree:
         icon, style = {
             "awaiting_human": ("⏸ ", "bold yellow"), "resumed": ("↻ ", "dim"), "warning": ("⚠ ", "yellow"),
             "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"), "guardrail": ("⛨ ", "yellow"),
+            "memory": ("◆ ", "magenta"),
         }.get(str(name), ("• ", None))
         if name == "human_decision":
             action = message.split(":")[0]

@@ -16,6 +16,7 @@ from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.tooluse import check_before_call, declined
+from magent.tools.base import CallContext, calling
 
 
 class ToolNodeConfig(NodeConfig):
@@ -53,7 +54,8 @@ class ToolNode(Node):
                 if not (tool and tool.idempotent):
                     ctx.td.sync()  # the intent must be durable before a call that cannot be repeated
                 failpoints.hit("after_tool_intent")
-                result = await ctx.registry.call(name, args)
+                with calling(CallContext(task_id=ctx.task.id, node=self.name, call_id=call_id)):
+                    result = await ctx.registry.call(name, args)
                 failpoints.hit("after_tool_call")
                 outcome, content, data = result.outcome, result.content, result.data
                 ctx.bus.emit("tool_result", self.name, call_id=call_id, tool=result.tool or name,
