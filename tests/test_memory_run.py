@@ -238,3 +238,26 @@ def test_a_locked_memory_database_still_recalls_and_the_tool_says_why_it_failed(
     assert FACT in model.requests[0].system  # reading is not blocked by another writer
     (result,) = [e for e in events(outcome.task_id) if e.type == "tool_result"]
     assert result.field("outcome") == "FAILURE" and "is locked by another process" in result.field("error")
+
+
+def test_the_office_memory_example_remembers_across_tasks(magent_home: Path, monkeypatch) -> None:
+    from support.cli import UUID
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    flow = "examples/workflows/office_memory.yaml"
+    learned = invoke("run", flow, "-t", "Remember: the weekly sync is in room Atlas", "--set", "mode=learn")
+    assert learned.code == 0, learned.err
+    first = UUID.search(learned.out).group(0)
+    asked = invoke("run", flow, "-t", "Where is the weekly sync?")
+    assert asked.code == 0 and "◆ memory: recalled 1: " in asked.out
+    second = UUID.search(asked.out).group(0)
+    (recalled,) = [e for e in events(second) if e.type == "memory_recalled"]
+    (hit,) = recalled.field("hits")
+    assert hit["content"] == "The weekly sync is in room Atlas on Tuesdays at 10:00."
+    assert hit["scope"] == "workflow:office_memory"
+    with Memory.open() as memory:
+        fact = memory.store.get(hit["id"])
+        summary = [e for e in memory.store.list() if e.memory_type == "episodic"]
+    assert fact.source_task == first and fact.source_agent == "office_librarian" and fact.access_count == 1
+    assert [s.source_task for s in summary] == [second]
+    assert "◆ recalled 1 memory" in invoke("trace", second[:8]).out

@@ -63,6 +63,33 @@ def test_plain_words_match_any_word_and_score_by_the_share_matched(memory: Memor
     assert len(memory.search("room", top_k=1).hits) == 1
 
 
+def test_rare_words_weigh_more_than_common_ones(memory: Memory) -> None:
+    for i in range(6):
+        memory.remember(f"project note {i}: the project is on track", scope="global")
+    memory.remember("the zebra crossing is closed", scope="global")
+    hits = memory.search("project zebra", top_k=10).hits
+    assert hits[0].entry.content == "the zebra crossing is closed" and hits[0].why() == "matched zebra (1 of 2 words)"
+    zebra, project = hits[0].score, hits[1].score  # each word weighs by how rare it is (IDF)
+    assert zebra > 0.7 and project < 0.3 and round(zebra + project, 6) == 1.0
+    assert len(hits) == 7
+    memory.remember("the project zebra is a codename", scope="global")
+    first = memory.search("project zebra").hits[0]
+    assert first.entry.content == "the project zebra is a codename" and first.score == 1.0
+
+
+def test_a_long_query_searches_its_rarest_words_first(memory: Memory, monkeypatch) -> None:
+    import magent.memory.search as search
+
+    monkeypatch.setattr(search, "BUDGET", 5)
+    for i in range(8):
+        memory.remember(f"common words everywhere {i}", scope="global")
+    memory.remember("a rare okapi", scope="global")
+    result = memory.search("okapi common words")
+    assert result.query.terms == ["okapi", "common", "words"]
+    assert [h.entry.content for h in result.hits] == ["a rare okapi"]  # the common words were not searched
+    assert len(memory.search("common words", top_k=20).hits) == 8  # the rarest word is always searched
+
+
 def test_full_text_syntax_is_used_and_a_broken_query_falls_back_to_its_words(memory: Memory) -> None:
     memory.remember("The weekly sync is in room Atlas", scope="global")
     memory.remember("sync the weekly files", scope="global")

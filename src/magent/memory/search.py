@@ -3,14 +3,20 @@
 How a query is read:
 
 - plain words (``where is the weekly sync``) match memories containing *any* of them,
-  minus common stop words; FTS5 stems them (``meetings`` finds ``meeting``);
+  minus common stop words; FTS5 stems them (``meetings`` finds ``meeting``). The words
+  are searched for rarest first, up to 8 of them and while the memories they occur in
+  add up to at most 2,000 (the rarest always): common words rank little and cost the
+  most, so a long query (a task's description) stays fast on a large store. Every word
+  still counts in the score;
 - full-text syntax (``"weekly sync"``, ``sync AND NOT cancelled``, ``sync*``) is used as
   written; if it is not valid, the words are searched instead and a note says so.
 
 Scores (0.0 - 1.0, what ``min_score`` compares against):
 
-- text: the share of the query's words the memory contains (``weekly sync`` against
-  "the weekly sync is in room Atlas" is 1.0); ties go to the better BM25 rank;
+- text: the share of the query's words the memory contains, each word weighted by how
+  rare it is among all memories (its inverse document frequency, as in BM25), so a word
+  that nearly every memory contains counts for little. ``weekly sync`` against "the
+  weekly sync is in room Atlas" is 1.0;
 - with an embedding model: ``0.5 × text + 0.5 × cosine similarity`` of the two vectors
   (a memory without a vector keeps its text score).
 
@@ -19,6 +25,7 @@ Equal scores are ordered by importance, then BM25 rank, then the newer memory fi
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -30,8 +37,12 @@ from magent.models.memory import MemoryEntry
 if TYPE_CHECKING:
     from magent.memory.vectors import VectorIndex
 
-CANDIDATES = 50
+CANDIDATES = 20
 """Text and vector candidates each ranked before scoring (at least ``4 × top_k``)."""
+BUDGET = 2000
+"""A plain query searches for its words rarest first while the memories they occur in add up
+to at most this many (the rarest word always), and for at most ``SEARCHED`` words."""
+SEARCHED = 8
 MAX_TERMS = 24
 TEXT_WEIGHT = 0.5
 
@@ -140,8 +151,9 @@ def search(store: MemoryStore, text: str, *, visible: list[tuple[str, str]] | No
     limit = max(CANDIDATES, 4 * top_k)
     if not query.terms and not query.raw:
         return SearchResult(query, [], notes=["the query has no words to search for"])
+    weigh = _Weights(store, query.terms)
     try:
-        ranked = _text_candidates(store, query.match, visible, types, limit)
+        ranked = _text_candidates(store, weigh.match(query), visible, types, limit)
     except sqlite3.OperationalError as exc:
         if not query.raw:
             raise
@@ -149,22 +161,22 @@ def search(store: MemoryStore, text: str, *, visible: list[tuple[str, str]] | No
         query = plain_query(text)
         notes.append(f"not valid full-text syntax ({reason}); searched for the words "
                      f"{', '.join(query.terms) or '(none)'} instead")
-        ranked = _text_candidates(store, query.match, visible, types, limit) if query.terms else {}
+        weigh = _Weights(store, query.terms)
+        ranked = _text_candidates(store, weigh.match(query), visible, types, limit) if query.terms else {}
     similarity: dict[int, float] = {}
     mode = "text"
     if vectors is not None and query_vector is not None:
-        similarity = vectors.similarities(store, query_vector, visible, types)
+        similarity = vectors.similarities(store, query_vector, visible, types, top=limit, also=list(ranked))
         mode = "hybrid"
-        for rowid in sorted(similarity, key=similarity.__getitem__, reverse=True)[:limit]:
+        for rowid in similarity:
             ranked.setdefault(rowid, 0.0)
-    matched = _matched_terms(store, query.terms, list(ranked))
-    importance, origin = _importance(store, list(ranked))
+    facts = _facts(store, list(ranked))
     hits = []
     for rowid, rank in ranked.items():
-        if exclude_task and origin.get(rowid) == exclude_task:
+        fact = facts.get(rowid)
+        if fact is None or (exclude_task and fact.source_task == exclude_task):
             continue
-        found = matched.get(rowid, [])
-        text_score = len(found) / len(query.terms) if query.terms else (1.0 if rank else 0.0)
+        found, text_score = weigh.score(fact.terms)
         vector = similarity.get(rowid)
         score = text_score if vector is None else (
             TEXT_WEIGHT * text_score + (1 - TEXT_WEIGHT) * max(vector, 0.0))
@@ -173,11 +185,66 @@ def search(store: MemoryStore, text: str, *, visible: list[tuple[str, str]] | No
         hits.append(Hit(entry=None, rowid=rowid, score=score, text_score=text_score,  # type: ignore[arg-type]
                         vector_score=vector, matched=found, terms=len(query.terms), rank=rank))
     # Equal scores: the more important memory first, then the better BM25 rank, then the newer.
-    hits.sort(key=lambda h: (-h.score, -importance.get(h.rowid, 0.0), h.rank, -h.rowid))
+    hits.sort(key=lambda h: (-round(h.score, 6), -facts[h.rowid].importance, h.rank, -h.rowid))
     hits = hits[:top_k]
     for hit, entry in zip(hits, store.entries([h.rowid for h in hits])):
         hit.entry = entry
     return SearchResult(query, hits, mode=mode, notes=notes)
+
+
+class _Weights:
+    """The query's words as index terms, with their weights (inverse document frequency)."""
+
+    def __init__(self, store: MemoryStore, words: list[str]):
+        self.words = words
+        self.stems = store.stems(words) if words else []
+        docs = store.term_docs(sorted({t for s in self.stems for t in s}))
+        total = store.doc_count()
+        self.docs: dict[str, int] = {}
+        """word → how many memories contain it"""
+        self.weight: dict[str, float] = {}
+        for word, stems in zip(words, self.stems):
+            df = min((docs.get(t, 0) for t in stems), default=0)  # a phrase is as rare as its rarest term
+            self.docs[word] = df
+            self.weight[word] = math.log(1 + (total - df + 0.5) / (df + 0.5)) if stems else 0.0
+
+    def match(self, query: Query) -> str:
+        """The FTS5 expression: as written for full-text syntax; else the words, without the
+        very common ones when rarer ones are there."""
+        if query.raw:
+            return query.match
+        kept, postings = [], 0
+        for word in sorted(self.words, key=lambda w: self.docs[w])[:SEARCHED]:
+            if kept and postings + self.docs[word] > BUDGET:
+                break
+            kept.append(word)
+            postings += self.docs[word]
+        return " OR ".join(quoted(w) for w in kept)
+
+    def score(self, terms: set[str]) -> tuple[list[str], float]:
+        """The words a memory with index ``terms`` contains, and their share of the weight."""
+        found = [w for w, stems in zip(self.words, self.stems) if stems and stems <= terms]
+        total = sum(self.weight.values())
+        if not total:
+            return found, (len(found) / len(self.words) if self.words else 0.0)
+        return found, sum(self.weight[w] for w in found) / total
+
+
+@dataclass
+class _Fact:
+    terms: set[str]
+    importance: float
+    source_task: str | None
+
+
+def _facts(store: MemoryStore, rowids: list[int]) -> dict[int, _Fact]:
+    """What scoring needs of each candidate: its index terms, importance and origin."""
+    if not rowids:
+        return {}
+    rows = store.query(f"SELECT rowid, content, tags, importance, source_task FROM memories "
+                       f"WHERE rowid IN ({','.join('?' * len(rowids))})", rowids)
+    terms = store.stems([f"{r[1]}\n{r[2]}" for r in rows])
+    return {int(r[0]): _Fact(t, float(r[3]), r[4]) for r, t in zip(rows, terms)}
 
 
 def _text_candidates(store: MemoryStore, match: str, visible: list[tuple[str, str]] | None,
@@ -203,25 +270,3 @@ def _is_query_error(exc: sqlite3.OperationalError) -> bool:
     text = str(exc)
     return text.startswith("fts5:") or "no such column" in text or "unterminated string" in text \
         or "syntax error" in text or "unknown special query" in text
-
-
-def _importance(store: MemoryStore, rowids: list[int]) -> tuple[dict[int, float], dict[int, str | None]]:
-    """rowid → importance, and rowid → the task that stored it."""
-    if not rowids:
-        return {}, {}
-    rows = store.query(f"SELECT rowid, importance, source_task FROM memories "
-                       f"WHERE rowid IN ({','.join('?' * len(rowids))})", rowids)
-    return {int(r[0]): float(r[1]) for r in rows}, {int(r[0]): r[2] for r in rows}
-
-
-def _matched_terms(store: MemoryStore, terms: list[str], rowids: list[int]) -> dict[int, list[str]]:
-    """rowid → the ``terms`` it contains (as FTS5 sees them: stemmed, case and accents folded)."""
-    out: dict[int, list[str]] = {}
-    if not rowids or not terms:
-        return out
-    marks = ",".join("?" * len(rowids))
-    for term in terms:
-        for (rowid,) in store.query(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? "
-                                    f"AND rowid IN ({marks})", [quoted(term), *rowids]):
-            out.setdefault(int(rowid), []).append(term)
-    return out

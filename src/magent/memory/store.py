@@ -39,6 +39,9 @@ COLUMNS = ("id", "content", "memory_type", "importance", "created_at", "last_acc
            "access_count", "source", "source_task", "source_agent", "tags", "scope", "scope_name",
            "status", "archived_at", "merged_into", "embedding_model")
 SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""The full-text tokenizer: words split on anything not a letter or digit, case and accents
+folded, English suffixes stemmed (``meetings`` and ``meeting`` are one term)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -73,8 +76,8 @@ CREATE TABLE IF NOT EXISTS memory_vectors (
     vector BLOB NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-    content, tags, content='memories', content_rowid='rowid',
-    tokenize='porter unicode61 remove_diacritics 2');
+    content, tags, content='memories', content_rowid='rowid', tokenize='{tokenize}');
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms USING fts5vocab(memory_fts, 'row');
 CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
     INSERT INTO memory_fts (rowid, content, tags) VALUES (new.rowid, new.content, new.tags);
 END;
@@ -89,7 +92,7 @@ CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF content, tags ON memori
     INSERT INTO memory_fts (rowid, content, tags) VALUES (new.rowid, new.content, new.tags);
     DELETE FROM memory_vectors WHERE rowid = old.rowid;
 END;
-"""
+""".replace("{tokenize}", TOKENIZE)
 
 def iso(when: datetime) -> str:
     """Timestamps are stored as fixed-width UTC ISO strings, so SQL compares them as text."""
@@ -126,6 +129,11 @@ class MemoryStore:
         self.busy_timeout = busy_timeout
         self.writes = 0
         """Transactions this connection committed (caches compare it, with ``data_version``)."""
+        self.changes = 0
+        """Transactions of this connection that added or removed memories (not ``touch``)."""
+        self._scratch = False
+        self._count: tuple[Any, int] | None = None
+        self._docs: tuple[Any, dict[str, int]] = (None, {})
         self.conn = self._connect(create)
 
     # opening
@@ -152,6 +160,9 @@ class MemoryStore:
         try:
             with self._guard():
                 conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("PRAGMA temp_store = MEMORY")
+                # the log is emptied at each checkpoint anyway; this gives its space back
+                conn.execute("PRAGMA journal_size_limit = 16777216")
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
                     raise MemoryStoreError(
@@ -242,6 +253,62 @@ class MemoryStore:
             return self.conn.execute(sql, params).fetchall()
 
     # reading
+    def version(self) -> tuple[int, int]:
+        """Changes whenever anyone (another process or this connection) commits a change."""
+        return self.query("PRAGMA data_version")[0][0], self.writes
+
+    def _content_version(self) -> tuple[int, int]:
+        """Like ``version``, but this connection's access-count updates do not change it."""
+        return self.query("PRAGMA data_version")[0][0], self.changes
+
+    def doc_count(self) -> int:
+        """How many memories the full-text index holds (cached until memories are added or removed)."""
+        version = self._content_version()
+        if self._count is None or self._count[0] != version:
+            self._count = (version, int(self.query("SELECT count(*) FROM memories")[0][0]))
+        return self._count[1]
+
+    def term_docs(self, terms: Sequence[str]) -> dict[str, int]:
+        """For index terms (as ``stems`` gives them): in how many memories each occurs.
+
+        Counting walks each term's list of memories, so counts are cached until memories are
+        added or removed (a run's searches repeat the same words)."""
+        version = self._content_version()
+        if self._docs[0] != version:
+            self._docs = (version, {})
+        cache = self._docs[1]
+        missing = [t for t in terms if t not in cache]
+        if missing:
+            found = {t: int(d) for t, d in self.query(
+                f"SELECT term, doc FROM memory_terms WHERE term IN ({','.join('?' * len(missing))})", missing)}
+            cache.update({t: found.get(t, 0) for t in missing})
+        return {t: cache[t] for t in terms}
+
+    def stems(self, texts: Sequence[str]) -> list[set[str]]:
+        """The index terms of each text, made by FTS5's own tokenizer (in a scratch table in
+        memory), so they compare exactly with what the index holds."""
+        with self._guard():
+            conn = self.conn
+            if not self._scratch:
+                conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_scratch USING fts5("
+                             f"text, tokenize='{TOKENIZE}')")
+                conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_scratch_terms "
+                             "USING fts5vocab(temp, memory_scratch, 'instance')")
+                self._scratch = True
+            # Inside a savepoint that is rolled back: nothing is kept, and undoing is cheaper
+            # than deleting (and it nests inside a transaction the caller may have open).
+            conn.execute("SAVEPOINT memory_stems")
+            try:
+                conn.executemany("INSERT INTO temp.memory_scratch (rowid, text) VALUES (?, ?)",
+                                 list(enumerate(texts, 1)))
+                out: list[set[str]] = [set() for _ in texts]
+                for doc, term in conn.execute("SELECT doc, term FROM temp.memory_scratch_terms"):
+                    out[int(doc) - 1].add(term)
+            finally:
+                conn.execute("ROLLBACK TO memory_stems")
+                conn.execute("RELEASE memory_stems")
+        return out
+
     def get(self, ref: str) -> MemoryEntry:
         """The memory whose id is ``ref`` or starts with it (at least 4 characters)."""
         return self.entries([self.resolve(ref)])[0]
@@ -346,6 +413,7 @@ class MemoryStore:
         replaced instead (the id stays).
         """
         keys = list(keys) if keys is not None else [None] * len(entries)
+        self.changes += 1
         with self.transaction() as conn:
             if any(k is not None for k in keys):
                 return [self._add_one(conn, e, k, replace) for e, k in zip(entries, keys)]
@@ -379,16 +447,25 @@ class MemoryStore:
         return entry.id, cur.rowcount == 1
 
     def touch(self, rowids: Sequence[int], at: datetime) -> None:
-        """Count a retrieval: ``access_count`` + 1 and ``last_accessed`` = ``at``."""
+        """Count a retrieval: ``access_count`` + 1 and ``last_accessed`` = ``at``.
+
+        These are statistics, so this commit does not wait for the disk (``synchronous=NORMAL``:
+        still atomic, and safe from a killed process; a power cut may lose the last counts)."""
+        rowids = list(rowids)
         if not rowids:
             return
-        with self.transaction() as conn:
-            conn.execute(f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
-                         f"WHERE rowid IN ({','.join('?' * len(rowids))})", [iso(at), *rowids])
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            with self.transaction() as conn:
+                conn.execute(f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
+                             f"WHERE rowid IN ({','.join('?' * len(rowids))})", [iso(at), *rowids])
+        finally:
+            self.conn.execute("PRAGMA synchronous = FULL")
 
     def delete(self, rowids: Sequence[int]) -> int:
         """Remove memories for good (their index entries and vectors go with them)."""
         removed = 0
+        self.changes += 1
         with self.transaction() as conn:
             for start in range(0, len(rowids), 500):
                 chunk = list(rowids[start:start + 500])

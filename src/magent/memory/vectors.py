@@ -2,8 +2,8 @@
 
 Vectors are stored normalised (unit length, float32) in ``memory_vectors``, so cosine
 similarity is a dot product. A search loads the visible vectors of one model into a
-matrix, kept until the database changes (``PRAGMA data_version`` for other processes'
-writes, the store's own write count for ours).
+matrix, kept until memories or vectors are added or removed (``PRAGMA data_version`` for
+other processes' writes, the store's own change count for ours).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def save_vectors(store: MemoryStore, model: str, vectors: dict[int, Any]) -> Non
     """Store unit vectors by rowid (replacing older ones) and note the model on each memory."""
     if not vectors:
         return
+    store.changes += 1
     with store.transaction() as conn:
         conn.executemany("INSERT OR REPLACE INTO memory_vectors (rowid, model, dim, vector) VALUES (?, ?, ?, ?)",
                          [(r, model, int(v.shape[0]), v.tobytes()) for r, v in vectors.items()])
@@ -76,15 +77,16 @@ class VectorIndex:
 
     def __init__(self, model: str):
         self.model = model
-        self._cache: dict[Any, tuple[list[int], Any]] = {}
+        self._cache: dict[Any, tuple[list[int], Any, dict[int, int]]] = {}
 
     def matrix(self, store: MemoryStore, dim: int, visible: list[tuple[str, str]] | None,
-               types: Sequence[str] = (), status: str = "active") -> tuple[list[int], Any]:
+               types: Sequence[str] = (), status: str = "active") -> tuple[list[int], Any, dict[int, int]]:
+        """(rowids, unit vectors as rows, rowid → row) of the visible memories, kept until
+        memories or vectors are added or removed (access-count updates do not count)."""
         import numpy as np
 
-        version = store.query("PRAGMA data_version")[0][0]
-        key = (version, store.writes, dim, tuple(visible) if visible is not None else None, tuple(types),
-               status)
+        key = (store._content_version(), dim, tuple(visible) if visible is not None else None,
+               tuple(types), status)
         if key not in self._cache:
             where, params = scope_clause(visible)
             sql = (f"SELECT v.rowid, v.vector FROM memory_vectors v JOIN memories m ON m.rowid = v.rowid "
@@ -95,13 +97,19 @@ class VectorIndex:
             rowids = [int(r[0]) for r in rows]
             matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
                       if rows else np.zeros((0, dim), dtype=np.float32))
-            self._cache = {key: (rowids, matrix)}
+            self._cache = {key: (rowids, matrix, {r: i for i, r in enumerate(rowids)})}
         return self._cache[key]
 
     def similarities(self, store: MemoryStore, query: Any, visible: list[tuple[str, str]] | None,
-                     types: Sequence[str] = ()) -> dict[int, float]:
-        rowids, matrix = self.matrix(store, int(query.shape[0]), visible, types)
+                     types: Sequence[str] = (), top: int = 20, also: Sequence[int] = ()) -> dict[int, float]:
+        """rowid → cosine similarity for the ``top`` most similar memories and for ``also``."""
+        import numpy as np
+
+        rowids, matrix, position = self.matrix(store, int(query.shape[0]), visible, types)
         if not rowids:
             return {}
         sims = matrix @ query
-        return dict(zip(rowids, (float(s) for s in sims)))
+        best = np.argpartition(-sims, min(top, len(rowids) - 1))[:top] if len(rowids) > top else range(len(rowids))
+        out = {rowids[int(i)]: float(sims[int(i)]) for i in best}
+        out.update({r: float(sims[position[r]]) for r in also if r in position})
+        return out
