@@ -172,3 +172,12 @@ def test_memory_help_explains_with_an_example() -> None:
     assert r.code == 0 and "Example: magent memory search" in r.out
     for command in ("list", "search", "show", "add", "forget", "export", "import", "consolidate"):
         assert invoke("memory", command, "--help").code == 0
+
+
+def test_the_memory_tools_can_be_tried_from_the_command_line(magent_home: Path) -> None:
+    stored = invoke("tools", "call", "memory.remember", "--args", '{"content": "Deploys happen on Thursdays"}')
+    assert stored.code == 0 and "remembered [" in stored.out and "(semantic, global)" in stored.out
+    found = invoke("tools", "call", "memory.search", "--args", '{"query": "when are deploys"}')
+    assert found.code == 0 and "Deploys happen on Thursdays" in found.out
+    listed = invoke("tools", "list", "--server", "memory", "--json")
+    assert sorted(t["name"] for t in json.loads(listed.out)) == ["memory.forget", "memory.remember", "memory.search"]

@@ -261,3 +261,15 @@ def test_the_office_memory_example_remembers_across_tasks(magent_home: Path, mon
     assert fact.source_task == first and fact.source_agent == "office_librarian" and fact.access_count == 1
     assert [s.source_task for s in summary] == [second]
     assert "◆ recalled 1 memory" in invoke("trace", second[:8]).out
+
+
+def test_consolidation_after_a_task_that_stored_memories(magent_home: Path, tmp_path: Path) -> None:
+    write(paths.config_dir(), "memory.yaml", "consolidation: {after_task: true}\n")
+    with Memory.open() as memory:
+        older = memory.remember(FACT, scope="agent", scope_name="helper", importance=0.9).entry
+    run_with(FunctionModel(learner_or_answerer), agent(tmp_path, memory="{scope: agent}"), "note it")
+    with Memory.open() as memory:
+        active = memory.store.list()
+        archived = memory.store.list(status="archived")
+    assert [e.id for e in active] == [older.id]  # the task's duplicate was merged into it
+    assert [(e.content, e.merged_into) for e in archived] == [(FACT, older.id)]

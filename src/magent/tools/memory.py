@@ -43,7 +43,9 @@ def memory_provider(run: "RunMemory") -> FunctionProvider:
                  tags: list[str] | None = None, scope: str | None = None) -> str:
         agent, call_id = caller()
         who = run.caller(agent)
-        scope = scope or run.config(agent).scope
+        # default: the agent's memory.scope; a workflow's tool node writes for the workflow;
+        # a person (magent tools call) for everyone
+        scope = scope or (run.config(agent).scope if agent else "workflow" if run.workflow else "global")
         key = None
         if run.task_id and call_id:
             from magent.memory.service import idempotency_key
