@@ -273,3 +273,31 @@ def test_consolidation_after_a_task_that_stored_memories(magent_home: Path, tmp_
         archived = memory.store.list(status="archived")
     assert [e.id for e in active] == [older.id]  # the task's duplicate was merged into it
     assert [(e.content, e.merged_into) for e in archived] == [(FACT, older.id)]
+
+
+def test_a_sub_agent_recalls_and_summarizes_in_its_own_session(magent_home: Path, tmp_path: Path) -> None:
+    agent(tmp_path, memory="{long_term: true, summarize_on_finish: true, scope: agent}", tools="[]")
+    lead = write(tmp_path, "lead.yaml", """
+        name: lead
+        role: delegates
+        system_prompt: You delegate.
+        sub_agents: [helper]
+        llm_config: {model: scripted, script: lead.script.yaml}
+        """)
+    with Memory.open() as memory:
+        memory.remember(FACT, scope="agent", scope_name="helper")
+
+    def model(request: LLMRequest) -> dict | str:
+        if request.agent == "helper":
+            return "Room Atlas." if "room Atlas" in request.system else "I do not know."
+        if not any(m.role == "tool" for m in request.messages):
+            return {"tool_calls": [{"name": "agents.helper", "arguments": {"task": "Where is the weekly sync?"}}]}
+        return "The helper says: " + request.messages[-1].content
+
+    outcome = run_with(FunctionModel(model), lead, "Find out where the sync is")
+    assert outcome.result == "The helper says: Room Atlas."
+    (recalled,) = [e for e in events(outcome.task_id) if e.type == "memory_recalled"]
+    assert recalled.field("agent") == "helper" and recalled.field("session")  # the child's session
+    with Memory.open() as memory:
+        (summary,) = [e for e in memory.store.list() if e.memory_type == "episodic"]
+    assert summary.content == "Task: Where is the weekly sync?\nAnswer from helper: Room Atlas."
