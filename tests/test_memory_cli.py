@@ -167,13 +167,6 @@ def test_consolidate_dry_run_then_for_real(magent_home: Path) -> None:
     assert evicted.code == 0 and "evicted 0 below" in evicted.out
 
 
-def test_memory_help_explains_with_an_example() -> None:
-    r = invoke("memory", "--help")
-    assert r.code == 0 and "Example: magent memory search" in r.out
-    for command in ("list", "search", "show", "add", "forget", "export", "import", "consolidate"):
-        assert invoke("memory", command, "--help").code == 0
-
-
 def test_the_memory_tools_can_be_tried_from_the_command_line(magent_home: Path) -> None:
     stored = invoke("tools", "call", "memory.remember", "--args", '{"content": "Deploys happen on Thursdays"}')
     assert stored.code == 0 and "remembered [" in stored.out and "(semantic, global)" in stored.out

@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING, Annotated, List, Optional
 
 import typer
 
+from magent.cli.helpfmt import examples
+
 if TYPE_CHECKING:
     from magent.memory.service import Memory
     from magent.models.memory import MemoryEntry
 
 app = typer.Typer(
-    help="Long-term memory across tasks: list, search, add, forget, export/import, consolidate.\n\n"
-         "Example: magent memory search \"weekly sync\" --scope workflow:office_memory",
+    help="Search, add to and tidy the memory that tasks share.\n\n"
+         "Agents use it with memory: in their config and the memory.* tools; these commands let "
+         "you look at it and manage it.",
     no_args_is_help=True)
 
 ScopeOpt = Annotated[Optional[str], typer.Option(
@@ -61,13 +64,16 @@ def _entry_dict(entry: "MemoryEntry") -> dict:
     return entry.model_dump(mode="json")
 
 
-@app.command("list")
+@app.command("list", epilog=examples(
+    "magent memory list",
+    "magent memory list --scope workflow:office_memory --type semantic",
+    "magent memory list --archived --json"))
 def list_memories(
     scope: ScopeOpt = None,
     memory_type: TypeOpt = None,
     archived: Annotated[bool, typer.Option("--archived", help="Archived memories instead of active ones.")] = False,
     everything: Annotated[bool, typer.Option("--all", help="Active and archived memories.")] = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many, newest first.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, metavar="N", help="At most this many, newest first.")] = 50,
     json_out: JsonOpt = False,
 ) -> None:
     """List memories, newest first."""
@@ -95,16 +101,22 @@ def list_memories(
     print(f"{shown}{_n(total, 'memory')} · memory.db {human_bytes(size)}")
 
 
-@app.command("search")
+@app.command("search", epilog=examples(
+    "magent memory search \"where is the weekly sync\"",
+    "magent memory search '\"weekly sync\" AND NOT cancelled' --top-k 3",
+    "magent memory search deploy --scope global --min-score 0.5 --json"))
 def search(
-    query: Annotated[str, typer.Argument(help="Words to look for, or full-text syntax (\"exact phrase\", a AND b, pre*).")],
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Words to look for, or full-text syntax (\"exact phrase\", a AND b, pre*).")],
     scope: ScopeOpt = None,
     memory_type: TypeOpt = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="How many to show.")] = 10,
-    min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0, help="Leave out scores below this.")] = 0.0,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, metavar="N", help="How many to show.")] = 10,
+    min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0, metavar="SCORE", help="Leave out scores below this (0 to 1).")] = 0.0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Search active memories: best matches first, with their score and why they matched."""
+    """Search memories: best matches first, with score and why.
+
+    Plain words match memories containing any of them; the score (0 to 1) is the share of
+    the words a memory contains, rare words weighing more."""
     from magent.cli.output import print_json, warn
 
     visible, types = _visible(scope), _types(memory_type)
@@ -125,7 +137,7 @@ def search(
         print(f"      {hit.why()}")
 
 
-@app.command("show")
+@app.command("show", epilog=examples("magent memory show 3f2a", "magent memory show 3f2a --json"))
 def show(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id or unique prefix (at least 4 characters).")],
     json_out: JsonOpt = False,
@@ -147,17 +159,19 @@ def show(
     print(content)
 
 
-@app.command("add")
+@app.command("add", epilog=examples(
+    "magent memory add \"Deploys happen on Thursdays\"",
+    "magent memory add \"Tests use the staging key\" --scope workflow:release",
+    "magent memory add \"To rotate logs: ...\" --type procedural --importance 0.8"))
 def add(
-    content: Annotated[str, typer.Argument(help="The memory: one self-contained statement.")],
-    memory_type: Annotated[str, typer.Option("--type", "-t", help="episodic, semantic or procedural.")] = "semantic",
-    scope: Annotated[str, typer.Option("--scope", "-s", help="agent:NAME, workflow:NAME or global.")] = "global",
-    importance: Annotated[float, typer.Option("--importance", min=0.0, max=1.0, help="0.0 - 1.0.")] = 0.5,
-    tags: Annotated[Optional[List[str]], typer.Option("--tag", help="A tag (repeatable).")] = None,
+    content: Annotated[str, typer.Argument(metavar="TEXT", help="The memory: one self-contained statement.")],
+    memory_type: Annotated[str, typer.Option("--type", "-t", metavar="TYPE", help="episodic, semantic or procedural.")] = "semantic",
+    scope: Annotated[str, typer.Option("--scope", "-s", metavar="SCOPE", help="agent:NAME, workflow:NAME or global.")] = "global",
+    importance: Annotated[float, typer.Option("--importance", min=0.0, max=1.0, metavar="X", help="0 to 1.")] = 0.5,
+    tags: Annotated[Optional[List[str]], typer.Option("--tag", metavar="TAG", help="A tag (repeatable).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Store a memory by hand (secrets are masked first). Example:
-    magent memory add "Deploys happen on Thursdays" --scope workflow:release"""
+    """Store a memory by hand (secrets are masked first)."""
     from magent.cli.output import print_json, warn
     from magent.memory.service import check_type, parse_scope
 
@@ -174,12 +188,14 @@ def add(
     print(f"memory {stored.entry.id} stored ({stored.entry.memory_type}, {stored.entry.scope_label})")
 
 
-@app.command("forget")
+@app.command("forget", epilog=examples("magent memory forget 3f2a", "magent memory forget 3f2a 9c1d"))
 def forget(
     memory_ids: Annotated[List[str], typer.Argument(metavar="ID...", help="Memory ids or unique prefixes.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete memories for good (all named ids are checked first: none is deleted if one is unknown)."""
+    """Delete memories for good.
+
+    Every id is checked first: if one is unknown, none is deleted."""
     from magent.cli.output import print_json
 
     with _open() as memory:
@@ -193,14 +209,18 @@ def forget(
         print(f"forgot {e.id[:8]}: {_one_line(e.content, 80)}")
 
 
-@app.command("export")
+@app.command("export", epilog=examples(
+    "magent memory export > memories.jsonl",
+    "magent memory export --scope workflow:office_memory -o office.jsonl"))
 def export(
     scope: ScopeOpt = None,
     archived: Annotated[bool, typer.Option("--archived", help="Only archived memories.")] = False,
     active: Annotated[bool, typer.Option("--active", help="Only active memories (default: all).")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.")] = None,
 ) -> None:
-    """Write memories as JSON Lines (one memory per line; vectors are not exported)."""
+    """Write memories as JSON Lines, one memory per line.
+
+    Vectors are not exported: an import embeds again when a model is configured."""
     from magent.errors import UsageError
     from magent.memory.transfer import export_lines
 
@@ -221,13 +241,17 @@ def export(
     print(f"exported {_n(count, 'memory')} to {output}", file=sys.stderr)
 
 
-@app.command("import")
+@app.command("import", epilog=examples(
+    "magent memory import memories.jsonl",
+    "ssh other-host magent memory export | magent memory import -"))
 def import_(
-    source: Annotated[str, typer.Argument(metavar="FILE", help="A JSON Lines file from `magent memory export`, or - for stdin.")],
+    source: Annotated[str, typer.Argument(metavar="FILE", help="A JSON Lines file (as magent memory export writes), or - for stdin.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Add the memories of a JSON Lines file; ones whose id is already stored are skipped.
-    Every line is checked first: a bad line imports nothing and names its line number."""
+    """Add memories from a JSON Lines file.
+
+    Memories whose id is already stored are skipped. Every line is checked first: a bad
+    line imports nothing and is named with its line number."""
     from magent.cli.output import print_json
     from magent.memory.transfer import import_file
 
@@ -243,14 +267,19 @@ def import_(
           + (f" ({report.skipped} already stored, skipped)" if report.skipped else ""))
 
 
-@app.command("consolidate")
+@app.command("consolidate", epilog=examples(
+    "magent memory consolidate --dry-run",
+    "magent memory consolidate",
+    "magent memory consolidate --evict --json"))
 def consolidate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what it would do; change nothing.")] = False,
     evict: Annotated[Optional[bool], typer.Option("--evict/--archive", help="Delete what falls below the threshold, or archive it (default: config/memory.yaml, else archive).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Merge near-duplicates, decay importance by time unused, archive what falls below the
-    threshold (settings in config/memory.yaml: consolidation). Try --dry-run first."""
+    """Merge near-duplicates, decay, archive (try --dry-run).
+
+    Importance decays with time unused; what falls below the threshold is archived. The
+    settings are in config/memory.yaml under consolidation."""
     from magent.cli.output import print_json, warn
     from magent.memory.consolidate import consolidate as run
 

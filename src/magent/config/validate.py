@@ -152,7 +152,7 @@ def _unwrap(ann: Any) -> Any:
 def _step(ann: Any, part: Any) -> list[Any]:
     ann = _unwrap(ann)
     origin = typing.get_origin(ann)
-    if _is_union(ann):
+    if origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
         members = [a for a in typing.get_args(ann) if a is not type(None)]
         tagged = [m for m in members if _has_tag(m, part)]
         if tagged:
@@ -170,11 +170,6 @@ def _step(ann: Any, part: Any) -> list[Any]:
             if part in (fname, f.alias):
                 return [f.annotation]
     return []
-
-
-def _is_union(ann: Any) -> bool:
-    origin = typing.get_origin(ann)
-    return origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>")
 
 
 def _has_tag(model: Any, tag: Any) -> bool:
