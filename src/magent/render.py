@@ -334,12 +334,18 @@ class EventPrinter:
         hits = ev.field("hits") or []
         shown = "; ".join(f"{str(h.get('id'))[:8]} {short(h.get('content') or '', 60)}" for h in hits[:3])
         more = f" (+{len(hits) - 3})" if len(hits) > 3 else ""
-        self.out.print(f"  [magenta]◆ memory:[/] recalled {len(hits)}" + (f": {shown}{more}" if hits else ""),
+        self.out.print(f"  [magenta]◆ memory:[/] recalled {len(hits)}" + (f": {_esc(shown)}{more}" if hits else ""),
                        highlight=False)
 
     def _on_memory_stored(self, ev: Any) -> None:
-        self.out.print(f"  [magenta]◆ memory:[/] stored {ev.field('kind') or 'memory'} "
-                       f"{str(ev.field('id'))[:8]} in {ev.field('scope')}", highlight=False)
+        from magent.trace.build import stored_text
+
+        line = short(stored_text(ev.model_dump()), 160)
+        self.out.print(f"  [magenta]◆ memory:[/] {_esc(line)}", highlight=False)
+
+    def _on_memory_forgotten(self, ev: Any) -> None:
+        self.out.print(f"  [magenta]◆ memory:[/] forgot {str(ev.field('id'))[:8]}: "
+                       f"{_esc(short(ev.field('content') or '', 80))}", highlight=False)
 
     def _on_human_decision(self, ev: Any) -> None:
         msg = f": {ev.field('message')}" if ev.field("message") else ""

@@ -97,7 +97,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         result = ToolResult(outcome="ERROR", tool=name, content=why, error=why)
     else:
         screen = guard.result_screen(ctx, node, policy.agent, call)
-        with calling(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node, call_id=call.id)):
+        with calling(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node, call_id=call.id,
+                                 emit=ctx.bus.emit)):
             result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
         failpoints.hit("after_tool_call")
         if screen is not None and not screen.settle(result):

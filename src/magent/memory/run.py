@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from magent.errors import MagentError
 from magent.ids import now
-from magent.memory.service import Caller, Memory, idempotency_key
+from magent.memory.service import Caller, Memory, Stored, idempotency_key
 from magent.models.memory import AgentMemory
 
 if TYPE_CHECKING:
@@ -158,9 +158,21 @@ class RunMemory:
             self._warn(ctx, node, f"could not store the task summary in long-term memory: {exc}")
             return
         self.wrote = True
-        ctx.bus.emit("memory_stored", node, agent=agent.name, id=stored.entry.id, kind="summary",
-                     scope=stored.entry.scope_label, replaced=not stored.stored or None,
-                     content=_short(stored.entry.content, SHOWN_CHARS), notes=stored.notes or None)
+        ctx.bus.emit("memory_stored", node, agent=agent.name, **self.stored_fields(stored, "summary"))
+
+    @staticmethod
+    def stored_fields(stored: Stored, kind: str) -> dict[str, Any]:
+        """A ``memory_stored`` event's fields: which memory, where, what (shortened). ``again``:
+        it was there already (a resumed task repeating a write); ``replaced`` for a summary."""
+        e = stored.entry
+        repeat = not stored.stored or None
+        return {"id": e.id, "kind": kind, "memory_type": e.memory_type, "scope": e.scope_label,
+                "content": _short(e.content, SHOWN_CHARS), "notes": stored.notes or None,
+                ("replaced" if kind == "summary" else "again"): repeat}
+
+    @staticmethod
+    def shown(text: str) -> str:
+        return _short(text, SHOWN_CHARS)
 
     def _warn(self, ctx: Any, node: str, message: str) -> None:
         if message not in self._warned:  # once per distinct problem, not every turn

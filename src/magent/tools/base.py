@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Protocol
+from typing import Any, Callable, Iterator, Literal, Protocol
 
 from magent.models import Tool
 
@@ -68,6 +68,9 @@ class CallContext:
     node: str | None = None
     call_id: str | None = None
     """The call's id, stable across a resume (it is in the conversation)."""
+    emit: Callable[..., Any] | None = None
+    """The calling session's ``bus.emit``: an in-process tool records in the trace what it did
+    beyond its result (``memory.remember``: what it stored). None outside a run."""
 
 
 current_call: ContextVar[CallContext | None] = ContextVar("magent_current_call", default=None)

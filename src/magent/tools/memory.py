@@ -24,6 +24,12 @@ def memory_provider(run: "RunMemory") -> FunctionProvider:
         call = current_call.get()
         return (call.agent, call.call_id) if call else (None, None)
 
+    def record(type_: str, **fields: Any) -> None:
+        """Into the trace, beside the call's result: what was written or removed."""
+        call = current_call.get()
+        if call is not None and call.emit is not None:
+            call.emit(type_, call.node, agent=call.agent, call_id=call.call_id, **fields)
+
     def search(query: str, top_k: int = 5, memory_type: str | None = None) -> Any:
         agent, _ = caller()
         try:
@@ -59,6 +65,7 @@ def memory_provider(run: "RunMemory") -> FunctionProvider:
             raise ToolFailure(str(exc)) from None
         run.wrote = True
         e = stored.entry
+        record("memory_stored", **run.stored_fields(stored, "memory"))
         text = (f"remembered [{e.id[:8]}] ({e.memory_type}, {e.scope_label})" if stored.stored
                 else f"already remembered [{e.id[:8]}] ({e.memory_type}, {e.scope_label})")
         return text + "".join(f"; note: {n}" for n in stored.notes)
@@ -70,6 +77,8 @@ def memory_provider(run: "RunMemory") -> FunctionProvider:
         except MagentError as exc:
             raise ToolFailure(f"{exc} (it may have been forgotten already)") from None
         run.wrote = True
+        record("memory_forgotten", id=entry.id, scope=entry.scope_label,
+               content=run.shown(entry.content))
         return f"forgot [{entry.id[:8]}]: {entry.content[:80]}"
 
     p = FunctionProvider("memory")

@@ -401,8 +401,10 @@ class _Builder:
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=recalled_text(ev))
 
     def _on_memory_stored(self, ev: dict[str, Any]) -> None:
-        what = "replaced" if ev.get("replaced") else "stored"
-        text = f"{what} {ev.get('kind') or 'memory'} [{str(ev.get('id'))[:8]}] in {ev.get('scope')}"
+        self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=stored_text(ev))
+
+    def _on_memory_forgotten(self, ev: dict[str, Any]) -> None:
+        text = f"forgot memory [{str(ev.get('id'))[:8]}] in {ev.get('scope')}: {ev.get('content') or ''}"
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=text)
 
     def _on_warning(self, ev: dict[str, Any]) -> None:
@@ -443,6 +445,17 @@ def describe_guardrail(ev: dict[str, Any]) -> str:
     verb = {"pass": "passed", "mask": "masked", "warn": "flagged", "block": "blocked", "revise": "sent back",
             "pause": "held"}.get(outcome, outcome)
     return f"{name} {verb} {subject}" + (f": {ev['reason']}" if ev.get("reason") else "")
+
+
+def stored_text(ev: dict[str, Any]) -> str:
+    """One line for a ``memory_stored`` event: what was written, where, and what it says."""
+    what = "replaced" if ev.get("replaced") else "already had" if ev.get("again") else "stored"
+    kind = ev.get("kind") or "memory"
+    kind = f"{ev['memory_type']} {kind}" if kind == "memory" and ev.get("memory_type") else kind
+    text = f"{what} {kind} [{str(ev.get('id'))[:8]}] in {ev.get('scope')}: {ev.get('content') or ''}"
+    for note in ev.get("notes") or []:
+        text += f" [{note}]"
+    return text
 
 
 def recalled_text(ev: dict[str, Any]) -> str:

@@ -54,7 +54,8 @@ class ToolNode(Node):
                 if not (tool and tool.idempotent):
                     ctx.td.sync()  # the intent must be durable before a call that cannot be repeated
                 failpoints.hit("after_tool_intent")
-                with calling(CallContext(task_id=ctx.task.id, node=self.name, call_id=call_id)):
+                with calling(CallContext(task_id=ctx.task.id, node=self.name, call_id=call_id,
+                                             emit=ctx.bus.emit)):
                     result = await ctx.registry.call(name, args)
                 failpoints.hit("after_tool_call")
                 outcome, content, data = result.outcome, result.content, result.data
