@@ -153,6 +153,9 @@ def test_a_remember_repeated_after_a_kill_is_stored_once(magent_home: Path, tmp_
         assert [e.content for e in memory.store.list()] == [FACT]
     results = [e for e in events(task_id) if e.type == "tool_result"]
     assert results[-1].field("result").startswith("already remembered [")
+    stored = [e for e in events(task_id) if e.type == "memory_stored"]  # the trace says both
+    assert [(e.field("again"), e.field("content")) for e in stored] == [(None, FACT), (True, FACT)]
+    assert "◆ already had semantic memory [" in invoke("trace", task_id[:8]).out
 
 
 @pytest.mark.slow
@@ -301,3 +304,67 @@ def test_a_sub_agent_recalls_and_summarizes_in_its_own_session(magent_home: Path
     with Memory.open() as memory:
         (summary,) = [e for e in memory.store.list() if e.memory_type == "episodic"]
     assert summary.content == "Task: Where is the weekly sync?\nAnswer from helper: Room Atlas."
+
+
+def test_trace_shows_what_was_stored_and_forgotten(magent_home: Path, tmp_path: Path) -> None:
+    def model(request: LLMRequest) -> dict | str:
+        results = [m.content for m in request.messages if m.role == "tool"]
+        if not results:
+            return {"tool_calls": [{"name": "memory.remember", "arguments": {"content": FACT}}]}
+        if len(results) == 1:  # "remembered [abcd1234] (semantic, agent:helper)"
+            memory_id = results[0].split("[")[1].split("]")[0]
+            return {"tool_calls": [{"name": "memory.forget", "arguments": {"id": memory_id}}]}
+        return "Stored, then forgot it."
+
+    outcome = run_with(FunctionModel(model), agent(tmp_path, memory="{scope: agent}"), "Try remembering")
+    written = [e for e in events(outcome.task_id) if e.type in ("memory_stored", "memory_forgotten")]
+    assert [(e.type, e.field("content"), e.field("scope"), e.field("agent")) for e in written] == [
+        ("memory_stored", FACT, "agent:helper", "helper"), ("memory_forgotten", FACT, "agent:helper", "helper")]
+    assert written[0].field("id") == written[1].field("id") and written[0].field("call_id")
+    shown = invoke("trace", outcome.task_id[:8])
+    assert shown.code == 0
+    short_id = written[0].field("id")[:8]
+    assert f"◆ stored semantic memory [{short_id}] in agent:helper: {FACT}" in shown.out
+    assert f"◆ forgot memory [{short_id}] in agent:helper: {FACT}" in shown.out
+    steps = json.loads(invoke("trace", outcome.task_id[:8], "--json").out)["steps"]
+    assert [s["step_name"] for s in steps].count("memory") == 2
+
+
+SECRET = "tok-7f3a9c-zebra-42"
+
+
+def test_a_secret_from_the_environment_never_reaches_the_memory_database(magent_home: Path, tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    """A value that came from ${VAR} is masked wherever memory would keep it: a memory.remember,
+    the task summary, the trace of both, and the database file, its log and an export."""
+    monkeypatch.setenv("MAGENT_MEMORY_TEST_TOKEN", SECRET)
+    target = write(tmp_path, "helper.yaml", """
+        name: helper
+        role: remembers things
+        system_prompt: You help.
+        tools: [memory.*]
+        memory: {summarize_on_finish: true, scope: global}
+        llm_config: {model: scripted, script: helper.script.yaml, api_key: "${MAGENT_MEMORY_TEST_TOKEN}"}
+        """)
+
+    def model(request: LLMRequest) -> dict | str:
+        if not any(m.role == "tool" for m in request.messages):
+            return {"tool_calls": [{"name": "memory.remember",
+                                    "arguments": {"content": f"The deploy token is {SECRET}", "tags": [SECRET]}}]}
+        return f"Noted the token {SECRET}."
+
+    outcome = run_with(FunctionModel(model), target, f"Remember the deploy token {SECRET}")
+    assert outcome.status == "completed"
+    with Memory.open() as memory:
+        contents = sorted(e.content for e in memory.store.list())
+        tags = [t for e in memory.store.list() for t in e.tags]
+    assert contents == ["Task: Remember the deploy token [REDACTED]\nAnswer from helper: Noted the token [REDACTED].",
+                        "The deploy token is [REDACTED]"]
+    assert SECRET not in tags
+    exported = invoke("memory", "export")
+    assert exported.code == 0 and "[REDACTED]" in exported.out and SECRET not in exported.out
+    stored = [e.field("content") for e in events(outcome.task_id) if e.type == "memory_stored"]
+    assert len(stored) == 2 and all(SECRET not in c for c in stored)
+    on_disk = b"".join(p.read_bytes() for p in paths.memory_dir().iterdir())
+    assert len(on_disk) > 0 and SECRET.encode() not in on_disk
+    assert SECRET not in invoke("trace", outcome.task_id[:8]).out
