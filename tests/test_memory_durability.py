@@ -107,3 +107,53 @@ def test_kill_9_in_the_middle_of_batches_keeps_whole_batches_only(magent_home: P
     after = run("memory", "add", "written after the kill")
     assert after.code == 0, after.err
     assert check_database(paths.memory_db()).execute("SELECT count(*) FROM memories").fetchone()[0] == total + 1
+
+
+def memory_rows(db: Path) -> list[tuple]:
+    conn = check_database(db)
+    rows = conn.execute("SELECT id, content, status, importance, access_count, merged_into, tags "
+                        "FROM memories ORDER BY rowid").fetchall()
+    conn.close()
+    return rows
+
+
+def test_a_run_killed_inside_a_memory_write_stores_it_once_on_resume(magent_home: Path, tmp_path: Path) -> None:
+    """kill -9 while memory.remember's transaction is open in a run: the database is as it was,
+    and the resumed task makes the call again and stores the memory exactly once."""
+    fact = "The weekly sync is in room Atlas on Tuesdays."
+    (tmp_path / "helper.script.yaml").write_text(
+        "responses:\n"
+        f"  - tool_calls: [{{name: memory.remember, arguments: {{content: \"{fact}\"}}}}]\n"
+        "  - content: Stored.\n")
+    (tmp_path / "helper.yaml").write_text(
+        "name: helper\nrole: remembers\nsystem_prompt: You help.\ntools: [memory.*]\n"
+        "memory: {scope: global}\nllm_config: {model: scripted, script: helper.script.yaml}\n")
+    assert run("memory", "add", "kept from before").code == 0
+    killed = run("run", str(tmp_path / "helper.yaml"), "-t", "note it",
+                 env={"MAGENT_FAILPOINT": "memory_before_commit"})
+    assert killed.code == -signal.SIGKILL
+    assert [r[1] for r in memory_rows(paths.memory_db())] == ["kept from before"]
+    (task_id,) = [p.name for p in paths.tasks_dir().iterdir()]
+    resumed = run("resume", task_id[:8])
+    assert resumed.code == 0, resumed.err
+    assert [r[1] for r in memory_rows(paths.memory_db())] == ["kept from before", fact]
+    again = run("resume", task_id[:8])  # a finished task: nothing runs, nothing is stored again
+    assert [r[1] for r in memory_rows(paths.memory_db())] == ["kept from before", fact], again.err
+
+
+def test_consolidation_killed_before_it_commits_changes_nothing(magent_home: Path) -> None:
+    for args in (("The weekly sync is in room Atlas", "--importance", "0.9"),
+                 ("the weekly sync is in room atlas.",), ("barely matters", "--importance", "0.01")):
+        assert run("memory", "add", *args).code == 0
+    before = memory_rows(paths.memory_db())
+    planned = json.loads(run("memory", "consolidate", "--dry-run", "--json").out)
+    assert len(planned["merged"]) == 1 and len(planned["archived"]) == 1
+    killed = run("memory", "consolidate", env={"MAGENT_FAILPOINT": "memory_before_commit"})
+    assert killed.code == -signal.SIGKILL
+    assert memory_rows(paths.memory_db()) == before
+    done = run("memory", "consolidate", "--json")
+    assert done.code == 0, done.err
+    report = json.loads(done.out)
+    assert [m["duplicate"] for m in report["merged"]] == [m["duplicate"] for m in planned["merged"]]
+    assert [a["id"] for a in report["archived"]] == [a["id"] for a in planned["archived"]]
+    assert [r[2] for r in memory_rows(paths.memory_db())] == ["active", "archived", "archived"]
