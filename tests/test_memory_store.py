@@ -95,6 +95,9 @@ def test_full_text_syntax_is_used_and_a_broken_query_falls_back_to_its_words(mem
     memory.remember("sync the weekly files", scope="global")
     phrase = memory.search('"weekly sync"')
     assert [h.entry.content for h in phrase.hits] == ["The weekly sync is in room Atlas"]
+    (only,) = memory.search("sync NOT files").hits  # what NOT excludes is not a word to score
+    assert only.entry.content == "The weekly sync is in room Atlas" and only.score == 1.0
+    assert only.why() == "matched sync (1 of 1 words)"
     for broken in ('sync AND (', '"unclosed', 'content:', 'a:b sync', 'NOT', '*'):
         result = memory.search(broken)
         assert result.notes and result.notes[0].startswith("not valid full-text syntax"), broken

@@ -103,7 +103,7 @@ def list_memories(
 
 @app.command("search", epilog=examples(
     "magent memory search \"where is the weekly sync\"",
-    "magent memory search '\"weekly sync\" AND NOT cancelled' --top-k 3",
+    "magent memory search '\"weekly sync\" NOT cancelled' --top-k 3",
     "magent memory search deploy --scope global --min-score 0.5 --json"))
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help="Words to look for, or full-text syntax (\"exact phrase\", a AND b, pre*).")],

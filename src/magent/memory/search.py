@@ -8,7 +8,7 @@ How a query is read:
   add up to at most 2,000 (the rarest always): common words rank little and cost the
   most, so a long query (a task's description) stays fast on a large store. Every word
   still counts in the score;
-- full-text syntax (``"weekly sync"``, ``sync AND NOT cancelled``, ``sync*``) is used as
+- full-text syntax (``"weekly sync"``, ``sync NOT cancelled``, ``sync*``) is used as
   written; if it is not valid, the words are searched instead and a note says so.
 
 Scores (0.0 - 1.0, what ``min_score`` compares against):
@@ -59,6 +59,8 @@ you your yours yourself yourselves please tell know let us me
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SYNTAX = re.compile(r'["*():^+{}]|\b(?:AND|OR|NOT|NEAR)\b')
 _OPERATORS = {"and", "or", "not", "near"}
+_EXCLUDED = re.compile(r'\bNOT\s+(?:"(?:[^"]|"")*"|\([^)]*\)|\S+)')
+"""What follows NOT (a word, a phrase, a group): words a memory must not contain, not scored."""
 
 
 @dataclass
@@ -97,7 +99,7 @@ def plain_query(text: str) -> Query:
 def parse_query(text: str) -> Query:
     """Full-text syntax when the query uses any, else plain words (see the module docstring)."""
     if _SYNTAX.search(text):
-        terms = [w for w in words(text, keep_stop_words=True) if w not in _OPERATORS]
+        terms = [w for w in words(_EXCLUDED.sub(" ", text), keep_stop_words=True) if w not in _OPERATORS]
         return Query(text=text, match=text, terms=terms, raw=True)
     return plain_query(text)
 
