@@ -76,6 +76,22 @@ def test_read_commands_do_not_import_litellm_or_mcp(home, monkeypatch):
         assert heavy == [], f"`magent {' '.join(args)}` imported {heavy}"
 
 
+def test_read_commands_leave_the_memory_database_alone(home, monkeypatch):
+    """sqlite3 (and magent's memory store) only load for commands that use long-term memory:
+    validating a workflow whose agents use memory, or tracing a task, does not."""
+    root, task_id = home
+    monkeypatch.setenv("MAGENT_HOME", str(root))
+    monkeypatch.setenv("MAGENT_TEST_API_KEY", "sk-test")
+    extra = [("validate", str(EXAMPLES / "workflows" / "office_memory.yaml")), ("trace", task_id[:8]),
+             ("trace", task_id[:8], "--json"), ("retention", "show")]
+    for args in _commands(task_id) + extra:
+        report = _imports(*args)
+        assert report["code"] == 0, (args, report["out"])
+        loaded = [m for m in report["modules"] if m in ("sqlite3", "_sqlite3") or m.startswith("magent.memory.")
+                  and m != "magent.memory.run"]
+        assert loaded == [], f"`magent {' '.join(args)}` imported {loaded}"
+
+
 def test_help_does_not_import_pydantic_or_the_models():
     report = _imports("--help")
     assert "Usage: magent" in report["out"]

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from magent.errors import MagentError
 from magent.ids import now
-from magent.memory.service import Caller, Memory, Stored, idempotency_key
 from magent.models.memory import AgentMemory
 
 if TYPE_CHECKING:
+    from magent.memory.service import Caller, Memory, Stored
     from magent.models import Agent
 
 RECALL_QUERY_CHARS = 2000
@@ -59,13 +59,16 @@ class RunMemory:
         agents = {name: loaded.agent.memory for name, loaded in graph.agents.items()}
         uses = any(agents.values()) or any(p.startswith("memory.") for loaded in graph.agents.values()
                                            for p in loaded.agent.tools)
-        if uses:
-            from magent.memory.service import load_settings
+        if uses:  # read here, so a broken file is a config error; the database waits for first use
+            from magent import paths
+            from magent.config.files import load_memory_settings
 
-            load_settings()
+            load_memory_settings(paths.memory_settings_file())
         return cls(task_id=task_id, workflow=graph.name, agents=agents, redact=redact)
 
     def caller(self, agent: str | None) -> Caller:
+        from magent.memory.service import Caller
+
         return Caller(agent=agent, workflow=self.workflow, task_id=self.task_id)
 
     def config(self, agent: str | None) -> AgentMemory:
@@ -73,6 +76,8 @@ class RunMemory:
 
     def memory(self, agent: str | None = None) -> Memory:
         """The open memory (raises the store's clear error when it cannot be opened)."""
+        from magent.memory.service import Memory
+
         if self._memory is None:
             self._memory = Memory.open(redact=self.redact)
         model = self.config(agent).embedding_model
@@ -149,6 +154,8 @@ class RunMemory:
             return
         description = _first_user_message(ctx)
         content = _short(f"Task: {description}\nAnswer from {agent.name}: {answer}", SUMMARY_CHARS)
+        from magent.memory.service import idempotency_key
+
         key = idempotency_key("summary", self.task_id or "", agent.name)
         try:
             stored = self.memory(agent.name).remember(
