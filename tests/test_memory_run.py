@@ -270,12 +270,17 @@ def test_consolidation_after_a_task_that_stored_memories(magent_home: Path, tmp_
     write(paths.config_dir(), "memory.yaml", "consolidation: {after_task: true}\n")
     with Memory.open() as memory:
         older = memory.remember(FACT, scope="agent", scope_name="helper", importance=0.9).entry
-    run_with(FunctionModel(learner_or_answerer), agent(tmp_path, memory="{scope: agent}"), "note it")
+    outcome = run_with(FunctionModel(learner_or_answerer), agent(tmp_path, memory="{scope: agent}"), "note it")
     with Memory.open() as memory:
         active = memory.store.list()
         archived = memory.store.list(status="archived")
     assert [e.id for e in active] == [older.id]  # the task's duplicate was merged into it
     assert [(e.content, e.merged_into) for e in archived] == [(FACT, older.id)]
+    (done,) = [e for e in events(outcome.task_id) if e.type == "memory_consolidated"]
+    assert done.field("merged") == [archived[0].id]
+    assert [e.type for e in events(outcome.task_id)][-1] == "run_finished"  # consolidated before it
+    shown = invoke("trace", outcome.task_id[:8]).out
+    assert "◆ memory consolidation: 2 active memories: merged 1 near-duplicate, decayed 0, archived 0" in shown
 
 
 def test_a_sub_agent_recalls_and_summarizes_in_its_own_session(magent_home: Path, tmp_path: Path) -> None:

@@ -343,6 +343,9 @@ class EventPrinter:
         line = short(stored_text(ev.model_dump()), 160)
         self.out.print(f"  [magenta]◆ memory:[/] {_esc(line)}", highlight=False)
 
+    def _on_memory_consolidated(self, ev: Any) -> None:
+        self.out.print(f"  [magenta]◆ {_esc(ev.field('summary'))}[/]", highlight=False)
+
     def _on_memory_forgotten(self, ev: Any) -> None:
         self.out.print(f"  [magenta]◆ memory:[/] forgot {str(ev.field('id'))[:8]}: "
                        f"{_esc(short(ev.field('content') or '', 80))}", highlight=False)

@@ -18,6 +18,7 @@ from magent.engine.events import truncate
 from magent.engine.graph import END
 from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, LLMError
 from magent.ids import new_id, now
+from magent.memory import run as memory
 from magent.models import HumanRequest, TaskStatus
 
 
@@ -179,6 +180,7 @@ class Executor:
             "status": status, "result": kept if status == TaskStatus.completed else ctx.task.result,
             "error": ctx.redactor.text(error) if error else None, "completed_at": now() if finished else None})
         ctx.task = ctx.td.save_task(self._with_usage(task))
+        memory.finish(ctx)  # consolidation after a task, when config/memory.yaml asks for it
         ctx.bus.emit("run_finished", None, status=status.value, result=ctx.redactor.text(result or "") or None,
                      error=ctx.redactor.text(error) if error else None, model_calls=ctx.total_usage.calls,
                      tokens_in=ctx.total_usage.input, tokens_out=ctx.total_usage.output,

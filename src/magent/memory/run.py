@@ -88,24 +88,27 @@ class RunMemory:
             return self._embedders[model]
         return self._memory
 
-    def close(self) -> list[str]:
-        """End of the run: consolidate if the settings ask for it after a task that wrote
-        memories, then close the database. Returns what it did, for the log."""
-        notes: list[str] = []
-        if self._memory is None:
-            return notes
-        try:
-            if self.wrote and self._memory.settings.consolidation.after_task:
-                from magent.memory.consolidate import consolidate
+    def finish(self, ctx: Any) -> None:
+        """The run's end (before ``run_finished``): consolidate if the settings ask for it after
+        a task that wrote memories, and say what it did in the trace."""
+        if self._memory is None or not self.wrote or not self._memory.settings.consolidation.after_task:
+            return
+        self.wrote = False  # once per run end
+        from magent.memory.consolidate import consolidate
 
-                report = consolidate(self._memory)
-                notes.append(report.summary())
+        try:
+            report = consolidate(self._memory)
         except MagentError as exc:
-            notes.append(f"memory consolidation after the task failed: {exc}")
-        finally:
+            self._warn(ctx, None, f"memory consolidation after the task failed: {exc}")
+            return
+        ctx.bus.emit("memory_consolidated", None, summary=report.summary(),
+                     merged=[m.duplicate for m in report.merged], archived=[c.id for c in report.archived],
+                     decayed=len(report.decayed), evict=report.evict or None, notes=report.notes or None)
+
+    def close(self) -> None:
+        if self._memory is not None:
             self._memory.close()
             self._memory = None
-        return notes
 
     # before a model turn
     def recall(self, ctx: Any, agent: "Agent", node: str, system: str) -> str:
@@ -181,7 +184,7 @@ class RunMemory:
     def shown(text: str) -> str:
         return _short(text, SHOWN_CHARS)
 
-    def _warn(self, ctx: Any, node: str, message: str) -> None:
+    def _warn(self, ctx: Any, node: str | None, message: str) -> None:
         if message not in self._warned:  # once per distinct problem, not every turn
             self._warned.add(message)
             ctx.bus.emit("warning", node, message=message)
@@ -232,3 +235,10 @@ def summarize(ctx: Any, agent: "Agent", node: str, answer: str) -> None:
     """The engine's hook when an agent's node finishes (see ``RunMemory.summarize``)."""
     if agent.memory is not None and agent.memory.summarize_on_finish:
         of(ctx).summarize(ctx, agent, node, answer)
+
+
+def finish(ctx: Any) -> None:
+    """The engine's hook when a run ends (see ``RunMemory.finish``)."""
+    run = getattr(ctx.registry, "memory", None)
+    if run is not None:
+        run.finish(ctx)

@@ -403,6 +403,12 @@ class _Builder:
     def _on_memory_stored(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=stored_text(ev))
 
+    def _on_memory_consolidated(self, ev: dict[str, Any]) -> None:
+        text = str(ev.get("summary") or "memory consolidation")
+        for note in ev.get("notes") or []:
+            text += f" [{note}]"
+        self._step(ev, step_name="memory", message=text)
+
     def _on_memory_forgotten(self, ev: dict[str, Any]) -> None:
         text = f"forgot memory [{str(ev.get('id'))[:8]}] in {ev.get('scope')}: {ev.get('content') or ''}"
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=text)
