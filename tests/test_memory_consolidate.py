@@ -129,3 +129,37 @@ def test_memories_stored_while_the_model_failed_get_vectors_later(magent_home: P
             report = consolidate(memory)
             assert report.embedded == 1 and "embedded 1" in report.summary()
             assert memory.store.get(stored.entry.id).embedding_model == "openai/stub-embed"
+
+
+def test_other_tasks_keep_writing_while_consolidation_plans(memory: Memory, monkeypatch) -> None:
+    """Planning reads (it takes seconds on a large store) without the write lock; what another
+    task stored meanwhile is planned again, so it is consolidated too. Writers that keep
+    coming get a last plan made holding the lock."""
+    import magent.memory.consolidate as module
+
+    keep = memory.remember("The weekly sync is in room Atlas", scope="global", importance=0.8).entry
+    real, plans, written = module._plan, [], []
+
+    def writing_during(first: int):  # type: ignore[no-untyped-def]
+        def plan(*args, **kwargs):  # type: ignore[no-untyped-def]
+            plans.append(1)
+            if len(plans) <= first:  # another task writes while this plan is being made
+                with Memory.open(settings=MemorySettings(busy_timeout_seconds=0.2)) as other:
+                    written.append(other.remember(f"the weekly sync is in room atlas{'!' * len(plans)}",
+                                                  scope="global").entry)
+            return real(*args, **kwargs)
+        return plan
+
+    monkeypatch.setattr(module, "_plan", writing_during(1))
+    report = consolidate(memory)
+    assert len(plans) == 2
+    assert [(m.keeper, m.duplicate) for m in report.merged] == [(keep.id, written[0].id)]
+    assert memory.store.get(written[0].id).merged_into == keep.id
+
+    plans.clear()
+    monkeypatch.setattr(module, "_plan", writing_during(module.PLAN_ATTEMPTS))
+    report = consolidate(memory)
+    assert len(plans) == module.PLAN_ATTEMPTS + 1  # the last one under the lock
+    assert sorted(m.duplicate for m in report.merged) == sorted(e.id for e in written[1:])
+    monkeypatch.setattr(module, "_plan", real)
+    assert consolidate(memory).merged == []

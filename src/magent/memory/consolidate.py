@@ -1,7 +1,9 @@
 """Consolidation (seed 000 MemoryConsolidation): merge near-duplicates, decay, archive.
 
-In order, over the active memories, all in one write transaction (so a crash or a
-concurrent writer can never see half of it):
+In order, over the active memories, all applied in one write transaction (so a crash or a
+concurrent writer can never see half of it). The plan is made in a read transaction first, so
+other tasks' writes are not held up while it is made; if any committed meanwhile, it is made
+again (after three tries, inside the write transaction):
 
 1. **Embed** (only with an embedding model, not in a dry run): memories stored while
    the model was failing get their vectors now.
@@ -36,6 +38,8 @@ from magent.memory.store import iso
 from magent.models.memory import ConsolidationSettings
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+PLAN_ATTEMPTS = 3
+"""Plans made without the write lock before one is made holding it (see ``consolidate``)."""
 DECAY_STEP = 1e-3
 """Importance changes smaller than this are not applied yet (nor reported): the time they
 cover is not marked as decayed, so it still counts at a later consolidation."""
@@ -121,13 +125,26 @@ def consolidate(memory: Memory, *, dry_run: bool = False, settings: Consolidatio
         report.embedded, notes = _embed_missing(memory)
         report.notes += notes
     store = memory.store
-    if dry_run:
+    # Planned in a read transaction, so other tasks keep writing meanwhile (planning a large
+    # store takes seconds; a write transaction that long would make their writes time out).
+    for _ in range(PLAN_ATTEMPTS):
         with store.snapshot():
-            _plan(memory, settings, at, report)
-        return report
-    with store.transaction() as conn:
-        rows = _plan(memory, settings, at, report)
+            seen = store.data_version()
+            rows = _plan(memory, settings, at, _reset(report))
+        if dry_run:
+            return report
+        with store.transaction() as conn:
+            if store.data_version() == seen:  # nobody wrote since: the plan holds
+                _apply(conn, rows, report, at, settings.evict)
+                return report
+    with store.transaction() as conn:  # other tasks kept writing: plan under the lock this time
+        rows = _plan(memory, settings, at, _reset(report))
         _apply(conn, rows, report, at, settings.evict)
+    return report
+
+
+def _reset(report: ConsolidationReport) -> ConsolidationReport:
+    report.decayed, report.merged, report.archived = [], [], []
     return report
 
 

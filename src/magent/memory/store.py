@@ -253,6 +253,10 @@ class MemoryStore:
             return self.conn.execute(sql, params).fetchall()
 
     # reading
+    def data_version(self) -> int:
+        """Changes when another connection commits (this connection's own commits do not count)."""
+        return int(self.query("PRAGMA data_version")[0][0])
+
     def version(self) -> tuple[int, int]:
         """Changes whenever anyone (another process or this connection) commits a change."""
         return self.query("PRAGMA data_version")[0][0], self.writes
