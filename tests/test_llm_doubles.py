@@ -44,6 +44,21 @@ def test_queue_model_plays_strings_dicts_and_responses_in_order() -> None:
     assert model.remaining == 0
 
 
+def test_a_given_response_is_played_exactly_however_long_the_call_takes() -> None:
+    """Issue 10, case 25: a response the test gave is not stamped with the time the call took
+    (the comparison above failed on a loaded machine, where that time was not 0 ms)."""
+    given = LLMResponse(content="as given", model="m1", provider="p1", latency_ms=0)
+
+    async def slowly(request: LLMRequest) -> LLMResponse:
+        await asyncio.sleep(0.05)
+        return given
+
+    played = asyncio.run(FunctionModel(slowly).complete(ask("one")))
+    assert played == given
+    built = asyncio.run(FunctionModel(lambda request: asyncio.sleep(0.05, result="built")).complete(ask("two")))
+    assert built.content == "built" and built.latency_ms >= 50  # a built one carries the time it took
+
+
 def test_queue_model_running_out_is_an_llm_error() -> None:
     model = QueueModel(["only one"])
     asyncio.run(model.complete(ask("a")))

@@ -174,3 +174,105 @@ def test_a_secret_repeated_by_the_model_or_a_person_reaches_no_file(magent_home:
     assert files_containing(magent_home, SECRET) == []   # kv.jsonl and artifacts/ included
     task = json.loads((magent_home / "tasks" / paused.task_id / "task.json").read_text())
     assert task["result"] == "The token is [REDACTED]." and "[REDACTED]" in task["description"]
+
+
+TYPED = "sk-live-typedbyaperson0123456789"
+"""A key-shaped value a person types: on the command line, in a --modify file, at the prompt."""
+
+
+def _no_typed_secret(home: Path, *outputs: str) -> None:
+    assert files_containing(home, TYPED) == [], "a typed secret reached the disk"
+    for out in outputs:
+        assert TYPED not in out, "a typed secret reached the terminal"
+
+
+@pytest.mark.slow
+def test_what_a_person_types_is_masked_on_disk_and_in_the_live_stream(magent_home: Path, tmp_path: Path) -> None:
+    """--set on run and resume, --message, a --modify file: masked in task.json (the run's
+    options), checkpoints, entries, events and the trace, and in the --json stream."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    first = run("run", str(examples / "workflows/triage.yaml"), "-t", "the app crashes", "--json",
+                "--set", "priority=high", "--set", f"apikey={TYPED}", "--set", f"ticket=crash, key {TYPED}",
+                "--no-input")
+    assert first.code == 3, first.err
+    events = [json.loads(line) for line in first.out.splitlines()]
+    task_id = events[-1]["task_id"]
+    task = json.loads((magent_home / "tasks" / task_id / "task.json").read_text())
+    assert task["config_snapshot"]["options"]["initial"]["metadata"] == {
+        "priority": "high", "apikey": MASK, "ticket": f"crash, key {MASK}"}
+    modify = tmp_path / "edit.yaml"
+    modify.write_text(f"metadata: {{note: 'rotate {TYPED}'}}\n")
+    fork = run("resume", task_id, "--from-checkpoint", "1", "--set", f"apikey={TYPED}", "--json", "--no-input")
+    done = run("resume", task_id, "--modify", str(modify), "--message", f"approved, {TYPED} is revoked",
+               "--set", f"extra={TYPED}", "--json", "--no-input")
+    assert done.code == 0, done.err
+    assert fork.code == 3, fork.err  # the new branch stops at the same approval gate
+    assert run("trace", task_id).code == 0
+    _no_typed_secret(magent_home, first.out, fork.out, done.out, first.err, done.err)
+    decision = next(json.loads(line) for line in done.out.splitlines() if '"human_decision"' in line)
+    assert decision["message"] == f"approved, {MASK} is revoked"
+
+
+@pytest.mark.slow
+def test_inline_answers_are_masked(magent_home: Path) -> None:
+    from test_inline_prompt import PUBLISH, Terminal
+
+    term = Terminal("run", PUBLISH, "-t", "Announce the Friday closure")
+    term.expect("[a]pprove / [r]eject / [e]dit / [l]ater: ")
+    term.type("e")
+    term.expect("empty line to finish")
+    term.type(f"token={TYPED}")
+    term.type("")
+    term.expect("message (optional): ")
+    term.type(f"publish it; the key is {TYPED}")
+    assert term.finish() == 0, term.seen
+    _no_typed_secret(magent_home)
+
+
+@pytest.mark.slow
+def test_a_message_about_a_tool_call_is_masked(magent_home: Path, tmp_path: Path) -> None:
+    """The decision on a call that needs approval is kept in the checkpoint's node progress."""
+    from test_engine_tools import WRITES, toolbox_flow
+
+    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}})
+    paused = run("run", str(flow), "-t", "x", "--no-input")
+    assert paused.code == 3, paused.err
+    task_id = paused.out.split()[1]
+    done = run("resume", task_id, "--approve", "--message", f"fine, {TYPED}", "--json")
+    assert done.code == 0, done.err
+    _no_typed_secret(magent_home, done.out)
+
+
+@pytest.mark.slow
+def test_the_live_stream_is_masked_like_the_trace(magent_home: Path, tmp_path: Path) -> None:
+    """A model that repeats a key: every --json line (the last, the run's result, included)
+    and the --quiet answer show it masked, as the trace does."""
+    write(tmp_path, "echo.script.yaml", f"responses:\n  - content: 'Your key is {TYPED}.'\n")
+    agent = write(tmp_path, "echo.yaml", "name: echo\nrole: repeats\nsystem_prompt: Repeat.\n"
+                                         "llm_config: {model: scripted, script: echo.script.yaml}\n")
+    streamed = run("run", str(agent), "-t", "say it", "--json")
+    quiet = run("run", str(agent), "-t", "say it", "--quiet")
+    assert streamed.code == 0 and quiet.code == 0, streamed.err + quiet.err
+    lines = [json.loads(line) for line in streamed.out.splitlines()]
+    assert lines[-1]["type"] == "result" and lines[-1]["output"] == f"Your key is {MASK}."
+    assert quiet.out.strip() == f"Your key is {MASK}."
+    _no_typed_secret(magent_home, streamed.out, quiet.out)
+
+
+def test_a_typed_secret_as_a_routing_key_or_a_metadata_name_reaches_no_file(magent_home: Path) -> None:
+    """--set routing_key=... and next_action=... are kept in the checkpoints' State, and a key
+    typed as a metadata name (--set sk-...=v) in task.json and the checkpoints."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    r = invoke("run", str(examples / "workflows/triage.yaml"), "-t", "the app crashes", "--set", "priority=high",
+               "--set", "ticket=t", "--set", f"routing_key={TYPED}", "--set", f"next_action=call {TYPED}",
+               "--set", f"{TYPED}=v", "--no-input")
+    assert r.code == 3, r.err
+    _no_typed_secret(magent_home, r.out, r.err)
+    task_id = r.out.split()[1]
+    task = json.loads((magent_home / "tasks" / task_id / "task.json").read_text())
+    assert task["config_snapshot"]["options"]["initial"]["metadata"][MASK] == "v"
+
+
+def test_mapping_keys_shaped_like_secrets_are_masked() -> None:
+    masked = Redactor.configured().data({KEY: "v", "nested": [{f"x {KEY}": 1}], "plain": KEY})
+    assert masked == {MASK: "v", "nested": [{f"x {MASK}": 1}], "plain": MASK}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from magent.errors import StoreError
+from magent.errors import StoreError, SymlinkError
 from magent.store.files import (
     JsonlWriter, _write_temp, atomic_write, create_immutable, ensure_dir, read_json, read_jsonl,
     write_json,
@@ -83,7 +83,9 @@ def test_the_race_detects_a_naive_writer(tmp_path):
             time.sleep(0.002)
             fh.write(data[len(data) // 2:])
 
-    result = _race(path, naive, 5, "--stop-at-first")
+    # The reader stops at its first torn read; its 120 s only bound a hang, so the verdict does
+    # not depend on how often a loaded machine lets it run inside the writer's 2 ms window.
+    result = _race(path, naive, 120, "--stop-at-first")
     assert result["torn"] >= 1, result
 
 
@@ -249,3 +251,37 @@ def test_jsonl_writer_survives_a_killed_writer(tmp_path):
     again = list(read_jsonl(path))
     assert again[-1] == {"i": "after"} and len(again) == len(rows) + 1
     assert path.read_bytes().endswith(b'{"i":"after"}\n')
+
+
+def _planted_link(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    target = tmp_path / "outside" / name
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(b'{"outside": true}\n')
+    link = tmp_path / name
+    link.symlink_to(target)
+    return link, target
+
+
+@pytest.mark.parametrize("operation", [
+    lambda p: read_json(p),
+    lambda p: list(read_jsonl(p)),
+    lambda p: JsonlWriter(p).append({"x": 1}),
+    lambda p: atomic_write(p, b"{}"),
+    lambda p: write_json(p, {}),
+])
+def test_no_primitive_reads_or_writes_through_a_link(tmp_path, operation):
+    """Even a link planted after the task directory was checked is refused at the open."""
+    link, target = _planted_link(tmp_path, "events.jsonl")
+    with pytest.raises(SymlinkError, match=f"{link} is a symbolic link"):
+        operation(link)
+    assert target.read_bytes() == b'{"outside": true}\n'
+    assert link.is_symlink()
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "task.json"
+    os.mkfifo(fifo)
+    with pytest.raises(StoreError, match="is not a regular file"):
+        read_json(fifo)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from magent.errors import (
-    AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
+    AmbiguousTaskIdError, InvalidTaskIdError, StoreError, SymlinkError, TaskNotFoundError,
 )
 from magent.ids import new_id, now
 from magent.models import SCHEMA_VERSION, Task, TaskStatus, TraceLog
@@ -87,9 +87,10 @@ def test_symlinked_task_dirs_are_ignored(tmp_path):
     os.symlink(outside, home.store.tasks_dir / fake_id)
     store = Store()
     assert store.task_ids() == [real.id]
-    with pytest.raises(TaskNotFoundError):
+    # refused, and named as the link it is rather than "no task" (issue 10, case 15)
+    with pytest.raises(SymlinkError, match=f"{fake_id} is a symbolic link"):
         store.resolve("feed")
-    with pytest.raises(TaskNotFoundError):
+    with pytest.raises(SymlinkError, match=f"{fake_id} is a symbolic link"):
         store.resolve(fake_id)  # a full id through a symlink is refused too
     assert [t.id for t in store.list_tasks()] == [real.id]
 

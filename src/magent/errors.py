@@ -101,6 +101,10 @@ class RunFailed(MagentError):
     exit_code = EXIT_FAILED
 
 
+class SymlinkError(StoreError):
+    """A file or directory under the home is a symbolic link: magent never reads or writes through one."""
+
+
 class CheckpointSequenceError(StoreError, ValueError):
     """A checkpoint write out of order, or of a number that already exists (never overwritten)."""
 

@@ -131,8 +131,8 @@ class Redactor:
     def data(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, dict):
-            return {k: self.data(v) for k, v in value.items()}
+        if isinstance(value, dict):  # a name can be a secret too (--set sk-...=v)
+            return {self.text(k) if isinstance(k, str) else k: self.data(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.data(v) for v in value]
         return value

@@ -12,7 +12,8 @@ The doubles (like pydantic-ai's ``TestModel``/``FunctionModel``) implement
     model = QueueModel(["Hello", {"tool_calls": [{"name": "kv.get", "arguments": {"key": "a"}}]}])
     model = FunctionModel(lambda request: f"you said {request.messages[-1].content}")
 
-A reply may be an ``LLMResponse`` (used as is), a string (the content), or a dict
+A reply may be an ``LLMResponse`` (used as is, a copy of it: its ``latency_ms`` too), a string
+(the content), or a dict
 ``{content, tool_calls: [{name, arguments}], usage: {input, output}}`` like a
 scripted model's entry (``arguments`` as a string that is not a JSON object
 simulates garbage). ``client_factory(model)`` has ``magent.llm.factory.make_client``'s
@@ -56,7 +57,9 @@ class _Double:
         response = to_response(reply, request, number=len(self.requests), prefix=self.name)
         if on_token is not None and response.content:
             await stream_words(response.content, on_token)
-        if not response.latency_ms:
+        if not isinstance(reply, LLMResponse):
+            # Only a response the double builds gets a measured latency: one the test gave is
+            # played exactly as given, so comparing it never depends on the machine's speed.
             response.latency_ms = int((time.monotonic() - started) * 1000)
         return response
 

@@ -313,10 +313,12 @@ class RunContext:
         failpoints.hit("before_checkpoint")
         seq = self.td.checkpoints.next_number()
         # A secret the model or a person repeated must not reach the file either.
-        state = self.state.model_copy(update={"messages": [], "metadata": self.redactor.data(self.state.metadata)})
+        state = self.state.model_copy(update={
+            "messages": [], "metadata": self.redactor.data(self.state.metadata),
+            "routing_key": self.redactor.data(self.state.routing_key),
+            "next_action": self.redactor.data(self.state.next_action)})
         if request is not None:
-            request = request.model_copy(update={"output": self.redactor.text(request.output or "") or None,
-                                                 "details": self.redactor.data(request.details)})
+            request = self.masked(request)
         if feedback is not None:
             feedback = feedback.model_copy(update={
                 "message": self.redactor.text(feedback.message or "") or None,
@@ -326,6 +328,7 @@ class RunContext:
             position = child.to_position()
             if position.output:
                 position.output = self.redactor.text(position.output)
+            position.progress = self.redactor.data(position.progress)
             sessions.append(position)
         cp = Checkpoint(
             checkpoint_id=new_id(), task_id=self.task.id, sequence=seq,
@@ -333,7 +336,7 @@ class RunContext:
             position=self.position, created_at=now(), awaiting_human=request is not None,
             human_request=request, human_feedback=feedback, reason=reason, state=state,
             leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
-            node_progress=self.progress, visits=self.visits, turn_index=self.turn_index,
+            node_progress=self.redactor.data(self.progress), visits=self.visits, turn_index=self.turn_index,
             usage_by_model=self.usage_by_model,
             cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions,
             journals=journal_positions(self.td.path))
@@ -341,6 +344,11 @@ class RunContext:
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
         failpoints.hit("after_checkpoint")
         return self.last_checkpoint
+
+    def masked(self, request: HumanRequest) -> HumanRequest:
+        """``request`` as it may be written or shown: secrets in its output and details masked."""
+        return request.model_copy(update={"output": self.redactor.text(request.output or "") or None,
+                                          "details": self.redactor.data(request.details)})
 
     def restore(self, cp: Checkpoint, messages: list[Message],
                 history: Callable[[str | None], list[Message]] | None = None) -> None:

@@ -10,7 +10,6 @@ Entries and events written after the checkpoint tell what happened since:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from magent.models import Checkpoint, Entry, Event
 from magent.models.session import MAIN_SESSION
 from magent.models.task import Usage
 from magent.store import to_message
+from magent.store.files import loads, read_bytes
 
 _SEQ = re.compile(rb'^\{"seq":(\d+),')
 
@@ -36,7 +36,7 @@ def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
     last = 0
     out: list[Event] = []
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except FileNotFoundError:
         return 0, []
     for line in data.split(b"\n"):
@@ -48,7 +48,7 @@ def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
             last = max(last, seq)
             continue
         try:
-            event = Event.model_validate(json.loads(line))
+            event = Event.model_validate(loads(line))
         except (ValueError, ValidationError):
             continue
         last = max(last, event.seq)

@@ -186,7 +186,10 @@ class Executor:
                      tokens_in=ctx.total_usage.input, tokens_out=ctx.total_usage.output,
                      cost=ctx.total_usage.cost,
                      duration_ms=int((time.perf_counter() - self.started) * 1000))
-        return RunOutcome(task_id=ctx.task.id, status=status, result=result, error=error, request=request,
+        # What the command line prints (the answer, --json's result line, an inline question) is
+        # masked like the task's files: what a person saw is what the trace shows later.
+        return RunOutcome(task_id=ctx.task.id, status=status, result=kept, error=task.error,
+                          request=ctx.masked(request) if request is not None else None,
                           model_calls=ctx.total_usage.calls)
 
     def _with_usage(self, task):

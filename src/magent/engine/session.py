@@ -63,12 +63,14 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     gate = await guard.screen_task(graph, description, options)  # before anything is written
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]
+    # What the person typed (the task, --set values) is kept masked like everything on disk;
+    # the run itself uses it as given.
     task = Task(id=new_id(), description=redactor.text(gate.description),
                 status=TaskStatus.pending,
                 assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
                 tags=tags or [], retention_days=retention_days,
                 config_snapshot={**graph.snapshot, "options": {
-                    "model_override": options.model_override, "initial": initial or {}}})
+                    "model_override": options.model_override, "initial": redactor.data(initial or {})}})
     lock = TaskDir(store, task.id).lock().acquire()
     try:
         td = store.create_task(task)
@@ -253,14 +255,19 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
     telemetry = open_live(task.id, td.events_file, start_seq)
 
-    def persist(event: Event) -> None:
-        doc = for_disk(event.model_dump(exclude_none=True), lean=redactor.tool_io)
-        if doc is not None:
-            td.append_event(Event.model_validate(redactor.event(doc)))
+    def deliver(event: Event) -> None:
+        # Masked once for every sink: events.jsonl (which telemetry follows), the terminal and
+        # --json show the same thing, and a secret a person typed or a model repeated reaches none.
+        doc = redactor.data(event.model_dump(exclude_none=True))
+        kept = for_disk(doc, lean=redactor.tool_io)
+        if kept is not None:
+            td.append_event(Event.model_validate(redactor.event(kept) if not redactor.tool_io else kept))
+        if sinks:
+            shown = Event.model_validate(doc)
+            for sink in sinks:
+                sink(shown)
 
-    bus.subscribe(persist)
-    for sink in sinks:
-        bus.subscribe(sink)
+    bus.subscribe(deliver)
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     ctx.telemetry = telemetry

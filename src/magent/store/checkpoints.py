@@ -14,7 +14,7 @@ from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
-from magent.store.files import create_immutable, dumps, fsync_dir
+from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
 _OMITTED_WHEN_EMPTY = ("awaiting_human", "node_done", "node_progress", "visits", "cursors",
@@ -108,7 +108,7 @@ class CheckpointLog:
         path = self.path(sequence)
         where = f"task {self.task_id[:8]} {path.name}"
         try:
-            raw = path.read_bytes()
+            raw = read_bytes(path)
         except FileNotFoundError:
             raise CheckpointNotFoundError(f"{where}: no such checkpoint") from None
         except IsADirectoryError:
@@ -116,7 +116,7 @@ class CheckpointLog:
         except OSError as exc:
             raise StoreError(f"{where}: cannot read: {exc.strerror}") from None
         try:
-            doc = json.loads(raw)
+            doc = loads(raw)
         except ValueError:
             raise CheckpointCorruptError(f"{where}: not valid JSON (truncated or edited?)") from None
         if not isinstance(doc, dict):
@@ -148,7 +148,7 @@ class CheckpointLog:
         src = self.path(sequence)
         dst = src.with_name(src.name + ".corrupt")
         n = 1
-        while dst.exists():
+        while os.path.lexists(dst):
             dst = src.with_name(f"{src.name}.corrupt.{n}")
             n += 1
         os.replace(src, dst)

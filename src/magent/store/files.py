@@ -4,22 +4,68 @@ Why each step: the temp file lives in the target's directory so ``os.replace``
 is a rename within one filesystem (atomic); the data is fsynced before the
 rename so the new name never points at unwritten blocks; the directory is
 fsynced after it so the rename itself survives a power loss.
+
+Nothing under the home is read or written through a symbolic link: files are opened
+with ``O_NOFOLLOW`` and a target that is a link is refused (``SymlinkError`` naming
+it), so a link planted in a task directory cannot make magent print, load or append
+to a file elsewhere.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
 from magent import failpoints
-from magent.errors import StoreError
+from magent.errors import StoreError, SymlinkError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+LINK_HINT = "put the real file back, or delete the task"
+
+
+def link_error(path: Path | str, hint: str = LINK_HINT) -> SymlinkError:
+    return SymlinkError(f"{path} is a symbolic link; magent never reads or writes through a link "
+                        f"under its home ({hint})")
+
+
+def refuse_link(path: Path | str) -> None:
+    """Raise ``SymlinkError`` if ``path`` is a symbolic link (a missing path is fine)."""
+    if os.path.islink(path):
+        raise link_error(path)
+
+
+def open_nofollow(path: Path | str, flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` that refuses a symbolic link as the last component (``SymlinkError``)."""
+    try:
+        return os.open(path, flags | NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise link_error(path) from None
+        raise
+
+
+def read_bytes(path: Path | str) -> bytes:
+    """The content of a regular file, never read through a link.
+
+    ``FileNotFoundError`` and ``IsADirectoryError`` as ``open`` raises them; ``SymlinkError``
+    for a link; ``StoreError`` for a FIFO or device (opened without blocking, never read).
+    """
+    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{path} is not a regular file")
+        return fh.read()
 
 
 def ensure_dir(path: Path) -> Path:
@@ -105,8 +151,10 @@ def _store_error(exc: OSError, verb: str, path: Path) -> StoreError:
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix.
 
-    Raises ``StoreError`` when the directory cannot be written (read-only, full...).
+    Raises ``StoreError`` when the directory cannot be written (read-only, full...), and
+    ``SymlinkError`` when ``path`` is a link (replacing it would hide what was planted there).
     """
+    refuse_link(path)
     try:
         tmp = _write_temp(path, data)
         try:
@@ -150,9 +198,18 @@ def write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
     atomic_write(path, dumps(obj, indent=indent))
 
 
+def loads(data: bytes | str) -> Any:
+    """``json.loads`` for what a file under the home holds: ``ValueError`` for anything that is
+    not JSON, a file nested deeper than the parser's stack included (``RecursionError``), so
+    a crafted file is reported like a damaged one, never as an internal error."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply to be read") from None
+
+
 def read_json(path: Path) -> Any:
-    with open(path, "rb") as fh:
-        return json.loads(fh.read())
+    return loads(read_bytes(path))
 
 
 class JsonlWriter:
@@ -166,7 +223,7 @@ class JsonlWriter:
     def __init__(self, path: Path):
         self.path = path
         try:
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+            self._fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
             raise _store_error(exc, "open", path) from None
         self._repair_tail()
@@ -228,8 +285,7 @@ def read_jsonl(path: Path, problems: list[str] | None = None) -> Iterator[dict[s
     ``problems``.
     """
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except FileNotFoundError:
         return
     lines = data.split(b"\n")
@@ -238,7 +294,7 @@ def read_jsonl(path: Path, problems: list[str] | None = None) -> Iterator[dict[s
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except ValueError:
             if problems is not None:
                 problems.append(f"{path.name}:{number}: not valid JSON, skipped")

@@ -11,7 +11,6 @@ This module imports nothing of pydantic or ``magent.models``.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -22,7 +21,10 @@ from magent import paths
 from magent.errors import StoreError, TaskNotFoundError
 from magent.ids import is_uuid4
 from magent.schema import SCHEMA_VERSION
+from magent.store.files import link_error, loads, read_bytes
 from magent.vocabulary import TASK_STATUSES
+
+DIR_HINT = "move the real directory back in its place, or remove the link"
 
 UNSETTLED = ("pending", "running")
 """Statuses that hold only while a process runs the task (and holds its lock)."""
@@ -43,15 +45,14 @@ def events_usage(task_dir: Path) -> dict[str, Any]:
     task.json has not been brought up to date."""
     usage: dict[str, Any] = {"input": 0, "output": 0, "cost": 0.0, "calls": 0}
     try:
-        with open(task_dir / "events.jsonl", "rb") as fh:
-            data = fh.read()
-    except OSError:
+        data = read_bytes(task_dir / "events.jsonl")  # never through a link
+    except (OSError, StoreError):
         return usage
     for line in data.split(b"\n"):
         if b'"llm_call"' not in line:
             continue
         try:
-            ev = json.loads(line)
+            ev = loads(line)
         except ValueError:
             continue  # a torn last line
         if not isinstance(ev, dict) or ev.get("type") != "llm_call":
@@ -89,12 +90,25 @@ class TaskRow:
     """task.json as stored, without the (large) ``config_snapshot``."""
 
 
-def task_ids(tasks_dir: Path) -> list[str]:
+def task_ids(tasks_dir: Path, problems: list[str] | None = None) -> list[str]:
     """Ids of the task directories in ``tasks_dir``: UUID v4 names of real directories only.
 
     Anything else (temp and staging names, files, symlinks) is ignored, so no name
-    read from the listing can lead outside the root.
+    read from the listing can lead outside the root; a task's name that is a symbolic
+    link is described in ``problems``.
     """
+    entries = _task_entries(tasks_dir)
+    if problems is not None:
+        problems.extend(str(link_error(e.path, DIR_HINT)) for e in entries if e.is_symlink())
+    return [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+
+
+def linked_task_ids(tasks_dir: Path) -> list[str]:
+    """Task ids whose directory is a symbolic link: never opened, only named in errors."""
+    return [e.name for e in _task_entries(tasks_dir) if e.is_symlink()]
+
+
+def _task_entries(tasks_dir: Path) -> list[os.DirEntry]:
     try:
         it = os.scandir(tasks_dir)
     except FileNotFoundError:
@@ -104,15 +118,14 @@ def task_ids(tasks_dir: Path) -> list[str]:
     except OSError as exc:
         raise StoreError(f"cannot list {tasks_dir}: {exc.strerror}") from None
     with it:
-        return [e.name for e in it if is_uuid4(e.name) and e.is_dir(follow_symlinks=False)]
+        return [e for e in it if is_uuid4(e.name)]
 
 
 def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     """The row of task ``task_id``. Raises ``TaskNotFoundError`` or ``StoreError`` naming the task."""
     path = tasks_dir / task_id / "task.json"
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read())
+        doc = loads(read_bytes(path))
     except FileNotFoundError:
         raise TaskNotFoundError(f"task {task_id}: task.json is missing") from None
     except (ValueError, OSError) as exc:
@@ -157,7 +170,7 @@ def list_rows(root: Path | None = None, status: str | None = None,
     tasks_dir = paths.tasks_dir(root)
     locks_dir = paths.locks_dir(root)
     rows: list[TaskRow] = []
-    for task_id in task_ids(tasks_dir):
+    for task_id in task_ids(tasks_dir, problems):
         try:
             row = read_row(tasks_dir, task_id)
         except (StoreError, TaskNotFoundError) as exc:

@@ -8,16 +8,17 @@ second run can say who has the task.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from magent.errors import TaskLockedError
+from magent.errors import StoreError, SymlinkError, TaskLockedError
 from magent.ids import now
-from magent.store.files import FILE_MODE, atomic_write, dumps, ensure_dir
+from magent.store.files import FILE_MODE, atomic_write, dumps, ensure_dir, link_error, loads, read_bytes
+
+LOCK_HINT = "remove it: lock files are made afresh"
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -45,12 +46,22 @@ class Lock:
             lock.acquire()
         except Timeout:
             raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
+        except OSError as exc:  # filelock opens with O_NOFOLLOW: a planted link fails here
+            if os.path.islink(self.path):
+                raise link_error(self.path, LOCK_HINT) from None
+            raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
+        try:
+            atomic_write(self.holder_path, dumps({
+                "pid": os.getpid(), "host": socket.gethostname(),
+                "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200],
+                "since": now().isoformat(timespec="seconds"),
+            }))
+        except BaseException as exc:
+            lock.release()
+            if isinstance(exc, SymlinkError):
+                raise link_error(self.holder_path, LOCK_HINT) from None
+            raise
         self._lock = lock
-        atomic_write(self.holder_path, dumps({
-            "pid": os.getpid(), "host": socket.gethostname(),
-            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200],
-            "since": now().isoformat(timespec="seconds"),
-        }))
         return self
 
     def release(self) -> None:
@@ -66,10 +77,10 @@ class Lock:
 
     def describe_holder(self) -> str:
         try:
-            info = json.loads(self.holder_path.read_text())
+            info = loads(read_bytes(self.holder_path))
             return (f"pid {info.get('pid')} on {info.get('host')} "
                     f"(`{info.get('command')}`, since {info.get('since')})")
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError, StoreError):
             return "another process"
 
     def is_free(self) -> bool:
@@ -91,7 +102,8 @@ def is_held(lock_file: str | Path) -> bool:
     two probes at once never see each other as holders.
     """
     try:
-        fd = os.open(lock_file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: a FIFO planted as the lock file would otherwise block until a writer came.
+        fd = os.open(lock_file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return False  # no lock file: nobody ever held it (or it cannot be a lock)
     try:

@@ -45,7 +45,7 @@ from magent.errors import StoreError, TaskLockedError
 from magent.ids import is_uuid4, now
 from magent.models import RetentionPolicy, TaskStatus
 from magent.store.checkpoints import file_name
-from magent.store.files import fsync_dir, remove_temp_files, temp_files
+from magent.store.files import fsync_dir, read_bytes, remove_temp_files, temp_files
 from magent.store.listing import shown_status
 from magent.store.locks import Lock, is_held
 from magent.store.taskscan import TaskRecord, lsize, read_record, task_fields, tree_size  # noqa: F401
@@ -455,9 +455,8 @@ def _newest_pause(task_dir: str, numbers: list[int]) -> int | None:
     """
     for n in reversed(numbers):
         try:
-            with open(os.path.join(task_dir, file_name(n)), "rb") as fh:
-                if _PAUSED.search(fh.read()):
-                    return n
-        except OSError:
+            if _PAUSED.search(read_bytes(os.path.join(task_dir, file_name(n)))):
+                return n
+        except (OSError, StoreError):  # unreadable, or a link (never followed)
             continue
     return None

@@ -29,10 +29,10 @@ from magent.models import (
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
-    DIR_MODE, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, read_json, read_jsonl,
-    remove_temp_files,
+    DIR_MODE, LINK_HINT, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, link_error, read_json,
+    read_jsonl, remove_temp_files,
 )
-from magent.store.listing import UNSETTLED, check_readable, events_usage, task_ids
+from magent.store.listing import DIR_HINT, UNSETTLED, check_readable, events_usage, linked_task_ids, task_ids
 from magent.store.locks import Lock
 from magent.store.migrations import migrate
 
@@ -160,6 +160,28 @@ class TaskDir:
             raise
         return lock
 
+    def refuse_links(self) -> None:
+        """Raise ``SymlinkError`` (or ``StoreError`` for a FIFO, socket or device) naming the
+        first entry of the task directory, or of its ``artifacts/``, that is not a plain file
+        or directory.
+
+        Every command that opens a task by id checks this first, so a planted link is
+        reported before anything is read or written; the files' own ``O_NOFOLLOW`` opens
+        still guard against one planted while the task is open.
+        """
+        for folder in (self.path, self.artifacts_dir):
+            try:
+                it = os.scandir(folder)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with it:
+                for entry in it:
+                    if entry.is_symlink():
+                        raise link_error(entry.path)
+                    if not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+                        raise StoreError(f"{entry.path} is not a regular file; magent does not read "
+                                         f"it ({LINK_HINT})")
+
     def close(self) -> None:
         self.entries.close()
         if self._events is not None:
@@ -228,9 +250,14 @@ class Store:
         if is_uuid4(text):
             if self._is_task_dir(text):
                 return text
+            if os.path.islink(self.tasks_dir / text):  # never followed: say so rather than "no task"
+                raise link_error(self.tasks_dir / text, DIR_HINT)
             raise TaskNotFoundError(f"no task {text} in {self.tasks_dir}")
         matches = sorted(i for i in self.task_ids() if i.startswith(text))
         if not matches:
+            linked = [m for m in linked_task_ids(self.tasks_dir) if m.startswith(text)]
+            if len(linked) == 1:
+                raise link_error(self.tasks_dir / linked[0], DIR_HINT)
             raise TaskNotFoundError(f"no task matches {text!r} in {self.tasks_dir}")
         if len(matches) > 1:
             shown = ", ".join(m[:13] for m in matches[:8])
@@ -249,7 +276,10 @@ class Store:
             return False
 
     def task(self, text: str) -> TaskDir:
-        return TaskDir(self, self.resolve(text))
+        """The task ``text`` names (id or unique prefix), checked for planted links first."""
+        td = TaskDir(self, self.resolve(text))
+        td.refuse_links()
+        return td
 
     def iter_tasks(self, problems: list[str] | None = None) -> Iterator[Task]:
         """Every readable task, as commands show it (``TaskDir.shown_task``)."""

@@ -10,7 +10,6 @@ state, and copied into the journal (``{"op": "load", "data": ...}``) at the firs
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ LEGACY_FILE = "kv.json"
 
 def kv_state(path: Path) -> dict[str, Any]:
     """The store a journal at ``path`` describes (its legacy ``kv.json`` when there is none)."""
+    from magent.store.files import loads, read_bytes
     from magent.store.journal import Journal
 
     journal = Journal(path)
@@ -28,7 +28,7 @@ def kv_state(path: Path) -> dict[str, Any]:
     if not journal.exists():
         legacy = path.with_name(LEGACY_FILE)
         try:
-            loaded = json.loads(legacy.read_text())
+            loaded = loads(read_bytes(legacy))  # never through a link (SymlinkError)
         except (OSError, ValueError):
             return data
         return loaded if isinstance(loaded, dict) else data

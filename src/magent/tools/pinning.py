@@ -99,8 +99,10 @@ class PinStore:
         legacy = self.path.with_name(LEGACY_FILE)
         if not legacy.exists():
             return {}
+        from magent.store.files import loads, read_bytes
+
         try:
-            pins = json.loads(legacy.read_text())["pins"]
+            pins = loads(read_bytes(legacy))["pins"]  # never through a link (SymlinkError)
             if not isinstance(pins, dict):
                 raise ValueError("pins is not a mapping")
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
+import os
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
@@ -246,18 +247,21 @@ class ToolRegistry:
         return result
 
     def _store_artifact(self, text: str) -> str | None:
-        from magent.store.files import atomic_write, ensure_dir
+        from magent.store.files import atomic_write, ensure_dir, refuse_link
 
         if self.redact is not None:
             text = self.redact(text)
         data = text.encode()
         digest = hashlib.sha256(data).hexdigest()[:16]
         assert self.artifacts_dir is not None
+        refuse_link(self.artifacts_dir)  # never written through a planted link (SymlinkError)
         ensure_dir(self.artifacts_dir)
         name = f"{digest}.txt"
         target = self.artifacts_dir / name
+        refuse_link(target)
         if not target.exists():
-            used = sum(p.stat().st_size for p in self.artifacts_dir.iterdir() if p.is_file())
+            used = sum(e.stat(follow_symlinks=False).st_size for e in os.scandir(self.artifacts_dir)
+                       if e.is_file(follow_symlinks=False))
             if used + len(data) > self.limits.artifacts_max_bytes:
                 return None
             atomic_write(target, data)

@@ -10,6 +10,7 @@ output in full.
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,12 @@ def _artifact(td: Any, name: str | None) -> dict[str, Any] | None:
         return {"path": name, "exists": False, "note": "not a path inside the task directory"}
     path = td.path / rel
     try:
-        size = path.stat().st_size
+        info = path.lstat()  # a link planted there is not followed, nor reported as the artifact
     except OSError:
         return {"path": str(path), "exists": False}
-    return {"path": str(path), "exists": True, "bytes": size}
+    if not stat.S_ISREG(info.st_mode):
+        return {"path": str(path), "exists": False, "note": "not a regular file"}
+    return {"path": str(path), "exists": True, "bytes": info.st_size}
 
 
 def step_detail(view: TraceView, number: int) -> dict[str, Any]:

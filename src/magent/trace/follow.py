@@ -8,10 +8,11 @@ complete lines are read; a line being written is picked up on the next poll.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
+
+from magent.store.files import loads, open_nofollow
 
 if TYPE_CHECKING:
     from magent.store import TaskDir
@@ -31,7 +32,7 @@ class Tail:
 
     def read(self) -> list[dict[str, Any]]:
         try:
-            with open(self.path, "rb") as fh:
+            with os.fdopen(open_nofollow(self.path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 if size < self.offset:  # truncated (a torn tail repaired): read its new end again
                     self.offset, self.partial = 0, b""
@@ -48,7 +49,7 @@ class Tail:
             if not line.strip():
                 continue
             try:
-                doc = json.loads(line)
+                doc = loads(line)
             except ValueError:
                 continue
             if isinstance(doc, dict):

@@ -9,11 +9,11 @@ one of the two files is usable, what it holds is shown.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from magent.store.files import loads, read_bytes
 from magent.trace.actions import hydrate
 from magent.engine.events import read_events
 from magent.trace.build import TraceDoc, build_trace_doc
@@ -39,8 +39,7 @@ def read_task(td: "TaskDir", notes: list[str]) -> TaskInfo | None:
     from magent.models import SCHEMA_VERSION
 
     try:
-        with open(td.task_file, "rb") as fh:
-            doc = json.loads(fh.read())
+        doc = loads(read_bytes(td.task_file))
     except FileNotFoundError:
         notes.append(f"task {td.id[:8]}: task.json is missing")
         return None
@@ -102,8 +101,7 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
         notes.append("trace.json is missing")
         return None
     try:
-        with open(td.trace_file, "rb") as fh:
-            doc = json.loads(fh.read())
+        doc = loads(read_bytes(td.trace_file))
     except (OSError, ValueError) as exc:
         notes.append(f"trace.json is unreadable ({exc.__class__.__name__}: {exc})")
         return None

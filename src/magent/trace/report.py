@@ -41,10 +41,12 @@ MAIN = ""
 
 
 def _read_json(path: Any) -> dict[str, Any]:
+    from magent.errors import StoreError
+    from magent.store.files import read_json
+
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read())
-    except (OSError, ValueError):
+        doc = read_json(path)  # never through a link; too deep a file is a ValueError
+    except (OSError, ValueError, StoreError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
