@@ -2,7 +2,7 @@
 or written through a symbolic link, and JSON nested past the parser's stack is a damaged file.
 
 A paused run of examples/workflows/triage.yaml leaves every kind of task file: task.json,
-numbered checkpoints, entries.jsonl, events.jsonl, kv.json, trace.json. Each in turn is
+numbered checkpoints, entries.jsonl, events.jsonl, kv.jsonl, tool_pins.jsonl, trace.json. Each in turn is
 replaced by a link to a copy of itself outside the home, as someone with write access to the
 task directory could do; then every command that opens the task must refuse it with one line
 naming the file (exit 2), print nothing of the outside file, and leave that file as it was.
@@ -50,7 +50,7 @@ def latest_checkpoint(task_dir: Path) -> str:
     return sorted(p.name for p in task_dir.glob("checkpoint_*.json"))[-1]
 
 
-FILES = ["task.json", "events.jsonl", "entries.jsonl", "kv.json", "trace.json", "checkpoint"]
+FILES = ["task.json", "events.jsonl", "entries.jsonl", "kv.jsonl", "tool_pins.jsonl", "trace.json", "checkpoint"]
 COMMANDS = [
     ("trace", "{id}"),
     ("trace", "{id}", "--json"),
@@ -205,4 +205,4 @@ def test_a_fifo_as_the_lock_file_does_not_hang_the_trace(tmp_path):
     os.mkfifo(lock)
     r = run("trace", task_id, timeout=120)  # only a hang hits the timeout
     assert r.code == 0, r.err
-    assert "running (not live)" in r.out
+    assert "interrupted" in r.out.splitlines()[0]  # nobody holds it
