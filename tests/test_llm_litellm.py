@@ -13,7 +13,7 @@ from magent.llm.base import LLMRequest, ToolSpec
 from magent.llm.factory import make_client, preflight, warm_import
 from magent.llm.litellm_client import LiteLLMClient, safe_name
 from magent.models import LLMConfig, Message, ToolCall
-from support.openai_stub import STUB_KEY, STUB_MODEL, OpenAIStub
+from support.openai_stub import STUB_KEY, STUB_MODEL, OpenAIStub, refused_url
 
 KV_GET = ToolSpec(name="kv.get", description="Read a key.",
                   parameters={"type": "object", "properties": {"key": {"type": "string"}},
@@ -137,15 +137,61 @@ def test_provider_safe_names() -> None:
 def test_garbage_comes_back_instead_of_raising(stub: OpenAIStub) -> None:
     stub.tool_call("kv__get", '{"key": "a"', more=[("nosuch__tool", {"x": 1})])
     stub.empty()
-    stub.garbage()
     bad = complete(ask(stub, tools=[KV_GET]))
     first, second = bad.tool_calls
     assert (first.name, first.arguments, first.raw_arguments) == ("kv.get", None, '{"key": "a"')
     assert (second.name, second.arguments) == ("nosuch.tool", {"x": 1})  # not offered: still returned
-    empty = complete(ask(stub))
-    assert (empty.content, empty.tool_calls) == ("", [])
-    junk = complete(ask(stub))
-    assert (junk.content, junk.tool_calls) == ("", [])
+    empty = complete(ask(stub))  # a whole reply that says nothing: the engine asks again
+    assert (empty.content, empty.tool_calls, empty.stop_reason) == ("", [], "stop")
+
+
+def test_a_stream_cut_without_a_finish_reason_is_retried(stub: OpenAIStub) -> None:
+    stub.cut("The answer is forty").text("The answer is forty two.")
+    pieces: list[str] = []
+    reply = complete(ask(stub), on_token=pieces.append)
+    assert reply.content == "The answer is forty two." and reply.stop_reason == "stop"
+    assert len(stub.received) == 2
+    assert reply.retries[0].startswith(f"{STUB_MODEL} attempt 1: the stream was cut off: it ended "
+                                       "without a finish reason after 19 characters; retrying in")
+    stub.cut("half")
+    with pytest.raises(LLMError) as err:
+        complete(ask(stub, max_retries=0))
+    assert str(err.value) == (f"model '{STUB_MODEL}' at {stub.url}: the stream was cut off: it ended "
+                              "without a finish reason after 4 characters (1 attempt)")
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "application/json"])
+def test_a_200_whose_body_is_not_a_completion_is_a_failed_attempt(stub: OpenAIStub,
+                                                                  content_type: str) -> None:
+    stub.garbage(content_type=content_type).text("a real answer")
+    reply = complete(ask(stub))
+    assert reply.content == "a real answer"
+    what = f"{stub.url} answered HTTP 200 with a body that is not a completion (Content-Type: {content_type})"
+    assert reply.retries[0].startswith(f"{STUB_MODEL} attempt 1: {what}; retrying in")
+    stub.garbage(content_type=content_type).garbage(content_type=content_type)
+    with pytest.raises(LLMError) as err:
+        complete(ask(stub, max_retries=1))
+    assert str(err.value) == f"model '{STUB_MODEL}': {what} (2 attempts)"  # the endpoint is named
+
+
+def test_broken_json_in_a_stream_is_named_for_what_it_is(stub: OpenAIStub) -> None:
+    stub.broken("Some text").text("recovered")
+    reply = complete(ask(stub))
+    assert reply.content == "recovered"
+    [retry] = reply.retries
+    assert "the stream broke: the server sent a chunk that is not valid JSON (Unterminated string" in retry
+    assert "HTTP 500" not in retry and "server error" not in retry
+
+
+def test_a_refused_connection_says_the_endpoint_could_not_be_reached() -> None:
+    url = refused_url()
+    sleeps = Sleeps()
+    with pytest.raises(LLMError) as err:
+        complete(LLMRequest(model=STUB_MODEL, messages=[Message(role="user", content="hi")],
+                            endpoint=url, api_key=STUB_KEY, max_retries=1),
+                 client=LiteLLMClient(sleep=sleeps))
+    assert str(err.value) == f"model '{STUB_MODEL}': could not reach {url} (connection refused) (2 attempts)"
+    assert len(sleeps.delays) == 1  # refused is transient (a server starting up): retried
 
 
 def test_rate_limit_waits_for_retry_after(stub: OpenAIStub) -> None:
@@ -193,8 +239,8 @@ def test_everything_spent_is_one_clear_line(stub: OpenAIStub) -> None:
         complete(ask(stub, max_retries=1, fallback_model="openai/stub-fallback"))
     message = str(err.value)
     assert "\n" not in message
-    assert message.startswith(f"model '{STUB_MODEL}': server error (HTTP 502)")
-    assert "(2 attempts); then model 'openai/stub-fallback': server error (HTTP 502)" in message
+    assert message.startswith(f"model '{STUB_MODEL}' at {stub.url}: server error (HTTP 502)")
+    assert f"(2 attempts); then model 'openai/stub-fallback' at {stub.url}: server error (HTTP 502)" in message
     assert len(stub.received) == 4
 
 
@@ -202,7 +248,7 @@ def test_auth_error_is_not_retried(stub: OpenAIStub) -> None:
     stub.error(401, message="Incorrect API key provided").text("never sent")
     with pytest.raises(LLMError) as err:
         complete(ask(stub, fallback_model="openai/stub-fallback"))
-    assert str(err.value) == (f"model '{STUB_MODEL}': authentication failed (HTTP 401): "
+    assert str(err.value) == (f"model '{STUB_MODEL}' at {stub.url}: authentication failed (HTTP 401): "
                               "Incorrect API key provided (not retried)")
     assert len(stub.received) == 1 and stub.pending == 1
 

@@ -44,7 +44,7 @@ class Behaviour:
     """What the stub does with one request."""
 
     kind: str
-    """text | tool_calls | error | hang | garbage"""
+    """text | tool_calls | error | hang | garbage | cut | broken | stall"""
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     """``{"name": ..., "arguments": <raw JSON text>}`` each."""
@@ -148,8 +148,23 @@ class OpenAIStub:
         """Accept the request and say nothing for ``seconds`` (or until the stub closes)."""
         return self.push(Behaviour("hang", delay=seconds))
 
-    def garbage(self, body: str = "<html>this is not JSON</html>") -> "OpenAIStub":
-        return self.push(Behaviour("garbage", body=body))
+    def garbage(self, body: str = "<html>this is not JSON</html>", *,
+                content_type: str = "application/json") -> "OpenAIStub":
+        """HTTP 200 with ``body`` (not a completion), streaming or not."""
+        return self.push(Behaviour("garbage", body=body, headers={"Content-Type": content_type}))
+
+    def cut(self, content: str) -> "OpenAIStub":
+        """Stream ``content``, then close the connection: no finish reason, no ``[DONE]``."""
+        return self.push(Behaviour("cut", content=content))
+
+    def broken(self, content: str, bad: str = '{"id": "chatcmpl-stub", "choices": [{"delta": {"cont') -> "OpenAIStub":
+        """Stream ``content``, then a ``data:`` line that is not JSON (``bad``), then ``[DONE]``."""
+        return self.push(Behaviour("broken", content=content, body=bad))
+
+    def stall(self, content: str, seconds: float) -> "OpenAIStub":
+        """Stream the first word of ``content``, say nothing for ``seconds`` (or until the stub
+        closes), then stream the rest and finish normally."""
+        return self.push(Behaviour("stall", content=content, delay=seconds))
 
     def _next(self) -> Behaviour | None:
         with self._lock:
@@ -184,7 +199,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             if behaviour is None:
                 return self._send(400, {"error": {"message": "openai stub: no response queued",
                                                   "type": "invalid_request_error"}})
-            if behaviour.delay and behaviour.kind != "hang":
+            if behaviour.delay and behaviour.kind not in ("hang", "stall"):
                 stub._closing.wait(behaviour.delay)
             if behaviour.kind == "hang":
                 stub._closing.wait(behaviour.delay)
@@ -193,7 +208,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             if behaviour.kind == "error":
                 return self._send(behaviour.status, behaviour.body, behaviour.headers)
             if behaviour.kind == "garbage":
-                return self._send(200, behaviour.body, {"Content-Type": "application/json"})
+                return self._send(200, behaviour.body, behaviour.headers)
             behaviour.number = len(stub.received)  # tool-call ids differ from reply to reply
             stream = bool((body or {}).get("stream"))
             model = (body or {}).get("model", "stub-model")
@@ -218,8 +233,8 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            for key, value in (headers or {}).items():
+            headers = {"Content-Type": "application/json", **(headers or {})}
+            for key, value in headers.items():
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -232,11 +247,23 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            for chunk in _chunks(b, model, include_usage):
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            chunks = _chunks(b, model, include_usage)
+            if b.kind in ("cut", "broken"):  # the text only: no finish chunk, no usage
+                chunks = [c for c in chunks if c.get("choices") and not c["choices"][0]["finish_reason"]]
+            try:
+                for i, chunk in enumerate(chunks):
+                    if b.kind == "stall" and i == 2:  # after the role chunk and the first word
+                        stub._closing.wait(b.delay)
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                if b.kind == "cut":
+                    return  # the connection closes: a plain EOF in the middle of the answer
+                if b.kind == "broken":
+                    self.wfile.write(f"data: {b.body}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away (it was cancelled): nothing more to say
 
     return Handler
 
@@ -293,3 +320,13 @@ def bag_of_words(text: str, dim: int) -> list[float]:
         vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dim] += 1.0
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
+
+
+def refused_url() -> str:
+    """The URL of an OpenAI-compatible endpoint on 127.0.0.1 where nothing listens."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

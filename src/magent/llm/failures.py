@@ -1,23 +1,43 @@
 """What went wrong with a model call, in a few words, and whether trying again may help.
 
-litellm maps every provider's errors onto OpenAI-style exception classes; ``describe``
-reads those (the module is handed in, so only ``litellm_client`` imports litellm).
+litellm maps every provider's errors onto OpenAI-style exception classes, but a few
+failures hide behind a misleading one: a refused connection arrives as "HTTP 500:
+Connection error", a chunk of broken JSON in a stream as "HTTP 500" too. ``describe``
+looks through the chain of causes first and names what really happened. The litellm
+module is handed in, so only ``litellm_client`` imports it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import json
+import socket
+from typing import Any, Iterator
 
 from magent.llm.retry import retry_after
 
 
-def describe(exc: BaseException, timeout: float, litellm: Any) -> tuple[str, bool, float | None]:
+class IncompleteReply(Exception):
+    """The endpoint answered HTTP 200 but not with a whole completion (raised by the client
+    after draining a stream; retried like any transient failure)."""
+
+
+def describe(exc: BaseException, timeout: float, litellm: Any,
+             endpoint: str | None = None) -> tuple[str, bool, float | None]:
     """(what happened in a few words, whether to retry, the server's Retry-After if any)."""
-    status = getattr(exc, "status_code", None)
-    detail = _clean(exc)
+    if isinstance(exc, IncompleteReply):
+        return str(exc), True, None
     if isinstance(exc, asyncio.TimeoutError) or isinstance(exc, litellm.Timeout):
         return f"timed out after {timeout:g} s", True, None
+    unreachable = _unreachable(exc, endpoint)
+    if unreachable:
+        return unreachable, True, None
+    broken = next((c for c in causes(exc) if isinstance(c, json.JSONDecodeError)), None)
+    if broken is not None:
+        return (f"the stream broke: the server sent a chunk that is not valid JSON ({broken.msg} "
+                f"at character {broken.pos})"), True, None
+    status = getattr(exc, "status_code", None)
+    detail = _clean(exc)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return f"rate limited (HTTP 429): {detail}", True, retry_after(exc)
     if isinstance(exc, litellm.AuthenticationError) or status == 401:
@@ -36,6 +56,53 @@ def describe(exc: BaseException, timeout: float, litellm: Any) -> tuple[str, boo
                         litellm.APIError, ConnectionError, OSError)):
         return f"server or connection error: {detail}", True, None
     return f"unexpected error ({type(exc).__name__}): {detail}", False, None
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and everything it was raised from (litellm also keeps ``original_exception``)."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        for nxt in (current.__cause__, current.__context__, getattr(current, "original_exception", None)):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+# Failures to open a connection in the HTTP stacks litellm may use (httpx, aiohttp), known by
+# name so that neither is imported here. (The OpenAI SDK's APIConnectionError is not one: it
+# also wraps failures after the server was reached.)
+_CONNECT_ERRORS = {"ConnectError", "ClientConnectorError"}
+
+
+def _unreachable(exc: BaseException, endpoint: str | None) -> str | None:
+    """"could not reach URL (why)" when no HTTP exchange happened, else None."""
+    chain = list(causes(exc))
+    if any(getattr(c, "status_code", None) not in (None, 500) for c in chain):
+        return None  # a real HTTP status came back: the server was reached
+    reason = None
+    for c in chain:
+        if isinstance(c, ConnectionRefusedError):
+            reason = "connection refused"
+        elif isinstance(c, socket.gaierror):
+            reason = "host not found"
+    if reason is None and not any(type(c).__name__ in _CONNECT_ERRORS for c in chain):
+        return None
+    where = endpoint or _url_in(chain) or "the provider's endpoint"
+    return f"could not reach {where} ({reason or _clean(chain[-1])})"
+
+
+def _url_in(chain: list[BaseException]) -> str | None:
+    for c in chain:
+        request = getattr(c, "request", None)
+        url = getattr(request, "url", None)
+        if url:
+            return str(url)
+    return None
 
 
 def _clean(exc: BaseException) -> str:

@@ -31,11 +31,11 @@ from urllib.parse import urlparse
 
 from magent.errors import LLMError
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, TokenSink
-from magent.llm.failures import describe
+from magent.llm.failures import IncompleteReply, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
-from magent.llm.stream import collect
+from magent.llm.stream import collect, incomplete, server_finish
 
 __all__ = ["LiteLLMClient", "check_endpoint_allowed", "cost_of", "provider_of", "safe_name", "warm"]
 
@@ -134,17 +134,18 @@ class LiteLLMClient:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
-                    what, retryable, retry_after = describe(exc, request.timeout, _litellm())
+                    what, retryable, retry_after = describe(exc, request.timeout, _litellm(),
+                                                            request.endpoint)
                     if not retryable:
                         note = "not retried" if attempt == 1 else f"after {attempt} attempts"
                         raise LLMError("; then ".join(
-                            [*failures, f"model {model!r}: {what} ({note})"])) from None
+                            [*failures, f"{_named(model, request.endpoint, what)}: {what} ({note})"])) from None
                     if attempt < attempts:
                         delay = self.policy.delay(attempt, retry_after)
                         retries.append(f"{model} attempt {attempt}: {what}; retrying in {delay:.1f} s")
                         await self.sleep(delay)
                         continue
-                    failures.append(f"model {model!r}: {what} "
+                    failures.append(f"{_named(model, request.endpoint, what)}: {what} "
                                     f"({attempt} attempt{'s' if attempt != 1 else ''})")
                     retries.append(f"{model} attempt {attempt}: {what}; giving up on {model}")
                     break
@@ -197,6 +198,8 @@ class LiteLLMClient:
         stream = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=request.timeout)
         remaining = max(request.timeout - (time.monotonic() - started), 0.001)
         got = await asyncio.wait_for(collect(stream, on_token), timeout=remaining)
+        if server_finish(stream, got) is None:  # a cut stream, or no stream at all: not an answer
+            raise IncompleteReply(incomplete(stream, got, request.endpoint))
         content, raw_calls, finish, usage = got.text, got.calls, got.finish, got.usage
         # A provider that sends no id gets a unique one: ids key results and recovery.
         calls = [LLMToolCall(id=c["id"] or f"call_{uuid.uuid4().hex[:24]}", name=names.full(c["name"]),
@@ -212,6 +215,11 @@ class LiteLLMClient:
             tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out),
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else finish)
+
+
+def _named(model: str, endpoint: str | None, what: str) -> str:
+    """``model 'm' at URL`` (the endpoint unless ``what`` names it already)."""
+    return f"model {model!r}" + (f" at {endpoint}" if endpoint and endpoint not in what else "")
 
 
 def _needs_key(model: str) -> bool:

@@ -57,3 +57,28 @@ async def collect(stream: Any, on_token: TokenSink | None) -> Collected:
     out.text = "".join(text)
     out.calls = [calls[i] for i in sorted(calls)]
     return out
+
+
+def server_finish(stream: Any, got: Collected) -> str | None:
+    """The finish reason the server itself sent, or None.
+
+    litellm closes every stream with a finish chunk of its own ("stop" when the server sent
+    none, say when the connection simply closed), so its record of what it received is
+    asked first; ``got.finish`` only when a litellm version keeps no such record.
+    """
+    if hasattr(stream, "received_finish_reason"):
+        return stream.received_finish_reason or getattr(stream, "intermittent_finish_reason", None)
+    return got.finish
+
+
+def incomplete(stream: Any, got: Collected, endpoint: str | None) -> str:
+    """Why a stream without a finish reason is not an answer, in a few words."""
+    if got.text or got.calls:
+        return (f"the stream was cut off: it ended without a finish reason after "
+                f"{len(got.text):,} characters")
+    where = endpoint or "the endpoint"
+    headers = (getattr(stream, "_hidden_params", None) or {}).get("additional_headers") or {}
+    kind = str(headers.get("llm_provider-content-type") or "").split(",")[0].strip()
+    if kind and "event-stream" not in kind:
+        return f"{where} answered HTTP 200 with a body that is not a completion (Content-Type: {kind})"
+    return f"{where} answered HTTP 200 but sent no completion (the stream ended empty)"
