@@ -48,7 +48,7 @@ def timed_factory(stamps: list[float]):
             def supports_tools(self, model):
                 return True
 
-            async def complete(self, request, on_token=None):
+            async def complete(self, request, on_token=None, *, on_attempt=None):
                 stamps.append(time.perf_counter())
                 return await client.complete(request, on_token)
 

@@ -56,7 +56,7 @@ def build_task(home: Path, steps: int, result_bytes: int = 10_000) -> str:
         def supports_tools(self, model: str) -> bool:
             return True
 
-        async def complete(self, request, on_token=None):
+        async def complete(self, request, on_token=None, *, on_attempt=None):
             self.turns += 1
             n = self.turns
             if n <= steps:

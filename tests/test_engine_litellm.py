@@ -10,7 +10,7 @@ import pytest
 
 from support.cli import invoke
 from support.engine import events, kv_store, task_dir, write
-from support.openai_stub import STUB_KEY, OpenAIStub
+from support.openai_stub import STUB_KEY, OpenAIStub, refused_url
 
 
 @pytest.mark.slow
@@ -42,9 +42,13 @@ def test_a_real_model_run_through_litellm(tmp_path: Path, magent_home: Path,
     assert sent[-1]["messages"][0] == {"role": "system", "content": "Store what you are told, then confirm."}
     assert any(m.get("role") == "tool" and m.get("content") == "stored city" for m in sent[-1]["messages"])
     # what the run recorded
-    calls = [e for e in events(task_id) if e.type == "llm_call"]
+    limited, *calls = [e for e in events(task_id) if e.type == "llm_call"]
     assert len(calls) == 2
-    assert calls[0].field("provider") == "openai" and calls[0].field("retries")   # the 429, retried
+    # the 429 is a record of its own: a failed attempt, retried
+    assert limited.field("error").startswith("rate limited (HTTP 429)")
+    assert (limited.field("attempt"), limited.field("attempts"), limited.field("retry_in")) == (1, 3, 0.2)
+    assert limited.field("provider") == "openai" and limited.field("tokens_in") is None
+    assert calls[0].field("attempt") == 2 and calls[1].field("attempt") is None
     assert calls[1].field("tokens_in") == 40 and calls[1].field("tokens_out") == 5
     assert all(c.field("cost") is not None and c.field("latency_ms") is not None for c in calls)
     assert kv_store(task_id) == {"city": "Lyon"}
@@ -55,3 +59,80 @@ def test_a_real_model_run_through_litellm(tmp_path: Path, magent_home: Path,
     for path in magent_home.rglob("*"):
         if path.is_file():
             assert STUB_KEY.encode() not in path.read_bytes(), path
+
+
+def talker(folder: Path, url: str, *, retries: int, timeout: float = 30) -> Path:
+    return write(folder, "talker.yaml", f"""
+        name: talker
+        role: answers
+        system_prompt: Answer in one sentence.
+        llm_config:
+          model: openai/stub-model
+          endpoint: {url}
+          max_retries: {retries}
+          timeout_seconds: {timeout}
+        """)
+
+
+def trace_json(task_id: str) -> dict:
+    return json.loads((task_dir(task_id).path / "trace.json").read_text())
+
+
+@pytest.mark.slow
+def test_every_attempt_is_a_record_and_a_cut_stream_is_not_an_answer(tmp_path: Path,
+                                                                      magent_home: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.hang(30)                          # attempt 1 times out
+        stub.cut("The answer is")              # attempt 2: the stream stops without a finish reason
+        stub.text("The answer is forty two.")  # attempt 3
+        result = invoke("run", str(talker(tmp_path, stub.url, retries=2, timeout=1)), "-t", "answer?")
+    assert result.code == 0, result.out + result.err
+    task_id = result.out.split()[1]
+    assert task_dir(task_id).load_task().result == "The answer is forty two."  # not the partial text
+    calls = [e for e in events(task_id) if e.type == "llm_call"]
+    assert [(c.field("attempt"), c.field("error")) for c in calls] == [
+        (1, "timed out after 1 s"),
+        (2, "the stream was cut off: it ended without a finish reason after 13 characters"),
+        (3, None)]
+    assert all(c.field("latency_ms") is not None for c in calls)
+    assert calls[0].field("latency_ms") >= 1000 and calls[2].field("stop_reason") == "stop"
+    # the trace counts answers and attempts, and shows the failures inside the turn they delayed
+    (turn,) = [s for s in trace_json(task_id)["steps"] if s.get("iteration") is not None]
+    assert [c.get("error") is None for c in turn["llm_calls"]] == [False, False, True]
+    assert trace_json(task_id)["usage_by_model"]["openai/stub-model"]["calls"] == 1
+    shown = invoke("trace", task_id)
+    assert "1 model call (3 attempts, 2 failed)" in shown.out
+    assert "✗ openai/stub-model attempt 1 failed after 1." in shown.out
+    assert ": timed out after 1 s" in shown.out
+    # a replay plays the answers only: the failures were the endpoint's, not the run's
+    replayed = invoke("replay", task_id)
+    assert replayed.code == 0 and "replay matched" in replayed.out, replayed.out
+
+
+@pytest.mark.slow
+def test_a_call_that_never_gets_a_completion_fails_naming_the_endpoint(tmp_path: Path,
+                                                                       magent_home: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.garbage(content_type="text/html").garbage(content_type="text/html")
+        result = invoke("run", str(talker(tmp_path, stub.url, retries=1)), "-t", "answer?")
+    assert result.code == 1, result.out + result.err
+    task_id = result.out.split()[1]
+    what = f"{stub.url} answered HTTP 200 with a body that is not a completion (Content-Type: text/html)"
+    assert task_dir(task_id).load_task().error == f"model 'openai/stub-model': {what} (2 attempts)"
+    failed = [e for e in events(task_id) if e.type == "llm_call"]
+    assert [(e.field("attempt"), e.field("error")) for e in failed] == [(1, what), (2, what)]
+    (step,) = [s for s in trace_json(task_id)["steps"] if s["step_name"] == "llm_attempts"]
+    assert len(step["llm_calls"]) == 2 and step["status"] == "warning"
+    shown = invoke("trace", task_id)
+    assert "0 model calls (2 attempts, 2 failed)" in shown.out
+
+
+@pytest.mark.slow
+def test_a_refused_connection_says_the_endpoint_could_not_be_reached(tmp_path: Path,
+                                                                     magent_home: Path) -> None:
+    url = refused_url()
+    result = invoke("run", str(talker(tmp_path, url, retries=0)), "-t", "anyone there?")
+    assert result.code == 1
+    message = f"model 'openai/stub-model': could not reach {url} (connection refused) (1 attempt)"
+    assert message in result.out
+    assert "HTTP 500" not in result.out + result.err

@@ -32,7 +32,7 @@ def baseline() -> float:
     return teardown_baseline()
 
 
-def agent_at(folder: Path, url: str) -> Path:
+def agent_at(folder: Path, url: str, retries: int = 0) -> Path:
     return write(folder, "talker.yaml", f"""
         name: talker
         role: answers
@@ -40,7 +40,7 @@ def agent_at(folder: Path, url: str) -> Path:
         llm_config:
           model: openai/stub-model
           endpoint: {url}
-          max_retries: 0
+          max_retries: {retries}
         """)
 
 
@@ -65,13 +65,14 @@ def test_a_run_ends_promptly_after_its_answer(tmp_path: Path, magent_home: Path,
 def test_a_signal_during_a_model_call_stops_at_once_and_the_task_resumes(
         sig: signal.Signals, tmp_path: Path, magent_home: Path, baseline: float) -> None:
     with OpenAIStub() as stub:
-        stub.hang(3600)  # the model would answer in an hour
+        stub.error(503)  # attempt 1 fails,
+        stub.hang(3600)  # attempt 2 would be answered in an hour
         stub.text("Answered after the resume.")
-        proc = start("run", str(agent_at(tmp_path, stub.url)), "-t", "take your time")
+        proc = start("run", str(agent_at(tmp_path, stub.url, retries=1)), "-t", "take your time")
         deadline = time.monotonic() + 120
-        while not stub.received and proc.poll() is None and time.monotonic() < deadline:
+        while len(stub.received) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert stub.received, "the run never called the model"
+        assert len(stub.received) == 2, "the run never made its second attempt"
         time.sleep(0.2)
         os.killpg(proc.pid, sig)  # Ctrl-C reaches the whole foreground group
         waited = time.monotonic()
@@ -85,4 +86,8 @@ def test_a_signal_during_a_model_call_stops_at_once_and_the_task_resumes(
         assert td.checkpoints.read(checkpoint_numbers(task_id)[-1]).reason == "interrupt"
         resumed = run("resume", task_id, "--no-input")
     assert resumed.code == 0, resumed.out + resumed.err
-    assert td.load_task().result == "Answered after the resume."
+    task = td.load_task()
+    assert task.result == "Answered after the resume."
+    # Both stopped attempts are in the record, and neither counts as a model turn or as usage.
+    assert task.steps == 1 and task.usage.calls == 1
+    assert "1 model call (3 attempts, 2 failed)" in run("trace", task_id).out

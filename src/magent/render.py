@@ -282,6 +282,9 @@ class EventPrinter:
         self.out.print(f"  [{color}]⇠ {_esc(who)} {status}[/] {_esc(short(said, 160))}")
 
     def _on_llm_call(self, ev: Any) -> None:
+        if ev.field("error"):
+            self._failed_attempt(ev)
+            return
         if ev.field("rail"):  # a guardrail's judge: its verdict line says what it decided
             self.out.print(f"  [dim]rail {_esc(ev.field('rail'))} asked {ev.field('model')} · "
                            f"{ev.field('tokens_in')}→{ev.field('tokens_out')} tokens · {ev.field('latency_ms')} ms[/]",
@@ -295,10 +298,18 @@ class EventPrinter:
         self._close_line()
         self._streamed = False
         cost = f" ${ev.field('cost'):.4f}" if ev.field("cost") else ""
+        attempt = f" · attempt {ev.field('attempt')}" if ev.field("attempt") else ""
         self.out.print(f"  {who}[dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
-                       f"{cost} · {ev.field('latency_ms')} ms[/]")
-        for retry in ev.field("retries") or []:
-            self.out.print(f"  [yellow]retried: {retry}[/]", markup=True)
+                       f"{cost} · {ev.field('latency_ms')} ms{attempt}[/]")
+
+    def _failed_attempt(self, ev: Any) -> None:
+        self._close_line()
+        self._streamed = False
+        then = (f"retrying in {ev.field('retry_in'):.1f} s" if ev.field("retry_in") is not None
+                else "giving up on this model")
+        self.out.print(f"  {self._who(ev)}[yellow]✗ {_esc(ev.field('model'))} attempt {ev.field('attempt')}/"
+                       f"{ev.field('attempts')} failed after {(ev.field('latency_ms') or 0) / 1000:.1f} s: "
+                       f"{_esc(ev.field('error'))}; {then}[/]", highlight=False)
 
     def _on_tool_call(self, ev: Any) -> None:
         import json

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Iterator, Union
 
 from magent.errors import LLMError
-from magent.llm.base import LLMClient, LLMRequest, LLMResponse, TokenSink
+from magent.llm.base import AttemptSink, LLMClient, LLMRequest, LLMResponse, TokenSink
 from magent.llm.scripted import estimate_tokens, stream_words, tool_call
 from magent.models.agent import LLMConfig
 
@@ -77,7 +77,8 @@ class QueueModel(_Double):
     def remaining(self) -> int:
         return len(self.responses) - len(self.requests)
 
-    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
+                       on_attempt: AttemptSink | None = None) -> LLMResponse:
         started = time.monotonic()
         number = len(self.requests) + 1
         if number > len(self.responses):
@@ -97,7 +98,8 @@ class FunctionModel(_Double):
         super().__init__(tools=tools)
         self.fn = fn
 
-    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
+                       on_attempt: AttemptSink | None = None) -> LLMResponse:
         started = time.monotonic()
         self.requests.append(copy.deepcopy(request))
         reply = self.fn(request)

@@ -26,7 +26,7 @@ from magent.store.journal import positions as journal_positions
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
-    from magent.llm.base import LLMClient, LLMResponse
+    from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
     from magent.tools.registry import ToolRegistry
 
 
@@ -282,6 +282,28 @@ class RunContext:
             self._clients[(session.id, key)] = client
         return client
 
+    async def call_model(self, request: "LLMRequest", *, node: str, iteration: int,
+                         on_token: Callable[[str], None] | None = None,
+                         session: Session | None = None) -> "LLMResponse":
+        """Ask ``request.agent``'s model. Each attempt is announced live (``llm_started``) and
+        each failed one is recorded as it fails (an ``llm_call`` with its ``error``), so a run
+        that dies or gives up mid-retry leaves every attempt in its trace. The answer itself
+        is recorded by ``record_llm_call`` once the caller knows its entry."""
+        agent = request.agent
+        session = session or self.main
+
+        def on_attempt(attempt: "Attempt") -> None:
+            common = dict(agent=agent, model=attempt.model, iteration=iteration, attempt=attempt.number,
+                          attempts=attempt.allowed, fallback=attempt.fallback or None, session=session.tag)
+            if attempt.error is None:
+                self.bus.emit("llm_started", node, timeout_s=attempt.timeout, **common)
+            else:
+                self.bus.emit("llm_call", node, provider=attempt.provider or None,
+                              error=self.redactor.text(attempt.error), latency_ms=attempt.duration_ms,
+                              retry_in=attempt.retry_in, **common)
+
+        return await self.client_for(agent, session).complete(request, on_token, on_attempt=on_attempt)
+
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, session: Session | None = None,
                         rail: str | None = None) -> None:
@@ -296,8 +318,8 @@ class RunContext:
             "llm_call", node, agent=agent, model=response.model, provider=response.provider,
             tokens_in=response.tokens_in, tokens_out=response.tokens_out, cost=response.cost,
             latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
-            retries=response.retries or None, entry_id=entry_id, cursor=session.cursors.get(agent),
-            session=session.tag, rail=rail,
+            attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
+            cursor=session.cursors.get(agent), session=session.tag, rail=rail,
             response={"content": self.redactor.text(response.content),
                       "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
                                       "raw_arguments": c.raw_arguments if c.arguments is None else None}

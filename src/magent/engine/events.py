@@ -1,8 +1,9 @@
 """The event bus: one typed stream, three sinks (events.jsonl, the terminal, ``--json``).
 
-Event types: run_started, node_started, llm_call, tool_call (intent, before the
-call), tool_result, reflection, route, checkpoint, awaiting_human,
-human_decision, node_finished, error, run_finished.
+Event types: run_started, node_started, llm_started (live only: an attempt at a
+model call begins), llm_call (an answer, or a failed attempt with its ``error``),
+tool_call (intent, before the call), tool_result, reflection, route, checkpoint,
+awaiting_human, human_decision, node_finished, error, run_finished.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ def truncate(text: str | None, limit: int = 1000) -> str:
 # ``for_disk`` drops those texts; ``with_texts`` restores them from the entries when the
 # events are read back (by the trace, ``--follow`` and replay). The live stream (terminal,
 # ``--json``) always carries them. Checkpoint notices are live only: the checkpoint files
-# are their own record.
-LIVE_ONLY = frozenset({"checkpoint"})
+# are their own record; so are the starts of model attempts (the attempt's outcome is
+# recorded, as an ``llm_call``, the moment it is known).
+LIVE_ONLY = frozenset({"checkpoint", "llm_started"})
 RESULT_PREVIEW = 1000
 
 

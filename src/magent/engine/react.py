@@ -61,7 +61,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        response = await client.complete(_request(ctx, agent, node, specs, text_mode), stream)
+        response = await ctx.call_model(_request(ctx, agent, node, specs, text_mode), node=node,
+                                        iteration=iteration, on_token=stream)
         message, final = _interpret(response, text_mode)
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first

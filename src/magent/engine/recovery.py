@@ -79,6 +79,8 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
     results: dict[str, dict[str, dict]] = {}
     for event in events:
         session = event.field("session") or MAIN_SESSION
+        if event.type == "llm_call" and event.field("error"):
+            continue  # a failed attempt: nothing answered, nothing counted
         if event.type == "llm_call":
             key = event.field("model") or "unknown"
             provider = event.field("provider")

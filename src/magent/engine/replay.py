@@ -66,7 +66,7 @@ class RecordedModel:
     def supports_tools(self, model: str) -> bool:
         return True
 
-    async def complete(self, request: LLMRequest, on_token=None) -> LLMResponse:
+    async def complete(self, request: LLMRequest, on_token=None, *, on_attempt=None) -> LLMResponse:
         queue = self.by_agent.get(request.agent) or []
         if not queue:
             from magent.errors import LLMError
@@ -93,7 +93,7 @@ async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
         raise TaskStateError(f"task {original.id[:8]} is {original.status.value}; only completed or failed "
                              "tasks can be replayed")
     events = [Event.model_validate(e) for e in read_events(src)]
-    model = RecordedModel([e for e in events if e.type == "llm_call"])
+    model = RecordedModel([e for e in events if e.type == "llm_call" and not e.field("error")])
     decisions = [e for e in events if e.type == "human_decision"]
     graph = from_snapshot(original.config_snapshot)
     initial = original.config_snapshot.get("options", {}).get("initial") or {}
@@ -118,8 +118,8 @@ def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any
     out = []
     for ev in events:
         keys = COMPARED.get(ev.type)
-        if keys is None:
-            continue
+        if keys is None or (ev.type == "llm_call" and ev.field("error")):
+            continue  # (failed attempts of the original are not replayed: only answers are)
         fields = {k: ev.field(k) for k in keys}
         if ev.type == "llm_call":
             response = dict(fields["response"] or {})

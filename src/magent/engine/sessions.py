@@ -18,8 +18,10 @@ from magent.models import Message, State
 from magent.models.session import MAIN_SESSION, SessionPosition
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from magent.engine.context import Recovery, RunContext
-    from magent.llm.base import LLMClient, LLMResponse
+    from magent.llm.base import LLMClient, LLMRequest, LLMResponse
     from magent.models import Checkpoint, Entry, HumanFeedback
 
 
@@ -174,6 +176,11 @@ class SessionContext:
 
     def client_for(self, agent_name: str) -> "LLMClient":
         return self.run.client_for(agent_name, self.session)
+
+    async def call_model(self, request: "LLMRequest", *, node: str, iteration: int,
+                         on_token: "Callable[[str], None] | None" = None) -> "LLMResponse":
+        return await self.run.call_model(request, node=node, iteration=iteration, on_token=on_token,
+                                         session=self.session)
 
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, rail: str | None = None) -> None:

@@ -14,6 +14,33 @@ TokenSink = Callable[[str], None]
 
 
 @dataclass
+class Attempt:
+    """One try at a model call, reported while the call is under way (see ``AttemptSink``)."""
+
+    model: str
+    number: int
+    """1-based, counted per model (the fallback starts again at 1)."""
+    allowed: int
+    """How many attempts this model gets (``max_retries + 1``)."""
+    timeout: float
+    """Seconds this attempt may take."""
+    provider: str = ""
+    fallback: bool = False
+    """This is the fallback model."""
+    error: str | None = None
+    """None when the attempt starts; what went wrong, in a few words, when it failed."""
+    duration_ms: int = 0
+    """How long a failed attempt took."""
+    retry_in: float | None = None
+    """Seconds until this model is tried again; None when it is not (given up, or not retryable)."""
+
+
+AttemptSink = Callable[[Attempt], None]
+"""Told when each attempt starts and when one fails (a client may report neither: the scripted
+model and the test doubles answer at once and never fail an attempt)."""
+
+
+@dataclass
 class ToolSpec:
     """A tool as offered to the model."""
 
@@ -68,6 +95,8 @@ class LLMResponse:
     stop_reason: str | None = None
     retries: list[str] = field(default_factory=list)
     """One line per failed attempt that was retried or fallen back from."""
+    attempt: int = 1
+    """Which attempt of ``model`` gave this response."""
 
     @property
     def usage_key(self) -> str:
@@ -77,7 +106,8 @@ class LLMResponse:
 
 
 class LLMClient(Protocol):
-    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
+                       on_attempt: AttemptSink | None = None) -> LLMResponse:
         """One model turn. Raises ``magent.errors.LLMError`` when retries and fallback are spent."""
         ...
 

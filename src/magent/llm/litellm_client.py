@@ -30,7 +30,7 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import urlparse
 
 from magent.errors import LLMError
-from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, TokenSink
+from magent.llm.base import Attempt, AttemptSink, LLMRequest, LLMResponse, LLMToolCall, TokenSink
 from magent.llm.failures import IncompleteReply, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
@@ -116,40 +116,55 @@ class LiteLLMClient:
             self.policy.max_delay = max_delay
         self.sleep = sleep or asyncio.sleep
 
-    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
-        """One model turn, with retries and fallback. Raises ``LLMError`` when all is spent."""
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
+                       on_attempt: AttemptSink | None = None) -> LLMResponse:
+        """One model turn, with retries and fallback. Raises ``LLMError`` when all is spent.
+
+        ``on_attempt`` hears of every attempt as it starts and of every one that fails."""
         models = [request.model]
         if request.fallback_model and request.fallback_model != request.model:
             models.append(request.fallback_model)
         for model in models:
             check_endpoint_allowed(model, request.endpoint)
         _litellm()
+        report = on_attempt or (lambda attempt: None)
         failures: list[str] = []
         retries: list[str] = []
         for model in models:
-            attempts = request.max_retries + 1
-            for attempt in range(1, attempts + 1):
+            provider = provider_of(model, request.endpoint)
+            allowed = request.max_retries + 1
+            for number in range(1, allowed + 1):
+                attempt = Attempt(model=model, number=number, allowed=allowed, timeout=request.timeout,
+                                  provider=provider, fallback=model != request.model)
+                report(attempt)
+                started = time.monotonic()
                 try:
                     response = await self._attempt(model, request, on_token)
-                except asyncio.CancelledError:
+                except asyncio.CancelledError:  # the run is being stopped: this attempt ends here
+                    attempt.error = "cancelled: the run was stopped"
+                    attempt.duration_ms = int((time.monotonic() - started) * 1000)
+                    report(attempt)
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
                     what, retryable, retry_after = describe(exc, request.timeout, _litellm(),
                                                             request.endpoint)
+                    attempt.error, attempt.duration_ms = what, int((time.monotonic() - started) * 1000)
+                    if retryable and number < allowed:
+                        attempt.retry_in = self.policy.delay(number, retry_after)
+                    report(attempt)
                     if not retryable:
-                        note = "not retried" if attempt == 1 else f"after {attempt} attempts"
+                        note = "not retried" if number == 1 else f"after {number} attempts"
                         raise LLMError("; then ".join(
                             [*failures, f"{_named(model, request.endpoint, what)}: {what} ({note})"])) from None
-                    if attempt < attempts:
-                        delay = self.policy.delay(attempt, retry_after)
-                        retries.append(f"{model} attempt {attempt}: {what}; retrying in {delay:.1f} s")
-                        await self.sleep(delay)
+                    if attempt.retry_in is not None:
+                        retries.append(f"{model} attempt {number}: {what}; retrying in {attempt.retry_in:.1f} s")
+                        await self.sleep(attempt.retry_in)
                         continue
                     failures.append(f"{_named(model, request.endpoint, what)}: {what} "
-                                    f"({attempt} attempt{'s' if attempt != 1 else ''})")
-                    retries.append(f"{model} attempt {attempt}: {what}; giving up on {model}")
+                                    f"({number} attempt{'s' if number != 1 else ''})")
+                    retries.append(f"{model} attempt {number}: {what}; giving up on {model}")
                     break
-                response.retries = retries
+                response.retries, response.attempt = retries, number
                 return response
         raise LLMError("; then ".join(failures))
 

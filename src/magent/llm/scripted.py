@@ -35,7 +35,7 @@ from pydantic import Field, field_validator, model_validator
 from magent.config import load_file, validate
 from magent.config.yamlfile import display_path
 from magent.errors import ConfigError, LLMError
-from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, TokenSink
+from magent.llm.base import AttemptSink, LLMRequest, LLMResponse, LLMToolCall, TokenSink
 from magent.models.base import Model
 
 SCRIPTED = "scripted"
@@ -114,7 +114,8 @@ class ScriptedClient:
         self.script = script if script is not None else load_script(path)
         self._counter = InputCounter()
 
-    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None) -> LLMResponse:
+    async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
+                       on_attempt: AttemptSink | None = None) -> LLMResponse:
         started = time.monotonic()
         index = self.cursors.get(self.agent, 0)
         responses = self.script.responses

@@ -39,7 +39,7 @@ class LLMCallRecord(Model):
     """One model call (seed 001 ``llm_call``)."""
 
     model: str
-    """Model that answered (after any fallback)."""
+    """Model asked (the fallback, when it was used)."""
     provider: str = ""
     """Provider as litellm names it (``openai``, ``anthropic``, ``scripted``...)."""
     tokens_in: int = 0
@@ -49,10 +49,14 @@ class LLMCallRecord(Model):
     cost: float = 0.0
     """Cost in USD as litellm reports it; 0 when unknown."""
     latency_ms: int = 0
-    """Wall time of the call, retries included."""
+    """Wall time of this attempt."""
     stop_reason: str | None = None
     """Why the model stopped (``stop``, ``tool_calls``, ``length``...)."""
     error: str | None = None
+    """Set when this attempt failed (timed out, cut off, refused...): it answered nothing, and
+    its tokens and cost are not counted."""
+    attempt: int | None = None
+    """Which attempt of ``model`` this was, when it was not the first."""
 
 
 class StepRecord(Model):

@@ -12,11 +12,13 @@ Layout of ``steps`` (numbered from 1 by ``magent trace``):
   node it routed to. A tool node's call and a reflection's model call sit on it.
 - an **iteration step** per ReAct model turn of an agent node (``iteration``
   set, ``step_name`` ``node:iteration`` like the entries' ``turn_id``): its
-  ``llm_calls`` (one) and the ``tool_calls`` the model asked for, in order.
+  ``llm_calls`` (the answer, after any failed attempts that preceded it, each
+  with its ``error``) and the ``tool_calls`` the model asked for, in order.
 - an **event step** for what happens between: ``awaiting_human``,
   ``human_decision``, ``resumed``, ``warning``, ``error``, ``interrupted``, and
   ``guardrail`` for a rail that tripped (one that passed stays with the step it
-  checked; a rail's own model calls sit on that step too).
+  checked; a rail's own model calls sit on that step too), and
+  ``llm_attempts`` for failed model attempts that no answer followed.
 
 A tool call's result is kept once, truncated to about 1,000 characters, in its
 ``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
@@ -52,6 +54,15 @@ DISK_PREVIEW = 300
 The history is stored once: the result's text is in entries.jsonl, so trace.json keeps a
 preview and the entry's id, and reading the trace (``magent trace``, ``--json``) restores
 the seed's ~1,000 characters from the entry (``trace.load.restore_results``)."""
+
+
+ENDS_A_CALL = frozenset({"error", "interrupted", "run_started", "run_finished", "session_finished", "node_started",
+                         "node_finished", "awaiting_human"})
+"""Events after which failed model attempts can no longer be followed by their answer."""
+
+
+def plural_attempts(n: int) -> str:
+    return f"{n} attempt" + ("" if n == 1 else "s")
 
 
 def _truncate(text: str | None, limit: int) -> str:
@@ -106,6 +117,8 @@ class _Thread:
     react: bool = False
     """A session that runs one agent's loop (sub-agent, map item, subtask): every model call
     is a turn, with no node step of its own."""
+    failed: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    """Failed model attempts (event, record) waiting for the answer of their turn."""
 
 
 class _Builder:
@@ -135,6 +148,14 @@ class _Builder:
     @property
     def turn(self) -> int | None:
         return self.current.turn
+
+    @property
+    def failed(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return self.current.failed
+
+    @failed.setter
+    def failed(self, value: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        self.current.failed = value
 
     @turn.setter
     def turn(self, value: int | None) -> None:
@@ -182,6 +203,8 @@ class _Builder:
         if self.first_ts is None:
             self.first_ts = ev.get("ts")
         self.current = self.threads.setdefault(ev.get("session"), _Thread())
+        if self.failed and kind in ENDS_A_CALL:
+            self._flush_failed()
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(ev)
@@ -247,20 +270,22 @@ class _Builder:
         record = {"model": ev.get("model") or "", "provider": ev.get("provider") or "",
                   "tokens_in": int(ev.get("tokens_in") or 0), "tokens_out": int(ev.get("tokens_out") or 0),
                   "cost": float(ev.get("cost") or 0.0), "latency_ms": int(ev.get("latency_ms") or 0),
-                  "stop_reason": ev.get("stop_reason")}
-        # Keyed like the checkpoints' usage_by_model (LLMResponse.usage_key).
-        key = (f"{record['provider']}/{record['model']}" if record["provider"] and "/" not in record["model"]
-               else record["model"])
-        total = self.usage.setdefault(key, {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
-        total["input"] += record["tokens_in"]
-        total["output"] += record["tokens_out"]
-        total["cost"] = round(total["cost"] + record["cost"], 10)
-        total["calls"] += 1
-        info = self.sessions.get(ev.get("session") or "")
-        if info is not None:
-            own = info["usage"]
-            own.update(input=own["input"] + record["tokens_in"], output=own["output"] + record["tokens_out"],
-                       cost=round(own["cost"] + record["cost"], 10), calls=own["calls"] + 1)
+                  "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt")}
+        failed = bool(record["error"])
+        if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
+            # Keyed like the checkpoints' usage_by_model (LLMResponse.usage_key).
+            key = (f"{record['provider']}/{record['model']}" if record["provider"] and "/" not in record["model"]
+                   else record["model"])
+            total = self.usage.setdefault(key, {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
+            total["input"] += record["tokens_in"]
+            total["output"] += record["tokens_out"]
+            total["cost"] = round(total["cost"] + record["cost"], 10)
+            total["calls"] += 1
+            info = self.sessions.get(ev.get("session") or "")
+            if info is not None:
+                own = info["usage"]
+                own.update(input=own["input"] + record["tokens_in"], output=own["output"] + record["tokens_out"],
+                           cost=round(own["cost"] + record["cost"], 10), calls=own["calls"] + 1)
         response = ev.get("response") or {}
         node = self.node
         if ev.get("rail"):  # a guardrail's judge: on the step it judged for, not a turn of its own
@@ -276,6 +301,11 @@ class _Builder:
             self.steps[owner]["llm_calls"].append(record)
             if node is not None:
                 self._attach(owner, ev)
+            if failed:
+                self._flag(owner, "warning")
+            return
+        if failed:  # held until the turn's answer arrives, and shown inside that turn
+            self.failed.append((ev, record))
             return
         iteration = int(ev.get("iteration") or 0)
         calls = response.get("tool_calls") or []
@@ -283,10 +313,17 @@ class _Builder:
         message = ("calls " + ", ".join(str(c.get("name")) for c in calls) if calls
                    else "final answer" if content.strip() else "empty reply")
         name = f"{ev.get('agent')}:{iteration}" if self.current.react else f"{ev.get('node')}:{iteration}"
-        index = self._step(ev, step_name=name, message=message,
-                           timestamp=_minus_ms(ev.get("ts") or "", record["latency_ms"]),
+        failed_before, self.failed = self.failed, []
+        first = failed_before[0] if failed_before else (ev, record)
+        started = _minus_ms(first[0].get("ts") or "", first[1]["latency_ms"])
+        index = self._step(ev, step_name=name, message=message, timestamp=started,
                            agent=ev.get("agent") or "", kind="agent", iteration=iteration,
-                           llm_calls=[record], duration_ms=record["latency_ms"])
+                           llm_calls=[r for _, r in failed_before] + [record],
+                           duration_ms=_ms_between(started, ev.get("ts") or started) if failed_before
+                           else record["latency_ms"])
+        if failed_before:
+            self.step_events[index] = [e for e, _ in failed_before] + [ev]
+            self._flag(index, "warning")
         self.turn = index
         self.action_of[index] = len(self.actions)
         self.actions.append({"iteration": iteration, "timestamp": ev.get("ts"),
@@ -301,6 +338,21 @@ class _Builder:
             self._add_call(index, {"call_id": call.get("id"), "server": server, "tool": tool,
                                    "arguments": args, "result": None, "error": None,
                                    "outcome": "SUCCESS", "duration_ms": 0})
+
+    def _flush_failed(self) -> None:
+        """Failed attempts no answer followed (the call gave up, or the run stopped): a step of
+        their own, where they happened."""
+        if not self.failed:
+            return
+        failed, self.failed = self.failed, []
+        last = failed[-1][1]
+        message = (f"model call failed: {plural_attempts(len(failed))}; last: {last['error']}")
+        index = self._step(failed[0][0], step_name="llm_attempts", status="warning", message=message,
+                           agent=failed[0][0].get("agent") or "", llm_calls=[r for _, r in failed],
+                           duration_ms=sum(r["latency_ms"] for _, r in failed))
+        self.step_events[index] = [e for e, _ in failed]
+        if self.node is not None:
+            self._flag(self.node.index, "warning")
 
     def _locate(self, ev: dict[str, Any], name: str) -> tuple[int, int] | None:
         found = self.calls.get((ev.get("session"), ev.get("call_id") or ""))
@@ -426,6 +478,9 @@ class _Builder:
                    message=str(ev.get("message") or "stopped by a signal"))
 
     def finish(self, created_at: str | None) -> TraceDoc:
+        for thread in self.threads.values():
+            self.current = thread
+            self._flush_failed()
         for (_, visit), node in self.nodes.items():
             parts = ([f"visit {visit}"] if visit > 1 else []) + node.parts
             if node.route:

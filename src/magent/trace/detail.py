@@ -75,7 +75,7 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
     for i, record in enumerate(step.get("llm_calls") or []):
         ev = llm_events[i] if i < len(llm_events) else {}
         detail["llm_calls"].append({**record, "response": (ev.get("response") or {}).get("content"),
-                                    "retries": ev.get("retries"), "entry_id": ev.get("entry_id")})
+                                    "entry_id": ev.get("entry_id")})
 
     tool_calls = []
     calls_by_id = {ev.get("call_id"): ev for ev in by_type.get("tool_call", [])}
@@ -141,7 +141,8 @@ def _last_reply(view: TraceView, number: int, children: list[int]) -> str | None
         return None
     for n in reversed(children):
         for ev in reversed(view.built.events[n - 1]):
-            if ev.get("type") == "llm_call" and not ev.get("rail"):  # (a rail's judge answers it)
+            # (a rail's judge answers the rail; a failed attempt answered nothing)
+            if ev.get("type") == "llm_call" and not ev.get("rail") and not ev.get("error"):
                 return (ev.get("response") or {}).get("content")
     return None
 
@@ -191,12 +192,15 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
         lines.append([(detail["note"], "yellow")])
     for call in detail.get("llm_calls") or []:
         lines.append([])
+        if call.get("error"):
+            lines.append([("failed attempt ", "bold red"), (str(call.get("model")), "blue"),
+                          (f" · attempt {call.get('attempt') or 1} · {duration(call.get('latency_ms'))}", "dim")])
+            lines.append([(f"  {call['error']}", "red")])
+            continue
         lines.append([("model call ", "bold"), (str(call.get("model")), "blue"),
                       (f" ({call.get('provider')}) · {tokens(int(call.get('tokens_in') or 0))} in · "
                        f"{tokens(int(call.get('tokens_out') or 0))} out · {money(float(call.get('cost') or 0))} · "
                        f"{duration(call.get('latency_ms'))} · stop: {call.get('stop_reason')}", "dim")])
-        for retry in call.get("retries") or []:
-            lines.append([(f"  retried: {retry}", "yellow")])
         if call.get("response") is not None:
             _block(lines, "reply", call["response"], "italic")
     for i, call in enumerate(detail.get("tool_calls") or [], 1):

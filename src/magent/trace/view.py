@@ -66,11 +66,16 @@ def _when(ts: Any) -> str:
 
 
 def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Model calls, tokens and cost per model (from the steps, so older traces add up too)."""
+    """Model calls (answers), failed attempts, tokens and cost per model (from the steps, so
+    older traces add up too)."""
     out: dict[str, dict[str, Any]] = {}
     for step in steps:
         for call in step.get("llm_calls") or []:
-            row = out.setdefault(call.get("model") or "?", {"calls": 0, "input": 0, "output": 0, "cost": 0.0})
+            row = out.setdefault(call.get("model") or "?",
+                                 {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0})
+            if call.get("error"):
+                row["failed"] += 1
+                continue
             row["calls"] += 1
             row["input"] += int(call.get("tokens_in") or 0)
             row["output"] += int(call.get("tokens_out") or 0)
@@ -108,17 +113,23 @@ class _Tree:
             self.lines.append([("  ", None), (short(task.description, 200), "italic")])
         rows = totals(steps)
         calls = sum(r["calls"] for r in rows.values())
+        failed = sum(r["failed"] for r in rows.values())
         tools = sum(len(s.get("tool_calls") or []) for s in steps)
         busy = sum(int(s.get("duration_ms") or 0) for s in steps if is_node(s))
         when = _when(task.created_at) if task is not None and task.created_at else ""
         self.lines.append([(f"  {when} · " if when else "  ", "dim"),
-                           (f"{plural(len(steps), 'step')} · {plural(calls, 'model call')} · "
+                           (f"{plural(len(steps), 'step')} · {plural(calls, 'model call')}"
+                            + (f" ({plural(calls + failed, 'attempt')}, {failed:,} failed)" if failed else "")
+                            + " · "
                             f"{plural(tools, 'tool call')} · {duration(busy)} in nodes", "dim")])
         if task is not None and task.error and task.status != "completed":
             self.lines.append([("  ", None), ("✗ " + short(task.error, 300), "bold red")])
         self.lines.append([])
 
     def llm_line(self, call: dict[str, Any], indent: str, n: int | None = None, label: str = "") -> None:
+        if call.get("error"):
+            self.attempt_line(call, indent, n, label)
+            return
         cost = float(call.get("cost") or 0.0)
         line: Line = [self.num(n), (indent, None)]
         if label:
@@ -130,6 +141,16 @@ class _Tree:
             line.append((f" · stopped: {call['stop_reason']}", "yellow"))
         if call.get("error"):
             line.append((f" · {short(call['error'], 120)}", "bold red"))
+        self.lines.append(line)
+
+    def attempt_line(self, call: dict[str, Any], indent: str, n: int | None = None, label: str = "") -> None:
+        """A failed attempt: which, how long it took, what went wrong."""
+        line: Line = [self.num(n), (indent, None)]
+        if label:
+            line.append((label + " · ", "bold"))
+        line += [("✗ ", "bold red"), (call.get("model") or "?", "blue"),
+                 (f" attempt {call.get('attempt') or 1} failed after {duration(call.get('latency_ms'))}", "dim"),
+                 (f": {short(call.get('error'), 160)}", "red")]
         self.lines.append(line)
 
     def tool_line(self, record: dict[str, Any], indent: str) -> None:
@@ -190,11 +211,15 @@ class _Tree:
 
     def turn(self, n: int, step: dict[str, Any]) -> None:
         calls = step.get("llm_calls") or []
+        answers = [c for c in calls if not c.get("error")]
         label = f"turn {step.get('iteration')}"
-        if calls:
-            self.llm_line(calls[0], "  ", n, label)
+        if answers:
+            self.llm_line(answers[-1], "  ", n, label)
         else:
             self.lines.append([self.num(n), ("  " + label, "bold")])
+        for call in calls:
+            if call.get("error"):
+                self.attempt_line(call, "      ")
         thinking = self.thinking.get(id(step), "")
         if thinking.strip():
             self.lines.append([self.num(None), ("      ", None), (short(thinking, 110), "italic")])
@@ -208,7 +233,7 @@ class _Tree:
         icon, style = {
             "awaiting_human": ("⏸ ", "bold yellow"), "resumed": ("↻ ", "dim"), "warning": ("⚠ ", "yellow"),
             "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"), "guardrail": ("⛨ ", "yellow"),
-            "memory": ("◆ ", "magenta"),
+            "memory": ("◆ ", "magenta"), "llm_attempts": ("⚠ ", "yellow"),
         }.get(str(name), ("• ", None))
         if name == "human_decision":
             action = message.split(":")[0]
@@ -276,22 +301,23 @@ class _Tree:
             self.lines.append([("no model calls", "dim")])
         else:
             width = max(len(m) for m in [*rows, "model", "all"])
-            self.lines.append([(f"{'model':<{width}}  {'calls':>6}  {'tokens in':>10}  {'tokens out':>10}  "
-                                f"{'cost':>10}", "bold")])
-            everything = {"calls": 0, "input": 0, "output": 0, "cost": 0.0}
+            failed = any(row["failed"] for row in rows.values())
+            self.lines.append([(f"{'model':<{width}}  {'calls':>6}  " + (f"{'failed':>6}  " if failed else "")
+                                + f"{'tokens in':>10}  {'tokens out':>10}  {'cost':>10}", "bold")])
+            everything = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0}
             for model, row in sorted(rows.items()):
-                self.lines.append([(self._row(model, row, width), None)])
+                self.lines.append([(self._row(model, row, width, failed), None)])
                 for key in everything:
                     everything[key] += row[key]
             if len(rows) > 1:
-                self.lines.append([(self._row("all", everything, width), "bold")])
+                self.lines.append([(self._row("all", everything, width, failed), "bold")])
         if self.view.steps:
             self.lines.append([(f"magent trace {self.view.td.id[:8]} --step N shows step N whole", "dim")])
 
     @staticmethod
-    def _row(name: str, row: dict[str, Any], width: int) -> str:
-        return (f"{name:<{width}}  {row['calls']:>6}  {tokens(row['input']):>10}  {tokens(row['output']):>10}  "
-                f"{money(row['cost']):>10}")
+    def _row(name: str, row: dict[str, Any], width: int, failed: bool = False) -> str:
+        return (f"{name:<{width}}  {row['calls']:>6}  " + (f"{row['failed']:>6}  " if failed else "")
+                + f"{tokens(row['input']):>10}  {tokens(row['output']):>10}  {money(row['cost']):>10}")
 
 
 def tree_lines(view: TraceView, show_all: bool = False) -> list[Line]:

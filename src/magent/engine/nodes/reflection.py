@@ -55,7 +55,7 @@ class ReflectionNode(Node):
                              api_key=config.api_key, timeout=config.timeout_seconds,
                              max_retries=config.max_retries, fallback_model=config.fallback_model,
                              agent=critic.name)
-        response = await ctx.client_for(critic.name).complete(request, None)
+        response = await ctx.call_model(request, node=self.name, iteration=round_no - 1)
         ctx.record_llm_call(response, node=self.name, agent=critic.name, iteration=round_no - 1)
         verdict, feedback, understood = parse_verdict(response.content)
         if verdict == "pass":
