@@ -47,8 +47,8 @@ def test_write_review_trace_has_nodes_turns_llm_calls_and_tool_calls() -> None:
     assert "verdict revise (round 1/3)" in review.message and "→ write" in review.message
     assert "verdict pass" in trace.steps[6].message and "→ END" in trace.steps[6].message
     assert trace.steps[4].message.startswith("visit 2")
-    assert trace.usage_by_model["scripted/scripted"].calls == 5
-    assert sum(c.tokens_in for s in trace.steps for c in s.llm_calls) == trace.usage_by_model["scripted/scripted"].input
+    assert trace.usage_by_model["scripted"].calls == 5
+    assert sum(c.tokens_in for s in trace.steps for c in s.llm_calls) == trace.usage_by_model["scripted"].input
 
 
 def test_action_records_are_one_per_react_turn_and_attempts_are_derived() -> None:

@@ -308,7 +308,7 @@ class RunContext:
                         entry_id: str | None = None, session: Session | None = None,
                         rail: str | None = None) -> None:
         session = session or self.main
-        key = response.usage_key or response.model
+        key = response.usage_key
         usage = Usage(input=response.tokens_in, output=response.tokens_out,
                       cost=response.cost, calls=1)
         self.usage_by_model[key] = self.usage_by_model.get(key, Usage()).add(usage)

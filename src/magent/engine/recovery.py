@@ -19,7 +19,7 @@ from magent.engine.context import Recovery, RunContext
 from magent.engine.sessions import Session
 from magent.models import Checkpoint, Entry, Event
 from magent.models.session import MAIN_SESSION
-from magent.models.task import Usage
+from magent.models.task import Usage, usage_key
 from magent.store import to_message
 from magent.store.files import loads, read_bytes
 
@@ -82,10 +82,7 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
         if event.type == "llm_call" and event.field("error"):
             continue  # a failed attempt: nothing answered, nothing counted
         if event.type == "llm_call":
-            key = event.field("model") or "unknown"
-            provider = event.field("provider")
-            if provider and "/" not in key:
-                key = f"{provider}/{key}"
+            key = usage_key(event.field("model") or "", event.field("provider"))
             usage = Usage(input=event.field("tokens_in", 0), output=event.field("tokens_out", 0),
                           cost=event.field("cost", 0.0), calls=1)
             ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(usage)

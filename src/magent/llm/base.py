@@ -100,9 +100,9 @@ class LLMResponse:
 
     @property
     def usage_key(self) -> str:
-        if self.provider and self.provider != self.model and "/" not in self.model:
-            return f"{self.provider}/{self.model}"
-        return self.model
+        from magent.models.task import usage_key
+
+        return usage_key(self.model, self.provider)
 
 
 class LLMClient(Protocol):

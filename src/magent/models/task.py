@@ -50,6 +50,15 @@ class Usage(Model):
                      cost=round(self.cost + other.cost, 10), calls=self.calls + other.calls)
 
 
+def usage_key(model: str, provider: str | None) -> str:
+    """The one key a model's usage is counted under (checkpoints, trace.json, recovery): the
+    model string when it already names a provider (``openai/gpt-4o-mini``) or is its own
+    provider (``scripted``), else ``provider/model``."""
+    if provider and provider != model and "/" not in model:
+        return f"{provider}/{model}"
+    return model or "unknown"
+
+
 class ForkRef(Model):
     """A task started from one of this task's checkpoints (time travel)."""
 

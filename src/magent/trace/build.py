@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Iterable
 
+from magent.models.task import usage_key
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
 from magent.vocabulary import how_started
 
@@ -273,10 +274,7 @@ class _Builder:
                   "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt")}
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
-            # Keyed like the checkpoints' usage_by_model (LLMResponse.usage_key).
-            key = (f"{record['provider']}/{record['model']}" if record["provider"] and "/" not in record["model"]
-                   else record["model"])
-            total = self.usage.setdefault(key, {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
+            total = self.usage.setdefault(usage_key(record["model"], record["provider"]), {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
             total["input"] += record["tokens_in"]
             total["output"] += record["tokens_out"]
             total["cost"] = round(total["cost"] + record["cost"], 10)
