@@ -201,3 +201,33 @@ def test_json_conversions_still_apply(tmp_path):
     p = tmp_path / "policy.yaml"
     p.write_text("by_status: {failed: 3}\n")
     assert list(load_retention_policy(p, missing_ok=False).by_status.values()) == [3]
+
+
+@pytest.mark.parametrize("key", ["api_base", "base_url", "endpoint"])
+def test_the_endpoint_has_litellms_and_the_openai_sdks_names_too(tmp_path, key):
+    f = tmp_path / "agent.yaml"
+    f.write_text("name: w\nrole: r\nsystem_prompt: s\nllm_config:\n  model: openai/local\n"
+                 f"  {key}: http://127.0.0.1:8080/v1\n"
+                 f"  fallback_model: {{model: openai/other, {key}: 'http://127.0.0.1:9090/v1'}}\n")
+    config = load_agent(f).agent.llm_config
+    assert config.endpoint == "http://127.0.0.1:8080/v1"
+    assert config.fallback_model.endpoint == "http://127.0.0.1:9090/v1"
+
+
+@pytest.mark.parametrize("typo", ["api_bse", "apibase", "base_ur"])
+def test_a_misspelt_endpoint_name_suggests_the_endpoint_not_the_api_key(tmp_path, typo):
+    f = tmp_path / "agent.yaml"
+    f.write_text(f"name: w\nrole: r\nsystem_prompt: s\nllm_config:\n  model: openai/local\n  {typo}: http://h/v1\n")
+    with pytest.raises(ConfigError) as exc:
+        load_agent(f)
+    assert f"unknown field '{typo}' (did you mean 'endpoint'?)" in str(exc.value)
+
+
+def test_the_endpoint_is_given_once(tmp_path):
+    f = tmp_path / "agent.yaml"
+    f.write_text("name: w\nrole: r\nsystem_prompt: s\nllm_config:\n  model: openai/local\n"
+                 "  endpoint: http://a/v1\n  api_base: http://b/v1\n")
+    with pytest.raises(ConfigError) as exc:
+        load_agent(f)
+    assert str(exc.value).endswith("agent.yaml:4:1: llm_config: endpoint and api_base are the same "
+                                   "setting (the endpoint): give it once")

@@ -136,3 +136,37 @@ def test_a_refused_connection_says_the_endpoint_could_not_be_reached(tmp_path: P
     message = f"model 'openai/stub-model': could not reach {url} (connection refused) (1 attempt)"
     assert message in result.out
     assert "HTTP 500" not in result.out + result.err
+
+
+@pytest.mark.slow
+def test_a_fallback_on_another_server_with_its_own_key(tmp_path: Path, magent_home: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTHER_TEST_KEY", "sk-other-secret-value")
+    with OpenAIStub() as primary, OpenAIStub() as other:
+        primary.error(502)
+        other.text("The fallback answered.")
+        agent = write(tmp_path, "careful.yaml", f"""
+            name: careful
+            role: answers
+            system_prompt: Answer.
+            llm_config:
+              model: openai/stub-model
+              api_base: {primary.url}
+              max_retries: 0
+              fallback_model:
+                model: openai/other-model
+                base_url: {other.url}
+                api_key: ${{OTHER_TEST_KEY}}
+            """)
+        result = invoke("run", str(agent), "-t", "answer")
+        asked = other.received
+    assert result.code == 0, result.out + result.err
+    task_id = result.out.split()[1]
+    assert task_dir(task_id).load_task().result == "The fallback answered."
+    assert asked[0].headers.get("authorization") == "Bearer sk-other-secret-value"
+    failed, answered = [e for e in events(task_id) if e.type == "llm_call"]
+    assert failed.field("model") == "openai/stub-model" and failed.field("error").startswith("server error (HTTP 502)")
+    assert answered.field("model") == "openai/other-model"
+    for path in magent_home.rglob("*"):
+        if path.is_file():
+            assert b"sk-other-secret-value" not in path.read_bytes(), path

@@ -64,3 +64,17 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci[-1] == command
     assert not any(line.startswith("export ") and "PIP_" not in line for line in ci)  # nothing the README lacks
+
+
+def test_the_readme_local_model_config_is_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's local-server llm_config loads as written (endpoint, a fallback mapping)."""
+    from magent.config import load_agent
+
+    text = (ROOT / "README.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "127.0.0.1:8080" in b)
+    agent = tmp_path / "local.yaml"
+    agent.write_text("name: local\nrole: r\nsystem_prompt: s\n" + block)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-readme")
+    config = load_agent(agent).agent.llm_config
+    assert config.endpoint == "http://127.0.0.1:8080/v1"
+    assert (config.fallback_model.model, config.fallback_model.api_key) == ("openai/gpt-4o-mini", "sk-readme")

@@ -13,6 +13,7 @@ from magent.llm.base import LLMRequest, ToolSpec
 from magent.llm.factory import make_client, preflight, warm_import
 from magent.llm.litellm_client import LiteLLMClient, safe_name
 from magent.models import LLMConfig, Message, ToolCall
+from magent.models.agent import FallbackModel
 from support.openai_stub import STUB_KEY, STUB_MODEL, OpenAIStub, refused_url
 
 KV_GET = ToolSpec(name="kv.get", description="Read a key.",
@@ -230,6 +231,31 @@ def test_retries_exhausted_then_fallback_is_used_and_recorded(stub: OpenAIStub) 
     assert [r["model"] for r in stub.requests] == ["stub-model", "stub-model", "stub-fallback"]
     assert len(reply.retries) == 2
     assert reply.retries[1].endswith(f"giving up on {STUB_MODEL}")
+
+
+def test_a_fallback_with_its_own_endpoint_and_key_is_asked_there(stub: OpenAIStub) -> None:
+    stub.error(500).error(500)
+    with OpenAIStub() as other:
+        other.text("from the other server")
+        fallback = FallbackModel(model="openai/other-model", endpoint=other.url, api_key="sk-other-key")
+        reply = complete(ask(stub, max_retries=1, fallback_model=fallback))
+    assert (reply.content, reply.model) == ("from the other server", "openai/other-model")
+    assert [r.headers.get("authorization") for r in stub.received] == [f"Bearer {STUB_KEY}"] * 2
+    [asked] = other.received
+    assert asked.headers.get("authorization") == "Bearer sk-other-key" and asked["model"] == "other-model"
+
+
+def test_a_fallback_string_shares_the_endpoint_and_key_only_with_its_own_provider() -> None:
+    from magent.llm.litellm_client import Target, targets
+
+    local = "http://127.0.0.1:8080/v1"
+    assert targets("openai/big", local, "k", "openai/small") == [
+        Target("openai/big", local, "k"), Target("openai/small", local, "k")]  # the same server
+    assert targets("openai/big", local, "k", "anthropic/claude-3-haiku-20240307")[1] == \
+        Target("anthropic/claude-3-haiku-20240307", None, None)  # never the primary's key
+    assert targets("openai/big", local, "k", FallbackModel(model="openai/big", endpoint="http://b/v1")) == [
+        Target("openai/big", local, "k"), Target("openai/big", "http://b/v1", None)]
+    assert targets("openai/big", None, None, None) == [Target("openai/big")]
 
 
 def test_everything_spent_is_one_clear_line(stub: OpenAIStub) -> None:

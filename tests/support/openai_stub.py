@@ -66,6 +66,7 @@ class Received:
 
     path: str
     headers: dict[str, str]
+    """Names in lower case."""
     body: dict[str, Any] | None
     at: float
     """``time.monotonic()`` when it arrived."""
@@ -190,7 +191,8 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = None
-            stub.received.append(Received(self.path, dict(self.headers), body, time.monotonic()))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            stub.received.append(Received(self.path, headers, body, time.monotonic()))
             if self.path.rstrip("/").endswith("/embeddings"):
                 return self._embeddings(body or {})
             if not self.path.rstrip("/").endswith("/chat/completions"):

@@ -82,10 +82,11 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
     name = path[-1] if path else ""
     if kind == "extra_forbidden":
         allowed = _fields_at(model, loc[:-1])
+        others = _other_names_at(model, loc[:-1])
         hint = ""
-        close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(str(name), [*allowed, *others], n=1, cutoff=0.6)
         if close:
-            hint = f" (did you mean {close[0]!r}?)"
+            hint = f" (did you mean {others.get(close[0], close[0])!r}?)"
         elif allowed:
             hint = f" (allowed: {', '.join(sorted(allowed))})"
         return f"unknown field {name!r}{hint}"
@@ -117,18 +118,29 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
 
 def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
     """Field names (aliases where set) of the model reached by walking ``loc`` from ``model``."""
+    names: list[str] = []
+    for m in _models_at(model, loc):
+        for fname, f in m.model_fields.items():
+            names.append(f.alias or fname)
+    return sorted(set(names))
+
+
+def _other_names_at(model: Any, loc: tuple[Any, ...]) -> dict[str, str]:
+    """Other names the model at ``loc`` accepts for its fields (``ACCEPTED_NAMES``: name → field)."""
+    out: dict[str, str] = {}
+    for m in _models_at(model, loc):
+        out.update(getattr(m, "ACCEPTED_NAMES", {}))
+    return out
+
+
+def _models_at(model: Any, loc: tuple[Any, ...]) -> list[type[BaseModel]]:
     candidates = [model]
     for part in loc:
         nxt: list[Any] = []
         for ann in candidates:
             nxt.extend(_step(ann, part))
         candidates = nxt or candidates
-    names: list[str] = []
-    for ann in candidates:
-        for m in _models_in(ann):
-            for fname, f in m.model_fields.items():
-                names.append(f.alias or fname)
-    return sorted(set(names))
+    return [m for ann in candidates for m in _models_in(ann)]
 
 
 def _models_in(ann: Any) -> list[type[BaseModel]]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from magent.models import Message
+from magent.models.agent import FallbackModel
 
 TokenSink = Callable[[str], None]
 """Receives assistant text as it streams."""
@@ -65,7 +66,9 @@ class LLMRequest:
     api_key: str | None = None
     timeout: float = 120.0
     max_retries: int = 3
-    fallback_model: str | None = None
+    fallback_model: "str | FallbackModel | None" = None
+    """A model string (same endpoint and key as ``model`` when of the same provider), or a
+    ``FallbackModel`` with its own endpoint and key."""
     agent: str = ""
     """Name of the calling agent (the scripted provider keys its cursor by script)."""
 

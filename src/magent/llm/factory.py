@@ -13,7 +13,7 @@ from pathlib import Path
 from magent.errors import ConfigError
 from magent.llm.base import LLMClient
 from magent.llm.scripted import SCRIPTED, ScriptedClient, load_script, resolve_script
-from magent.models.agent import LLMConfig
+from magent.models.agent import FallbackModel, LLMConfig
 
 _shared_lock = threading.Lock()
 _shared = None
@@ -44,7 +44,8 @@ def preflight(config: LLMConfig, *, agent: str, base_dir: Path) -> None:
 
     Checks: a scripted agent's script exists and is well formed; litellm knows the
     model (and the fallback) string; the provider's API key is in the environment,
-    unless ``api_key`` or ``endpoint`` is set. Raises ``ConfigError``.
+    unless that model has an ``api_key`` or ``endpoint`` (the fallback's own, or the
+    primary's when it shares them: see ``litellm_client.targets``). Raises ``ConfigError``.
     """
     if config.model == SCRIPTED:
         load_script(resolve_script(config.script, base_dir, agent))
@@ -52,16 +53,17 @@ def preflight(config: LLMConfig, *, agent: str, base_dir: Path) -> None:
     from magent.llm import litellm_client
 
     litellm = litellm_client._litellm()
-    for field, model in (("model", config.model), ("fallback_model", config.fallback_model)):
-        if not model:
-            continue
-        if model == SCRIPTED:
-            raise ConfigError(f"agent {agent!r}: the scripted model cannot be a fallback",
-                              field=f"llm_config.{field}")
-        if not litellm_client.provider_of(model, config.endpoint):
+    fallback = config.fallback_model
+    if (fallback.model if isinstance(fallback, FallbackModel) else fallback) == SCRIPTED:
+        raise ConfigError(f"agent {agent!r}: the scripted model cannot be a fallback",
+                          field="llm_config.fallback_model")
+    chosen = litellm_client.targets(config.model, config.endpoint, config.api_key, fallback)
+    for target in chosen:
+        model = target.model
+        if not litellm_client.provider_of(model, target.endpoint):
             raise ConfigError(f"agent {agent!r}: unknown model {model!r} "
                               "(write it as provider/model, e.g. openai/gpt-4o-mini)")
-        if config.api_key or config.endpoint:
+        if target.api_key or target.endpoint:
             continue
         missing = _missing_credentials(litellm, model)
         if len(missing) == 1:

@@ -26,7 +26,8 @@ import threading
 import time
 import uuid
 import warnings
-from typing import Any, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from urllib.parse import urlparse
 
 from magent.errors import LLMError
@@ -37,7 +38,11 @@ from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
 from magent.llm.stream import collect, incomplete, server_finish
 
-__all__ = ["LiteLLMClient", "check_endpoint_allowed", "cost_of", "provider_of", "safe_name", "warm"]
+if TYPE_CHECKING:
+    from magent.models.agent import FallbackModel
+
+__all__ = ["LiteLLMClient", "Target", "check_endpoint_allowed", "cost_of", "provider_of", "safe_name",
+           "targets", "warm"]
 
 FORBID_REMOTE_ENV = "MAGENT_FORBID_REMOTE_LLM"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
@@ -100,6 +105,34 @@ def provider_of(model: str, endpoint: str | None = None) -> str:
         return ""
 
 
+@dataclass
+class Target:
+    """A model to ask and where: one for the primary, one for the fallback."""
+
+    model: str
+    endpoint: str | None = None
+    api_key: str | None = None
+
+
+def targets(model: str, endpoint: str | None, api_key: str | None,
+            fallback: "str | FallbackModel | None") -> list[Target]:
+    """The primary model, then the fallback (if any) with the endpoint and key it uses.
+
+    A fallback given as a mapping uses exactly its own ``endpoint`` and ``api_key``. One
+    given as a model string shares the primary's when it has the same provider (another
+    model on the same server); a model of another provider gets that provider's defaults,
+    so the primary's key is never sent to another provider.
+    """
+    out = [Target(model, endpoint, api_key)]
+    if isinstance(fallback, str):
+        if fallback and fallback != model:
+            same = provider_of(fallback, endpoint) == provider_of(model, endpoint)
+            out.append(Target(fallback, endpoint if same else None, api_key if same else None))
+    elif fallback is not None:
+        out.append(Target(fallback.model, fallback.endpoint, fallback.api_key))
+    return out
+
+
 class LiteLLMClient:
     """``LLMClient`` over litellm. One instance may serve every agent of a run.
 
@@ -121,17 +154,15 @@ class LiteLLMClient:
         """One model turn, with retries and fallback. Raises ``LLMError`` when all is spent.
 
         ``on_attempt`` hears of every attempt as it starts and of every one that fails."""
-        models = [request.model]
-        if request.fallback_model and request.fallback_model != request.model:
-            models.append(request.fallback_model)
-        for model in models:
-            check_endpoint_allowed(model, request.endpoint)
-        _litellm()
+        chosen = targets(request.model, request.endpoint, request.api_key, request.fallback_model)
+        for target in chosen:
+            check_endpoint_allowed(target.model, target.endpoint)
         report = on_attempt or (lambda attempt: None)
         failures: list[str] = []
         retries: list[str] = []
-        for model in models:
-            provider = provider_of(model, request.endpoint)
+        for target in chosen:
+            model, endpoint = target.model, target.endpoint
+            provider = provider_of(model, endpoint)
             allowed = request.max_retries + 1
             for number in range(1, allowed + 1):
                 attempt = Attempt(model=model, number=number, allowed=allowed, timeout=request.timeout,
@@ -139,15 +170,14 @@ class LiteLLMClient:
                 report(attempt)
                 started = time.monotonic()
                 try:
-                    response = await self._attempt(model, request, on_token)
+                    response = await self._attempt(target, request, on_token)
                 except asyncio.CancelledError:  # the run is being stopped: this attempt ends here
                     attempt.error = "cancelled: the run was stopped"
                     attempt.duration_ms = int((time.monotonic() - started) * 1000)
                     report(attempt)
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
-                    what, retryable, retry_after = describe(exc, request.timeout, _litellm(),
-                                                            request.endpoint)
+                    what, retryable, retry_after = describe(exc, request.timeout, _litellm(), endpoint)
                     attempt.error, attempt.duration_ms = what, int((time.monotonic() - started) * 1000)
                     if retryable and number < allowed:
                         attempt.retry_in = self.policy.delay(number, retry_after)
@@ -155,12 +185,12 @@ class LiteLLMClient:
                     if not retryable:
                         note = "not retried" if number == 1 else f"after {number} attempts"
                         raise LLMError("; then ".join(
-                            [*failures, f"{_named(model, request.endpoint, what)}: {what} ({note})"])) from None
+                            [*failures, f"{_named(model, endpoint, what)}: {what} ({note})"])) from None
                     if attempt.retry_in is not None:
                         retries.append(f"{model} attempt {number}: {what}; retrying in {attempt.retry_in:.1f} s")
                         await self.sleep(attempt.retry_in)
                         continue
-                    failures.append(f"{_named(model, request.endpoint, what)}: {what} "
+                    failures.append(f"{_named(model, endpoint, what)}: {what} "
                                     f"({number} attempt{'s' if number != 1 else ''})")
                     retries.append(f"{model} attempt {number}: {what}; giving up on {model}")
                     break
@@ -181,8 +211,9 @@ class LiteLLMClient:
         except Exception:
             return True
 
-    async def _attempt(self, model: str, request: LLMRequest, on_token: TokenSink | None) -> LLMResponse:
+    async def _attempt(self, target: "Target", request: LLMRequest, on_token: TokenSink | None) -> LLMResponse:
         litellm = _litellm()
+        model, endpoint = target.model, target.endpoint
         names = ToolNames([t.name for t in request.tools])
         kwargs: dict[str, Any] = {
             "model": model,
@@ -197,11 +228,11 @@ class LiteLLMClient:
         }
         if request.max_tokens:
             kwargs["max_tokens"] = request.max_tokens
-        if request.endpoint:
-            kwargs["api_base"] = request.endpoint
-        if request.api_key:
-            kwargs["api_key"] = request.api_key
-        elif request.endpoint and _needs_key(model):
+        if endpoint:
+            kwargs["api_base"] = endpoint
+        if target.api_key:
+            kwargs["api_key"] = target.api_key
+        elif endpoint and _needs_key(model):
             # A local OpenAI-compatible server usually wants no key, but the OpenAI SDK
             # refuses to send a request without one: give it a placeholder.
             kwargs["api_key"] = "sk-no-key-set"
@@ -214,7 +245,7 @@ class LiteLLMClient:
         remaining = max(request.timeout - (time.monotonic() - started), 0.001)
         got = await asyncio.wait_for(collect(stream, on_token), timeout=remaining)
         if server_finish(stream, got) is None:  # a cut stream, or no stream at all: not an answer
-            raise IncompleteReply(incomplete(stream, got, request.endpoint))
+            raise IncompleteReply(incomplete(stream, got, endpoint))
         content, raw_calls, finish, usage = got.text, got.calls, got.finish, got.usage
         # A provider that sends no id gets a unique one: ids key results and recovery.
         calls = [LLMToolCall(id=c["id"] or f"call_{uuid.uuid4().hex[:24]}", name=names.full(c["name"]),
@@ -226,7 +257,7 @@ class LiteLLMClient:
             tokens_in, tokens_out = estimate_tokens(request, content, calls)
         return LLMResponse(
             content=content, tool_calls=calls, model=model,
-            provider=provider_of(model, request.endpoint), tokens_in=tokens_in,
+            provider=provider_of(model, endpoint), tokens_in=tokens_in,
             tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out),
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else finish)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from magent.models.base import Model
 from magent.models.guardrails import Guardrails
@@ -13,17 +13,52 @@ from magent.models.memory import AgentMemory
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 
 
+ENDPOINT_NAMES = ("endpoint", "api_base", "base_url")
+"""``endpoint`` and the names litellm and the OpenAI SDK give the same setting."""
+
+
+def _one_endpoint(data: Any) -> Any:
+    """Accept litellm's ``api_base`` and the OpenAI SDK's ``base_url`` as ``endpoint``."""
+    if not isinstance(data, dict):
+        return data
+    given = [name for name in ENDPOINT_NAMES if name in data]
+    if len(given) > 1:
+        raise ValueError(f"{' and '.join(given)} are the same setting (the endpoint): give it once")
+    if given and given[0] != "endpoint":
+        data = {("endpoint" if k == given[0] else k): v for k, v in data.items()}
+    return data
+
+
+class FallbackModel(Model):
+    """A fallback model with its own endpoint and key (another provider, another server)."""
+
+    model: str = Field(min_length=1)
+    """A litellm model string."""
+    endpoint: str | None = None
+    """API base URL; none: the provider's own. (``api_base`` and ``base_url`` are accepted too.)"""
+    api_key: str | None = None
+    """API key; write it as ``${ENV_VAR}``. None: the provider's variable in the environment."""
+
+    ACCEPTED_NAMES: ClassVar[dict[str, str]] = {name: "endpoint" for name in ENDPOINT_NAMES[1:]}
+    """Other names accepted for a field (did-you-mean suggests the field's own name)."""
+    _endpoint_names = model_validator(mode="before")(_one_endpoint)
+
+
 class LLMConfig(Model):
     """Which model an agent talks to and how."""
 
     model: str = Field(min_length=1)
     """A litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``...) or ``scripted``."""
     endpoint: str | None = None
-    """API base URL, for self-hosted or OpenAI-compatible servers."""
+    """API base URL, for self-hosted or OpenAI-compatible servers (``http://127.0.0.1:8080/v1``).
+    ``api_base`` (litellm's name) and ``base_url`` (the OpenAI SDK's) are accepted too."""
     api_key: str | None = None
     """API key; write it as ``${ENV_VAR}`` so it is never stored in the file or on disk."""
-    fallback_model: str | None = None
-    """Model tried after the primary one has used up its retries."""
+    fallback_model: str | FallbackModel | None = None
+    """Model tried after the primary one has used up its retries. As a model string it uses
+    the primary's endpoint and key when it has the same provider (another model on the same
+    server), else its provider's defaults; as a mapping (``model``, ``endpoint``,
+    ``api_key``) it uses exactly what it says."""
     script: str | None = None
     """For ``model: scripted``: the YAML file of responses to play, relative to the agent file."""
     max_tokens: int | None = Field(default=None, gt=0)
@@ -32,6 +67,10 @@ class LLMConfig(Model):
     """Per-call timeout."""
     max_retries: int = Field(default=3, ge=0, le=10)
     """Retries on rate limits, server errors and timeouts before falling back."""
+
+    ACCEPTED_NAMES: ClassVar[dict[str, str]] = {name: "endpoint" for name in ENDPOINT_NAMES[1:]}
+    """Other names accepted for a field (did-you-mean suggests the field's own name)."""
+    _endpoint_names = model_validator(mode="before")(_one_endpoint)
 
 
 class Agent(Model):
