@@ -226,6 +226,7 @@ class EventPrinter:
         self._open_line = False
         self._kind = ""
         self._sessions: dict[str, str] = {}
+        self._waiting: _Waiting | None = None
 
     def _who(self, ev: Any) -> str:
         """``worker › `` before what a child session does (its events interleave with others')."""
@@ -233,6 +234,7 @@ class EventPrinter:
         return f"[dim]{_esc(self._sessions.get(sid, 'session ' + sid[:8]))} ›[/] " if sid else ""
 
     def token(self, text: str) -> None:
+        self.close()
         if self.quiet:
             return
         if not self._open_line:
@@ -246,10 +248,17 @@ class EventPrinter:
             self.out.print()
             self._open_line = False
 
+    def close(self) -> None:
+        """Stop drawing a model call in progress (before anything else is printed)."""
+        if self._waiting is not None:
+            self._waiting.stop()
+            self._waiting = None
+
     def print_event(self, ev: Any) -> None:
         handler = getattr(self, f"_on_{ev.type}", None)
         if handler is None:
             return
+        self.close()
         if self.quiet and ev.type not in ("warning",):
             return
         if ev.type != "llm_call":
@@ -281,6 +290,12 @@ class EventPrinter:
         said = ev.field("output") or ev.field("error") or ""
         self.out.print(f"  [{color}]⇠ {_esc(who)} {status}[/] {_esc(short(said, 160))}")
 
+    def _on_llm_started(self, ev: Any) -> None:
+        # (only the main conversation's: child sessions run side by side)
+        if self.out.is_terminal and not self._open_line and not ev.field("session"):
+            self._waiting = _Waiting(self.out, ev.field("model") or "the model", ev.field("attempt") or 1,
+                                     ev.field("attempts") or 1)
+
     def _on_llm_call(self, ev: Any) -> None:
         if ev.field("error"):
             self._failed_attempt(ev)
@@ -305,11 +320,13 @@ class EventPrinter:
     def _failed_attempt(self, ev: Any) -> None:
         self._close_line()
         self._streamed = False
-        then = (f"retrying in {ev.field('retry_in'):.1f} s" if ev.field("retry_in") is not None
-                else "giving up on this model")
+        if ev.field("retry_in") is not None:
+            then = f"; retrying in {ev.field('retry_in'):.1f} s"
+        else:
+            then = "" if ev.field("cancelled") else "; giving up on this model"
         self.out.print(f"  {self._who(ev)}[yellow]✗ {_esc(ev.field('model'))} attempt {ev.field('attempt')}/"
                        f"{ev.field('attempts')} failed after {(ev.field('latency_ms') or 0) / 1000:.1f} s: "
-                       f"{_esc(ev.field('error'))}; {then}[/]", highlight=False)
+                       f"{_esc(ev.field('error'))}{then}[/]", highlight=False)
 
     def _on_tool_call(self, ev: Any) -> None:
         import json
@@ -402,6 +419,34 @@ class EventPrinter:
             self.out.print(f"  magent resume {task_id} --reject --message TEXT", markup=False)
         if "modify" in allowed:
             self.out.print(f"  magent resume {task_id} --modify FILE   (state updates, YAML or JSON)", markup=False)
+
+
+class _Waiting:
+    """A model call in progress, drawn in place on a terminal: which model, which attempt,
+    seconds so far. It vanishes when the first token or any other output arrives."""
+
+    def __init__(self, out: "Console", model: str, attempt: int, attempts: int):
+        import time
+
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        self._clock = time.monotonic
+        self.started = self._clock()
+        self.label = f"waiting for {model}" + (f" · attempt {attempt}/{attempts}" if attempt > 1 else "")
+        self.spinner = Spinner("dots", style="cyan")
+        self.live = Live(self, console=out, transient=True, refresh_per_second=4)
+        self.live.start()
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        seconds = int(self._clock() - self.started)
+        self.spinner.text = Text(f"{self.label} · {seconds} s", style="dim")
+        return Text("  ") + self.spinner.render(self._clock())
+
+    def stop(self) -> None:
+        self.live.stop()
 
 
 # Trace, step and graph views: ``magent.trace`` lays out lines of (text, style)

@@ -300,7 +300,7 @@ class RunContext:
             else:
                 self.bus.emit("llm_call", node, provider=attempt.provider or None,
                               error=self.redactor.text(attempt.error), latency_ms=attempt.duration_ms,
-                              retry_in=attempt.retry_in, **common)
+                              retry_in=attempt.retry_in, cancelled=attempt.cancelled or None, **common)
 
         return await self.client_for(agent, session).complete(request, on_token, on_attempt=on_attempt)
 

@@ -34,6 +34,8 @@ class Attempt:
     """How long a failed attempt took."""
     retry_in: float | None = None
     """Seconds until this model is tried again; None when it is not (given up, or not retryable)."""
+    cancelled: bool = False
+    """The attempt was cut short because the run is being stopped (Ctrl-C, SIGTERM)."""
 
 
 AttemptSink = Callable[[Attempt], None]

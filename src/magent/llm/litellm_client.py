@@ -172,7 +172,7 @@ class LiteLLMClient:
                 try:
                     response = await self._attempt(target, request, on_token)
                 except asyncio.CancelledError:  # the run is being stopped: this attempt ends here
-                    attempt.error = "cancelled: the run was stopped"
+                    attempt.error, attempt.cancelled = "cancelled: the run was stopped", True
                     attempt.duration_ms = int((time.monotonic() - started) * 1000)
                     report(attempt)
                     raise
