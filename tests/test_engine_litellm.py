@@ -4,6 +4,7 @@ native tool calling, a rate limit retried, usage and cost recorded, the key kept
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,8 @@ def test_a_real_model_run_through_litellm(tmp_path: Path, magent_home: Path,
     assert limited.field("provider") == "openai" and limited.field("tokens_in") is None
     assert calls[0].field("attempt") == 2 and calls[1].field("attempt") is None
     assert calls[1].field("tokens_in") == 40 and calls[1].field("tokens_out") == 5
-    assert all(c.field("cost") is not None and c.field("latency_ms") is not None for c in calls)
+    # stub-model has no price in litellm's map: no cost recorded (unknown, not $0)
+    assert all(c.field("cost") is None and c.field("latency_ms") is not None for c in calls)
     assert kv_store(task_id) == {"city": "Lyon"}
     td = task_dir(task_id)
     last = td.checkpoints.read(td.checkpoints.numbers()[-1])
@@ -170,3 +172,24 @@ def test_a_fallback_on_another_server_with_its_own_key(tmp_path: Path, magent_ho
     for path in magent_home.rglob("*"):
         if path.is_file():
             assert b"sk-other-secret-value" not in path.read_bytes(), path
+
+
+@pytest.mark.slow
+def test_a_cost_litellm_cannot_tell_is_shown_as_unknown(tmp_path: Path, magent_home: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.text("Cheap or not?", usage=(1000, 1000))
+        stub.text("Priced.", usage=(1000, 1000))
+        unpriced = invoke("run", str(talker(tmp_path, stub.url, retries=0)), "-t", "how much?")
+        priced = invoke("run", str(talker(tmp_path, stub.url, retries=0)), "-t", "how much?",
+                        "--model", "openai/gpt-4o-mini")
+    assert unpriced.code == priced.code == 0
+    assert "tokens · cost unknown · " in unpriced.out and "$0.0000" not in unpriced.out
+    assert "tokens · $0.0008 · " in priced.out  # litellm's price map knows gpt-4o-mini
+    task_id = unpriced.out.split()[1]
+    usage = task_dir(task_id).load_task().usage
+    assert (usage.calls, usage.unpriced, usage.cost) == (1, 1, 0.0)
+    assert trace_json(task_id)["usage_by_model"]["openai/stub-model"]["unpriced"] == 1
+    assert re.search(r"^cost +unknown$", invoke("tasks", "show", task_id).out, re.M)
+    listed = invoke("tasks", "list").out
+    assert re.search(rf"^{task_id[:8]} .* unknown$", listed, re.M) and "$0.0008" in listed
+    assert re.search(r"^openai/stub-model +1 +1,000 +1,000 +unknown$", invoke("trace", task_id).out, re.M)

@@ -6,6 +6,7 @@ import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from magent.money import cost_phrase, money
 from magent.vocabulary import STATUS_STYLE, checkpoint_moment, how_started, plural
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def task_table(rows: list["TaskRow"]) -> None:
     cells: list[list[Any]] = []
     for t in rows:
         cells.append([t.id[:8], (t.status, STATUS_STYLE.get(t.status, "")), t.workflow,
-                      short(t.description, 60), ago(t.created_at), str(t.calls), f"${t.cost:.4f}"])
+                      short(t.description, 60), ago(t.created_at), str(t.calls), money(t.cost, t.unpriced)])
     grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "CALLS", "COST"], cells, flexible=3)
 
 
@@ -114,7 +115,7 @@ def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] =
         ("finished", task.completed_at.isoformat(timespec="seconds") if task.completed_at else "-"),
         ("model calls", str(task.usage.calls)), ("checkpoints", str(checkpoints)),
         ("tokens", f"{task.usage.input} in / {task.usage.output} out"),
-        ("cost", f"${task.usage.cost:.4f}"),
+        ("cost", money(task.usage.cost, task.usage.unpriced)),
         ("retention", f"{task.retention_days} days" if task.retention_days is not None else "policy"),
     ]
     if task.parent_task_id:
@@ -312,7 +313,7 @@ class EventPrinter:
             self.out.print("  " + who + _esc(short(response["content"], 2000)).replace("\n", "\n  "))
         self._close_line()
         self._streamed = False
-        cost = f" ${ev.field('cost'):.4f}" if ev.field("cost") else ""
+        cost = "" if ev.field("cost") == 0 else f" · {cost_phrase(ev.field('cost'))}"
         attempt = f" · attempt {ev.field('attempt')}" if ev.field("attempt") else ""
         self.out.print(f"  {who}[dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
                        f"{cost} · {ev.field('latency_ms')} ms{attempt}[/]")
@@ -405,8 +406,8 @@ class EventPrinter:
         color = STATUS_STYLE.get(status, "")
         secs = (ev.field("duration_ms") or 0) / 1000
         self.out.print(f"[{color}]{status}[/] · {plural(ev.field('model_calls') or 0, 'model call')} · "
-                       f"{ev.field('tokens_in')}→"
-                       f"{ev.field('tokens_out')} tokens · ${ev.field('cost') or 0:.4f} · {secs:.1f}s")
+                       f"{ev.field('tokens_in')}→{ev.field('tokens_out')} tokens · "
+                       f"{cost_phrase(ev.field('cost') or 0.0, ev.field('unpriced') or 0)} · {secs:.1f}s")
         if status == "completed" and ev.field("result"):
             self.out.print("[bold]answer[/]")
             self.out.print(ev.field("result"), markup=False)

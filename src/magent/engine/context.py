@@ -309,8 +309,8 @@ class RunContext:
                         rail: str | None = None) -> None:
         session = session or self.main
         key = response.usage_key
-        usage = Usage(input=response.tokens_in, output=response.tokens_out,
-                      cost=response.cost, calls=1)
+        usage = Usage(input=response.tokens_in, output=response.tokens_out, cost=response.cost or 0.0,
+                      calls=1, unpriced=int(response.cost is None))
         self.usage_by_model[key] = self.usage_by_model.get(key, Usage()).add(usage)
         self.total_usage = self.total_usage.add(usage)
         self.turn_index += 1

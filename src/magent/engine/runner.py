@@ -184,7 +184,7 @@ class Executor:
         ctx.bus.emit("run_finished", None, status=status.value, result=ctx.redactor.text(result or "") or None,
                      error=ctx.redactor.text(error) if error else None, model_calls=ctx.total_usage.calls,
                      tokens_in=ctx.total_usage.input, tokens_out=ctx.total_usage.output,
-                     cost=ctx.total_usage.cost,
+                     cost=ctx.total_usage.cost, unpriced=ctx.total_usage.unpriced or None,
                      duration_ms=int((time.perf_counter() - self.started) * 1000))
         # What the command line prints (the answer, --json's result line, an inline question) is
         # masked like the task's files: what a person saw is what the trace shows later.

@@ -94,8 +94,8 @@ class LLMResponse:
     provider: str = ""
     tokens_in: int = 0
     tokens_out: int = 0
-    cost: float = 0.0
-    """USD as litellm computes it; 0 when unknown."""
+    cost: float | None = 0.0
+    """USD as litellm computes it; None when litellm has no price for the model."""
     latency_ms: int = 0
     stop_reason: str | None = None
     retries: list[str] = field(default_factory=list)

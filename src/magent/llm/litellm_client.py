@@ -277,14 +277,14 @@ def _needs_key(model: str) -> bool:
     return any("KEY" in name for name in missing)
 
 
-def cost_of(model: str, tokens_in: int, tokens_out: int) -> float:
-    """USD for a call as litellm's (local) price map has it; 0 when the model is not priced."""
+def cost_of(model: str, tokens_in: int, tokens_out: int) -> float | None:
+    """USD for a call as litellm's (local) price map has it; None when the model is not priced."""
     try:
         prompt, completion = _litellm().cost_per_token(
             model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out)
         return float(prompt) + float(completion)
     except Exception:
-        return 0.0
+        return None
 
 
 def check_endpoint_allowed(model: str, endpoint: str | None) -> None:

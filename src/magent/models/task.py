@@ -41,13 +41,17 @@ class Usage(Model):
     output: int = 0
     """Completion tokens."""
     cost: float = 0.0
-    """Cost in USD as litellm reports it; 0 when unknown."""
+    """Cost in USD as litellm reports it, of the calls it could price."""
     calls: int = 0
     """Number of model calls."""
+    unpriced: int = 0
+    """Calls litellm had no price for (a local server, a model missing from its price map):
+    their cost is unknown, so ``cost`` is a lower bound when this is not 0."""
 
     def add(self, other: "Usage") -> "Usage":
         return Usage(input=self.input + other.input, output=self.output + other.output,
-                     cost=round(self.cost + other.cost, 10), calls=self.calls + other.calls)
+                     cost=round(self.cost + other.cost, 10), calls=self.calls + other.calls,
+                     unpriced=self.unpriced + other.unpriced)
 
 
 def usage_key(model: str, provider: str | None) -> str:

@@ -46,8 +46,8 @@ class LLMCallRecord(Model):
     """Prompt tokens."""
     tokens_out: int = 0
     """Completion tokens."""
-    cost: float = 0.0
-    """Cost in USD as litellm reports it; 0 when unknown."""
+    cost: float | None = 0.0
+    """Cost in USD as litellm reports it; None when it has no price for the model."""
     latency_ms: int = 0
     """Wall time of this attempt."""
     stop_reason: str | None = None

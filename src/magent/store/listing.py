@@ -88,6 +88,8 @@ class TaskRow:
     cost: float
     doc: dict[str, Any]
     """task.json as stored, without the (large) ``config_snapshot``."""
+    unpriced: int = 0
+    """Model calls whose cost litellm could not tell (``cost`` leaves them out)."""
 
 
 def task_ids(tasks_dir: Path, problems: list[str] | None = None) -> list[str]:
@@ -153,10 +155,13 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     calls = usage.get("calls", 0)
     if type(calls) is not int:
         raise bad(f"usage.calls: {calls!r} is not a whole number")
+    unpriced = usage.get("unpriced", 0)
+    if type(unpriced) is not int:
+        raise bad(f"usage.unpriced: {unpriced!r} is not a whole number")
     doc.pop("config_snapshot", None)
     return TaskRow(id=task_id, status=status, workflow=doc["workflow"],
                    description=doc["description"], created_at=created, calls=calls,
-                   cost=float(cost), doc=doc)
+                   cost=float(cost), doc=doc, unpriced=unpriced)
 
 
 def list_rows(root: Path | None = None, status: str | None = None,

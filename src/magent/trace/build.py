@@ -270,14 +270,18 @@ class _Builder:
     def _on_llm_call(self, ev: dict[str, Any]) -> None:
         record = {"model": ev.get("model") or "", "provider": ev.get("provider") or "",
                   "tokens_in": int(ev.get("tokens_in") or 0), "tokens_out": int(ev.get("tokens_out") or 0),
-                  "cost": float(ev.get("cost") or 0.0), "latency_ms": int(ev.get("latency_ms") or 0),
+                  "cost": None if ev.get("cost") is None and not ev.get("error") else float(ev.get("cost") or 0.0),
+                  "latency_ms": int(ev.get("latency_ms") or 0),
                   "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt")}
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
-            total = self.usage.setdefault(usage_key(record["model"], record["provider"]), {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
+            total = self.usage.setdefault(usage_key(record["model"], record["provider"]),
+                                          {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
             total["input"] += record["tokens_in"]
             total["output"] += record["tokens_out"]
-            total["cost"] = round(total["cost"] + record["cost"], 10)
+            total["cost"] = round(total["cost"] + (record["cost"] or 0.0), 10)
+            if record["cost"] is None:
+                total["unpriced"] = total.get("unpriced", 0) + 1
             total["calls"] += 1
             info = self.sessions.get(ev.get("session") or "")
             if info is not None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from magent.trace.actions import compress_actions
 from magent.trace.load import TraceView
-from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, money, tokens
+from magent.money import cost_phrase
+from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, tokens
 
 
 def _entries(td: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
@@ -199,7 +200,7 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
             continue
         lines.append([("model call ", "bold"), (str(call.get("model")), "blue"),
                       (f" ({call.get('provider')}) · {tokens(int(call.get('tokens_in') or 0))} in · "
-                       f"{tokens(int(call.get('tokens_out') or 0))} out · {money(float(call.get('cost') or 0))} · "
+                       f"{tokens(int(call.get('tokens_out') or 0))} out · {cost_phrase(call.get('cost', 0.0))} · "
                        f"{duration(call.get('latency_ms'))} · stop: {call.get('stop_reason')}", "dim")])
         if call.get("response") is not None:
             _block(lines, "reply", call["response"], "italic")

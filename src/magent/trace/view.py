@@ -16,6 +16,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from magent.money import cost_phrase, money
 from magent.trace.load import TraceView
 from magent.vocabulary import STATUS_STYLE, plural
 
@@ -46,8 +47,6 @@ def tokens(n: int) -> str:
     return f"{n:,}"
 
 
-def money(cost: float) -> str:
-    return f"${cost:.6f}" if 0 < cost < 0.0001 else f"${cost:.4f}"
 
 
 def args_text(arguments: Any, width: int) -> str:
@@ -72,7 +71,7 @@ def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for step in steps:
         for call in step.get("llm_calls") or []:
             row = out.setdefault(call.get("model") or "?",
-                                 {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0})
+                                 {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0})
             if call.get("error"):
                 row["failed"] += 1
                 continue
@@ -80,6 +79,7 @@ def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             row["input"] += int(call.get("tokens_in") or 0)
             row["output"] += int(call.get("tokens_out") or 0)
             row["cost"] += float(call.get("cost") or 0.0)
+            row["unpriced"] += call.get("cost", 0.0) is None  # (absent: the default, 0)
     return out
 
 
@@ -130,13 +130,13 @@ class _Tree:
         if call.get("error"):
             self.attempt_line(call, indent, n, label)
             return
-        cost = float(call.get("cost") or 0.0)
+        cost = call.get("cost", 0.0)  # trace.json leaves defaults out; null is "unknown"
         line: Line = [self.num(n), (indent, None)]
         if label:
             line.append((label + " · ", "bold"))
         line += [(call.get("model") or "?", "blue"),
                  (f" · {tokens(int(call.get('tokens_in') or 0))}→{tokens(int(call.get('tokens_out') or 0))} tokens"
-                  f" · {money(cost)} · {duration(call.get('latency_ms'))}", "dim")]
+                  f" · {cost_phrase(cost)} · {duration(call.get('latency_ms'))}", "dim")]
         if call.get("stop_reason") and call.get("stop_reason") not in ("stop", "tool_calls", "end_turn"):
             line.append((f" · stopped: {call['stop_reason']}", "yellow"))
         if call.get("error"):
@@ -304,7 +304,7 @@ class _Tree:
             failed = any(row["failed"] for row in rows.values())
             self.lines.append([(f"{'model':<{width}}  {'calls':>6}  " + (f"{'failed':>6}  " if failed else "")
                                 + f"{'tokens in':>10}  {'tokens out':>10}  {'cost':>10}", "bold")])
-            everything = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0}
+            everything = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0}
             for model, row in sorted(rows.items()):
                 self.lines.append([(self._row(model, row, width, failed), None)])
                 for key in everything:
@@ -317,7 +317,7 @@ class _Tree:
     @staticmethod
     def _row(name: str, row: dict[str, Any], width: int, failed: bool = False) -> str:
         return (f"{name:<{width}}  {row['calls']:>6}  " + (f"{row['failed']:>6}  " if failed else "")
-                + f"{tokens(row['input']):>10}  {tokens(row['output']):>10}  {money(row['cost']):>10}")
+                + f"{tokens(row['input']):>10}  {tokens(row['output']):>10}  {money(row['cost'], row['unpriced']):>10}")
 
 
 def tree_lines(view: TraceView, show_all: bool = False) -> list[Line]:

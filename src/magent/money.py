@@ -1,0 +1,23 @@
+"""How a cost reads: dollars, or unknown when litellm has no price for a model.
+
+A call to a model litellm cannot price (a local server, a model newer than its price map)
+costs something nobody can tell, not $0: such calls are counted as ``unpriced`` and
+shown as unknown. Imports nothing, so every view can use it.
+"""
+
+from __future__ import annotations
+
+
+def money(cost: float | None, unpriced: int = 0) -> str:
+    """``$0.0123``; ``$0.0123 + unknown`` when some calls were not priced; ``unknown`` when
+    none was (or ``cost`` is None)."""
+    if cost is None or (unpriced and not cost):
+        return "unknown"
+    text = f"${cost:.6f}" if 0 < cost < 0.0001 else f"${cost:.4f}"
+    return f"{text} + unknown" if unpriced else text
+
+
+def cost_phrase(cost: float | None, unpriced: int = 0) -> str:
+    """``money`` for running text: ``cost unknown`` rather than a bare ``unknown``."""
+    text = money(cost, unpriced)
+    return text if text.startswith("$") else "cost unknown"
