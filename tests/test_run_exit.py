@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke
 from support.engine import checkpoint_numbers, task_dir, write
 from support.exiting import seconds_until_exit, teardown_baseline
 from support.openai_stub import OpenAIStub
@@ -84,10 +84,10 @@ def test_a_signal_during_a_model_call_stops_at_once_and_the_task_resumes(
         (task_id,) = [p.name for p in (magent_home / "tasks").iterdir() if not p.name.startswith(".")]
         td = task_dir(task_id)
         assert td.checkpoints.read(checkpoint_numbers(task_id)[-1]).reason == "interrupt"
-        resumed = run("resume", task_id, "--no-input")
+        resumed = invoke("resume", task_id, "--no-input")
     assert resumed.code == 0, resumed.out + resumed.err
     task = td.load_task()
     assert task.result == "Answered after the resume."
     # Both stopped attempts are in the record, and neither counts as a model turn or as usage.
     assert task.steps == 1 and task.usage.calls == 1
-    assert "1 model call (3 attempts, 2 failed)" in run("trace", task_id).out
+    assert "1 model call (3 attempts, 2 failed)" in invoke("trace", task_id).out

@@ -1,3 +1,3 @@
-from magent.cli.app import main
+from magent.cli.app import entry
 
-main()
+entry()

@@ -130,21 +130,31 @@ _register()
 
 
 def main() -> None:
-    try:
-        app(prog_name="magent")
-    finally:
-        _leave_quickly()
+    """Run the ``magent`` command in this process (it ends in ``SystemExit`` with the exit code)."""
+    app(prog_name="magent")
 
 
-def _leave_quickly() -> None:
-    """Spare the exit Python's final garbage collections over everything still loaded.
+def entry() -> None:
+    """The ``magent`` program (its console script, ``python -m magent``): the command, then an
+    immediate exit.
 
-    A run leaves litellm, mcp and pydantic's hundreds of thousands of objects in memory,
-    and the interpreter's teardown walked them all several times: 1 to 5 s between the
-    answer (or a Ctrl-C) and the prompt. Every file magent writes is closed and synced
-    by now, so moving what is alive into the permanent generation (``gc.freeze``) loses
-    nothing: exit handlers still run, the memory goes back with the process.
+    A run leaves litellm, mcp and pydantic's hundreds of thousands of objects loaded, and
+    Python's own teardown (its last garbage collections, then freeing module after module)
+    took 1 to 5 s between the answer, or a Ctrl-C, and the prompt. Everything magent writes
+    is written, synced and closed by the time the command returns, so once stdout and stderr
+    are flushed the process ends at once, without that teardown (``os._exit``).
     """
-    import gc
-
-    gc.freeze()
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if isinstance(code, str):  # SystemExit("message"): Python prints it and exits 1
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away, a stream already closed
+            pass
+    os._exit(code if isinstance(code, int) else 0)
