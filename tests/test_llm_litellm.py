@@ -223,6 +223,15 @@ def test_timeout_is_retried(stub: OpenAIStub) -> None:
     assert "timed out after 1 s" in reply.retries[0]
 
 
+def test_a_stream_that_stalls_midway_times_out_and_is_retried(stub: OpenAIStub) -> None:
+    stub.stall("one two three", 30).text("all of it")
+    pieces: list[str] = []
+    reply = complete(ask(stub, timeout=1), on_token=pieces.append)
+    assert reply.content == "all of it"
+    assert pieces[0] == "one"  # the first word came, then nothing until the timeout
+    assert "timed out after 1 s" in reply.retries[0]
+
+
 def test_retries_exhausted_then_fallback_is_used_and_recorded(stub: OpenAIStub) -> None:
     stub.error(500).error(500).text("from the fallback")
     reply = complete(ask(stub, max_retries=1, fallback_model="openai/stub-fallback"))
