@@ -242,8 +242,11 @@ def test_colour_on_a_terminal_plain_text_elsewhere() -> None:
 @pytest.mark.slow
 def test_trace_never_imports_litellm_or_mcp() -> None:
     task_id = run_example("workflows/write_review.yaml")
-    code = ("import sys, runpy; sys.argv = ['magent', 'trace', sys.argv[1]] + sys.argv[2:]\n"
-            "try:\n    runpy.run_module('magent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+    # (the command run in-process: the magent program itself ends with os._exit, so nothing
+    # would be printed after it)
+    code = ("import sys; sys.argv = ['magent', 'trace', sys.argv[1]] + sys.argv[2:]\n"
+            "from magent.cli.app import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('MODULES', sorted({m.split('.')[0] for m in sys.modules}))")
     for extra in ([], ["--step", "2"], ["--json"], ["--follow"], ["--html", "-"]):
         p = subprocess.run([sys.executable, "-c", code, task_id, *extra], capture_output=True, text=True,
