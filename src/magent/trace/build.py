@@ -287,7 +287,9 @@ class _Builder:
             if info is not None:
                 own = info["usage"]
                 own.update(input=own["input"] + record["tokens_in"], output=own["output"] + record["tokens_out"],
-                           cost=round(own["cost"] + record["cost"], 10), calls=own["calls"] + 1)
+                           cost=round(own["cost"] + (record["cost"] or 0.0), 10), calls=own["calls"] + 1)
+                if record["cost"] is None:
+                    own["unpriced"] = own.get("unpriced", 0) + 1
         response = ev.get("response") or {}
         node = self.node
         if ev.get("rail"):  # a guardrail's judge: on the step it judged for, not a turn of its own
