@@ -34,8 +34,8 @@ def describe(exc: BaseException, timeout: float, litellm: Any,
         return unreachable, True, None
     broken = next((c for c in causes(exc) if isinstance(c, json.JSONDecodeError)), None)
     if broken is not None:
-        return (f"the stream broke: the server sent a chunk that is not valid JSON ({broken.msg} "
-                f"at character {broken.pos})"), True, None
+        return (f"the stream broke: the server sent a chunk that is not valid JSON ({broken.msg}: "
+                f"character {broken.pos} of the chunk)"), True, None
     status = getattr(exc, "status_code", None)
     detail = _clean(exc)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
