@@ -106,6 +106,7 @@ def test_every_attempt_is_a_record_and_a_cut_stream_is_not_an_answer(tmp_path: P
     assert "1 model call (3 attempts, 2 failed)" in shown.out
     assert "✗ openai/stub-model attempt 1 failed after 1." in shown.out
     assert ": timed out after 1 s" in shown.out
+    assert "rail" not in shown.out  # (no guardrail asked anything: the failures are the turn's own)
     # a replay plays the answers only: the failures were the endpoint's, not the run's
     replayed = invoke("replay", task_id)
     assert replayed.code == 0 and "replay matched" in replayed.out, replayed.out

@@ -83,7 +83,7 @@ def test_the_example_masks_the_task_text_revises_the_answer_and_asks_the_judge(m
     assert files_mentioning(magent_home, ["jane.doe@example.com", "555 2671"]) == []
     trace = invoke("trace", task_id[:8])
     assert "⛨ input rail 'pii' masked the task text" in trace.out
-    assert "rail · scripted" in trace.out   # the judge's model call, on the turn it judged
+    assert "rail no_refund_promise · scripted" in trace.out   # the judge's model call, on the turn it judged
     steps = json.loads(invoke("trace", task_id[:8], "--json").out)["steps"]
     assert [s["step_name"] for s in steps if s["step_name"] == "guardrail"] == ["guardrail", "guardrail"]
 

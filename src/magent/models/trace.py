@@ -57,6 +57,8 @@ class LLMCallRecord(Model):
     its tokens and cost are not counted."""
     attempt: int | None = None
     """Which attempt of ``model`` this was, when it was not the first."""
+    rail: str | None = None
+    """Set when a guardrail's judge made this call (the rail's name), not the step's own model."""
 
 
 class StepRecord(Model):

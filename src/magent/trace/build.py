@@ -272,7 +272,8 @@ class _Builder:
                   "tokens_in": int(ev.get("tokens_in") or 0), "tokens_out": int(ev.get("tokens_out") or 0),
                   "cost": None if ev.get("cost") is None and not ev.get("error") else float(ev.get("cost") or 0.0),
                   "latency_ms": int(ev.get("latency_ms") or 0),
-                  "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt")}
+                  "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt"),
+                  "rail": ev.get("rail")}
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
             total = self.usage.setdefault(usage_key(record["model"], record["provider"]),

@@ -198,7 +198,8 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
                           (f" · attempt {call.get('attempt') or 1} · {duration(call.get('latency_ms'))}", "dim")])
             lines.append([(f"  {call['error']}", "red")])
             continue
-        lines.append([("model call ", "bold"), (str(call.get("model")), "blue"),
+        lines.append([(f"rail {call['rail']} · " if call.get("rail") else "", "bold"),
+                      ("model call ", "bold"), (str(call.get("model")), "blue"),
                       (f" ({call.get('provider')}) · {tokens(int(call.get('tokens_in') or 0))} in · "
                        f"{tokens(int(call.get('tokens_out') or 0))} out · {cost_phrase(call.get('cost', 0.0))} · "
                        f"{duration(call.get('latency_ms'))} · stop: {call.get('stop_reason')}", "dim")])

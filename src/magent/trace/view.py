@@ -211,6 +211,8 @@ class _Tree:
 
     def turn(self, n: int, step: dict[str, Any]) -> None:
         calls = step.get("llm_calls") or []
+        rails = [c for c in calls if c.get("rail")]  # a guardrail's judge, asked about this turn
+        calls = [c for c in calls if not c.get("rail")]
         answers = [c for c in calls if not c.get("error")]
         label = f"turn {step.get('iteration')}"
         if answers:
@@ -225,8 +227,8 @@ class _Tree:
             self.lines.append([self.num(None), ("      ", None), (short(thinking, 110), "italic")])
         for record in step.get("tool_calls") or []:
             self.tool_line(record, "      ")
-        for call in calls[1:]:  # a guardrail's judge, asked about this turn's answer or results
-            self.llm_line(call, "      ", label="rail")
+        for call in rails:
+            self.llm_line(call, "      ", label=f"rail {call['rail']}")
 
     def event(self, n: int, step: dict[str, Any], indent: str) -> None:
         name, message = step.get("step_name"), short(step.get("message"), 200)
