@@ -325,7 +325,8 @@ class EventPrinter:
             then = f"; retrying in {ev.field('retry_in'):.1f} s"
         else:
             then = "" if ev.field("cancelled") else "; giving up on this model"
-        self.out.print(f"  {self._who(ev)}[yellow]✗ {_esc(ev.field('model'))} attempt {ev.field('attempt')}/"
+        rail = f"rail {_esc(ev.field('rail'))} · " if ev.field("rail") else ""
+        self.out.print(f"  {self._who(ev)}[yellow]{rail}✗ {_esc(ev.field('model'))} attempt {ev.field('attempt')}/"
                        f"{ev.field('attempts')} failed after {(ev.field('latency_ms') or 0) / 1000:.1f} s: "
                        f"{_esc(ev.field('error'))}{then}[/]", highlight=False)
 

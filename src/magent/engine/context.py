@@ -26,7 +26,7 @@ from magent.store.journal import positions as journal_positions
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
-    from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
+    from magent.llm.base import Attempt, AttemptSink, LLMClient, LLMRequest, LLMResponse
     from magent.tools.registry import ToolRegistry
 
 
@@ -289,12 +289,20 @@ class RunContext:
         each failed one is recorded as it fails (an ``llm_call`` with its ``error``), so a run
         that dies or gives up mid-retry leaves every attempt in its trace. The answer itself
         is recorded by ``record_llm_call`` once the caller knows its entry."""
-        agent = request.agent
+        session = session or self.main
+        sink = self.attempt_sink(agent=request.agent, node=node, iteration=iteration, session=session)
+        return await self.client_for(request.agent, session).complete(request, on_token, on_attempt=sink)
+
+    def attempt_sink(self, *, agent: str, node: str | None, iteration: int, session: Session | None = None,
+                     rail: str | None = None) -> "AttemptSink":
+        """The events of a model call's attempts: a live-only ``llm_started`` as each starts, an
+        ``llm_call`` with its ``error`` for each one that fails (``rail``: a guardrail's judge)."""
         session = session or self.main
 
         def on_attempt(attempt: "Attempt") -> None:
             common = dict(agent=agent, model=attempt.model, iteration=iteration, attempt=attempt.number,
-                          attempts=attempt.allowed, fallback=attempt.fallback or None, session=session.tag)
+                          attempts=attempt.allowed, fallback=attempt.fallback or None, session=session.tag,
+                          rail=rail)
             if attempt.error is None:
                 self.bus.emit("llm_started", node, timeout_s=attempt.timeout, **common)
             else:
@@ -302,7 +310,7 @@ class RunContext:
                               error=self.redactor.text(attempt.error), latency_ms=attempt.duration_ms,
                               retry_in=attempt.retry_in, cancelled=attempt.cancelled or None, **common)
 
-        return await self.client_for(agent, session).complete(request, on_token, on_attempt=on_attempt)
+        return on_attempt
 
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, session: Session | None = None,

@@ -30,27 +30,31 @@ from typing import Any, Callable
 from magent.engine.control import NodeFailed, PauseRun
 from magent.guardrails.base import Rail, RailInput
 from magent.guardrails.screen import Check, Screening, screen
-from magent.llm.base import LLMClient, LLMRequest, LLMResponse
+from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
 from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
 
 PAUSE_ACTIONS = ["approve", "reject"]
 
 
 class _Run:
-    """The ``RailRun`` a rail gets: where the text is from, and model calls that are recorded."""
+    """The ``RailRun`` a rail gets: where the text is from, and model calls that are recorded
+    (each failed attempt too, as ``on_attempt`` is told of it)."""
 
     def __init__(self, info: RailInput, client: Callable[[Rail, Any], LLMClient],
-                 on_response: Callable[[Rail, LLMResponse], None]):
+                 on_response: Callable[[Rail, LLMResponse], None],
+                 on_attempt: Callable[[Rail, Attempt], None]):
         self.info = info
         self._client = client
         self._on_response = on_response
+        self._on_attempt = on_attempt
 
     async def ask(self, rail: Rail, config: Any, system: str, prompt: str) -> str:
         request = LLMRequest(model=config.model, messages=[Message(role="user", content=prompt)], system=system,
                              temperature=0.0, max_tokens=config.max_tokens, endpoint=config.endpoint,
                              api_key=config.api_key, timeout=config.timeout_seconds,
                              max_retries=config.max_retries, fallback_model=config.fallback_model, agent=rail.key)
-        response = await self._client(rail, config).complete(request, None)
+        response = await self._client(rail, config).complete(
+            request, None, on_attempt=lambda attempt: self._on_attempt(rail, attempt))
         self._on_response(rail, response)
         return response.content
 
@@ -58,7 +62,9 @@ class _Run:
 def _in_run(ctx, info: RailInput, node: str | None, iteration: int = 0) -> _Run:
     return _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
                 lambda rail, response: ctx.record_llm_call(response, node=node, agent=rail.key,
-                                                           iteration=iteration, rail=rail.name))
+                                                           iteration=iteration, rail=rail.name),
+                lambda rail, attempt: ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration,
+                                                       rail=rail.name)(attempt))
 
 
 def _emit(ctx, node: str | None, info: RailInput, check: Check, **where: Any) -> None:
@@ -76,7 +82,8 @@ class Records:
     """Rails' decisions and model calls kept back, to be recorded after what they judged."""
 
     items: list[Any] = field(default_factory=list)
-    """``Check``s and ``(rail, LLMResponse)`` model calls, in the order they happened."""
+    """``Check``s, ``(rail, LLMResponse)`` model calls and ``(rail, Attempt)`` failed attempts,
+    in the order they happened."""
 
     def check(self, check: Check) -> None:
         self.items.append(check)
@@ -84,13 +91,20 @@ class Records:
     def call(self, rail: Rail, response: LLMResponse) -> None:
         self.items.append((rail, response))
 
+    def attempt(self, rail: Rail, attempt: Attempt) -> None:
+        if attempt.error is not None:  # (one starting is news for the live view only)
+            self.items.append((rail, attempt))
+
     def flush(self, ctx, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
         for item in self.items:
             if isinstance(item, Check):
                 _emit(ctx, node, info, item, **where)
+                continue
+            rail, call = item
+            if isinstance(call, Attempt):
+                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name)(call)
             else:
-                rail, response = item
-                ctx.record_llm_call(response, node=node, agent=rail.key, iteration=iteration, rail=rail.name)
+                ctx.record_llm_call(call, node=node, agent=rail.key, iteration=iteration, rail=rail.name)
         self.items.clear()
 
 
@@ -157,7 +171,8 @@ async def screen_task(graph, text: str, options) -> TaskGate:
             clients[rail.key] = factory(config, agent=rail.key, base_dir=rail.base_dir, cursors=gate.cursors)
         return clients[rail.key]
 
-    run = _Run(RailInput("input", "task", agent=entry.agent_name), client, gate.records.call)
+    run = _Run(RailInput("input", "task", agent=entry.agent_name), client, gate.records.call,
+               gate.records.attempt)
     gate.screening = await screen(text, rails, run, gate.records.check)
     gate.text = gate.screening.text
     return gate
@@ -281,7 +296,8 @@ async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) ->
         return None
     info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.task.id)
     records = Records()
-    run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call)
+    run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,
+               records.attempt)
     return AnswerCheck(await screen(text, rails, run, records.check), info, records)
 
 

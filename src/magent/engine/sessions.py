@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from magent.engine.context import Recovery, RunContext
-    from magent.llm.base import LLMClient, LLMRequest, LLMResponse
+    from magent.llm.base import AttemptSink, LLMClient, LLMRequest, LLMResponse
     from magent.models import Checkpoint, Entry, HumanFeedback
 
 
@@ -181,6 +181,11 @@ class SessionContext:
                          on_token: "Callable[[str], None] | None" = None) -> "LLMResponse":
         return await self.run.call_model(request, node=node, iteration=iteration, on_token=on_token,
                                          session=self.session)
+
+    def attempt_sink(self, *, agent: str, node: str | None, iteration: int,
+                     rail: str | None = None) -> "AttemptSink":
+        return self.run.attempt_sink(agent=agent, node=node, iteration=iteration, session=self.session,
+                                     rail=rail)
 
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, rail: str | None = None) -> None:

@@ -295,10 +295,17 @@ class _Builder:
         node = self.node
         if ev.get("rail"):  # a guardrail's judge: on the step it judged for, not a turn of its own
             owner = self._owner()
-            if owner is None:
+            last = self.steps[-1] if self.steps else None
+            if owner is None and last is not None and last["step_name"] == "llm_call" and \
+                    last["llm_calls"][-1].get("rail") == ev["rail"] and last["llm_calls"][-1].get("error"):
+                owner = len(self.steps) - 1  # the same call, after an attempt of it that failed
+                self._attach(owner, ev)
+            elif owner is None:
                 owner = self._step(ev, step_name="llm_call", message=f"model call of rail '{ev['rail']}'")
             else:
                 self._attach(owner, ev)
+            if failed:
+                self._flag(owner, "warning")
             self.steps[owner]["llm_calls"].append(record)
             return
         if not self.current.react and (node is None or self.steps[node.index]["kind"] != "agent"):
