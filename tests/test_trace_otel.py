@@ -26,9 +26,11 @@ from support.otlp_receiver import Receiver, closed_port_url
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 pytestmark = pytest.mark.slow
 # magent as if the otel extra were not installed: the SDK and the OTLP exporter cannot be imported.
+# (The command runs in-process, cli.app.main: the magent program itself ends with os._exit, so
+# nothing would be printed after it.)
 # (The small opentelemetry-api package is there either way: the mcp SDK depends on it and imports it.)
 EXTRA = ("opentelemetry.sdk", "opentelemetry.exporter", "opentelemetry.proto")
-NO_OTEL = ("import sys, runpy\n"
+NO_OTEL = ("import sys\n"
            f"EXTRA = {EXTRA!r}\n"
            "class Block:\n"
            "    def find_spec(self, name, path=None, target=None):\n"
@@ -36,7 +38,7 @@ NO_OTEL = ("import sys, runpy\n"
            "            raise ImportError('blocked for the test: ' + name)\n"
            "sys.meta_path.insert(0, Block())\n"
            "sys.argv = ['magent'] + sys.argv[1:]\n"
-           "try:\n    runpy.run_module('magent', run_name='__main__')\n"
+           "try:\n    from magent.cli.app import main\n    main()\n"
            "finally:\n    print('MODULES', sorted(m for m in sys.modules if m.startswith(EXTRA)), file=sys.stderr)\n")
 
 
