@@ -110,6 +110,21 @@ def test_every_attempt_is_a_record_and_a_cut_stream_is_not_an_answer(tmp_path: P
     # a replay plays the answers only: the failures were the endpoint's, not the run's
     replayed = invoke("replay", task_id)
     assert replayed.code == 0 and "replay matched" in replayed.out, replayed.out
+    # the HTML report and the OpenTelemetry spans count them the same way
+    page = tmp_path / "report.html"
+    assert invoke("trace", task_id, "--html", str(page)).code == 0
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', page.read_text(), re.S).group(1))
+    (row,) = data["totals"]["model"]
+    assert (row["calls"], row["failed"], row["unpriced"]) == (1, 2, 1)
+    (turn,) = [s for s in data["steps"] if s["type"] == "turn"]
+    assert [(c["attempt"], bool(c["error"])) for c in turn["llm"]] == [(1, True), (2, True), (3, False)]
+    from magent.trace.spans import SpanBuilder
+
+    builder = SpanBuilder(task_id)
+    chats = [s for ev in events(task_id) for s in builder.feed(ev.model_dump()) if s.name.startswith("chat ")]
+    assert [(s.attributes.get("magent.attempt"), s.error is not None) for s in chats] == [
+        (1, True), (2, True), (3, False)]
+    assert all("magent.cost_usd" not in s.attributes for s in chats)  # unknown, not 0
 
 
 @pytest.mark.slow

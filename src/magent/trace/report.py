@@ -147,15 +147,13 @@ class _Report:
         for i, record in enumerate(step.get("llm_calls") or []):
             ev = llm_events[i] if i < len(llm_events) else {}
             call = {k: record.get(k) for k in ("model", "provider", "tokens_in", "tokens_out", "cost",
-                                                "latency_ms", "stop_reason", "error")}
+                                                "latency_ms", "stop_reason", "error", "attempt", "rail")}
             entry_id = ev.get("entry_id")
             if entry_id and entry_id in self.entries:
                 call["entry"] = entry_id
                 self.entry_step.setdefault(entry_id, n)
             elif ev.get("response"):
                 call["reply"] = self.cap((ev.get("response") or {}).get("content") or "")
-            for retry in ev.get("retries") or []:
-                call.setdefault("retries", []).append(str(retry))
             calls.append(call)
         return calls
 
@@ -242,8 +240,13 @@ class _Report:
             for call in step["llm"]:
                 keys = {"model": call.get("model") or "?", "agent": step["agent"] or "?", "session": step["session"]}
                 for dim, key in keys.items():
-                    row = by[dim].setdefault(key, {"name": key, "calls": 0, "input": 0, "output": 0, "cost": 0.0})
+                    row = by[dim].setdefault(key, {"name": key, "calls": 0, "input": 0, "output": 0, "cost": 0.0,
+                                                   "failed": 0, "unpriced": 0})
+                    if call.get("error"):  # a failed attempt answered nothing: counted apart
+                        row["failed"] += 1
+                        continue
                     row["calls"] += 1
+                    row["unpriced"] += int(call.get("cost") is None)
                     row["input"] += int(call.get("tokens_in") or 0)
                     row["output"] += int(call.get("tokens_out") or 0)
                     row["cost"] = round(row["cost"] + float(call.get("cost") or 0.0), 10)

@@ -269,8 +269,9 @@ class SpanBuilder:
                 "gen_ai.usage.output_tokens": int(ev.get("tokens_out") or 0),
                 "gen_ai.response.finish_reasons": [str(ev["stop_reason"])] if ev.get("stop_reason") else None,
                 "gen_ai.agent.name": ev.get("agent"), "gen_ai.conversation.id": session or self.task_id,
-                "magent.cost_usd": float(ev.get("cost") or 0.0), "magent.turn": ev.get("iteration"),
-                "magent.retries": len(ev.get("retries") or []) or None}))
+                "magent.cost_usd": None if ev.get("cost") is None else float(ev["cost"]),  # unknown: absent
+                "magent.turn": ev.get("iteration"), "magent.attempt": ev.get("attempt"),
+                "magent.rail": ev.get("rail")}))
         if ev.get("error"):
             span.error = str(ev["error"])
             span.attributes["error.type"] = "_OTHER"

@@ -33,7 +33,12 @@
     return node;
   }
   function int(n) { return Number(n || 0).toLocaleString("en-US"); }
-  function money(c) { c = Number(c || 0); return "$" + (c > 0 && c < 0.0001 ? c.toFixed(6) : c.toFixed(4)); }
+  function money(c, unpriced) {  // null: litellm could not price the call
+    if (c === null || (unpriced && !Number(c))) return "unknown";
+    c = Number(c || 0);
+    return "$" + (c > 0 && c < 0.0001 ? c.toFixed(6) : c.toFixed(4)) + (unpriced ? " + unknown" : "");
+  }
+  function callCount(r) { return int(r.calls) + (r.failed ? " (+" + int(r.failed) + " failed)" : ""); }
   function dur(ms) {
     ms = Math.round(Number(ms || 0));
     if (ms < 1000) return ms + " ms";
@@ -93,8 +98,11 @@
 
   // ---- header ----
   function totalsOf(rows) {
-    var all = { calls: 0, input: 0, output: 0, cost: 0 };
-    rows.forEach(function (r) { all.calls += r.calls; all.input += r.input; all.output += r.output; all.cost += r.cost; });
+    var all = { calls: 0, input: 0, output: 0, cost: 0, failed: 0, unpriced: 0 };
+    rows.forEach(function (r) {
+      all.calls += r.calls; all.input += r.input; all.output += r.output; all.cost += r.cost;
+      all.failed += r.failed || 0; all.unpriced += r.unpriced || 0;
+    });
     return all;
   }
   function header() {
@@ -108,9 +116,9 @@
     var problems = D.steps.filter(isProblem).length;
     var segs = D.timeline.segments, span = segs.length ? segs[segs.length - 1][3] : 0;
     var stats = el("div", { cls: "stats" });
-    [["created", when(t.created_at)], ["steps", int(D.steps.length)], ["model calls", int(all.calls)],
+    [["created", when(t.created_at)], ["steps", int(D.steps.length)], ["model calls", callCount(all)],
      ["tool calls", int(tools) + (failed ? " (" + failed + " not successful)" : "")],
-     ["tokens", int(all.input) + " in · " + int(all.output) + " out"], ["cost", money(all.cost)],
+     ["tokens", int(all.input) + " in · " + int(all.output) + " out"], ["cost", money(all.cost, all.unpriced)],
      ["wall time", dur(span)]].forEach(function (p) {
       stats.appendChild(el("span", { cls: "stat" }, el("span", { cls: "muted", text: p[0] + " " }), el("b", { text: p[1] })));
     });
@@ -130,8 +138,8 @@
     table.appendChild(el("tr", null, el("th", { text: first }), el("th", { text: "calls" }), el("th", { text: "tokens in" }),
       el("th", { text: "tokens out" }), el("th", { text: "cost" })));
     function row(name, r, cls) {
-      table.appendChild(el("tr", { cls: cls }, el("td", { text: name }), el("td", { text: int(r.calls) }),
-        el("td", { text: int(r.input) }), el("td", { text: int(r.output) }), el("td", { text: money(r.cost) })));
+      table.appendChild(el("tr", { cls: cls }, el("td", { text: name }), el("td", { text: callCount(r) }),
+        el("td", { text: int(r.input) }), el("td", { text: int(r.output) }), el("td", { text: money(r.cost, r.unpriced) })));
     }
     rows.forEach(function (r) { row(first === "session" ? (sessionLabel[r.name] || r.name) : r.name, r); });
     if (rows.length > 1) row("all", totalsOf(rows), "all");
@@ -222,7 +230,9 @@
       s.tools.some(function (c) { return c.outcome && c.outcome !== "SUCCESS"; });
   }
   function llmMeta(call) {
-    return call.model + " · " + int(call.tokens_in) + "→" + int(call.tokens_out) + " tokens · " + money(call.cost) +
+    if (call.error) return (call.rail ? "rail " + call.rail + " · " : "") + "✗ " + call.model + " attempt " +
+      (call.attempt || 1) + " failed after " + dur(call.latency_ms);
+    return (call.rail ? "rail " + call.rail + " · " : "") + call.model + " · " + int(call.tokens_in) + "→" + int(call.tokens_out) + " tokens · " + money(call.cost) +
       " · " + dur(call.latency_ms);
   }
   function head(s) {
@@ -239,8 +249,11 @@
     } else if (s.type === "turn") {
       h.appendChild(el("span", { cls: "title", text: "turn " + s.it }));
       if (s.session) h.appendChild(el("span", { cls: "sess", title: "sub-agent session " + s.session, text: sessionLabel[s.session] || s.session }));
-      if (s.llm.length) h.appendChild(el("span", { cls: "meta", text: llmMeta(s.llm[0]) }));
-      var reply = s.llm.length ? replyOf(s.llm[0]) : null;
+      // the turn's answer: after any failed attempts, before any guardrail judge's call
+      var answer = s.llm.filter(function (c) { return !c.error && !c.rail; })[0] || s.llm[0];
+      var failedN = s.llm.filter(function (c) { return c.error && !c.rail; }).length;
+      if (answer) h.appendChild(el("span", { cls: "meta", text: llmMeta(answer) + (failedN ? " · after " + failedN + " failed" : "") }));
+      var reply = answer ? replyOf(answer) : null;
       var chips = el("span", null);
       s.tools.forEach(function (c) { chips.appendChild(el("span", { cls: "chip o-" + (c.outcome || "none"), text: c.name })); });
       h.appendChild(chips);
@@ -296,11 +309,11 @@
   }
   function modelCall(c, n, agent, withPrompt) {
     var box = el("div");
-    box.appendChild(el("div", { cls: "muted" }, [c.model + (c.provider ? " (" + c.provider + ")" : ""),
+    box.appendChild(el("div", { cls: "muted" }, [(c.rail ? "rail " + c.rail + " · " : "") + (c.error ? "failed attempt · " : "") +
+      c.model + (c.provider ? " (" + c.provider + ")" : ""), c.attempt ? "attempt " + c.attempt : "",
       int(c.tokens_in) + " tokens in", int(c.tokens_out) + " out", money(c.cost), dur(c.latency_ms),
       c.stop_reason ? "stop: " + c.stop_reason : ""].filter(Boolean).join(" · ")));
     if (c.error) box.appendChild(el("div", { cls: "o-ERROR", text: c.error }));
-    (c.retries || []).forEach(function (r) { box.appendChild(el("div", { cls: "elided", text: "retried: " + r })); });
     if (withPrompt && c.entry) {
       var det = el("details", { cls: "prompt section" }, el("summary", { text: "Prompt: the system prompt and the conversation the model was sent" }));
       det.addEventListener("toggle", function () {
