@@ -55,7 +55,7 @@ def test_a_run_ends_promptly_after_its_answer(tmp_path: Path, magent_home: Path,
         proc = start("run", str(agent_at(tmp_path, stub.url)), "-t", "the answer?", "--json")
         after, lines = seconds_until_exit(proc, lambda line: '"type": "run_finished"' in line)
     assert proc.returncode == 0, "".join(lines) + proc.stderr.read()
-    assert json.loads(lines[-1])["result"] == "Forty two."
+    assert json.loads(lines[-1])["output"] == "Forty two."  # the AgentResult line
     # The answer is out; closing servers, writing the trace and leaving Python must not take
     # longer than half of what Python's own teardown of these libraries takes.
     assert after < 0.5 * baseline, (after, baseline)
