@@ -43,7 +43,7 @@ def events_usage(task_dir: Path) -> dict[str, Any]:
     """Model calls, tokens and cost added up from the task's ``llm_call`` events, as the trace
     adds them up. Used while a task is not settled (running, or its process died), when its
     task.json has not been brought up to date."""
-    usage: dict[str, Any] = {"input": 0, "output": 0, "cost": 0.0, "calls": 0}
+    usage: dict[str, Any] = {"input": 0, "output": 0, "cost": 0.0, "calls": 0, "unpriced": 0}
     try:
         data = read_bytes(task_dir / "events.jsonl")  # never through a link
     except (OSError, StoreError):
@@ -55,12 +55,13 @@ def events_usage(task_dir: Path) -> dict[str, Any]:
             ev = loads(line)
         except ValueError:
             continue  # a torn last line
-        if not isinstance(ev, dict) or ev.get("type") != "llm_call":
-            continue
+        if not isinstance(ev, dict) or ev.get("type") != "llm_call" or ev.get("error"):
+            continue  # (a failed attempt answered nothing: it is not usage)
         usage["input"] += int(ev.get("tokens_in") or 0)
         usage["output"] += int(ev.get("tokens_out") or 0)
         usage["cost"] = round(usage["cost"] + float(ev.get("cost") or 0.0), 10)
         usage["calls"] += 1
+        usage["unpriced"] += int(ev.get("cost") is None)
     return usage
 
 
@@ -186,7 +187,7 @@ def list_rows(root: Path | None = None, status: str | None = None,
             shown = shown_status(row.status, is_live(locks_dir, task_id))
             usage = events_usage(tasks_dir / task_id)
             row.doc.update(status=shown, usage=usage)
-            row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"])
+            row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"], unpriced=usage["unpriced"])
         if status is None or row.status == status:
             rows.append(row)
     rows.sort(key=lambda r: r.created_at, reverse=True)
