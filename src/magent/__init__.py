@@ -8,8 +8,9 @@
     print(result.status, result.output)
 
 The API (``run``, ``arun``, ``resume``, ``aresume``, ``cancel``, ``load``, ``tasks``,
-``task``, ``trace_log``, ``AgentResult``) is imported on first use, so ``import magent``
-loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
+``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
+``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``AgentResult``...) is imported on
+first use, so ``import magent`` loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ from magent.errors import UsageError as UsageError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.inspection import CheckpointView as CheckpointView
+    from magent.api.inspection import Checkpoints as Checkpoints
+    from magent.api.inspection import checkpoint as checkpoint
+    from magent.api.inspection import checkpoints as checkpoints
+    from magent.api.inspection import validate as validate
+    from magent.api.replaying import areplay as areplay
+    from magent.api.replaying import replay as replay
+    from magent.api.retention import RetentionPlan as RetentionPlan
+    from magent.api.retention import retention_plan as retention_plan
+    from magent.api.retention import sweep as sweep
+    from magent.api.tooling import ToolList as ToolList
+    from magent.api.tooling import acall_tool as acall_tool
+    from magent.api.tooling import alist_tools as alist_tools
+    from magent.api.tooling import call_tool as call_tool
+    from magent.api.tooling import list_tools as list_tools
     from magent.api.reading import Definition as Definition
     from magent.api.reading import load as load
     from magent.api.reading import task as task
@@ -41,8 +57,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
 
-_API = ("AgentResult", "Definition", "ErrorInfo", "Provenance", "TokenUsage", "aresume", "arun",
-        "cancel", "load", "resume", "run", "task", "tasks", "trace_log")
+_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Provenance",
+        "RetentionPlan", "TokenUsage", "ToolList", "acall_tool", "alist_tools", "areplay", "aresume",
+        "arun", "call_tool", "cancel", "checkpoint", "checkpoints", "list_tools", "load", "replay",
+        "resume", "retention_plan", "run", "sweep", "task", "tasks", "trace_log", "validate")
 
 __all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
            "TaskStateError", "UsageError", "__version__"]

@@ -12,6 +12,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.inspection import CheckpointView as CheckpointView
+    from magent.api.inspection import Checkpoints as Checkpoints
+    from magent.api.inspection import checkpoint as checkpoint
+    from magent.api.inspection import checkpoints as checkpoints
+    from magent.api.inspection import validate as validate
+    from magent.api.replaying import areplay as areplay
+    from magent.api.replaying import replay as replay
+    from magent.api.retention import RetentionPlan as RetentionPlan
+    from magent.api.retention import retention_plan as retention_plan
+    from magent.api.retention import sweep as sweep
+    from magent.api.tooling import ToolList as ToolList
+    from magent.api.tooling import acall_tool as acall_tool
+    from magent.api.tooling import alist_tools as alist_tools
+    from magent.api.tooling import call_tool as call_tool
+    from magent.api.tooling import list_tools as list_tools
     from magent.api.reading import Definition as Definition
     from magent.api.reading import PathLike as PathLike
     from magent.api.reading import load as load
@@ -34,6 +49,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import run as run
 
 _WHERE = {
+    "inspection": ("CheckpointView", "Checkpoints", "checkpoint", "checkpoints", "validate"),
+    "replaying": ("areplay", "replay"),
+    "retention": ("RetentionPlan", "retention_plan", "sweep"),
+    "tooling": ("ToolList", "acall_tool", "alist_tools", "call_tool", "list_tools"),
     "reading": ("Definition", "PathLike", "load", "task", "tasks", "trace_log"),
     "result": ("AgentResult", "ErrorInfo", "Provenance", "TokenUsage"),
     "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun", "cancel",

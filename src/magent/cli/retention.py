@@ -35,10 +35,10 @@ def sweep(
     Also trims old checkpoints if the policy caps them. Prints one summary line. If another sweep is running it says so and exits 0 at
     once. Exit 2 on a bad policy file (nothing deleted), 1 if a removal failed part-way.
     """
+    from magent.api.retention import sweep as sweep_tasks
     from magent.cli.output import print_json, warn
 
-    engine, _ = _load()
-    report = engine.plan() if dry_run else engine.sweep()
+    report = sweep_tasks(dry_run=dry_run)
     if json_out:
         print_json(report.as_dict())
     else:
@@ -63,29 +63,15 @@ def show(
 
     For each task: which rule applies and when it becomes eligible for a sweep.
     """
+    from magent.api.retention import retention_plan
     from magent.cli.output import print_json
 
-    engine, source = _load()
-    report = engine.plan(sizes=False)
+    plan = retention_plan()
     if json_out:
-        print_json({"policy_file": source, "policy": engine.policy.model_dump(mode="json"),
-                    "now": report.at.isoformat(timespec="seconds"),
-                    "tasks": [v.as_dict() for v in report.verdicts]})
+        print_json(plan.as_dict())
         return
-    _print_policy(engine.policy, source)
-    _print_tasks(report.verdicts, report.at)
-
-
-def _load():  # -> tuple[Retention, str | None]
-    from magent import paths
-    from magent.config.files import load_retention_policy
-    from magent.store import Store
-    from magent.store.retention import Retention
-
-    store = Store()
-    path = paths.retention_policy_file(store.root)
-    policy = load_retention_policy(path)  # ConfigError (exit 2) before anything is touched
-    return Retention(store, policy), (str(path) if path.exists() else None)
+    _print_policy(plan.policy, plan.policy_file)
+    _print_tasks(plan.report.verdicts, plan.report.at)
 
 
 def human_bytes(n: int) -> str:
@@ -165,16 +151,9 @@ def _print_plan(report: "SweepReport") -> None:
 
 
 def _ranges(numbers: list[int]) -> str:
-    parts: list[str] = []
-    start = prev = numbers[0]
-    for n in numbers[1:] + [None]:  # type: ignore[list-item]
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ",".join(parts)
+    from magent.api.inspection import number_spans
+
+    return ",".join(number_spans(numbers))
 
 
 def _print_policy(policy: "RetentionPolicy", source: str | None) -> None:

@@ -107,11 +107,11 @@ def replay(
     Tools run for real; reports a match or the first step that diverged. Exit 0
     when it matched, 1 when it diverged.
     """
+    from magent.api.replaying import areplay
     from magent.cli.output import print_json
     from magent.cli.runtime import run_async
-    from magent.engine.replay import replay_task
 
-    report = run_async(lambda: replay_task(task_id))
+    report = run_async(lambda: areplay(task_id))
     if json_out:
         print_json({"original": report.original, "replay": report.replay, "matched": report.matched,
                     "model_calls": report.model_calls, "tool_calls": report.tool_calls, "step": report.step,

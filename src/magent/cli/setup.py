@@ -48,10 +48,10 @@ def validate(
     """
     import sys
 
+    from magent.api.inspection import validate as check
     from magent.cli.output import print_json
-    from magent.config.check import check_file
 
-    results = [check_file(path) for path in files]
+    results = check(*files)
     if json_out:
         print_json([r.as_dict() for r in results])
     for r in results:

@@ -26,15 +26,14 @@ def list_tools(
 
     Tools are named server.tool; a * marks a required argument.
     """
-    import asyncio
-
+    from magent.api import tooling
     from magent.cli.output import print_json, warn
     from magent.tools import catalog
 
-    registry = catalog.cli_registry(mcp or [])
-    tools = asyncio.run(catalog.list_tools(registry, server))
-    for name, error in sorted(registry.start_errors.items()):
-        warn(error if name in error else f"{name}: {error}")
+    listed = tooling.list_tools(server, mcp=mcp or [])
+    tools = listed.tools
+    for problem in listed.problems:
+        warn(problem)
     if json_out:
         print_json([catalog.tool_dict(t) for t in tools])
         return
@@ -59,15 +58,12 @@ def call(
 
     Exit 0 on success, 1 otherwise (the outcome and error on stderr).
     """
-    import asyncio
-
+    from magent.api.tooling import call_tool
     from magent.cli.output import print_json
     from magent.errors import EXIT_FAILED
-    from magent.tools import catalog
+    from magent.tools.catalog import parse_args_json
 
-    arguments = catalog.parse_args_json(args)
-    registry = catalog.cli_registry(mcp or [])
-    result = asyncio.run(catalog.call_tool(registry, name, arguments))
+    result = call_tool(name, parse_args_json(args), mcp=mcp or [])
     if json_out:
         print_json({"tool": result.tool, "outcome": result.outcome, "content": result.content,
                     "data": result.data, "error": result.error, "duration_ms": result.duration_ms,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from magent.config.files import (
     ConfigKind, detect_kind, load_agent, load_mcp_servers, load_retention_policy,
@@ -14,13 +15,20 @@ from magent.errors import ConfigError
 
 @dataclass
 class CheckResult:
-    path: str
-    kind: str | None
-    ok: bool
-    error: str | None = None
-    summary: str = ""
+    """What ``magent validate`` says of one file (``magent.validate`` returns one per file)."""
 
-    def as_dict(self) -> dict:
+    path: str
+    """The file, as shown (relative to the working directory when under it)."""
+    kind: str | None
+    """agent, workflow, mcp_servers, retention_policy or script; None when it could not be told."""
+    ok: bool
+    """Whether the file is valid."""
+    error: str | None = None
+    """When not ok: the one-line error, naming file:line:col and the field."""
+    summary: str = ""
+    """When ok: a few words on what it holds (the model, the node count...)."""
+
+    def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "valid": self.ok, "error": self.error}
 
 

@@ -1,0 +1,141 @@
+"""A task's checkpoints and checking config files: ``magent.checkpoints``, ``checkpoint``, ``validate``.
+
+What ``magent checkpoints list/show`` and ``magent validate`` show, as objects. Like
+every reader here they load neither litellm nor mcp.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from magent import paths
+
+if TYPE_CHECKING:
+    from magent.api.reading import PathLike
+    from magent.config.check import CheckResult
+    from magent.models import Checkpoint, CheckpointSummary, State, Task
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """A task's numbered checkpoints, oldest first (``magent.checkpoints``)."""
+
+    task: "Task"
+    """The task (``task.parent_task_id``/``parent_checkpoint`` say what it was forked from,
+    ``task.forks`` the tasks started from its checkpoints)."""
+    checkpoints: list["CheckpointSummary"]
+    """One summary per checkpoint file; ``corrupt`` marks one that fails its checks."""
+    problems: list[str] = field(default_factory=list)
+    """One line per corrupt checkpoint (resume falls back to the one before it)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``magent checkpoints list ID --json`` prints."""
+        return {"task_id": self.task.id, "parent_task_id": self.task.parent_task_id,
+                "parent_checkpoint": self.task.parent_checkpoint,
+                "forks": [f.model_dump() for f in self.task.forks],
+                "checkpoints": [s.model_dump(mode="json") for s in self.checkpoints]}
+
+
+@dataclass(frozen=True)
+class CheckpointView:
+    """One checkpoint with its full State, messages included (``magent.checkpoint``)."""
+
+    task_id: str
+    """The task's full id."""
+    checkpoint: "Checkpoint"
+    """The checkpoint as stored (its ``state`` holds no messages: they live in entries.jsonl)."""
+    state: "State"
+    """The checkpoint's State with ``messages`` rebuilt from the conversation."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``magent checkpoints show ID N --json`` prints."""
+        doc: dict[str, Any] = self.checkpoint.model_dump(mode="json")
+        doc["state"] = self.state.model_dump(mode="json")
+        return doc
+
+
+def checkpoints(task_id: str, *, home: PathLike | None = None) -> Checkpoints:
+    """A task's checkpoints (any id or unique prefix), as ``magent checkpoints list`` shows them."""
+    from magent.errors import CheckpointCorruptError
+    from magent.store.tasks import Store
+
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        task = td.load_task()
+        summaries = td.checkpoints.summaries()
+        problems: list[str] = []
+        for s in summaries:
+            if s.corrupt:
+                try:
+                    td.checkpoints.read(s.sequence)
+                except CheckpointCorruptError as exc:
+                    problems.append(f"{exc} (resume falls back to the checkpoint before it)")
+    return Checkpoints(task=task, checkpoints=summaries, problems=problems)
+
+
+def checkpoint(task_id: str, number: int | None = None, *,
+               home: PathLike | None = None) -> CheckpointView:
+    """Checkpoint ``number`` of a task (default: the latest), with its full State.
+
+    Raises ``CheckpointNotFoundError`` naming the checkpoints the task has, and
+    ``CheckpointCorruptError`` naming the latest valid one when it fails its checks.
+    Nothing on disk is changed.
+    """
+    from magent.errors import CheckpointCorruptError, CheckpointNotFoundError
+    from magent.store.tasks import Store
+
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        nums = td.checkpoints.numbers()
+        if number is None:
+            if not nums:
+                raise CheckpointNotFoundError(f"task {td.id[:8]} has no checkpoints")
+            number = nums[-1]
+        elif number not in nums:
+            raise CheckpointNotFoundError(
+                f"task {td.id[:8]} has no checkpoint {number}"
+                + (f" (it has {_ranges(nums)})" if nums else " (it has none)"))
+        try:
+            cp = td.checkpoints.read(number)
+        except CheckpointCorruptError as exc:
+            good, _ = td.checkpoints.latest(repair=False)  # read-only: nothing is moved aside here
+            if good is None:
+                raise CheckpointCorruptError(f"{exc}; the task has no valid checkpoint") from None
+            raise CheckpointCorruptError(
+                f"{exc}; the latest valid one is {good.sequence} "
+                f"(magent checkpoints show {td.id[:8]} {good.sequence})") from None
+        return CheckpointView(task_id=td.id, checkpoint=cp, state=td.full_state(cp))
+
+
+def validate(*files: PathLike, home: PathLike | None = None) -> list["CheckResult"]:
+    """Check agent, workflow, MCP servers, retention policy and script files (``magent validate``).
+
+    Nothing runs and nothing is raised for a bad file: each result says its ``kind``,
+    whether it is ``ok``, and its ``error`` (file:line:col and the field) or a ``summary``.
+    """
+    from magent.config.check import check_file
+
+    with paths.using_home(home):
+        return [check_file(Path(os.fspath(f))) for f in files]
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``checkpoints 0-2, 5``."""
+    return ("checkpoint " if len(numbers) == 1 else "checkpoints ") + ", ".join(number_spans(numbers))
+
+
+def number_spans(numbers: list[int]) -> list[str]:
+    """Ascending ``[0, 1, 2, 5]`` → ``["0-2", "5"]``."""
+    spans: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return spans

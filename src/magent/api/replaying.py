@@ -1,0 +1,33 @@
+"""Re-running a finished task with its recorded model replies: ``magent.replay`` / ``areplay``
+(what ``magent replay`` does)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from magent import paths
+from magent.api.reading import PathLike
+from magent.api.runs import EventHandler, _sync
+
+if TYPE_CHECKING:
+    from magent.engine.replay import ReplayReport
+
+
+async def areplay(task_id: str, *, on_event: EventHandler | None = None,
+                  home: PathLike | None = None) -> "ReplayReport":
+    """``replay`` for asyncio."""
+    from magent.engine.replay import replay_task
+
+    with paths.using_home(home):
+        return await replay_task(task_id, sinks=[on_event] if on_event is not None else [])
+
+
+def replay(task_id: str, *, on_event: EventHandler | None = None,
+           home: PathLike | None = None) -> "ReplayReport":
+    """Run a completed or failed task again as a new task (tagged ``replay``), answering each
+    model call with the reply recorded for it; tools run for real and recorded human decisions
+    are given again. The report says whether every step ``matched`` or where it ``diverged``.
+
+    A task that is not finished raises ``TaskStateError``.
+    """
+    return _sync(areplay(task_id, on_event=on_event, home=home), "replay")

@@ -1,0 +1,67 @@
+"""Keeping disk use bounded from Python: ``magent.sweep`` and ``magent.retention_plan``
+(what ``magent retention sweep`` and ``magent retention show`` do).
+
+The policy is the home's config/retention_policy.yaml (built-in defaults without it); a
+bad policy raises ``ConfigError`` before anything is touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from magent import paths
+from magent.api.reading import PathLike
+
+if TYPE_CHECKING:
+    from magent.models import RetentionPolicy
+    from magent.store.retention import Retention, SweepReport
+
+
+@dataclass(frozen=True)
+class RetentionPlan:
+    """The policy in force and when each task may go (``magent.retention_plan``)."""
+
+    policy: "RetentionPolicy"
+    """The policy read from the home (or the built-in defaults)."""
+    policy_file: str | None
+    """The file it came from; None when the home has none."""
+    report: "SweepReport"
+    """A dry run without sizes: ``report.verdicts`` holds each task's rule and ``eligible_at``."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``magent retention show --json`` prints."""
+        return {"policy_file": self.policy_file, "policy": self.policy.model_dump(mode="json"),
+                "now": self.report.at.isoformat(timespec="seconds"),
+                "tasks": [v.as_dict() for v in self.report.verdicts]}
+
+
+def sweep(*, dry_run: bool = False, home: PathLike | None = None) -> "SweepReport":
+    """Remove the task directories past their retention, and trim checkpoints if the policy caps them.
+
+    With ``dry_run`` nothing changes and the report says what would go and why. Paused
+    and running tasks are never removed; if another sweep is running, ``report.busy`` says
+    who and nothing is done. Removals that failed part-way are in ``report.problems``.
+    """
+    with paths.using_home(home):
+        engine, _ = _retention()
+        return engine.plan() if dry_run else engine.sweep()
+
+
+def retention_plan(*, home: PathLike | None = None) -> RetentionPlan:
+    """The retention policy and, for each task, which rule applies and when it may go."""
+    with paths.using_home(home):
+        engine, source = _retention()
+        return RetentionPlan(policy=engine.policy, policy_file=source,
+                             report=engine.plan(sizes=False))
+
+
+def _retention() -> tuple["Retention", str | None]:
+    from magent.config.files import load_retention_policy
+    from magent.store.tasks import Store
+    from magent.store.retention import Retention
+
+    store = Store()
+    path = paths.retention_policy_file(store.root)
+    policy = load_retention_policy(path)  # ConfigError (exit 2) before anything is touched
+    return Retention(store, policy), (str(path) if path.exists() else None)

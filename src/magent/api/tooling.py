@@ -1,0 +1,80 @@
+"""The tools agents can use, and calling one directly: ``magent.list_tools`` / ``alist_tools``,
+``call_tool`` / ``acall_tool`` (what ``magent tools list`` and ``magent tools call`` do).
+
+Tools come from the home's config/mcp_servers.yaml, the built-in servers, and any ``mcp``
+files given. Each call starts the servers it needs and stops them before it returns.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from magent import paths
+from magent.api.reading import PathLike
+from magent.api.runs import _sync
+
+if TYPE_CHECKING:
+    from magent.models import Tool
+    from magent.tools.base import ToolResult
+
+
+@dataclass(frozen=True)
+class ToolList:
+    """The tools on offer (``magent.list_tools``), sorted by full name ``server.tool``."""
+
+    tools: list["Tool"]
+    """Each with ``full_name``, ``description`` and its JSON ``input_schema``."""
+    problems: list[str] = field(default_factory=list)
+    """One line per server that did not start (its tools are missing from ``tools``)."""
+
+
+async def alist_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
+                 home: PathLike | None = None) -> ToolList:
+    """``list_tools`` for asyncio."""
+    from magent.tools import catalog
+
+    with paths.using_home(home):
+        registry = catalog.cli_registry(_files(mcp))
+        found = await catalog.list_tools(registry, server)
+    problems = [error if name in error else f"{name}: {error}"
+                for name, error in sorted(registry.start_errors.items())]
+    return ToolList(tools=found, problems=problems)
+
+
+def list_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
+          home: PathLike | None = None) -> ToolList:
+    """The tools agents can use (only ``server``'s when given), with descriptions and arguments.
+
+    ``mcp`` adds MCP server files to the home's. An unknown ``server`` is a ``UsageError``
+    naming the servers there are; a server that fails to start is listed in ``problems``.
+    """
+    return _sync(alist_tools(server, mcp=mcp, home=home), "list_tools")
+
+
+async def acall_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
+                     mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "ToolResult":
+    """``call_tool`` for asyncio."""
+    from magent.tools import catalog
+
+    with paths.using_home(home):
+        registry = catalog.cli_registry(_files(mcp))
+        return await catalog.call_tool(registry, name, dict(arguments or {}))
+
+
+def call_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
+              mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "ToolResult":
+    """Run one tool, named ``server.tool``, outside any task (``magent tools call``).
+
+    The result says ``ok``, its ``outcome``, the text ``content`` the model would see,
+    structured ``data``, ``error`` and ``duration_ms``; a tool that fails is a result, not an
+    exception. A bad name, or arguments that do not fit the tool's schema, raise ``UsageError``;
+    a server that cannot start raises ``ToolError``.
+    """
+    return _sync(acall_tool(name, arguments, mcp=mcp, home=home), "call_tool")
+
+
+def _files(mcp: Iterable[PathLike]) -> list[Path]:
+    return [Path(os.fspath(f)) for f in mcp]

@@ -1,0 +1,259 @@
+"""The API behind the rest of the CLI: each function gives a user the facts the command shows
+(checked against the command's own output), raises the command's error for bad input, and is
+typed for mypy --strict."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+import magent
+from magent.errors import (
+    CheckpointCorruptError, CheckpointNotFoundError, ConfigError, TaskNotFoundError, TaskStateError,
+    ToolError, UsageError,
+)
+from magent.models import Event
+from servers.harness import stdio_server
+from support.cli import invoke
+from support.homes import HomeBuilder, standard_home
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+BAD = Path(__file__).parent / "fixtures" / "configs" / "bad"
+
+
+def _json(*args: str) -> object:
+    r = invoke(*args)
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+# checkpoints ------------------------------------------------------------------------------
+
+def test_checkpoints_lists_what_the_cli_lists(magent_home: Path) -> None:
+    std = standard_home()
+    listed = magent.checkpoints(std.completed.id[:8])
+    assert listed.task.id == std.completed.id and listed.problems == []
+    assert [c.sequence for c in listed.checkpoints] == [0, 1, 2]
+    assert listed.checkpoints[-1].position == "END"
+    assert listed.as_dict() == _json("checkpoints", "list", std.completed.id, "--json")
+
+
+def test_checkpoints_names_a_corrupt_one_and_changes_nothing(magent_home: Path) -> None:
+    std = standard_home()
+    path = std.completed.checkpoint_file(1)
+    path.write_bytes(path.read_bytes()[:40])
+    listed = magent.checkpoints(std.completed.id)
+    assert [c.corrupt for c in listed.checkpoints] == [False, True, False]
+    (problem,) = listed.problems
+    assert problem.startswith(f"task {std.completed.id[:8]} checkpoint_001.json: not valid JSON")
+    assert path.exists() and len(path.read_bytes()) == 40
+
+
+def test_checkpoint_has_the_full_state_with_its_messages(magent_home: Path) -> None:
+    std = standard_home()
+    latest = magent.checkpoint(std.completed.id)
+    assert latest.checkpoint.sequence == 2 and latest.task_id == std.completed.id
+    assert len(latest.state.messages) == 5 and latest.state.routing_key == "pass"
+    assert latest.checkpoint.state.messages == []     # stored without them: they live in entries
+    assert latest.as_dict() == _json("checkpoints", "show", std.completed.id, "2", "--json")
+    assert magent.checkpoint(std.completed.id, 0).checkpoint.sequence == 0
+
+
+def test_checkpoint_errors_say_what_exists(magent_home: Path) -> None:
+    std = standard_home()
+    with pytest.raises(CheckpointNotFoundError, match=r"has no checkpoint 9 \(it has checkpoints 0-2\)"):
+        magent.checkpoint(std.completed.id, 9)
+    path = std.completed.checkpoint_file(2)
+    path.write_bytes(b"{")
+    with pytest.raises(CheckpointCorruptError, match="the latest valid one is 1"):
+        magent.checkpoint(std.completed.id, 2)
+    with pytest.raises(TaskNotFoundError):
+        magent.checkpoints("ffffffff")
+
+
+def test_checkpoints_read_the_home_given_per_call(tmp_path: Path, magent_home: Path) -> None:
+    other = tmp_path / "other"
+    std = standard_home(other)
+    assert magent.checkpoints(std.completed.id, home=other).task.id == std.completed.id
+    with pytest.raises(TaskNotFoundError):
+        magent.checkpoints(std.completed.id)      # not in $MAGENT_HOME
+
+
+# validate ---------------------------------------------------------------------------------
+
+def test_validate_says_kind_and_verdict_per_file_as_the_cli_does() -> None:
+    files = [EXAMPLES / "workflows" / "write_review.yaml", EXAMPLES / "agents" / "note_taker.yaml",
+             BAD / "duplicate_key.yaml"]
+    results = magent.validate(*files)
+    assert [(r.kind, r.ok) for r in results[:2]] == [("workflow", True), ("agent", True)]
+    assert "nodes, entry" in results[0].summary
+    bad = results[2]
+    assert not bad.ok and bad.error is not None and "duplicate_key.yaml:" in bad.error
+    r = invoke("validate", *map(str, files), "--json")
+    assert r.code == 2 and json.loads(r.out) == [x.as_dict() for x in results]
+    assert magent.validate() == []
+
+
+# tools ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def mcp_file(tmp_path: Path) -> Path:
+    path = tmp_path / "servers.yaml"
+    path.write_text(yaml.safe_dump({"servers": [
+        stdio_server("tb"),
+        {"name": "ghost", "transport": "stdio", "config": {"command": "no-such-server-xyz"}},
+    ]}, sort_keys=False))
+    return path
+
+
+@pytest.mark.slow
+def test_tools_lists_each_tool_with_its_arguments_and_names_servers_that_failed(
+        magent_home: Path, mcp_file: Path) -> None:
+    tb = magent.list_tools("tb", mcp=[mcp_file])
+    add = next(t for t in tb.tools if t.full_name == "tb.add")
+    assert "Add two integers." in add.description and add.input_schema["required"] == ["a", "b"]
+    assert {t.server for t in tb.tools} == {"tb"} and tb.problems == []
+    everything = magent.list_tools(mcp=[mcp_file])
+    names = {t.full_name for t in everything.tools}
+    assert {"kv.get", "tb.echo"} <= names
+    (problem,) = everything.problems
+    assert problem.startswith("MCP server 'ghost'") and "not found on PATH" in problem
+    with pytest.raises(UsageError, match="no server named 'nosuch'"):
+        magent.list_tools("nosuch", mcp=[mcp_file])
+
+
+@pytest.mark.slow
+def test_call_tool_returns_the_result_a_failure_included(magent_home: Path, mcp_file: Path) -> None:
+    ok = magent.call_tool("tb.add", {"a": 20, "b": 22}, mcp=[mcp_file])
+    assert ok.ok and ok.content == "42" and ok.tool == "tb.add"
+    failed = magent.call_tool("tb.fail", {"reason": "no disk"}, mcp=[mcp_file])
+    assert not failed.ok and failed.outcome == "FAILURE" and "no disk" in failed.content
+    with pytest.raises(UsageError, match="'b' is a required property"):
+        magent.call_tool("tb.add", {"a": 1}, mcp=[mcp_file])
+    with pytest.raises(ToolError, match="not found on PATH"):
+        magent.call_tool("ghost.anything", mcp=[mcp_file])
+    stored = magent.call_tool("kv.set", {"key": "door", "value": "blue"})   # built in: no mcp
+    assert stored.ok and stored.content == "stored door"
+
+
+# replay -----------------------------------------------------------------------------------
+
+def test_replay_runs_a_finished_task_again_and_says_it_matched(magent_home: Path) -> None:
+    done = magent.run(EXAMPLES / "workflows" / "write_review.yaml", "Write copy for Tidy")
+    seen: list[Event] = []
+    report = magent.replay(done.task_id[:8], on_event=seen.append)
+    assert report.matched and report.divergence is None and report.original == done.task_id
+    assert report.steps > 0 and seen and seen[-1].type == "run_finished"
+    again = magent.task(report.replay)
+    assert again.success and again.output == done.output
+    assert {r.id for r in magent.tasks()} == {done.task_id, report.replay}
+
+
+def test_replay_refuses_a_task_that_has_not_finished(magent_home: Path) -> None:
+    paused = magent.run(EXAMPLES / "workflows" / "publish.yaml", "Announce the Friday closure")
+    with pytest.raises(TaskStateError, match="awaiting_human; only completed or failed"):
+        magent.replay(paused.task_id)
+
+
+# retention --------------------------------------------------------------------------------
+
+def _aged(home: HomeBuilder, days: float, **fields: object) -> str:
+    t = home.task(status="completed",
+                  completed_at=datetime.now(timezone.utc) - timedelta(days=days), **fields)
+    return t.id
+
+
+def test_sweep_removes_what_the_policy_lets_go_and_a_dry_run_only_says_so(magent_home: Path) -> None:
+    (magent_home / "config").mkdir(parents=True)
+    (magent_home / "config" / "retention_policy.yaml").write_text("default_days: 10\n")
+    home = HomeBuilder()
+    old, young = _aged(home, 30), _aged(home, 1)
+    plan = magent.sweep(dry_run=True)
+    assert plan.dry_run and [v.task_id for v in plan.verdicts if v.action == "remove"] == [old]
+    assert (magent_home / "tasks" / old).is_dir()
+    swept = magent.sweep()
+    assert not swept.dry_run and swept.count("remove") == 1 and swept.problems == []
+    assert swept.bytes_freed > 0
+    assert {r.id for r in magent.tasks()} == {young}
+
+
+def test_retention_plan_shows_the_policy_and_when_each_task_may_go(magent_home: Path) -> None:
+    home = HomeBuilder()
+    kept = _aged(home, 1, tags=["critical"])
+    plan = magent.retention_plan()
+    assert plan.policy_file is None and plan.policy.default_days > 0
+    (verdict,) = plan.report.verdicts
+    assert verdict.task_id == kept and verdict.eligible_at is not None and verdict.eligible_at > plan.report.at
+    doc = _json("retention", "show", "--json")
+    assert doc["tasks"] == plan.as_dict()["tasks"] and doc["policy"] == plan.as_dict()["policy"]
+    (magent_home / "config").mkdir(parents=True, exist_ok=True)
+    (magent_home / "config" / "retention_policy.yaml").write_text("default_days: soon\n")
+    with pytest.raises(ConfigError, match="retention_policy.yaml"):
+        magent.sweep()
+    assert {r.id for r in magent.tasks()} == {kept}
+
+
+# typing -----------------------------------------------------------------------------------
+
+TYPED_USE = '''
+from pathlib import Path
+
+import magent
+
+listed: magent.Checkpoints = magent.checkpoints("3f2a")
+numbers: list[int] = [c.sequence for c in listed.checkpoints]
+view: magent.CheckpointView = magent.checkpoint("3f2a", numbers[-1], home=Path("/tmp/h"))
+routing: str | None = view.state.routing_key
+ok: list[bool] = [r.ok for r in magent.validate("a.yaml", Path("b.yaml"))]
+listing: magent.ToolList = magent.list_tools("tb", mcp=["servers.yaml"])
+required: object = listing.tools[0].input_schema.get("required")
+called: str = magent.call_tool("kv.get", {"key": "door"}).content
+matched: bool = magent.replay("3f2a").matched
+freed: int = magent.sweep(dry_run=True).bytes_freed
+plan: magent.RetentionPlan = magent.retention_plan()
+days: int = plan.policy.default_days
+
+
+async def later() -> bool:
+    listed = await magent.alist_tools()
+    return bool(listed.tools) and (await magent.acall_tool("kv.get", {"key": "x"})).ok \
+        and (await magent.areplay("3f2a")).matched
+'''
+
+
+@pytest.mark.slow
+def test_the_new_api_type_checks_strictly(tmp_path: Path) -> None:
+    use = tmp_path / "use.py"
+    use.write_text(TYPED_USE)
+    src = ROOT / "src" / "magent"
+    p = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--no-incremental",
+                        "--cache-dir", str(tmp_path / "cache"), "--strict", str(src / "api"),
+                        str(src / "__init__.py"), str(use)],
+                       capture_output=True, text=True, timeout=280, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_no_api_name_is_shadowed_by_a_module_of_the_same_name() -> None:
+    """``import magent.api.x`` sets ``magent.api.x``: a function named like a module would vanish."""
+    import importlib
+    import pkgutil
+    import types
+
+    import magent.api
+
+    for info in pkgutil.iter_modules(magent.api.__path__):
+        importlib.import_module(f"magent.api.{info.name}")
+    for name in magent.api.__all__:
+        assert not isinstance(getattr(magent.api, name), types.ModuleType), name
+    for info in pkgutil.iter_modules(magent.__path__):
+        if info.name != "__main__":
+            importlib.import_module(f"magent.{info.name}")
+    for name in magent.__all__:
+        assert not isinstance(getattr(magent, name), types.ModuleType), name
