@@ -90,6 +90,8 @@ class RunContext:
         self.telemetry: Any = None
         """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
+        self._texts: dict[str, str] = {}
+        """Finished children's answers by entry id (the rest are read from entries.jsonl)."""
 
     # the main session (the task's own conversation)
     @property
@@ -195,10 +197,20 @@ class RunContext:
                       error: str | None = None) -> None:
         """Mark a child session finished (it leaves the checkpoints' open list)."""
         session.status = status
+        if output is not None and session.leaf is not None:
+            self._texts[session.leaf] = output
         self.bus.emit("session_finished", session.node, session=session.id, status=status,
                       agent=session.agent or None, message_count=len(session.messages),
                       output=truncate(self.redactor.text(output or ""), 1000) or None,
                       error=self.redactor.text(error) if error else None)
+
+    def entry_text(self, entry_id: str) -> str:
+        """The text of entry ``entry_id``: a finished child's answer, which a node's progress
+        refers to by id (after a resume, read back from entries.jsonl)."""
+        if entry_id not in self._texts:
+            for entry in self.td.entries.load().values():
+                self._texts.setdefault(entry.id, entry.content)
+        return self._texts.get(entry_id, "")
 
     # conversation
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,

@@ -17,6 +17,7 @@ from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
 from magent.engine import conditions
+from magent.engine.joins import Join, find_joins
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
 from magent.errors import ConfigError
@@ -42,6 +43,12 @@ class Graph:
     """Values taken from the environment, to be redacted from anything written."""
     rails: GraphRails = field(default_factory=GraphRails)
     """The workflow's and each agent's guardrails, checked and built."""
+    joins: dict[int, Join] = field(default_factory=dict)
+    """Fan-out edges (by index in ``workflow.edges``) and where their branches meet."""
+
+    def join_waits(self, node: str) -> list[Join]:
+        """The fan-outs whose branches meet at ``node``."""
+        return [j for j in self.joins.values() if j.node == node]
 
     @property
     def name(self) -> str:
@@ -145,6 +152,7 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
     _check_edges(workflow, source)
     _check_reachable(workflow, source)
     _check_cycles(workflow, source)
+    joins = find_joins(workflow, source.error)
     for i, gate in enumerate(workflow.checkpoints):
         if gate not in workflow.nodes:
             raise source.error(f"{gate!r} is not a node", ("checkpoints", i))
@@ -166,7 +174,7 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
                            and a.source is not source}}
     graph = Graph(workflow=workflow, nodes=nodes, agents=agents, source=source,
                   mcp_files=mcp_files, snapshot=snapshot, secrets=secrets,
-                  rails=_rails(agents, workflow, source))
+                  rails=_rails(agents, workflow, source), joins=joins)
     for node in nodes.values():
         node.graph = graph
     return graph
@@ -264,9 +272,11 @@ def _check_edges(workflow: Workflow, source: SourceFile) -> None:
         if edge.from_ not in workflow.nodes:
             raise source.error(f"edge from unknown node {edge.from_!r} "
                                f"(nodes: {', '.join(workflow.nodes)})", ("edges", i, "from"))
-        if edge.to != END and edge.to not in workflow.nodes:
-            raise source.error(f"edge {edge.from_} → {edge.to}: no node {edge.to!r} "
-                               f"(nodes: {', '.join(workflow.nodes)}, or END)", ("edges", i, "to"))
+        for j, target in enumerate(edge.targets):
+            if target != END and target not in workflow.nodes:
+                at = ("edges", i, "to") + ((j,) if edge.fans_out else ())
+                raise source.error(f"edge {edge.from_} → {target}: no node {target!r} "
+                                   f"(nodes: {', '.join(workflow.nodes)}, or END)", at)
         if edge.condition is not None:
             try:
                 conditions.check(edge.condition)
@@ -280,9 +290,12 @@ def _check_reachable(workflow: Workflow, source: SourceFile) -> None:
     while todo:
         current = todo.pop()
         for edge in workflow.edges:
-            if edge.from_ == current and edge.to != END and edge.to not in seen:
-                seen.add(edge.to)
-                todo.append(edge.to)
+            if edge.from_ != current:
+                continue
+            for target in edge.targets:
+                if target != END and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
     for name in workflow.nodes:
         if name not in seen:
             raise source.error(f"node {name!r} is unreachable from entry point "
@@ -293,8 +306,8 @@ def _check_cycles(workflow: Workflow, source: SourceFile) -> None:
     """A cycle made only of unconditional edges would loop forever: refuse it."""
     plain: dict[str, list[str]] = {}
     for edge in workflow.edges:
-        if edge.condition is None and edge.to != END:
-            plain.setdefault(edge.from_, []).append(edge.to)
+        if edge.condition is None:
+            plain.setdefault(edge.from_, []).extend(t for t in edge.targets if t != END)
     state: dict[str, int] = {}
     stack: list[str] = []
 

@@ -16,9 +16,10 @@ STATE_FIELDS = ("routing_key", "next_action", "current_agent")
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
     """``["topic=owls", "score=0.9", "a.b=1"]`` → State updates.
 
-    Values are read as YAML scalars (numbers, booleans, null, or text). Keys
-    ``routing_key``, ``next_action`` and ``current_agent`` set those State
-    fields; any other key (dots for nesting) goes into ``metadata``.
+    Values are read as YAML scalars (numbers, booleans, null, or text), or as a list when
+    written ``[a, b, c]`` (what a ``map`` node goes over). Keys ``routing_key``,
+    ``next_action`` and ``current_agent`` set those State fields; any other key (dots for
+    nesting) goes into ``metadata``.
     """
     values: list[tuple[str, Any, str]] = []
     for pair in pairs:
@@ -30,7 +31,8 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
-        if isinstance(value, (dict, list)) or value is None and raw.strip() not in ("null", "~"):
+        is_list = isinstance(value, list) and raw.strip().startswith("[")
+        if (isinstance(value, (dict, list)) and not is_list) or value is None and raw.strip() not in ("null", "~"):
             value = raw
         values.append((key, value, f"--set {pair!r}"))
     return _updates(values)

@@ -50,8 +50,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
             if pending:
                 await _finish_turn(ctx, node, agent, tools, {s.name for s in delegates}, pending)
             p["iteration"] = p.get("iteration", 0) + 1
-            p.pop("turn_open", None)
-            p.pop("decisions", None)
+            for done in ("turn_open", "decisions", "unsure"):
+                p.pop(done, None)
             ctx.checkpoint("llm_turn")
             continue
         iteration = p.get("iteration", 0)
@@ -61,7 +61,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        response = await ctx.call_model(_request(ctx, agent, node, specs, text_mode), node=node,
+        response = await ctx.call_model(request_for(ctx, agent, node, specs, text_mode), node=node,
                                         iteration=iteration, on_token=stream)
         message, final = _interpret(response, text_mode)
         screening = None
@@ -89,10 +89,13 @@ async def react(ctx, agent: Agent, node: str) -> str:
         return final
 
 
-def _request(ctx, agent: Agent, node: str, specs: list[ToolSpec], text_mode: bool) -> LLMRequest:
+def request_for(ctx, agent: Agent, node: str, specs: list[ToolSpec] | None = None,
+                text_mode: bool = False) -> LLMRequest:
+    """The model request for ``agent``'s next turn at ``node`` in ``ctx``'s session (its whole history)."""
     config = ctx.llm_config(agent.name)
     system = memory.recall(ctx, agent, node, agent.system_prompt)
     messages = ctx.state.messages
+    specs = specs or []
     if text_mode:
         if specs:
             system = system + "\n\n" + textmode.instructions(specs)
@@ -146,13 +149,15 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
 
 
 def raise_first(outcomes: list) -> None:
-    """Re-raise what a group of concurrent jobs raised: a pause before a stop before anything
-    else (a pause is what the person must see; a stop only says a sibling asked for it)."""
+    """Re-raise what a group of concurrent jobs raised: a pause first (it is what the person
+    must see), then a real failure, and a stop last (it only says a sibling asked for it)."""
     errors = [o for o in outcomes if isinstance(o, BaseException)]
-    for kind in (PauseRun, Suspended):
-        for error in errors:
-            if isinstance(error, kind):
-                raise error
+    for error in errors:
+        if isinstance(error, PauseRun):
+            raise error
+    for error in errors:
+        if not isinstance(error, Suspended):
+            raise error
     if errors:
         raise errors[0]
 

@@ -100,22 +100,34 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
     for sid, session_results in results.items():
         recovery = ctx.recoveries.setdefault(sid, Recovery())
         recovery.finished = {cid: ev for cid, ev in session_results.items() if "full_result" in ev}
+    for session in [ctx.main, *ctx.open_children()]:
+        # Calls that were running when the checkpoint was written (by another session): their
+        # intents are behind it, but they may have run. Answered since: adopted above.
+        running = set(session.progress.pop("running", []))
+        if running:
+            answered = {m.tool_call_id for m in session.messages if m.role == "tool"}
+            intents.setdefault(session.id, set()).update(running - answered)
     for sid, started in intents.items():
         recovery = ctx.recoveries.setdefault(sid, Recovery())
         recovery.started_calls = started - set(results.get(sid, {}))
+        session = ctx.sessions.get(sid)
+        if session is not None and recovery.started_calls:
+            # Kept in the session's progress, so the checkpoints written from here on remember
+            # them: after a pause about one of them (or a second crash) the events that showed
+            # these calls started are behind the new checkpoint and would not be read again.
+            unsure = session.progress.setdefault("unsure", [])
+            unsure.extend(sorted(c for c in recovery.started_calls if c not in unsure))
 
 
 def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) -> set[str]:
     """Take back the model turn ``session`` wrote after the checkpoint: an assistant message
     that asked for tools, with whichever results followed. Returns the adopted entry ids."""
-    if session.is_main:
+    if session.is_main or session.kind == "branch":  # walks the graph: an agent node's turn
         node = ctx.graph.nodes.get(session.position or "")
-        if session.node_done or node is None or node.kind != "agent":
+        if session.node_done or node is None or node.kind != "agent" or "fanout" in session.progress:
             return set()
         turn_node = session.position
-    elif session.kind == "branch":
-        return set()  # a branch's nodes run in the main-session way only from the next stage on
-    else:
+    else:  # a sub-agent, map item or subtask: its one loop
         turn_node = session.node
     tail = [e for e in ctx.td.entries.children_chain(session.leaf, entries, session=session.tag)]
     if not tail:

@@ -11,15 +11,16 @@ import time
 from dataclasses import dataclass
 
 from magent import failpoints
-from magent.engine import conditions
+from magent.engine import conditions, fanout
 from magent.engine.context import RunContext
 from magent.engine.control import NodeFailed, PauseRun
 from magent.engine.events import truncate
 from magent.engine.graph import END
+from magent.engine.sessions import Session
 from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, LLMError
 from magent.ids import new_id, now
 from magent.memory import run as memory
-from magent.models import HumanRequest, TaskStatus
+from magent.models import EdgeDef, HumanRequest, TaskStatus
 
 
 @dataclass
@@ -45,13 +46,7 @@ class Executor:
     async def run(self) -> RunOutcome:
         ctx = self.ctx
         try:
-            while ctx.position != END:
-                if not ctx.node_done:
-                    await self._run_node()
-                self._gate()
-                nxt = self._route(ctx.position)
-                ctx.bus.emit("route", ctx.position, to=nxt, routing_key=ctx.state.routing_key)
-                ctx.position, ctx.node_done, ctx.progress = nxt, False, {}
+            await self.walk(ctx.main, END)
             return self._finish()
         except PauseRun as pause:
             return self.pause(pause.request)
@@ -63,72 +58,100 @@ class Executor:
             self._interrupted()
             raise
 
-    async def _run_node(self) -> None:
+    async def walk(self, session: Session, stop_at: str) -> None:
+        """Run ``session`` through the graph from its position until it reaches ``stop_at``:
+        ``END`` for the main session, the join for a branch of a fan-out."""
         ctx = self.ctx
-        name = ctx.position
+        view = ctx.view(session)
+        while session.position not in (stop_at, END):
+            if "fanout" in session.progress:  # waiting at a fan-out (after a resume: still)
+                await fanout.run(self, session)
+                continue
+            if not session.node_done:
+                view.check_stop()
+                await self._run_node(session)
+            self._gate(session)
+            edge = self._route(session)
+            if edge is not None and edge.fans_out:
+                fanout.start(self, session, next(i for i, e in enumerate(ctx.graph.workflow.edges) if e is edge))
+                continue
+            nxt = edge.to if edge is not None else END
+            view.bus.emit("route", session.position, to=nxt, routing_key=session.state.routing_key)
+            session.position, session.node_done, session.progress = nxt, False, {}
+
+    async def _run_node(self, session: Session) -> None:
+        ctx = self.ctx
+        view = ctx.view(session)
+        name = session.position
         node = ctx.graph.nodes[name]
-        if not ctx.progress.get("entered"):
+        if not session.progress.get("entered"):
             total = sum(ctx.visits.values())
             limit = ctx.graph.workflow.max_iterations
             if total >= limit:
                 raise NodeFailed(f"workflow '{ctx.graph.name}' stopped after max_iterations ({limit}) "
                                  f"node visits; it was about to run '{name}' again", kind="max_iterations")
             ctx.visits[name] = ctx.visits.get(name, 0) + 1
-            ctx.progress["entered"] = True
-            ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
-                         visit=ctx.visits[name])
+            session.progress["entered"] = True
+            view.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
+                          visit=ctx.visits[name])
         else:
-            ctx.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
-                         visit=ctx.visits.get(name, 1), resumed=True)
+            view.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
+                          visit=ctx.visits.get(name, 1), resumed=True)
         started = time.perf_counter()
-        result = await node.run(ctx.view())
-        ctx.set_output(name, result.output)
+        result = await node.run(view)
+        view.set_output(name, result.output)
         if name in ctx.graph.workflow.result_nodes:
-            ctx.state.metadata["result"] = ctx.last_output
-        ctx.node_done, ctx.progress = True, {}
-        ctx.bus.emit("node_finished", name, kind=node.kind, status="ok",
-                     duration_ms=int((time.perf_counter() - started) * 1000),
-                     output=truncate(ctx.redactor.text(result.output or ""), 1000) or None,
-                     routing_key=ctx.state.routing_key)
+            ctx.state.metadata["result"] = view.last_output
+        session.node_done, session.progress = True, {}
+        view.bus.emit("node_finished", name, kind=node.kind, status="ok",
+                      duration_ms=int((time.perf_counter() - started) * 1000),
+                      output=truncate(ctx.redactor.text(result.output or ""), 1000) or None,
+                      routing_key=session.state.routing_key)
         ctx.checkpoint("node_end")
         failpoints.hit("after_node_end")
 
-    def _gate(self) -> None:
+    def _gate(self, session: Session) -> None:
         """Approval gates (the workflow's ``checkpoints:``): a person approves before routing on."""
         ctx = self.ctx
-        name = ctx.position
-        if name in ctx.graph.workflow.checkpoints and ctx.take_feedback(name) is None:
+        view = ctx.view(session)
+        name = session.position
+        if name in ctx.graph.workflow.checkpoints and view.take_feedback(name) is None:
             raise PauseRun(HumanRequest(
                 kind="approval", node=name, question=f"Node '{name}' has finished. Approve its output to go on?",
-                output=ctx.last_output or None))
+                output=view.last_output or None, session=session.tag))
 
-    def _route(self, name: str) -> str:
+    def _route(self, session: Session) -> EdgeDef | None:
+        """The edge to take from ``session``'s node (None: the run ends there)."""
         ctx = self.ctx
+        view = ctx.view(session)
+        name = session.position
         edges = ctx.graph.edges_from(name)
         human = ctx.state.metadata.get("human") or {}
-        rejecting = human.get("action") == "reject" and human.get("node") == name and not human.get("routed")
+        rejecting = (human.get("action") == "reject" and human.get("node") == name
+                     and human.get("session") == session.tag and not human.get("routed"))
         if rejecting:
             human["routed"] = True
         if not edges:
             if rejecting:
                 raise NodeFailed(_rejected(name, human), kind="rejected")
-            return END
+            return None
+        state = session.state
         names = {
-            "routing_key": ctx.state.routing_key, "metadata": ctx.state.metadata,
-            "next_action": ctx.state.next_action, "current_agent": ctx.state.current_agent,
+            "routing_key": state.routing_key, "metadata": state.metadata,
+            "next_action": state.next_action, "current_agent": state.current_agent,
             "iteration": sum(ctx.visits.values()), "visits": ctx.visits,
-            "human": human or None, "output": ctx.last_output,
+            "human": human or None, "output": view.last_output,
         }
         for edge in edges:
             if edge.condition is None:
                 if rejecting:
                     continue  # a rejection only goes where a condition sends it
-                return edge.to
+                return edge
             if conditions.evaluate(edge.condition, names):
-                return edge.to
+                return edge
         if rejecting:
             raise NodeFailed(_rejected(name, human), kind="rejected")
-        raise NodeFailed(f"no edge from '{name}' matches (routing_key={ctx.state.routing_key!r}); add a "
+        raise NodeFailed(f"no edge from '{name}' matches (routing_key={state.routing_key!r}); add a "
                          "condition for this case or an edge without a condition", kind="routing")
 
     # endings

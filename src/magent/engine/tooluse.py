@@ -37,7 +37,8 @@ def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, a
         raise PauseRun(HumanRequest(kind="tool_changed", node=node, allowed_actions=["approve", "reject"],
                                     question=change.question, output=change.text(),
                                     details={**details, "change": change.to_dict()}))
-    if call_id in ctx.recovery.started_calls and not tool.idempotent:
+    unsure = call_id in ctx.recovery.started_calls or call_id in ctx.progress.get("unsure", ())
+    if unsure and not tool.idempotent:
         raise PauseRun(HumanRequest(
             kind="tool_recovery", node=node, allowed_actions=["approve", "reject"], output=shown,
             question=(f"The run stopped while {name} was running, and it is not marked idempotent. "
@@ -83,6 +84,7 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
 async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
     """Run one call the model asked for; its result becomes an entry whatever happens."""
     name = call.full_name
+    in_flight(ctx, call.id)
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
                  arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
                  else {"_raw": ctx.redactor.text(call.raw_arguments)})
@@ -107,7 +109,23 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         if note:
             result.content = note + result.content
     add_observation(ctx, node, call, result.outcome, result.content, result)
+    landed(ctx, call.id)
     return result
+
+
+def in_flight(ctx, call_id: str) -> None:
+    """Note in the session's progress that ``call_id`` is running. Another session may write a
+    checkpoint while it runs; this is how that checkpoint knows the call may have happened (its
+    intent event comes before the checkpoint, where recovery does not look)."""
+    ctx.progress.setdefault("running", []).append(call_id)
+
+
+def landed(ctx, call_id: str) -> None:
+    running = ctx.progress.get("running") or []
+    if call_id in running:
+        running.remove(call_id)
+    if not running:
+        ctx.progress.pop("running", None)
 
 
 def turn_refusals(policy: ToolPolicy, turn_calls: list[ToolCall], pending: list[ToolCall]) -> dict[str, str]:

@@ -73,6 +73,10 @@ class ScriptResponse(Model):
     tool_calls: list[ScriptToolCall] = Field(default_factory=list)
     usage: ScriptUsage | None = None
     """Reported tokens; by default estimated as ceil(characters / 4)."""
+    when: str | None = None
+    """Play this response only in a conversation whose first message contains this text (a
+    sub-agent, map item or subtask starts with its instruction): one script serves many
+    sessions, each seeing the responses meant for it, in order."""
 
     @model_validator(mode="after")
     def _says_something(self) -> "ScriptResponse":
@@ -118,9 +122,10 @@ class ScriptedClient:
                        on_attempt: AttemptSink | None = None) -> LLMResponse:
         started = time.monotonic()
         index = self.cursors.get(self.agent, 0)
-        responses = self.script.responses
+        responses = self._for(request)
         if index >= len(responses):
-            raise LLMError(f"scripted model of agent {self.agent!r} has no response #{index + 1}: "
+            which = "" if len(responses) == len(self.script.responses) else " for this conversation"
+            raise LLMError(f"scripted model of agent {self.agent!r} has no response #{index + 1}{which}: "
                            f"{display_path(self.path)} has {len(responses)}")
         # Advance before yielding to the loop, so a concurrent caller cannot replay this entry.
         self.cursors[self.agent] = index + 1
@@ -141,6 +146,15 @@ class ScriptedClient:
 
     def supports_tools(self, model: str) -> bool:
         return True
+
+    def _for(self, request: LLMRequest) -> list[ScriptResponse]:
+        """The responses this conversation plays: all but those whose ``when`` its first
+        message does not contain."""
+        responses = self.script.responses
+        if not any(r.when for r in responses):
+            return responses
+        first = request.messages[0].content if request.messages else ""
+        return [r for r in responses if r.when is None or r.when in first]
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str | None) -> LLMToolCall:

@@ -7,9 +7,9 @@ validates nodes with it, so adding a kind never edits this file.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, PositiveInt
+from pydantic import ConfigDict, Field, PositiveInt, field_validator
 
 from magent.models.base import Model
 from magent.models.guardrails import Guardrails
@@ -30,10 +30,37 @@ class EdgeDef(Model):
 
     from_: str = Field(alias="from")
     """Source node."""
-    to: str
-    """Destination node, or ``END``."""
+    to: str | list[str]
+    """Destination node, or ``END``; a list of nodes is a fan-out: they run as parallel branches
+    that meet at the first node all of them reach (the join)."""
     condition: str | None = None
     """Expression over State, e.g. ``routing_key == 'pass'`` or ``metadata.score >= 0.8``."""
+    on_error: Literal["fail", "collect"] = "fail"
+    """For a fan-out: a failed branch fails the run and stops the others (``fail``), or its
+    error goes to the join in place of its output (``collect``)."""
+
+    @field_validator("to")
+    @classmethod
+    def _targets(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, str):
+            return value
+        if not value:
+            raise ValueError("a fan-out needs at least one node")
+        if "END" in value:
+            raise ValueError("END cannot be a branch of a fan-out")
+        dupes = sorted({t for t in value if value.count(t) > 1})
+        if dupes:
+            raise ValueError(f"a fan-out names each branch once; repeated: {', '.join(dupes)}")
+        return value[0] if len(value) == 1 else value
+
+    @property
+    def targets(self) -> list[str]:
+        """The destination nodes: one, or the branches of a fan-out."""
+        return [self.to] if isinstance(self.to, str) else list(self.to)
+
+    @property
+    def fans_out(self) -> bool:
+        return not isinstance(self.to, str)
 
 
 class Workflow(Model):

@@ -17,9 +17,9 @@ Line = list[tuple[str, "str | None"]]
 
 # Mermaid shapes by node kind (open, close); unknown kinds are rounded boxes.
 SHAPES = {"agent": ("[", "]"), "reflection": ("{{", "}}"), "tool": ("[[", "]]"),
-          "condition": ("{", "}"), "human": ("[/", "/]")}
+          "condition": ("{", "}"), "human": ("[/", "/]"), "map": ("[/", "\\]"), "plan": ("[\\", "/]")}
 KIND_STYLE = {"agent": "cyan", "reflection": "blue", "tool": "magenta", "condition": "white",
-              "human": "yellow"}
+              "human": "yellow", "map": "green", "plan": "green"}
 
 
 def detail_of(kind: str, agent: str, get: Any) -> str:
@@ -31,12 +31,19 @@ def detail_of(kind: str, agent: str, get: Any) -> str:
         return str(get("tool") or "")
     if kind == "human":
         return str(get("prompt") or "")
+    if kind == "map":
+        return (f"{agent} for each item of {get('over')}, {get('max_concurrency') or 4} at a time"
+                + (", errors collected" if get("on_error") == "collect" else ""))
+    if kind == "plan":
+        return f"planned by {agent}, done by {', '.join(get('workers') or [])}"
     return agent
 
 
 def node_detail(node: Any) -> str:
     """A few words saying what a node does, from its kind's config."""
-    return detail_of(node.kind, node.agent_name, lambda field: getattr(node.config, field, None))
+    text = detail_of(node.kind, node.agent_name, lambda field: getattr(node.config, field, None))
+    subs = node.graph.agent(node.agent_name).sub_agents if node.kind == "agent" and node.agent_name and node.graph else []
+    return text + (f" (sub-agents: {', '.join(subs)})" if subs else "")
 
 
 def describe(graph: "Graph") -> dict[str, Any]:
@@ -45,9 +52,12 @@ def describe(graph: "Graph") -> dict[str, Any]:
     return {
         "name": wf.name, "description": wf.description, "entry_point": wf.entry_point,
         "nodes": [{"name": name, "kind": node.kind, "detail": node_detail(node),
-                   "agent": node.agent_name or None, "approval_gate": name in wf.checkpoints}
+                   "agent": node.agent_name or None, "approval_gate": name in wf.checkpoints,
+                   "joins": [list(j.targets) for j in graph.join_waits(name)] or None}
                   for name, node in graph.nodes.items()],
-        "edges": [{"from": e.from_, "to": e.to, "condition": e.condition} for e in wf.edges],
+        "edges": [{"from": e.from_, "to": e.to, "condition": e.condition,
+                   **({"join": graph.joins[i].node, "on_error": e.on_error} if i in graph.joins else {})}
+                  for i, e in enumerate(wf.edges)],
         "max_iterations": wf.max_iterations,
     }
 
@@ -106,6 +116,8 @@ def mermaid(graph: "Graph") -> str:
         if node["approval_gate"]:
             label += "<br/>⏸ approval gate"
             gates.append(ids[node["name"]])
+        for branches in node.get("joins") or []:
+            label += f"<br/>⋈ joins {_label(', '.join(branches))}"
         out.append(f'    {ids[node["name"]]}{opening}"{label}"{closing}')
     uses_end = any(e["to"] == "END" for e in spec["edges"]) or any(
         not [e for e in spec["edges"] if e["from"] == n["name"]] for n in spec["nodes"])
@@ -118,6 +130,12 @@ def mermaid(graph: "Graph") -> str:
             out.append(f"    {ids[node['name']]} --> finish")
         conditional = any(e["condition"] for e in edges)
         for edge in edges:
+            if isinstance(edge["to"], list):  # a fan-out: a thick arrow to each branch
+                label = edge["condition"] or ("otherwise" if conditional else "")
+                text = _label(f"{label} · parallel" if label else "parallel")
+                for branch in edge["to"]:
+                    out.append(f'    {ids[node["name"]]} ==>|"{text}"| {ids[branch]}')
+                continue
             target = "finish" if edge["to"] == "END" else ids[edge["to"]]
             if edge["condition"]:
                 out.append(f'    {ids[node["name"]]} -->|"{_label(edge["condition"])}"| {target}')
@@ -147,12 +165,25 @@ def text_lines(graph: "Graph") -> list[Line]:
         if node["approval_gate"]:
             line.append(("  ⏸ approval gate: a person approves its output", "bold yellow"))
         lines.append(line)
+        for branches in node.get("joins") or []:
+            lines.append([("      ⋈ ", "bold green"), (f"waits for the branches {', '.join(branches)}", "green")])
         edges = [e for e in spec["edges"] if e["from"] == node["name"]]
         if not edges:
             lines.append([("      → END", "dim")])
         conditional = any(e["condition"] for e in edges)
         for edge in edges:
             target = edge["to"]
+            if isinstance(target, list):
+                line = [("      ⇉ ", "bold green"), (", ".join(target), "bold"),
+                        (f"  in parallel, joining at {edge['join']}", "green")]
+                if edge.get("on_error") == "collect":
+                    line.append((" (a failed branch is reported, not fatal)", "dim"))
+                if edge["condition"]:
+                    line.append((f"  if {edge['condition']}", "yellow"))
+                elif conditional:
+                    line.append(("  otherwise", "dim"))
+                lines.append(line)
+                continue
             line = [("      → ", None), (target, "bold" if target != "END" else "dim")]
             if edge["condition"]:
                 line.append((f"  if {edge['condition']}", "yellow"))

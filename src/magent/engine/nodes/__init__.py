@@ -4,6 +4,7 @@ from magent.engine.nodes.agent import AgentNode
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.nodes.condition import ConditionNode
 from magent.engine.nodes.human import HumanNode
+from magent.engine.nodes.map import MapNode
 from magent.engine.nodes.reflection import ReflectionNode
 from magent.engine.nodes.tool import ToolNode
 
@@ -13,6 +14,7 @@ NODE_KINDS: dict[str, type[Node]] = {
     "tool": ToolNode,
     "condition": ConditionNode,
     "human": HumanNode,
+    "map": MapNode,
 }
 
 __all__ = ["NODE_KINDS", "Node", "NodeConfig", "NodeResult"]

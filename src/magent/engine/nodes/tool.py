@@ -15,7 +15,7 @@ from magent import failpoints
 from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.engine.tooluse import check_before_call, declined
+from magent.engine.tooluse import check_before_call, declined, in_flight, landed
 from magent.tools.base import CallContext, calling
 
 
@@ -49,6 +49,7 @@ class ToolNode(Node):
                 outcome, content, data = "ERROR", reason, None
             else:
                 tool = ctx.registry.get(name)
+                in_flight(ctx, call_id)
                 ctx.bus.emit("tool_call", self.name, call_id=call_id, tool=name,
                              arguments=ctx.redactor.data(args))
                 if not (tool and tool.idempotent):
@@ -65,6 +66,7 @@ class ToolNode(Node):
                              data=ctx.redactor.data(_jsonable(data)), error=result.error,
                              duration_ms=result.duration_ms, artifact=result.artifact,
                              notes=result.notes or None)
+                landed(ctx, call_id)
         ctx.progress.pop("decisions", None)
         if outcome != "SUCCESS" and self.config.fail_on_error:
             raise NodeFailed(f"tool node '{self.name}': {name} {outcome.lower()}: {truncate(content, 300)}")
