@@ -10,17 +10,13 @@ with the same answers, contiguous checkpoints and no session left open.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from support.cli import run
-from support.crashflow import ledger_lines, only_task, wait_for_nap
+from support.crashflow import killed_at, killed_during_nap, ledger_lines, only_task
 from support.engine import all_files_parse, checkpoint_numbers, task_dir
 from support.parallelflow import make_parallel
 
@@ -76,9 +72,7 @@ def test_killed_between_parallel_branches_resumes_to_the_same_end(point: str, nt
     flow = make_parallel(tmp_path)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    killed = run("run", str(flow), "-t", "parallel", env={**env, "MAGENT_FAILPOINT": f"{point}@{nth}"})
-    assert killed.code == -signal.SIGKILL, (killed.code, killed.out, killed.err)
-    task_id = only_task(magent_home)
+    task_id = killed_at(flow, magent_home, point, nth, env, "parallel")
     resumed = resume_to_the_end(task_id, ledger, env)
     assert resumed.code == 0, (resumed.out, resumed.err)
     assert_same_end_state(task_id, ledger)
@@ -96,16 +90,7 @@ def test_sigkill_while_one_branch_naps_and_the_other_has_finished(tmp_path: Path
     call in the right branch's session, and the left branch is not run again."""
     flow = make_parallel(tmp_path, nap=600)
     ledger = tmp_path / "ledger.txt"
-    env = {**os.environ, "LEDGER": str(ledger)}
-    proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "nap"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for_nap(magent_home, proc)
-        time.sleep(0.3)
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-    task_id = only_task(magent_home)
+    task_id = killed_during_nap(flow, magent_home, {"LEDGER": str(ledger)}, "nap")
     paused = run("resume", task_id, env={"LEDGER": str(ledger)})
     assert paused.code == 3 and "ledger.nap" in paused.out
     cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])

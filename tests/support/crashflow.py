@@ -3,6 +3,8 @@ built-in, a second turn, a final answer, and a tool node that records it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -10,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from support.cli import run
 from support.engine import write
 
 LEDGER_SERVER = Path(__file__).resolve().parent / "ledger_server.py"
 
 
-def make_flow(folder: Path, *, nap: float | None = None, pause: bool = False) -> Path:
-    write(folder, "mcp.yaml", f"""
+def write_ledger_servers(folder: Path) -> Path:
+    """``mcp.yaml`` with the ledger server, writing to ``$LEDGER``."""
+    return write(folder, "mcp.yaml", f"""
         servers:
           - name: ledger
             transport: stdio
@@ -25,6 +29,10 @@ def make_flow(folder: Path, *, nap: float | None = None, pause: bool = False) ->
               args: [{LEDGER_SERVER}]
               env: {{LEDGER: "${{LEDGER}}", LEDGER_WAKE: "${{LEDGER_WAKE:-}}"}}
         """)
+
+
+def make_flow(folder: Path, *, nap: float | None = None, pause: bool = False) -> Path:
+    write_ledger_servers(folder)
     first = "[{name: ledger.append, arguments: {line: a}}, {name: kv.set, arguments: {key: k1, value: 1}}]"
     napping = f"\n  - tool_calls: [{{name: ledger.nap, arguments: {{seconds: {nap}}}}}]" if nap else ""
     write(folder, "worker.script.yaml", f"""
@@ -72,3 +80,24 @@ def wait_for_nap(home: Path, proc: subprocess.Popen, timeout: float = 120) -> No
 
 def ledger_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+def killed_at(flow: Path, home: Path, point: str, nth: int, env: dict[str, str], text: str = "crash") -> str:
+    """Run ``flow`` until failpoint ``point@nth`` kills it with SIGKILL; the task's id."""
+    killed = run("run", str(flow), "-t", text, env={**env, "MAGENT_FAILPOINT": f"{point}@{nth}"})
+    assert killed.code == -signal.SIGKILL, (killed.code, killed.out, killed.err)
+    return only_task(home)
+
+
+def killed_during_nap(flow: Path, home: Path, env: dict[str, str], text: str = "nap") -> str:
+    """Run ``flow`` in a process group and kill -9 it while its ledger.nap call runs; the task's id."""
+    proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", text],
+                            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for_nap(home, proc)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    return only_task(home)

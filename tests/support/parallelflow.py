@@ -6,10 +6,9 @@ item writes to the ledger MCP server (not idempotent), so a repeated call shows.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from support.crashflow import LEDGER_SERVER
+from support.crashflow import write_ledger_servers
 from support.engine import write
 
 ITEMS = ["x", "y", "z"]
@@ -28,15 +27,7 @@ def agent(folder: Path, name: str, script: str, tools: str = "[ledger.append]") 
 
 def make_parallel(folder: Path, *, nap: float | None = None, right_pause: bool = False,
                   item_error: bool = False, on_error: str = "fail") -> Path:
-    write(folder, "mcp.yaml", f"""
-        servers:
-          - name: ledger
-            transport: stdio
-            config:
-              command: {sys.executable}
-              args: [{LEDGER_SERVER}]
-              env: {{LEDGER: "${{LEDGER}}"}}
-        """)
+    write_ledger_servers(folder)
     agent(folder, "planner", "responses:\n  - content: two tracks, then the items\n", tools="[]")
     agent(folder, "lefty", """
 responses:

@@ -17,7 +17,7 @@ from magent.models.base import Model, UUID4Str
 MAIN_SESSION = "main"
 """The id of a task's own conversation (entries and events without a ``session`` field)."""
 
-SessionKind = Literal["main", "agent", "branch", "map", "subtask"]
+SessionKind = Literal["main", "agent", "branch", "map", "subtask", "plan"]
 SessionStatus = Literal["running", "completed", "failed"]
 
 
@@ -27,7 +27,8 @@ class SessionPosition(Model):
     session_id: UUID4Str
     kind: SessionKind
     """``agent`` (a sub-agent call), ``branch`` (one path of a fan-out), ``map`` (one item of a
-    map node) or ``subtask`` (one subtask of a plan)."""
+    map node), ``subtask`` (one subtask of a plan) or ``plan`` (a plan node's planner, writing
+    or revising the plan, or the final answer)."""
     parent: str
     """The session that opened it (``main`` or a session id)."""
     key: str

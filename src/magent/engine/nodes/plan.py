@@ -1,0 +1,274 @@
+"""``type: plan`` — seed 000 hierarchical planning: decompose, run the DAG level by level, synthesise.
+
+1. The planner (``agent``) answers with a plan in a session of its own: subtasks with
+   id, description, agent (one of ``workers``) and ``depends_on``. An invalid plan
+   (schema, unknown agent or dependency, a cycle) goes back to it as an observation,
+   at most ``max_plan_attempts`` times (``engine/planning.py``).
+2. The subtasks run in topological levels, each level side by side (at most
+   ``max_concurrency``), each subtask a session of its worker whose instruction is its
+   description followed by its dependencies' results.
+3. A failed subtask is tried again (``max_retries``); still failing, the planner revises
+   the plan once (``max_revisions``) with the failure and the finished results before
+   it — finished subtasks it keeps are not run again; failing after that, the run
+   pauses for a person (``magent resume --approve`` retries the failed subtasks, with
+   ``--message`` as a note to them; ``--reject`` fails the node).
+4. The planner writes the final answer from the results (the node's output).
+
+The plan, its revisions and each subtask's status are in State (``metadata[output_key]``,
+default the node's name) and in the trace. Everything is durable like any session: the
+node's progress records the plan and which session holds each subtask, so a resumed run
+never runs a finished subtask again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import Field
+
+from magent.engine import planning
+from magent.engine.children import run_agent_session, stamp
+from magent.engine.control import NodeFailed, PauseRun, Suspended
+from magent.engine.events import truncate
+from magent.engine.nodes.base import Node, NodeConfig, NodeResult
+from magent.engine.react import raise_first, react
+from magent.errors import LLMError
+from magent.models import HumanRequest, Message
+
+
+class PlanConfig(NodeConfig):
+    agent: str
+    """The planner: it writes the plan, revises it, and writes the final answer."""
+    workers: list[str] = Field(min_length=1)
+    """The agents subtasks may be given to."""
+    prompt: str = "{task}"
+    """What to plan: ``{task}`` is the task's text, ``{input}`` the last node's output."""
+    max_subtasks: int = Field(default=12, gt=0, le=100)
+    max_concurrency: int = Field(default=4, gt=0, le=256)
+    """Subtasks of one level running at the same time."""
+    max_retries: int = Field(default=1, ge=0, le=10)
+    """Further tries of a failed subtask before the plan is revised."""
+    max_revisions: int = Field(default=1, ge=0, le=5)
+    """Revisions of the plan after a subtask failed for good, before a person is asked."""
+    max_plan_attempts: int = Field(default=3, gt=0, le=10)
+    """Answers the planner may give before a valid plan (an invalid one is sent back)."""
+    output_key: str | None = None
+    """Metadata key of the plan's record (default: the node's name)."""
+
+
+class PlanNode(Node):
+    kind = "plan"
+    Config = PlanConfig
+
+    @classmethod
+    def agent_refs(cls, config: PlanConfig) -> list[tuple[str, str]]:
+        return [("agent", config.agent), *(("workers", w) for w in config.workers)]
+
+    async def run(self, ctx) -> NodeResult:
+        p = ctx.progress
+        if "plan" not in p:
+            p["plan"] = {"revision": 0, "plan": None, "status": {}, "revisions": [], "guidance": None}
+            ctx.bus.emit("plan_started", self.name, agent=self.config.agent, workers=self.config.workers)
+            self._publish(ctx)
+            ctx.checkpoint("node_start")
+        rec = p["plan"]
+        feedback = ctx.take_feedback(self.name)
+        if feedback is not None:  # the answer to a pause after the revised plan failed too
+            if feedback.action == "reject":
+                raise NodeFailed(f"plan node '{self.name}': a person rejected going on after "
+                                 f"{self._failure(rec)}")
+            rec["guidance"] = feedback.message
+            for st in rec["status"].values():
+                if st["status"] == "failed":
+                    st.update(status="pending", attempts=0)
+            ctx.checkpoint("plan_retry")
+        while True:
+            if rec["plan"] is None:
+                await self._make_plan(ctx, rec)
+            if await self._run_levels(ctx, rec):
+                break
+            failure = self._failure(rec)
+            if rec["revision"] >= self.config.max_revisions:
+                raise PauseRun(HumanRequest(
+                    kind="plan_failed", node=self.name, allowed_actions=["approve", "reject"],
+                    output=failure, details={"revision": rec["revision"]},
+                    question=(f"The plan of '{self.name}' failed after {rec['revision']} revision(s): "
+                              f"{failure}. Approve to try the failed subtasks again (a --message "
+                              "reaches them), or reject to fail the node.")))
+            rec["revisions"].append({"plan": rec["plan"], "reason": failure})
+            rec["revision"] += 1
+            rec["failure"], rec["plan"] = failure, None
+            ctx.bus.emit("plan_revising", self.name, revision=rec["revision"], reason=ctx.redactor.text(failure))
+            self._publish(ctx)
+            ctx.checkpoint("plan_revising")
+        answer = await self._synthesize(ctx, rec)
+        self._publish(ctx, result=answer)
+        ctx.bus.emit("plan_finished", self.name, revisions=rec["revision"],
+                     subtasks=len(rec["plan"]["subtasks"]))
+        return NodeResult(output=answer)
+
+    # 1. the plan
+    def _goal(self, ctx) -> str:
+        return self.config.prompt.replace("{task}", ctx.run.task.description).replace("{input}", ctx.last_output)
+
+    async def _make_plan(self, ctx, rec: dict[str, Any]) -> None:
+        config = self.config
+        workers = {w: self.graph.agent(w).role for w in config.workers}
+        if rec["revision"] == 0:
+            task = planning.planning_prompt(self._goal(ctx), workers, config.max_subtasks)
+        else:
+            previous = rec["revisions"][-1]["plan"]
+            results = self._results(ctx, rec, only=[s["id"] for s in previous["subtasks"]])
+            task = planning.revision_prompt(self._goal(ctx), previous, rec["status"], results, rec["failure"])
+        key = f"plan:{rec['revision']}"
+        child = ctx.run.child(ctx.session, key)
+        if child is None:
+            child = ctx.run.open_session(ctx.session, kind="plan", key=key, node=self.name,
+                                         agent=config.agent, task=task, speaker="workflow")
+            ctx.checkpoint("session_start")
+        view = ctx.run.view(child)
+        agent = self.graph.agent(config.agent)
+        while True:
+            try:
+                answer = await react(view, agent, self.name)
+            except (NodeFailed, LLMError) as exc:
+                ctx.run.close_session(child, "failed", error=str(exc))
+                raise NodeFailed(f"plan node '{self.name}': the planner {config.agent!r} failed: {exc}") from None
+            except PauseRun as pause:
+                stamp(pause, child)
+                raise
+            try:
+                plan = planning.read_plan(answer, config.workers, max_subtasks=config.max_subtasks)
+            except planning.PlanError as exc:
+                invalid = child.progress.get("invalid", 0) + 1
+                view.bus.emit("plan_invalid", self.name, attempt=invalid, error=str(exc))
+                if invalid >= config.max_plan_attempts:
+                    ctx.run.close_session(child, "failed", error=str(exc))
+                    raise NodeFailed(f"plan node '{self.name}': no valid plan from {config.agent!r} after "
+                                     f"{invalid} answers; the last: {exc}") from None
+                child.progress["invalid"] = invalid
+                view.add_message(Message(role="user", name="workflow", content=(
+                    f"That plan cannot be used: {exc}. Answer with the corrected plan as one JSON object.")),
+                    node=self.name)
+                ctx.checkpoint("plan_invalid")
+                continue
+            break
+        ctx.run.close_session(child, "completed", output=answer)
+        self._adopt(rec, plan)
+        ctx.bus.emit("plan", self.name, revision=rec["revision"], subtasks=plan["subtasks"],
+                     levels=planning.levels(plan["subtasks"]))
+        self._publish(ctx)
+        ctx.checkpoint("plan")
+
+    def _adopt(self, rec: dict[str, Any], plan: dict[str, Any]) -> None:
+        """Make ``plan`` current: a subtask the previous plan finished, kept unchanged, stays done."""
+        old = {s["id"]: s for s in (rec["revisions"][-1]["plan"]["subtasks"] if rec["revisions"] else [])}
+        status: dict[str, dict[str, Any]] = {}
+        for s in plan["subtasks"]:
+            before, st = old.get(s["id"]), rec["status"].get(s["id"])
+            same = before is not None and all(before.get(k) == s.get(k) for k in ("agent", "description", "depends_on"))
+            if same and st is not None and st["status"] == "completed":
+                status[s["id"]] = st
+            else:
+                status[s["id"]] = {"status": "pending", "agent": s["agent"], "attempts": 0, "runs": 0}
+        rec["plan"], rec["status"] = plan, status
+
+    # 2. the levels
+    async def _run_levels(self, ctx, rec: dict[str, Any]) -> bool:
+        """Run what is left of the plan; False when a subtask failed beyond its retries."""
+        subtasks = {s["id"]: s for s in rec["plan"]["subtasks"]}
+        for index, level in enumerate(planning.levels(rec["plan"]["subtasks"])):
+            if any(rec["status"][sid]["status"] == "failed" for sid in level):
+                return False  # (after a resume: the level had failed before the crash)
+            todo = [sid for sid in level if rec["status"][sid]["status"] != "completed"]
+            if not todo:
+                continue
+            ctx.bus.emit("plan_level", self.name, level=index, subtasks=todo)
+            group = ctx.session.stop.child()
+            slots = asyncio.Semaphore(self.config.max_concurrency)
+            jobs = [self._subtask(ctx, rec, subtasks[sid], group, slots) for sid in todo]
+            raise_first(await asyncio.gather(*jobs, return_exceptions=True))
+            if any(rec["status"][sid]["status"] == "failed" for sid in level):
+                return False
+        return True
+
+    async def _subtask(self, ctx, rec: dict[str, Any], subtask: dict[str, Any], group, slots) -> None:
+        sid, st = subtask["id"], rec["status"][subtask["id"]]
+        while st["status"] != "completed":
+            async with slots:
+                child = ctx.run.child(ctx.session, st["key"]) if st["status"] == "running" else None
+                if child is None:  # (running but not open: it was opened after the last checkpoint)
+                    key = f"subtask:{sid}#{st['runs']}"
+                    if group.is_set:
+                        raise Suspended(key)
+                    deps = self._results(ctx, rec, only=subtask["depends_on"])
+                    st.update(runs=st["runs"] + 1, status="running", key=key)
+                    child = ctx.run.open_session(
+                        ctx.session, kind="subtask", key=key, node=self.name, agent=subtask["agent"],
+                        task=planning.subtask_prompt(subtask, deps, rec.get("guidance")), stop=group,
+                        speaker="workflow")
+                    st["session"] = child.id
+                    self._publish(ctx)
+                    ctx.checkpoint("session_start")
+                child.stop = group
+                outcome = await run_agent_session(ctx.run, child, self.name)
+            view = ctx.run.view(ctx.session)
+            if outcome.ok:
+                st.update(status="completed", entry=outcome.entry_id)
+                st.pop("error", None)
+            else:
+                st["attempts"] += 1
+                st["error"] = ctx.redactor.text(truncate(outcome.text, 1000))
+                st["status"] = "failed" if st["attempts"] > self.config.max_retries else "retrying"
+            view.bus.emit("subtask_finished", self.name, subtask=sid, agent=subtask["agent"], status=st["status"],
+                          attempt=st["attempts"] + (1 if outcome.ok else 0), subtask_session=child.id,
+                          error=st.get("error") if not outcome.ok else None)
+            self._publish(ctx)
+            ctx.checkpoint("subtask_end")
+            if st["status"] == "failed":
+                return
+
+    # 4. the answer
+    async def _synthesize(self, ctx, rec: dict[str, Any]) -> str:
+        key = f"synthesis:{rec['revision']}"
+        child = ctx.run.child(ctx.session, key)
+        if child is None:
+            results = self._results(ctx, rec, only=[s["id"] for s in rec["plan"]["subtasks"]])
+            child = ctx.run.open_session(ctx.session, kind="plan", key=key, node=self.name,
+                                         agent=self.config.agent, speaker="workflow",
+                                         task=planning.synthesis_prompt(self._goal(ctx), rec["plan"], results))
+            ctx.checkpoint("session_start")
+        outcome = await run_agent_session(ctx.run, child, self.name)
+        if not outcome.ok:
+            raise NodeFailed(f"plan node '{self.name}': the synthesis by {self.config.agent!r} failed: {outcome.text}")
+        return outcome.text
+
+    # state
+    def _results(self, ctx, rec: dict[str, Any], only: list[str]) -> dict[str, str]:
+        return {sid: ctx.run.entry_text(rec["status"][sid]["entry"]) for sid in only
+                if sid in rec["status"] and rec["status"][sid].get("entry")}
+
+    def _failure(self, rec: dict[str, Any]) -> str:
+        failed = [(sid, st) for sid, st in rec["status"].items() if st["status"] == "failed"]
+        return "; ".join(f"subtask {sid!r} ({st['agent']}) failed {st['attempts']} time(s): {st.get('error', '')}"
+                         for sid, st in failed) or "a subtask failed"
+
+    def _publish(self, ctx, result: str | None = None) -> None:
+        """The plan's record in State: the plan, its revisions, each subtask's status (and, at
+        the end, each result and the final answer)."""
+        rec = ctx.progress["plan"]
+        plan = rec["plan"] or {}
+        subtasks = {}
+        for sid, st in rec["status"].items():
+            shown = {"status": st["status"], "agent": st["agent"], "attempts": st["attempts"]}
+            if st.get("error"):
+                shown["error"] = st["error"]
+            if result is not None and st.get("entry"):
+                shown["result"] = ctx.run.entry_text(st["entry"])
+            subtasks[sid] = shown
+        ctx.state.metadata[self.config.output_key or self.name] = {
+            "revision": rec["revision"], "plan": plan.get("subtasks", []),
+            "success_criteria": plan.get("success_criteria") or None,
+            "revisions": [{"plan": r["plan"]["subtasks"], "reason": r["reason"]} for r in rec["revisions"]],
+            "subtasks": subtasks, **({"result": result} if result is not None else {})}
