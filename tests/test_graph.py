@@ -22,7 +22,7 @@ def mermaid_nodes(out: str) -> dict[str, str]:
 
 def mermaid_edges(out: str) -> list[tuple[str, str | None, str]]:
     edges = []
-    for m in re.finditer(r"^    (\w+) -->(?:\|\"(.*)\"\|)? (\w+)$", out, re.M):
+    for m in re.finditer(r"^    (\w+) (?:-->|==>)(?:\|\"(.*)\"\|)? (\w+)$", out, re.M):  # ==> a fan-out
         edges.append((m.group(1), m.group(2), m.group(3)))
     return edges
 
@@ -68,6 +68,10 @@ def test_mermaid_has_every_node_and_edge_of_each_example(workflow: Path) -> None
     edges = mermaid_edges(out)
     assert ("start", None, ids[doc["entry_point"]]) in edges
     for edge in doc.get("edges", []):
+        if isinstance(edge["to"], list):  # a fan-out: a thick arrow to each branch
+            for branch in edge["to"]:
+                assert (ids[edge["from"]], "parallel", ids[branch]) in edges, (edge, edges)
+            continue
         target = "finish" if edge["to"] == "END" else ids[edge["to"]]
         found = [e for e in edges if e[0] == ids[edge["from"]] and e[2] == target]
         assert found, (edge, edges)

@@ -258,7 +258,11 @@ class EventPrinter:
     def print_event(self, ev: Any) -> None:
         handler = getattr(self, f"_on_{ev.type}", None)
         if handler is None:
-            return
+            from magent.trace import composition
+
+            if ev.type not in composition.EVENTS:
+                return
+            handler = self._composition
         self.close()
         if self.quiet and ev.type not in ("warning",):
             return
@@ -277,6 +281,13 @@ class EventPrinter:
         visit = f" · visit {ev.field('visit')}" if (ev.field("visit") or 1) > 1 else ""
         again = " (continuing)" if ev.field("resumed") else ""
         self.out.print(f"[bold cyan]▸ {ev.node}[/] [dim]{ev.field('kind')}{who}{visit}{again}[/]")
+
+    def _composition(self, ev: Any) -> None:
+        from magent.trace import composition
+
+        data = ev.model_dump()
+        style = {"info": "green", "warning": "yellow", "error": "red"}[composition.status_of(data)]
+        self.out.print(f"  {self._who(ev)}[{style}]{_esc(short(composition.describe(data), 300))}[/]")
 
     def _on_session_started(self, ev: Any) -> None:
         who = ev.field("agent") or ev.field("key") or "branch"

@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         "magent trace 3f2a --follow     # a running task, live",
         "magent trace 3f2a --html       # one page to open in a browser",
         "magent trace 3f2a --otlp http://localhost:4318   # to OpenTelemetry",
+        "magent trace 3f2a --session 9c1d  # one sub-agent, branch or subtask",
         "magent trace 3f2a --json | jq '.steps | length'"))(trace)
 
 
@@ -30,6 +31,7 @@ def trace(
     show_all: Annotated[bool, typer.Option("--all", help="Show every turn (long runs of uneventful turns are folded by default).")] = False,
     html: Annotated[bool, typer.Option("--html", help="Write the trace as one self-contained HTML page that opens offline in a browser: timeline, steps, prompts, tool results, tokens and cost, the workflow graph.")] = False,
     otlp: Annotated[Optional[str], typer.Option("--otlp", metavar="URL", help="Send the finished task's trace as OpenTelemetry spans to this OTLP/HTTP endpoint (like http://localhost:4318); needs pip install 'magent[otel]'.")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", help="Show one child session (its id, first characters or key, e.g. subtask:facts#0) and the sessions it opened.")] = None,
 ) -> None:
     """Show what a task did, step by step, with tokens and cost.
 
@@ -91,7 +93,7 @@ def trace(
         return
     from magent.trace.view import tree_lines
 
-    render.print_lines(tree_lines(view, show_all=show_all), crop=True)
+    render.print_lines(tree_lines(view, show_all=show_all, session=session), crop=True)
 
 
 def _otlp(td, url: str) -> None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from magent.models.task import usage_key
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
+from magent.trace import composition
 from magent.vocabulary import how_started
 
 if TYPE_CHECKING:
@@ -209,6 +210,9 @@ class _Builder:
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(ev)
+        elif kind in composition.EVENTS:  # fan-out, join, map, plan: a line under the node
+            self._step(ev, step_name=str(kind), status=composition.status_of(ev),
+                       message=composition.describe(ev))
 
     def _on_session_started(self, ev: dict[str, Any]) -> None:
         sid = str(ev.get("session") or "")

@@ -35,8 +35,14 @@ def detail_of(kind: str, agent: str, get: Any) -> str:
         return (f"{agent} for each item of {get('over')}, {get('max_concurrency') or 4} at a time"
                 + (", errors collected" if get("on_error") == "collect" else ""))
     if kind == "plan":
-        return f"planned by {agent}, done by {', '.join(get('workers') or [])}"
+        return (f"planned by {agent}, done by {', '.join(get('workers') or [])}; levels in parallel "
+                f"({get('max_concurrency') or 4} at a time), {_given(get('max_retries'), 1)} retry, "
+                f"{_given(get('max_revisions'), 1)} revision, then a person")
     return agent
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def node_detail(node: Any) -> str:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from magent.money import cost_phrase, money
+from magent.trace import sessionview
 from magent.trace.load import TraceView
 from magent.vocabulary import STATUS_STYLE, plural
 
@@ -84,9 +85,13 @@ def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 class _Tree:
-    def __init__(self, view: TraceView, show_all: bool):
+    def __init__(self, view: TraceView, show_all: bool, session: str | None = None):
         self.view = view
         self.show_all = show_all
+        self.sessions: dict[str, dict[str, Any]] = view.doc.get("sub_agent_sessions") or {}
+        self.only = None if session is None else sessionview.with_descendants(
+            self.sessions, sessionview.find_session(self.sessions, session))
+        """With ``--session``: the sessions shown (the one asked for and those it opened)."""
         self.lines: list[Line] = []
         steps = view.steps
         self.width = len(str(len(steps)))
@@ -182,6 +187,8 @@ class _Tree:
                       (f"  {step.get('kind')}", "dim")]
         if step.get("agent"):
             line.append((f" · {step['agent']}", None))
+        if step.get("session") in self.sessions:
+            line.append((f" · {sessionview.label(self.sessions[step['session']])}", "blue"))
         if visit:
             line.append((f" · {visit}", None))
         unfinished = "did not finish" in parts
@@ -209,26 +216,27 @@ class _Tree:
             self.lines.append([self.num(None), ("    ", None), (part, style)])
         return next((p for p in parts if p.startswith("→ ")), None)
 
-    def turn(self, n: int, step: dict[str, Any]) -> None:
+    def turn(self, n: int, step: dict[str, Any], indent: str = "  ") -> None:
         calls = step.get("llm_calls") or []
         rails = [c for c in calls if c.get("rail")]  # a guardrail's judge, asked about this turn
         calls = [c for c in calls if not c.get("rail")]
         answers = [c for c in calls if not c.get("error")]
         label = f"turn {step.get('iteration')}"
+        inner = indent + "    "
         if answers:
-            self.llm_line(answers[-1], "  ", n, label)
+            self.llm_line(answers[-1], indent, n, label)
         else:
-            self.lines.append([self.num(n), ("  " + label, "bold")])
+            self.lines.append([self.num(n), (indent + label, "bold")])
         for call in calls:
             if call.get("error"):
-                self.attempt_line(call, "      ")
+                self.attempt_line(call, inner)
         thinking = self.thinking.get(id(step), "")
         if thinking.strip():
-            self.lines.append([self.num(None), ("      ", None), (short(thinking, 110), "italic")])
+            self.lines.append([self.num(None), (inner, None), (short(thinking, 110), "italic")])
         for record in step.get("tool_calls") or []:
-            self.tool_line(record, "      ")
+            self.tool_line(record, inner)
         for call in rails:
-            self.llm_line(call, "      ", label=f"rail {call['rail']}")
+            self.llm_line(call, inner, label=f"rail {call['rail']}")
 
     def event(self, n: int, step: dict[str, Any], indent: str) -> None:
         name, message = step.get("step_name"), short(step.get("message"), 200)
@@ -254,6 +262,10 @@ class _Tree:
 
     def body(self) -> None:
         steps = self.view.steps
+        if self.only is not None:  # --session: that session's steps (and its children's), alone
+            self.children([(i + 1, s) for i, s in enumerate(steps) if s.get("session") in self.only],
+                          top=True)
+            return
         last_node = max((i for i, s in enumerate(steps) if is_node(s)), default=-1)
         i = 0
         while i < len(steps):
@@ -275,7 +287,63 @@ class _Tree:
                 self.event(i + 1, step, "")
                 i += 1
 
-    def children(self, children: list[tuple[int, dict[str, Any]]]) -> None:
+    def children(self, children: list[tuple[int, dict[str, Any]]], top: bool = False) -> None:
+        """A node's steps: its own turns and events, then each child session it opened as a block
+        (where its first step falls), in the order they started."""
+        own = [c for c in children if c[1].get("session") not in self.sessions
+               or (self.sessions[c[1]["session"]].get("kind") == "branch" and not top)]
+        mine = {n for n, _ in own}
+        blocks: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for n, step in children:
+            if n not in mine:
+                blocks.setdefault(step["session"], []).append((n, step))
+        whole = sessionview.span([self.sessions[sid] for sid in blocks])
+        quiet: list[str] = []
+        if not self.show_all and len(blocks) > FOLD_OVER:
+            quiet = [sid for sid in list(blocks)[FOLD_KEEP:-FOLD_KEEP] if self.sessions[sid].get("status") == "completed"]
+        segment: list[tuple[int, dict[str, Any]]] = []
+        done: set[str] = set()
+        for n, step in children:
+            if n in mine:
+                segment.append((n, step))
+                continue
+            sid = step["session"]
+            if sid in done:
+                continue
+            done.add(sid)
+            self.own_steps(segment)
+            segment = []
+            if sid not in quiet:
+                self.session_block(sid, blocks[sid], whole)
+            elif sid == quiet[0]:
+                self.lines.append([self.num(None), ("  ", None),
+                                   (f"… {len(quiet)} more sessions, all completed, are folded; --all shows them", "dim")])
+        self.own_steps(segment)
+
+    def session_block(self, sid: str, steps: list[tuple[int, dict[str, Any]]],
+                      whole: Any) -> None:
+        info = self.sessions[sid]
+        indent = "  " * max(int(info.get("depth") or 1), 1)
+        status = str(info.get("status") or "running")
+        usage = info.get("usage") or {}
+        line: Line = [self.num(None), (indent, None), ("⇢ ", "bold blue"),
+                      (sessionview.label(info), "bold blue"), (f"  {sid[:8]}", "dim"),
+                      (f" · {status}", STATUS_STYLE.get(status, "")),
+                      (f" · {plural(int(usage.get('calls') or 0), 'model call')}"
+                       f" · {tokens(int(usage.get('input') or 0))}→{tokens(int(usage.get('output') or 0))} tokens", "dim")]
+        timeline = sessionview.bar(info, whole)
+        if timeline:
+            line.append(("  " + timeline, "cyan"))
+        self.lines.append(line)
+        if info.get("error"):
+            self.lines.append([self.num(None), (indent + "  ", None), ("✗ " + short(info["error"], 200), "red")])
+        for n, step in steps:
+            if step.get("iteration") is not None:
+                self.turn(n, step, indent + "  ")
+            else:
+                self.event(n, step, indent + "  ")
+
+    def own_steps(self, children: list[tuple[int, dict[str, Any]]]) -> None:
         turns = [c for c in children if c[1].get("iteration") is not None]
         hidden: set[int] = set()
         if not self.show_all and len(turns) > FOLD_OVER:
@@ -297,7 +365,8 @@ class _Tree:
             self.fold(group)
 
     def footer(self) -> None:
-        rows = totals(self.view.steps)
+        steps = self.view.steps if self.only is None else [s for s in self.view.steps if s.get("session") in self.only]
+        rows = totals(steps)
         self.lines.append([])
         if not rows:
             self.lines.append([("no model calls", "dim")])
@@ -313,8 +382,32 @@ class _Tree:
                     everything[key] += row[key]
             if len(rows) > 1:
                 self.lines.append([(self._row("all", everything, width, failed), "bold")])
+            self.rollups()
         if self.view.steps:
             self.lines.append([(f"magent trace {self.view.td.id[:8]} --step N shows step N whole", "dim")])
+
+    def rollups(self) -> None:
+        """Usage per agent, and per child session with what it opened (when there are any)."""
+        if not self.sessions:
+            return
+        agents = sessionview.by_agent(self.view.steps if self.only is None else
+                                      [s for s in self.view.steps if s.get("session") in self.only])
+        rolled = {sid: row for sid, row in sessionview.rolled_up(self.sessions).items()
+                  if self.only is None or sid in self.only}
+        names = {sid: f"{sessionview.label(info)} {sid[:8]}" for sid, info in self.sessions.items()}
+        width = max(len(n) for n in [*agents, *names.values(), "session"])
+        self.lines.append([])
+        self.lines.append([(f"{'agent':<{width}}  {'calls':>6}  {'tokens in':>10}  {'tokens out':>10}  "
+                            f"{'cost':>10}", "bold")])
+        for agent, row in sorted(agents.items()):
+            self.lines.append([(self._row(agent, row, width), None)])
+        self.lines.append([])
+        self.lines.append([(f"{'session':<{width}}  {'calls':>6}  {'tokens in':>10}  {'tokens out':>10}  "
+                            f"{'cost':>10}", "bold")])
+        for sid, row in list(rolled.items())[:20]:
+            self.lines.append([(self._row(names[sid], row, width), None)])
+        if len(rolled) > 20:
+            self.lines.append([(f"… {len(rolled) - 20} more sessions (magent trace ID --json has them all)", "dim")])
 
     @staticmethod
     def _row(name: str, row: dict[str, Any], width: int, failed: bool = False) -> str:
@@ -322,9 +415,10 @@ class _Tree:
                 + f"{tokens(row['input']):>10}  {tokens(row['output']):>10}  {money(row['cost'], row['unpriced']):>10}")
 
 
-def tree_lines(view: TraceView, show_all: bool = False) -> list[Line]:
-    """The whole trace as styled lines: header, numbered steps, totals."""
-    tree = _Tree(view, show_all)
+def tree_lines(view: TraceView, show_all: bool = False, session: str | None = None) -> list[Line]:
+    """The whole trace as styled lines: header, numbered steps, totals (with ``session``: only
+    that session and the sessions it opened)."""
+    tree = _Tree(view, show_all, session)
     tree.header()
     if not view.steps:
         tree.lines.append([("no steps recorded yet", "dim")])

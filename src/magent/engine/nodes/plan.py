@@ -171,7 +171,9 @@ class PlanNode(Node):
             if same and st is not None and st["status"] == "completed":
                 status[s["id"]] = st
             else:
-                status[s["id"]] = {"status": "pending", "agent": s["agent"], "attempts": 0, "runs": 0}
+                # (runs go on counting: each session of a subtask has a key of its own)
+                status[s["id"]] = {"status": "pending", "agent": s["agent"], "attempts": 0,
+                                   "runs": st["runs"] if st is not None else 0}
         rec["plan"], rec["status"] = plan, status
 
     # 2. the levels

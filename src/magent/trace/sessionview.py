@@ -1,0 +1,120 @@
+"""Sessions in ``magent trace``: a header per child session with a time bar, ``--session``, and
+usage per session and per agent.
+
+A child session's steps are shown under the step that opened it, indented by its depth,
+after a header that says who ran it, how it ended and a bar of when it ran within its
+siblings' span, so parallel branches, map items and plan subtasks read side by side in
+time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable
+
+from magent.errors import UsageError
+
+BAR = 24
+
+
+def parse_ts(ts: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def span(infos: list[dict[str, Any]]) -> tuple[datetime, float] | None:
+    """The start of the earliest of ``infos`` and the seconds to the end of the latest."""
+    starts = [t for t in (parse_ts(i.get("started_at")) for i in infos) if t]
+    ends = [t for t in (parse_ts(i.get("ended_at") or i.get("started_at")) for i in infos) if t]
+    if not starts or not ends:
+        return None
+    first = min(starts)
+    return first, max((max(ends) - first).total_seconds(), 0.0)
+
+
+def bar(info: dict[str, Any], whole: tuple[datetime, float] | None) -> str:
+    """``▕  ████████      ▏`` — when ``info`` ran within ``whole``."""
+    start, end = parse_ts(info.get("started_at")), parse_ts(info.get("ended_at"))
+    if whole is None or start is None:
+        return ""
+    first, length = whole
+    if length <= 0:
+        return "▕" + "█" * BAR + "▏"
+    a = int((start - first).total_seconds() / length * BAR)
+    b = BAR if end is None else max(a + 1, round((end - first).total_seconds() / length * BAR))
+    a, b = min(a, BAR - 1), min(b, BAR)
+    return "▕" + " " * a + ("█" if end is not None else "▒") * (b - a) + " " * (BAR - b) + "▏"
+
+
+def label(info: dict[str, Any]) -> str:
+    """``researcher · subtask facts_a#0`` / ``branch left`` / ``item 3``."""
+    key = str(info.get("key") or "")
+    kind = info.get("kind") or "agent"
+    where = key.split(":", 1)[1] if ":" in key else key
+    what = {"branch": f"branch {where}", "map": f"item {where}", "subtask": f"subtask {where}",
+            "plan": ("plan" if key == "plan:0" else f"plan revision {where}") if key.startswith("plan:")
+            else "synthesis" if key.startswith("synthesis") else "plan",
+            "agent": "sub-agent"}.get(kind, kind)
+    agent = info.get("agent") or ""
+    return f"{agent} · {what}" if agent and kind != "branch" else what
+
+
+def find_session(sessions: dict[str, dict[str, Any]], wanted: str) -> str:
+    """The id of the session ``wanted`` names: an id, its first characters, or its key."""
+    hits = [sid for sid, info in sessions.items() if sid.startswith(wanted) or info.get("key") == wanted]
+    if len(hits) == 1:
+        return hits[0]
+    if not sessions:
+        raise UsageError(f"session {wanted!r}: this task has no sessions besides the main conversation")
+    if not hits:
+        known = ", ".join(f"{sid[:8]} ({info.get('key')})" for sid, info in list(sessions.items())[:8])
+        raise UsageError(f"no session {wanted!r} in this task; sessions: {known}")
+    raise UsageError(f"session {wanted!r} is ambiguous: {', '.join(h[:8] for h in hits)}")
+
+
+def with_descendants(sessions: dict[str, dict[str, Any]], root: str) -> set[str]:
+    out = {root}
+    grew = True
+    while grew:
+        more = {sid for sid, info in sessions.items() if info.get("parent_session") in out and sid not in out}
+        out |= more
+        grew = bool(more)
+    return out
+
+
+def usage_by(steps: list[dict[str, Any]], key: Callable[[dict[str, Any], dict[str, Any]], str]) -> dict[str, dict[str, Any]]:
+    """Model calls, tokens and cost of ``steps`` grouped by ``key(step, call)``."""
+    out: dict[str, dict[str, Any]] = {}
+    for step in steps:
+        for call in step.get("llm_calls") or []:
+            row = out.setdefault(key(step, call), {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0,
+                                                   "unpriced": 0})
+            if call.get("error"):  # a failed attempt: counted apart, no tokens
+                row["failed"] += 1
+                continue
+            row["calls"] += 1
+            row["input"] += int(call.get("tokens_in") or 0)
+            row["output"] += int(call.get("tokens_out") or 0)
+            row["cost"] += float(call.get("cost") or 0.0)
+            row["unpriced"] += call.get("cost", 0.0) is None
+    return out
+
+
+def by_agent(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Model calls, tokens and cost per agent (the agent whose turn or node made the call)."""
+    return usage_by(steps, lambda step, call: step.get("agent") or "(none)")
+
+
+def rolled_up(sessions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each session's usage with its descendants' added (a sub-agent's sub-agents count for it)."""
+    out = {}
+    for sid in sessions:
+        total = {"calls": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0}
+        for member in with_descendants(sessions, sid):
+            usage = sessions[member].get("usage") or {}
+            for key in total:
+                total[key] += usage.get(key) or 0
+        out[sid] = total
+    return out
