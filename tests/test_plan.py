@@ -154,3 +154,27 @@ def test_levels_follow_the_dependencies_in_plan_order() -> None:
         {"id": "c", "description": "x", "agent": "writer"},
     ), WORKERS, max_subtasks=5)
     assert levels(plan["subtasks"]) == [["a", "c"], ["b"], ["d"]]
+
+
+def test_a_tool_that_needs_approval_inside_a_subtask_pauses_the_task_and_approve_continues_it(
+        tmp_path: Path, magent_home: Path) -> None:
+    flow = make_plan_flow(tmp_path)
+    (tmp_path / "mcp.yaml").write_text((tmp_path / "mcp.yaml").read_text().rstrip()
+                                       + "\n    tools: {append: {needs_approval: true}}\n")
+    ledger = tmp_path / "ledger.txt"
+    env = {"LEDGER": str(ledger)}
+    result = run("run", str(flow), "-t", "write the report", "--no-input", env=env)
+    task_id = only_task(magent_home)
+    pauses = []
+    while result.code == 3:
+        cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
+        assert cp.human_request.kind == "tool_approval"
+        subtask = next(s for s in cp.sessions if s.session_id == cp.human_request.session)
+        pauses.append((subtask.key.split("#")[0], cp.human_request.details["arguments"]["line"]))
+        result = run("resume", task_id, "--approve", env=env)
+    assert result.code == 0, result.err
+    # Each call paused once, in the session of its subtask, and ran once after its approval.
+    assert sorted(pauses) == [("subtask:draft", "draft"), ("subtask:draft", "flaky"), ("subtask:draft", "flaky"),
+                              ("subtask:facts_a", "A"), ("subtask:facts_b", "B")]
+    assert sorted(ledger_lines(ledger)) == ["A", "B", "draft", "flaky", "flaky"]
+    assert json.loads((task_dir(task_id).path / "kv.json").read_text()) == {"final": "Final report: A is 1, B is 2."}
