@@ -59,11 +59,10 @@ def describe(graph: "Graph") -> dict[str, Any]:
         "name": wf.name, "description": wf.description, "entry_point": wf.entry_point,
         "nodes": [{"name": name, "kind": node.kind, "detail": node_detail(node),
                    "agent": node.agent_name or None, "approval_gate": name in wf.checkpoints,
-                   "joins": [list(j.targets) for j in graph.join_waits(name)] or None}
+                   "joins": [{"branches": list(j.targets), "from": j.source, "on_error": j.on_error}
+                             for j in graph.join_waits(name)] or None}
                   for name, node in graph.nodes.items()],
-        "edges": [{"from": e.from_, "to": e.to, "condition": e.condition,
-                   **({"join": graph.joins[i].node, "on_error": e.on_error} if i in graph.joins else {})}
-                  for i, e in enumerate(wf.edges)],
+        "edges": [{"from": e.from_, "to": e.to, "condition": e.condition} for e in wf.edges],
         "max_iterations": wf.max_iterations,
     }
 
@@ -122,8 +121,8 @@ def mermaid(graph: "Graph") -> str:
         if node["approval_gate"]:
             label += "<br/>⏸ approval gate"
             gates.append(ids[node["name"]])
-        for branches in node.get("joins") or []:
-            label += f"<br/>⋈ joins {_label(', '.join(branches))}"
+        for join in node.get("joins") or []:
+            label += f"<br/>⋈ joins {_label(', '.join(join['branches']))}"
         out.append(f'    {ids[node["name"]]}{opening}"{label}"{closing}')
     uses_end = any(e["to"] == "END" for e in spec["edges"]) or any(
         not [e for e in spec["edges"] if e["from"] == n["name"]] for n in spec["nodes"])
@@ -171,8 +170,8 @@ def text_lines(graph: "Graph") -> list[Line]:
         if node["approval_gate"]:
             line.append(("  ⏸ approval gate: a person approves its output", "bold yellow"))
         lines.append(line)
-        for branches in node.get("joins") or []:
-            lines.append([("      ⋈ ", "bold green"), (f"waits for the branches {', '.join(branches)}", "green")])
+        for join in node.get("joins") or []:
+            lines.append([("      ⋈ ", "bold green"), (f"waits for the branches {', '.join(join['branches'])}", "green")])
         edges = [e for e in spec["edges"] if e["from"] == node["name"]]
         if not edges:
             lines.append([("      → END", "dim")])
@@ -180,9 +179,11 @@ def text_lines(graph: "Graph") -> list[Line]:
         for edge in edges:
             target = edge["to"]
             if isinstance(target, list):
+                at, join = next(((n["name"], j) for n in spec["nodes"] for j in n.get("joins") or []
+                                 if j["branches"] == target and j["from"] == node["name"]), ("?", {}))
                 line = [("      ⇉ ", "bold green"), (", ".join(target), "bold"),
-                        (f"  in parallel, joining at {edge['join']}", "green")]
-                if edge.get("on_error") == "collect":
+                        (f"  in parallel, joining at {at}", "green")]
+                if join.get("on_error") == "collect":
                     line.append((" (a failed branch is reported, not fatal)", "dim"))
                 if edge["condition"]:
                     line.append((f"  if {edge['condition']}", "yellow"))
