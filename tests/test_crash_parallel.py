@@ -9,7 +9,6 @@ with the same answers, contiguous checkpoints and no session left open.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from support.cli import run
 from support.crashflow import killed_at, killed_during_nap, ledger_lines, only_task
-from support.engine import all_files_parse, checkpoint_numbers, task_dir
+from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 from support.parallelflow import make_parallel
 
 POINTS = [
@@ -49,7 +48,7 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
     td = task_dir(task_id)
     task = td.load_task()
     assert task.status.value == "completed" and task.result == "stored final"
-    assert json.loads((td.path / "kv.json").read_text()) == {"final": ["recorded x", "recorded y", "recorded z"]}
+    assert kv_store(task_id) == {"final": ["recorded x", "recorded y", "recorded z"]}
     assert sorted(ledger_lines(ledger)) == LINES          # every finished call ran exactly once
     numbers = checkpoint_numbers(task_id)
     assert numbers == list(range(len(numbers)))

@@ -6,7 +6,6 @@ the same end as an uninterrupted run: no finished subtask or tool call runs agai
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 
 from support.cli import run
 from support.crashflow import killed_at, killed_during_nap, ledger_lines, only_task
-from support.engine import all_files_parse, checkpoint_numbers, task_dir
+from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 from support.planflow import make_plan_flow
 
 POINTS = [
@@ -58,7 +57,7 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
     td = task_dir(task_id)
     task = td.load_task()
     assert task.status.value == "completed" and task.result == "stored final"
-    assert json.loads((td.path / "kv.json").read_text()) == {"final": RESULT}
+    assert kv_store(task_id) == {"final": RESULT}
     assert Counter(ledger_lines(ledger)) == LINES          # every finished call ran exactly once
     numbers = checkpoint_numbers(task_id)
     assert numbers == list(range(len(numbers)))

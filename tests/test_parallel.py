@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from magent.tools.function import FunctionProvider
 from support.cli import invoke, run
 from support.crashflow import ledger_lines, only_task
-from support.engine import agent_yaml, checkpoint_numbers, events, run_with, task_dir, write
+from support.engine import agent_yaml, checkpoint_numbers, events, kv_store, run_with, task_dir, write
 from support.parallelflow import make_parallel
 from magent.testing import FunctionModel
 
@@ -25,7 +24,7 @@ def test_a_fan_out_runs_branches_in_their_own_sessions_and_the_join_sees_every_o
     task_id = only_task(magent_home)
     td = task_dir(task_id)
     assert sorted(ledger_lines(ledger)) == ["L1", "R1", "R2", "x", "y", "z"]
-    kv = json.loads((td.path / "kv.json").read_text())
+    kv = kv_store(task_id)
     assert kv == {"final": ["recorded x", "recorded y", "recorded z"]}   # the map's answers, in item order
     evs = events(task_id)
     branches = {e.field("key"): e.field("session") for e in evs
@@ -204,7 +203,7 @@ def test_map_collects_item_errors_or_fails_naming_the_item(tmp_path: Path, magen
     result = run("run", str(flow), "-t", "collect", env={"LEDGER": str(ledger)})
     assert result.code == 0, result.err
     task_id = only_task(magent_home)
-    kv = json.loads((task_dir(task_id).path / "kv.json").read_text())
+    kv = kv_store(task_id)
     assert kv["final"][0] == "recorded x" and kv["final"][2] == "recorded z"
     assert kv["final"][1] == {"error": "agent 'itemizer' reached max_iterations (2) without a final answer"}
     failed = make_parallel(tmp_path / "f", item_error=True, on_error="fail")
@@ -295,6 +294,6 @@ def test_time_travel_forks_with_the_sessions_as_they_were(tmp_path: Path, magent
     added = ledger_lines(ledger)[before:]
     assert ("L1" in added) == (finished != "left")            # the finished branch did not run again
     assert sorted(x for x in added if x in "xyz") == ["x", "y", "z"]
-    assert json.loads((fork.path / "kv.json").read_text())["final"] == ["recorded x", "recorded y", "recorded z"]
+    assert kv_store(fork_id)["final"] == ["recorded x", "recorded y", "recorded z"]
     open_history = [e for e in fork.entries.load().values() if e.session == still_open.session_id]
     assert open_history[-1].content in ("left done", "right done")

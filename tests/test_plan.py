@@ -11,7 +11,7 @@ import pytest
 from magent.engine.planning import PlanError, levels, read_plan
 from support.cli import invoke, run
 from support.crashflow import ledger_lines, only_task
-from support.engine import agent_yaml, checkpoint_numbers, events, task_dir, write
+from support.engine import agent_yaml, checkpoint_numbers, events, kv_store, task_dir, write
 from support.planflow import make_plan_flow
 
 WORKERS = ["researcher", "writer"]
@@ -25,7 +25,7 @@ def test_a_plan_runs_by_levels_with_dependency_results_retries_and_is_revised_on
     assert result.code == 0, result.err
     task_id = only_task(magent_home)
     td = task_dir(task_id)
-    assert json.loads((td.path / "kv.json").read_text()) == {"final": "Final report: A is 1, B is 2."}
+    assert kv_store(task_id) == {"final": "Final report: A is 1, B is 2."}
     # The facts ran once (kept by the revision), the flaky draft twice (a retry), the writer's once.
     assert ledger_lines(ledger)[:2] in (["A", "B"], ["B", "A"])
     assert ledger_lines(ledger)[2:] == ["flaky", "flaky", "draft"]
@@ -75,7 +75,7 @@ def test_a_plan_that_still_fails_after_its_revision_pauses_for_a_person(tmp_path
     assert "subtask 'draft' (flaky) failed 2 time(s)" in cp.human_request.question
     done = run("resume", task_id, "--approve", "--message", "try harder", env=env)
     assert done.code == 0, done.err
-    assert json.loads((task_dir(task_id).path / "kv.json").read_text()) == {"final": "Final report: A is 1, B is 2."}
+    assert kv_store(task_id) == {"final": "Final report: A is 1, B is 2."}
     assert sorted(ledger_lines(ledger)) == ["A", "B"] + ["flaky"] * 4   # the facts were not run again
     # --reject fails the node, saying why.
     other = tmp_path / "again"
@@ -177,4 +177,4 @@ def test_a_tool_that_needs_approval_inside_a_subtask_pauses_the_task_and_approve
     assert sorted(pauses) == [("subtask:draft", "draft"), ("subtask:draft", "flaky"), ("subtask:draft", "flaky"),
                               ("subtask:facts_a", "A"), ("subtask:facts_b", "B")]
     assert sorted(ledger_lines(ledger)) == ["A", "B", "draft", "flaky", "flaky"]
-    assert json.loads((task_dir(task_id).path / "kv.json").read_text()) == {"final": "Final report: A is 1, B is 2."}
+    assert kv_store(task_id) == {"final": "Final report: A is 1, B is 2."}
