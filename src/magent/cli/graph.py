@@ -26,12 +26,12 @@ def graph(
 
     Nodes by kind, edges with their conditions, END, and approval gates.
     """
-    from magent.engine.graph import load_target
+    from magent.api import load
     from magent.errors import UsageError
 
     if format_ not in FORMATS:
         raise UsageError(f"--format {format_!r} is not a format (one of: {', '.join(FORMATS)})")
-    loaded = load_target(target)
+    loaded = load(target).graph
     from magent.trace import diagram
 
     if format_ == "mermaid":
