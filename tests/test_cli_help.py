@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from magent.cli.app import app
-from support.cli import invoke
+from support.cli import invoke, run
 from support.homes import HomeBuilder
 
 
@@ -83,6 +83,9 @@ def test_completion_offers_task_ids_names_and_leaves_files_to_the_shell(magent_h
     (tmp_path / "flow.yaml").write_text("name: x\n")
     assert _complete("magent run fl", cwd=tmp_path) == []
     assert _complete("magent validate fl", cwd=tmp_path) == []
-    script = invoke("--show-completion", "bash").out
+    # Typer detects the shell from the process tree (so the verdict would depend on the shell
+    # that started pytest); with detection off, --show-completion takes the shell by name.
+    shown = run("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+    script = shown.out
     assert "complete -o default -F" in script and "_MAGENT_COMPLETE=complete_bash" in script
     assert "--install-completion" in invoke("--help").out
