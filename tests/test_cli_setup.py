@@ -10,6 +10,7 @@ import pytest
 
 from magent import __version__, paths
 from magent.config import load_mcp_servers, load_retention_policy
+from magent.config.defaults import load_defaults
 from magent.store.home import DEFAULT_MCP_SERVERS, DEFAULT_RETENTION_POLICY
 from support.cli import invoke, run
 from support.homes import snapshot_tree
@@ -45,6 +46,7 @@ def test_init_creates_the_layout_and_default_configs(magent_home):
     assert r.code == 0 and r.err == ""
     assert r.out.splitlines() == [f"created {paths.mcp_servers_file()}",
                                   f"created {paths.retention_policy_file()}",
+                                  f"created {paths.defaults_file()}",
                                   f"magent home ready at {magent_home}"]
     for d in ("tasks", "locks", "config", "agents", "workflows"):
         assert stat.S_IMODE((magent_home / d).stat().st_mode) == 0o700
@@ -78,6 +80,7 @@ def test_init_then_validate_the_defaults():
     invoke("init")
     r = invoke("validate", str(paths.mcp_servers_file()), str(paths.retention_policy_file()))
     assert r.code == 0, r.err
+    assert load_defaults(paths.defaults_file()).model is None   # all of it commented out
     assert [line.split()[:2] for line in r.out.splitlines()] == [
         ["ok", "mcp_servers"], ["ok", "retention_policy"]]
 

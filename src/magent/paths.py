@@ -84,3 +84,7 @@ def memory_db(root: Path | None = None) -> Path:
 
 def memory_settings_file(root: Path | None = None) -> Path:
     return config_dir(root) / "memory.yaml"
+
+
+def defaults_file(root: Path | None = None) -> Path:
+    return config_dir(root) / "defaults.yaml"

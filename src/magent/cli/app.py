@@ -120,10 +120,11 @@ def _register() -> None:
     from magent.cli import graph, trace
     trace.register(app)
     graph.register(app)
-    from magent.cli import examples
+    from magent.cli import config, examples
     app.add_typer(examples.app, name="examples")
     from magent.cli import memory
     app.add_typer(memory.app, name="memory")
+    app.add_typer(config.app, name="config")
 
 
 _register()

@@ -68,6 +68,10 @@ def check_file(path: Path) -> CheckResult:
             settings = load_memory_settings(path, missing_ok=False).settings
             summary = f"embedding model {settings.embedding_model}" if settings.embedding_model \
                 else "text search only"
+        elif kind is ConfigKind.defaults:
+            from magent.config.defaults import load_defaults
+
+            summary = f"model {load_defaults(Path(path)).model or '-'}"
         else:
             load_retention_policy(path, missing_ok=False)
         return CheckResult(path=shown, kind=kind.value, ok=True, summary=summary)

@@ -9,6 +9,7 @@ from typing import Any
 
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, load_file
+from magent.errors import ConfigError
 from magent.models import Agent, MCPServersFile, MemorySettings, RetentionPolicy, Workflow
 
 
@@ -21,6 +22,8 @@ class ConfigKind(str, Enum):
     """A scripted model's ``responses:`` file."""
     memory = "memory"
     """Long-term memory settings (``config/memory.yaml``)."""
+    defaults = "defaults"
+    """``config/defaults.yaml``: the default model and endpoint."""
 
 
 _MARKERS: list[tuple[ConfigKind, set[str]]] = [
@@ -31,6 +34,7 @@ _MARKERS: list[tuple[ConfigKind, set[str]]] = [
     (ConfigKind.script, {"responses"}),
     (ConfigKind.memory, {"embedding_model", "embedding_endpoint", "embedding_api_key",
                          "embedding_timeout_seconds", "busy_timeout_seconds", "consolidation"}),
+    (ConfigKind.defaults, {"model", "endpoint"}),
 ]
 
 
@@ -49,7 +53,8 @@ def detect_kind(source: SourceFile) -> ConfigKind:
         raise source.error(
             "cannot tell what kind of config this is: an agent has system_prompt and llm_config, "
             "a workflow nodes and entry_point, an MCP file servers, a retention policy default_days, "
-            "a scripted model's file responses, memory settings embedding_model or consolidation")
+            "a scripted model's file responses, memory settings embedding_model or consolidation, "
+            "a defaults file model")
     return winners[0]
 
 
@@ -58,6 +63,8 @@ class LoadedAgent:
     agent: Agent
     source: SourceFile | None
     """None for agents defined inline in a workflow."""
+    default_model: bool = False
+    """Its file names no model: it runs on the default one (``config.defaults``)."""
 
     @property
     def base_dir(self) -> Path:
@@ -66,9 +73,31 @@ class LoadedAgent:
 
 def load_agent(path: Path | str, source: SourceFile | None = None) -> LoadedAgent:
     source = source or load_file(path)
-    agent = validate(source, Agent)
-    _check_scripted(source, agent.llm_config.model, agent.llm_config.script, ("llm_config",))
-    return LoadedAgent(agent=agent, source=source)
+    agent, defaulted = validate_agent(source)
+    return LoadedAgent(agent=agent, source=source, default_model=defaulted)
+
+
+def validate_agent(source: SourceFile, data: Any = None, prefix: tuple[Any, ...] = ()) -> tuple[Agent, bool]:
+    """An agent's fields (the whole file, or ``data`` at ``prefix`` for one defined inline),
+    with the default model when they name none (``config.defaults``); and whether it did."""
+    from magent.config.defaults import with_default_model
+
+    raw = source.data if data is None else data
+    filled, defaulted = with_default_model(raw)
+    llm = raw.get("llm_config") if isinstance(raw, dict) else None
+    if not defaulted and isinstance(raw, dict) and (llm is None or (isinstance(llm, dict)
+                                                                    and llm.get("model") is None)):
+        try:  # any other mistake first (a misspelt "modle" explains the missing model best)
+            validate(source, Agent, data=raw, prefix=prefix)
+        except ConfigError as exc:
+            if not (exc.field or "").split(".")[-1] in ("llm_config", "model"):
+                raise
+        raise source.error("no model: name one in llm_config.model, or set a default with MAGENT_MODEL "
+                           "or model in config/defaults.yaml (see magent config show)",
+                           prefix + (("llm_config",) if "llm_config" in raw else ()))
+    agent = validate(source, Agent, data=filled, prefix=prefix)
+    _check_scripted(source, agent.llm_config.model, agent.llm_config.script, prefix + ("llm_config",))
+    return agent, defaulted
 
 
 def _check_scripted(source: SourceFile, model: str, script: str | None, at: tuple[Any, ...]) -> None:

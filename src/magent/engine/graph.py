@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from magent import paths
-from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent
+from magent.config.defaults import default_model, pinned
+from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent, validate_agent
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
 from magent.engine import conditions
@@ -107,7 +108,8 @@ def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile]
     graph = Graph(workflow=workflow, nodes={agent.name: node}, agents=agents,
                   source=loaded.source, kind="agent", mcp_files=mcp_files,
                   snapshot={"kind": "agent", "agent": agent.name,
-                            "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None}},
+                            "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None},
+                            **_defaults(agents)},
                   secrets=set().union(*(a.source.secrets for a in agents.values() if a.source is not None)),
                   rails=_rails(agents))
     node.graph = graph
@@ -171,7 +173,8 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
 
     snapshot = {"kind": "workflow", "workflow": _snap(source),
                 "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None
-                           and a.source is not source}}
+                           and a.source is not source},
+                **_defaults(agents)}
     graph = Graph(workflow=workflow, nodes=nodes, agents=agents, source=source,
                   mcp_files=mcp_files, snapshot=snapshot, secrets=secrets,
                   rails=_rails(agents, workflow, source), joins=joins)
@@ -181,7 +184,18 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
 
 
 def from_snapshot(snapshot: dict[str, Any]) -> Graph:
-    """Rebuild the graph a task ran with from its stored snapshot (env values resolved anew)."""
+    """Rebuild the graph a task ran with from its stored snapshot (env values resolved anew;
+    the default model is the one the task started with)."""
+    with pinned(snapshot.get("defaults")):
+        return _from_snapshot(snapshot)
+
+
+def _defaults(agents: dict[str, LoadedAgent]) -> dict[str, Any]:
+    """The default model for the snapshot, when an agent runs on it."""
+    return {"defaults": default_model().as_dict()} if any(a.default_model for a in agents.values()) else {}
+
+
+def _from_snapshot(snapshot: dict[str, Any]) -> Graph:
     agent_sources = {name: from_raw(s["raw"], Path(s["path"]))
                      for name, s in snapshot.get("agents", {}).items()}
     if snapshot.get("kind") == "agent":
@@ -244,11 +258,11 @@ def _resolve_agent(name: str, workflow: Workflow, source: SourceFile, path: Path
                    at: tuple[Any, ...], agent_sources: dict[str, SourceFile] | None,
                    extra_folders: list[Path] | None = None) -> LoadedAgent:
     if name in workflow.agents:
-        agent = validate(source, Agent, data=source.data["agents"][name], prefix=("agents", name))
+        agent, defaulted = validate_agent(source, data=source.data["agents"][name], prefix=("agents", name))
         if agent.name != name:
             raise source.error(f"inline agent is named {agent.name!r} but listed as {name!r}",
                                ("agents", name, "name"))
-        return LoadedAgent(agent=agent, source=source)
+        return LoadedAgent(agent=agent, source=source, default_model=defaulted)
     if agent_sources is not None and name in agent_sources:
         return load_agent(agent_sources[name].path, agent_sources[name])
     looked: list[Path] = []

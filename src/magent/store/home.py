@@ -45,6 +45,23 @@ by_status:
 """
 
 
+DEFAULT_DEFAULTS = """\
+# Defaults for every run. Environment variables win over this file, and an agent's
+# own llm_config wins over both (magent config show says what is in force, and why).
+#
+# The model of agents whose llm_config names none (MAGENT_MODEL overrides it): any
+# litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-20241022,
+# ollama/llama3.2, or openai/NAME with an endpoint for an OpenAI-compatible server.
+# model: openai/gpt-4o-mini
+#
+# The API base URL that goes with the default model (MAGENT_ENDPOINT overrides it),
+# e.g. llama.cpp's server (llama-server --port 8080) or Ollama on this machine.
+# endpoint: http://127.0.0.1:8080/v1
+#
+# How long tasks are kept is set in retention_policy.yaml (default_days).
+"""
+
+
 def init_home(root: Path | None = None) -> list[Path]:
     """Create the home layout and default config files; existing files are left alone.
 
@@ -53,7 +70,8 @@ def init_home(root: Path | None = None) -> list[Path]:
     store = Store(root).ensure()
     created: list[Path] = []
     for path, text in ((paths.mcp_servers_file(store.root), DEFAULT_MCP_SERVERS),
-                       (paths.retention_policy_file(store.root), DEFAULT_RETENTION_POLICY)):
+                       (paths.retention_policy_file(store.root), DEFAULT_RETENTION_POLICY),
+                       (paths.defaults_file(store.root), DEFAULT_DEFAULTS)):
         if not path.exists():
             atomic_write(path, text.encode())
             created.append(path)
