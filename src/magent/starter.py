@@ -93,3 +93,119 @@ def copy_examples(dest: Path, *, force: bool = False) -> CopyReport:
         shutil.copyfile(root / rel, target)
         report.copied.append(rel)
     return report
+
+
+# -- new files: `magent new agent|workflow NAME` --------------------------------------
+
+AGENT_TEMPLATE = """\
+# An agent: a model with a prompt and tools, answering in a ReAct loop.
+#   magent run {file} -t "..."     runs it on its own
+#   magent validate {file}         checks your edits
+# In a workflow it is a node: {{type: agent, agent: {name}}}. Every field is
+# explained; delete what you do not need.
+{name_line}# lowercase letters, digits and _; workflows use this name
+role: Answers questions briefly   # one line: what it is for
+system_prompt: |
+  You are a careful assistant. Answer briefly, and say so when you are not sure.
+  Use your tools when they help; never make up what a tool would return.
+tools: [kv.*]                     # server.tool or server.* (kv is built in; see magent tools list)
+# deny_tools: [kv.delete]         # taken out of what tools allows
+# mcp_servers: mcp.yaml           # an MCP servers file of this agent's own, next to this file
+max_iterations: 10                # model turns before the node gives up
+temperature: 0.7
+# tool_calling: text              # for models without function calling (Thought/Action/Final Answer)
+llm_config:
+{model_lines}
+  # endpoint: http://127.0.0.1:8080/v1   # an OpenAI-compatible server (llama.cpp, Ollama, vLLM)
+  # api_key: ${{MY_API_KEY}}              # ${{VAR}}: read when the run starts, never written to disk
+  # fallback_model: anthropic/claude-3-5-haiku-20241022   # tried when the model keeps failing
+  # max_tokens: 1024
+"""
+
+WORKFLOW_TEMPLATE = """\
+# A workflow: a graph of nodes that magent runs from entry_point along the edges.
+# This one drafts an answer, and a critic sends it back until it passes.
+#   magent run {file} -t "..."     run it
+#   magent graph {file}            draw it
+#   magent validate {file}         check your edits
+name: {name}
+description: Draft an answer and revise it until a critic passes it
+entry_point: draft
+agents:                           # agents defined here; others are found next to this file,
+  writer:                         # in ./agents/, or installed in ~/.multi-agent/agents/
+    name: writer
+    role: Drafts the answer
+    system_prompt: |
+      Answer the task in a few sentences. When a reviewer gives feedback, revise your
+      last answer to address every point, and reply with the new answer only.
+    llm_config:
+{model_lines_inline}
+  critic:
+    name: critic
+    role: Reviews drafts against the criteria
+    system_prompt: |
+      You are a strict reviewer. Reply with a JSON object only:
+      {{"verdict": "pass" or "revise", "feedback": "what to change, or why it passes"}}
+    temperature: 0
+    llm_config:
+{model_lines_inline}
+nodes:
+  draft:
+    type: agent                   # a ReAct loop: the model thinks, may call tools, answers
+    agent: writer
+  review:
+    type: reflection              # the critic judges the last output; its verdict sets routing_key
+    critic: critic
+    criteria: Correct, complete, and at most five sentences.
+    max_rounds: 3                 # after 3 reviews without a pass, routing_key is max_rounds
+  # approve:
+  #   type: human                 # pauses for a person: magent resume ID --approve | --reject
+  #   prompt: Is this good to send?
+  # save:
+  #   type: tool                  # calls one tool with arguments from State
+  #   tool: kv.set
+  #   arguments: {{key: answer, value: $output}}
+edges:                            # tried in order: the first whose condition holds is taken
+  - {{from: draft, to: review}}
+  - {{from: review, to: draft, condition: "routing_key == 'revise'"}}
+  - {{from: review, to: END}}
+# checkpoints: [review]           # nodes after which a person must approve before going on
+max_iterations: 20                # node runs before the run stops (bounds any loop)
+"""
+
+WORD = r"^[a-z][a-z0-9_]*$"
+
+
+def _model_lines(model: str | None, default: str | None, indent: str) -> str:
+    if model:
+        return f"{indent}model: {model}"
+    if default:
+        return (f"{indent}# model: openai/gpt-4o-mini   # unset: the default model "
+                f"(now {default}; magent config show)")
+    return (f"{indent}model: openai/gpt-4o-mini      # any litellm model string; this one reads "
+            "OPENAI_API_KEY")
+
+
+def new_file(kind: str, name: str, folder: Path, *, model: str | None = None, force: bool = False) -> Path:
+    """Write a commented, valid starting ``agent`` or ``workflow`` file ``folder/NAME.yaml``."""
+    import re
+
+    from magent.config.defaults import default_model
+
+    if not re.match(WORD, name):
+        raise UsageError(f"{name!r} is not a usable name: lowercase letters, digits and _, "
+                         "starting with a letter (e.g. support_bot)")
+    path = folder / f"{name}.yaml"
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists (--force replaces it)")
+    default = None if model else default_model().model
+    shown = str(path)
+    if kind == "agent":
+        text = AGENT_TEMPLATE.format(name=name, file=shown, name_line=f"name: {name}".ljust(34),
+                                     model_lines=_model_lines(model, default, "  "))
+    else:
+        text = WORKFLOW_TEMPLATE.format(name=name, file=shown,
+                                        model_lines_inline=_model_lines(model, default, "      "))
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

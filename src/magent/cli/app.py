@@ -120,7 +120,8 @@ def _register() -> None:
     from magent.cli import graph, trace
     trace.register(app)
     graph.register(app)
-    from magent.cli import config, examples
+    from magent.cli import config, examples, new
+    app.add_typer(new.app, name="new")
     app.add_typer(examples.app, name="examples")
     from magent.cli import memory
     app.add_typer(memory.app, name="memory")
