@@ -359,7 +359,11 @@ class EventPrinter:
     def _on_reflection(self, ev: Any) -> None:
         color = "green" if ev.field("verdict") == "pass" else "yellow"
         self.out.print(f"  [{color}]verdict: {ev.field('verdict')}[/] (round {ev.field('round')}/"
-                       f"{ev.field('max_rounds')}) {short(ev.field('feedback') or '', 200)}")
+                       f"{ev.field('max_rounds')}) {_esc(short(ev.field('feedback') or '', 200))}")
+        if ev.field("routing_key") == "max_rounds":
+            from magent.vocabulary import round_limit
+
+            self.out.print(f"  [yellow]{round_limit(ev.field('max_rounds'))}[/]")
 
     def _on_guardrail(self, ev: Any) -> None:
         from magent.trace.build import describe_guardrail

@@ -55,3 +55,9 @@ def how_started(event: Mapping[str, Any]) -> str | None:
     if event.get("retry"):
         return f"retried from checkpoint {event.get('from_checkpoint')} after it failed"
     return f"resumed from checkpoint {event.get('from_checkpoint')}"
+
+
+def round_limit(max_rounds: Any) -> str:
+    """What is said when a reflection node's review loop ends at its ``max_rounds``."""
+    return (f"round limit reached: no pass in {plural(int(max_rounds or 0), 'round')}; "
+            "the last output goes on (routing_key max_rounds)")

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from magent.models.task import usage_key
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
 from magent.trace import composition
-from magent.vocabulary import how_started
+from magent.vocabulary import how_started, round_limit
 
 if TYPE_CHECKING:
     from magent.models import TraceLog
@@ -440,6 +440,8 @@ class _Builder:
                 + (f": {_truncate(feedback, 300)}" if feedback else ""))
         if ev.get("understood") is False:
             text += " [the critic's reply could not be read; counted as revise]"
+        if ev.get("routing_key") == "max_rounds":
+            text += f" — {round_limit(ev.get('max_rounds'))}"
         self.node.parts.append(text)
 
     def _on_awaiting_human(self, ev: dict[str, Any]) -> None:

@@ -1,9 +1,11 @@
 """``type: reflection`` — a critic agent judges the last output against the node's criteria.
 
-The verdict (``pass`` or ``revise``, with feedback) sets ``routing_key``; on
-``revise`` the feedback joins the conversation so the agent sees it on its next
-round. After ``max_rounds`` reviews without a pass, ``routing_key`` is
-``max_rounds`` (route it where you like; it does not match ``revise``).
+The critic replies with a JSON object ``{"verdict": "pass" | "revise", "feedback": ...}``
+(``verdict: revise`` / ``feedback: ...`` lines, or a reply starting with the verdict
+word, are read too). The verdict sets ``routing_key``; on ``revise`` the feedback joins
+the conversation so the agent sees it on its next round. After ``max_rounds`` reviews
+without a pass, ``routing_key`` is ``max_rounds`` (route it where you like; it does not
+match ``revise``) and the event says the loop ended at its limit.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from magent.models import Message
 
 _VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(pass|revise)", re.I)
 _FEEDBACK = re.compile(r"feedback\s*[:=]\s*(.*)", re.I | re.S)
+
+CRITIC_MAX_TOKENS = 1024
+"""Output tokens a critic may use when its agent sets no ``max_tokens``: a verdict and a
+paragraph of feedback fit well within it, and a critic that rambles is cut off rather than
+billed for pages."""
 
 
 class ReflectionConfig(NodeConfig):
@@ -51,7 +58,7 @@ class ReflectionNode(Node):
         config = ctx.llm_config(critic.name)
         request = LLMRequest(model=config.model, messages=[Message(role="user", content=prompt)],
                              system=critic.system_prompt, temperature=critic.temperature,
-                             max_tokens=config.max_tokens, endpoint=config.endpoint,
+                             max_tokens=config.max_tokens or CRITIC_MAX_TOKENS, endpoint=config.endpoint,
                              api_key=config.api_key, timeout=config.timeout_seconds,
                              max_retries=config.max_retries, fallback_model=config.fallback_model,
                              agent=critic.name)
@@ -84,7 +91,7 @@ def parse_verdict(text: str) -> tuple[str, str, bool]:
     if doc is not None:
         verdict = str(doc.get("verdict", "")).strip().lower()
         if verdict in ("pass", "revise"):
-            return verdict, str(doc.get("feedback", "")).strip(), True
+            return verdict, feedback_text(doc.get("feedback")), True
     m = _VERDICT.search(stripped)
     if m:
         fb = _FEEDBACK.search(stripped)
@@ -93,3 +100,23 @@ def parse_verdict(text: str) -> tuple[str, str, bool]:
     if first and first[0].strip(".:,!").lower() in ("pass", "revise"):
         return first[0].strip(".:,!").lower(), (first[1].strip() if len(first) > 1 else ""), True
     return "revise", stripped or "(the critic's reply was empty)", False
+
+
+def feedback_text(value: object, _nested: bool = False) -> str:
+    """Feedback as a person would write it: a critic that answers with a list or an object
+    (``{"length": "too long", "tone": ["dull", "flat"]}``) gets ``length: too long; tone:
+    dull, flat``, never a Python repr."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict):
+        parts = []
+        for key, item in value.items():
+            said = feedback_text(item, True)
+            parts.append(f"{key}: {said}" if said else str(key))
+        return (", " if _nested else "; ").join(parts)
+    if isinstance(value, (list, tuple)):
+        said = (feedback_text(item, True) for item in value)
+        return (", " if _nested else "; ").join(text for text in said if text)
+    return str(value)
