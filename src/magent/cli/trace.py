@@ -15,6 +15,7 @@ def register(app: typer.Typer) -> None:
     app.command("trace", epilog=examples(
         "magent trace 3f2a              # the story of the run, step by step",
         "magent trace 3f2a --step 3     # step 3 whole: the exact tool result",
+        "magent trace 3f2a --step 2 --request   # what step 2 sent to the model",
         "magent trace 3f2a --follow     # a running task, live",
         "magent trace 3f2a --html       # one page to open in a browser",
         "magent trace 3f2a --otlp http://localhost:4318   # to OpenTelemetry",
@@ -32,6 +33,7 @@ def trace(
     html: Annotated[bool, typer.Option("--html", help="Write the trace as one self-contained HTML page that opens offline in a browser: timeline, steps, prompts, tool results, tokens and cost, the workflow graph.")] = False,
     otlp: Annotated[Optional[str], typer.Option("--otlp", metavar="URL", help="Send the finished task's trace as OpenTelemetry spans to this OTLP/HTTP endpoint (like http://localhost:4318); needs pip install 'magent[otel]'.")] = None,
     session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", help="Show one child session (its id, first characters or key, e.g. subtask:facts#0) and the sessions it opened.")] = None,
+    request: Annotated[bool, typer.Option("--request", help="With --step: the exact request each model call of the step sent (system prompt, tools, messages, parameters).")] = False,
 ) -> None:
     """Show what a task did, step by step, with tokens and cost.
 
@@ -54,6 +56,8 @@ def trace(
         raise UsageError("--otlp does not go with --html, --follow, --step or --json")
     if step is not None and step < 1:
         raise UsageError("--step counts from 1")
+    if request and step is None:
+        raise UsageError("--request needs --step N: the step whose model calls to show")
     td = Store().task(task_id)
     if otlp is not None:
         _otlp(td, otlp)
@@ -71,6 +75,19 @@ def trace(
     view = load_view(td, need_events=step is not None)
     for note in view.notes:
         warn(note)
+    if request:
+        from magent.trace.request import request_lines, step_requests
+
+        calls, problems = step_requests(view, step)
+        for problem in problems:
+            warn(problem)
+        if json_out:
+            from magent.cli.output import print_json
+
+            print_json(calls)
+        else:
+            render.print_lines(request_lines(step, calls))
+        return
     if step is not None:
         from magent.trace.detail import step_detail, step_lines
 

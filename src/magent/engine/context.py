@@ -326,8 +326,13 @@ class RunContext:
 
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, session: Session | None = None,
-                        rail: str | None = None) -> None:
+                        rail: str | None = None, request: "LLMRequest | None" = None) -> None:
         session = session or self.main
+        sent = None
+        if request is not None:  # its pieces are stored before the event names them
+            from magent.engine.sent import record
+
+            sent = record(request, self.td.requests, self.redactor, keep_messages=rail is None)
         key = response.usage_key
         usage = Usage(input=response.tokens_in, output=response.tokens_out, cost=response.cost or 0.0,
                       calls=1, unpriced=int(response.cost is None))
@@ -339,7 +344,7 @@ class RunContext:
             tokens_in=response.tokens_in, tokens_out=response.tokens_out, cost=response.cost,
             latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
             attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
-            cursor=session.cursors.get(agent), session=session.tag, rail=rail,
+            cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
             response={"content": self.redactor.text(response.content),
                       "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
                                       "raw_arguments": c.raw_arguments if c.arguments is None else None}

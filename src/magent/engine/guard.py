@@ -41,7 +41,7 @@ class _Run:
     (each failed attempt too, as ``on_attempt`` is told of it)."""
 
     def __init__(self, info: RailInput, client: Callable[[Rail, Any], LLMClient],
-                 on_response: Callable[[Rail, LLMResponse], None],
+                 on_response: Callable[[Rail, LLMRequest, LLMResponse], None],
                  on_attempt: Callable[[Rail, Attempt], None]):
         self.info = info
         self._client = client
@@ -55,14 +55,14 @@ class _Run:
                              max_retries=config.max_retries, fallback_model=config.fallback_model, agent=rail.key)
         response = await self._client(rail, config).complete(
             request, None, on_attempt=lambda attempt: self._on_attempt(rail, attempt))
-        self._on_response(rail, response)
+        self._on_response(rail, request, response)
         return response.content
 
 
 def _in_run(ctx, info: RailInput, node: str | None, iteration: int = 0) -> _Run:
     return _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
-                lambda rail, response: ctx.record_llm_call(response, node=node, agent=rail.key,
-                                                           iteration=iteration, rail=rail.name),
+                lambda rail, request, response: ctx.record_llm_call(
+                    response, node=node, agent=rail.key, iteration=iteration, rail=rail.name, request=request),
                 lambda rail, attempt: ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration,
                                                        rail=rail.name)(attempt))
 
@@ -82,14 +82,14 @@ class Records:
     """Rails' decisions and model calls kept back, to be recorded after what they judged."""
 
     items: list[Any] = field(default_factory=list)
-    """``Check``s, ``(rail, LLMResponse)`` model calls and ``(rail, Attempt)`` failed attempts,
+    """``Check``s, ``(rail, LLMRequest, LLMResponse)`` model calls and ``(rail, Attempt)`` failed attempts,
     in the order they happened."""
 
     def check(self, check: Check) -> None:
         self.items.append(check)
 
-    def call(self, rail: Rail, response: LLMResponse) -> None:
-        self.items.append((rail, response))
+    def call(self, rail: Rail, request: LLMRequest, response: LLMResponse) -> None:
+        self.items.append((rail, request, response))
 
     def attempt(self, rail: Rail, attempt: Attempt) -> None:
         if attempt.error is not None:  # (one starting is news for the live view only)
@@ -100,11 +100,13 @@ class Records:
             if isinstance(item, Check):
                 _emit(ctx, node, info, item, **where)
                 continue
-            rail, call = item
-            if isinstance(call, Attempt):
-                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name)(call)
+            rail, *call = item  # (rail, attempt) or (rail, request, response)
+            if isinstance(call[0], Attempt):
+                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name)(call[0])
             else:
-                ctx.record_llm_call(call, node=node, agent=rail.key, iteration=iteration, rail=rail.name)
+                request, response = call
+                ctx.record_llm_call(response, node=node, agent=rail.key, iteration=iteration, rail=rail.name,
+                                    request=request)
         self.items.clear()
 
 

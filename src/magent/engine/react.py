@@ -61,8 +61,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        response = await ctx.call_model(request_for(ctx, agent, node, specs, text_mode), node=node,
-                                        iteration=iteration, on_token=stream)
+        request = request_for(ctx, agent, node, specs, text_mode)
+        response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
         message, final = _interpret(response, text_mode)
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first
@@ -71,7 +71,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # The call's record (with the script cursor after it) goes first: a crash between the
         # two leaves a record without an entry, and recovery then makes the call again.
         entry_id = new_id()
-        ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id)
+        ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
+                            request=request)
         guard.record_answer(ctx, node, screening, entry_id, iteration)
         ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
         if message.tool_calls:
@@ -105,7 +106,8 @@ def request_for(ctx, agent: Agent, node: str, specs: list[ToolSpec] | None = Non
                       temperature=agent.temperature, max_tokens=config.max_tokens,
                       endpoint=config.endpoint, api_key=config.api_key,
                       timeout=config.timeout_seconds, max_retries=config.max_retries,
-                      fallback_model=config.fallback_model, agent=agent.name)
+                      fallback_model=config.fallback_model, agent=agent.name,
+                      conversation_leaf=ctx.session.leaf, text_mode=text_mode)
 
 
 def _interpret(response: LLMResponse, text_mode: bool) -> tuple[Message, str]:

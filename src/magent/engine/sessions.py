@@ -188,9 +188,10 @@ class SessionContext:
                                      rail=rail)
 
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
-                        entry_id: str | None = None, rail: str | None = None) -> None:
+                        entry_id: str | None = None, rail: str | None = None,
+                        request: "LLMRequest | None" = None) -> None:
         self.run.record_llm_call(response, node=node, agent=agent, iteration=iteration,
-                                 entry_id=entry_id, session=self.session, rail=rail)
+                                 entry_id=entry_id, session=self.session, rail=rail, request=request)
 
     def check_stop(self) -> None:
         """A safe point: stop here (``Suspended``) if this session's group was asked to."""

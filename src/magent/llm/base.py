@@ -73,6 +73,11 @@ class LLMRequest:
     ``FallbackModel`` with its own endpoint and key."""
     agent: str = ""
     """Name of the calling agent (the scripted provider keys its cursor by script)."""
+    conversation_leaf: str | None = None
+    """When ``messages`` are the session's conversation: the id of its last entry, so the
+    record of the call can point into ``entries.jsonl`` instead of copying them."""
+    text_mode: bool = False
+    """The ReAct text format: tools are described in ``system`` and results sent as text."""
 
 
 @dataclass

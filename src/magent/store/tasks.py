@@ -34,6 +34,7 @@ from magent.store.files import (
 )
 from magent.store.listing import DIR_HINT, UNSETTLED, check_readable, events_usage, linked_task_ids, task_ids
 from magent.store.locks import Lock
+from magent.store.requests import RequestLog
 from magent.store.migrations import migrate
 
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
@@ -54,6 +55,7 @@ class TaskDir:
         self.path = store.tasks_dir / task_id
         self.checkpoints = CheckpointLog(self.path, task_id)
         self.entries = EntryLog(self.path / "entries.jsonl")
+        self.requests = RequestLog(self.path / "requests.jsonl")
         self._events: JsonlWriter | None = None
 
     # task.json
@@ -119,8 +121,9 @@ class TaskDir:
         self._events.append(event.model_dump(mode="json", exclude_none=True))
 
     def sync(self) -> None:
-        """Make appended entries and events durable (done before every checkpoint)."""
+        """Make appended entries, request pieces and events durable (done before every checkpoint)."""
         self.entries.sync()
+        self.requests.sync()
         if self._events is not None:
             self._events.sync()
 
@@ -184,6 +187,7 @@ class TaskDir:
 
     def close(self) -> None:
         self.entries.close()
+        self.requests.close()
         if self._events is not None:
             self._events.close()
             self._events = None

@@ -51,15 +51,21 @@ def _artifact(td: Any, name: str | None) -> dict[str, Any] | None:
     return {"path": str(path), "exists": True, "bytes": info.st_size}
 
 
-def step_detail(view: TraceView, number: int) -> dict[str, Any]:
-    """Everything known about step ``number`` (1-based) as plain data. Raises ``UsageError``
-    when there is no such step."""
+def check_step(view: TraceView, number: int) -> None:
+    """Raise ``UsageError`` unless the task has a step ``number`` (1-based)."""
     from magent.errors import UsageError
 
     steps = view.steps
     if not 1 <= number <= len(steps):
         raise UsageError(f"task {view.td.id[:8]} has no step {number}"
                          + (f" (its steps are 1..{len(steps)})" if steps else " (it has no steps yet)"))
+
+
+def step_detail(view: TraceView, number: int) -> dict[str, Any]:
+    """Everything known about step ``number`` (1-based) as plain data. Raises ``UsageError``
+    when there is no such step."""
+    check_step(view, number)
+    steps = view.steps
     step = steps[number - 1]
     events = view.built.events[number - 1] if view.built is not None else []
     by_type: dict[str, list[dict[str, Any]]] = {}

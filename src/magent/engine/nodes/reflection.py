@@ -63,7 +63,8 @@ class ReflectionNode(Node):
                              max_retries=config.max_retries, fallback_model=config.fallback_model,
                              agent=critic.name)
         response = await ctx.call_model(request, node=self.name, iteration=round_no - 1)
-        ctx.record_llm_call(response, node=self.name, agent=critic.name, iteration=round_no - 1)
+        ctx.record_llm_call(response, node=self.name, agent=critic.name, iteration=round_no - 1,
+                            request=request)
         verdict, feedback, understood = parse_verdict(response.content)
         if verdict == "pass":
             key = "pass"

@@ -1,0 +1,47 @@
+"""What a model call sent, as its ``llm_call`` event records it (``magent trace --request``).
+
+The record is small: the call's parameters, and the system prompt, tool set and
+messages by reference — the first two (and a one-off prompt such as a critic's)
+by hash into the task's ``requests.jsonl``, where each distinct one is stored
+once, the conversation by its last entry in ``entries.jsonl``. Everything goes
+through the run's redactor first, like every other file of the task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magent.llm.base import LLMRequest
+
+
+def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bool = True) -> dict[str, Any]:
+    """The ``request`` field of an ``llm_call`` event; stores new pieces in ``pieces``
+    (the task's ``RequestLog``). ``keep_messages=False`` (a guardrail judge's call) leaves
+    the messages out: they hold the text the rail checked, which may hold values another
+    rail masks before anything is written."""
+    out: dict[str, Any] = {"model": request.model, "temperature": request.temperature}
+    for key in ("max_tokens", "fallback_model"):
+        if getattr(request, key) is not None:
+            out[key] = getattr(request, key)
+    if request.endpoint:
+        out["endpoint"] = redactor.text(request.endpoint)
+    out["timeout"] = request.timeout
+    out["max_retries"] = request.max_retries
+    if request.api_key:
+        out["api_key"] = "set"  # never the key itself
+    if request.text_mode:
+        out["text_mode"] = True
+    if request.system:
+        out["system"] = pieces.put("system", redactor.text(request.system))
+    if request.tools:
+        tools = [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                 for t in request.tools]
+        out["tools"] = pieces.put("tools", redactor.data(tools))
+    if not keep_messages:
+        out["messages_withheld"] = True
+    elif request.conversation_leaf is not None:
+        out["conversation"] = {"leaf": request.conversation_leaf, "count": len(request.messages)}
+    else:
+        messages = [m.model_dump(mode="json", exclude_none=True, exclude={"timestamp"}) for m in request.messages]
+        out["messages"] = pieces.put("messages", redactor.data(messages))
+    return out

@@ -1,0 +1,68 @@
+"""What was sent to models, each distinct piece once: ``requests.jsonl``.
+
+A model call's ``llm_call`` event names its system prompt and tool set by hash
+(and a one-off prompt, such as a critic's, the same way); the text behind each
+hash is one line of this journal, written the first time it is sent. A ReAct
+agent sends the same system prompt and tools on every turn, so a long run adds
+one line, not one per turn. The conversation itself is in ``entries.jsonl``: an
+event points at the last entry sent instead of copying it.
+
+Lines are appended before the event that names them, so a reader that finds a
+hash in an event finds its line (a crash between the two leaves a line no event
+names, which costs nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from magent.store.files import JsonlWriter, read_jsonl
+
+KINDS = ("system", "tools", "messages")
+
+
+def digest(value: Any) -> str:
+    """A short stable name for ``value``: sha256 of its canonical JSON, 16 hex digits."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class RequestLog:
+    """The task's ``requests.jsonl``: ``put`` a piece, get its hash; ``load`` them all back."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._writer: JsonlWriter | None = None
+        self._known: set[str] | None = None
+
+    def put(self, kind: str, value: Any) -> str:
+        """Store ``value`` (a ``system`` prompt, a ``tools`` list, a ``messages`` list) unless
+        an identical one is there already; return its hash."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown request piece {kind!r}")
+        key = digest([kind, value])
+        if self._known is None:  # a resumed run: what earlier runs of the task wrote counts
+            self._known = {str(line.get("hash")) for line in read_jsonl(self.path)}
+        if key not in self._known:
+            if self._writer is None:
+                self._writer = JsonlWriter(self.path)
+            self._writer.append({"hash": key, "kind": kind, "value": value})
+            self._known.add(key)
+        return key
+
+    def load(self, problems: list[str] | None = None) -> dict[str, Any]:
+        """Every stored piece by hash."""
+        return {str(line["hash"]): line.get("value") for line in read_jsonl(self.path, problems)
+                if "hash" in line}
+
+    def sync(self) -> None:
+        if self._writer is not None:
+            self._writer.sync()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
