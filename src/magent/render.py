@@ -47,12 +47,15 @@ def _esc(value: Any) -> str:
     return escape(str(value))
 
 
-def grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
+def grid(header: list[str], rows: list[list[Any]], flexible: int | list[int],
+         droppable: tuple[int, ...] = (), min_flexible: int = 24) -> None:
     """Print text columns; cells are text or (text, style).
 
-    In a terminal only column ``flexible`` is shortened (with …) to fit the width,
-    and styles are shown. Into a pipe nothing is cut, so ``grep`` sees whole values,
-    and rich is not even imported (a thousand rows print in milliseconds).
+    In a terminal the ``flexible`` columns are shortened (with …, the widest first) to fit the
+    width, and styles are shown; but before the first of them would be cut below
+    ``min_flexible`` characters, the ``droppable`` columns go, in the order given. Into a pipe
+    nothing is cut or dropped, so ``grep`` sees whole values, and rich is not even imported (a
+    thousand rows print in milliseconds).
     """
     plain = [[c[0] if isinstance(c, tuple) else c for c in row] for row in rows]
     if not is_terminal():
@@ -66,19 +69,33 @@ def grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
     from rich.text import Text
 
     out = console()
+    flexible = [flexible] if isinstance(flexible, int) else list(flexible)
     widths = [max([cell_len(h)] + [cell_len(r[i]) for r in plain]) for i, h in enumerate(header)]
-    excess = sum(widths) + 2 * (len(widths) - 1) - out.width
-    if excess > 0:
-        widths[flexible] = max(len(header[flexible]), widths[flexible] - excess)
-    last = len(header) - 1
+    shown = list(range(len(header)))
+
+    def excess() -> int:
+        return sum(widths[i] for i in shown) + 2 * (len(shown) - 1) - out.width
+
+    for column in droppable:  # drop columns rather than cut the main text to nothing
+        if excess() <= 0 or widths[flexible[0]] - excess() >= min(min_flexible, widths[flexible[0]]):
+            break
+        shown.remove(column)
+    over = excess()
+    while over > 0:
+        widest = max(flexible, key=lambda i: widths[i] - len(header[i]))
+        if widths[widest] <= len(header[widest]):
+            break
+        widths[widest] -= 1
+        over -= 1
+    last = shown[-1]
 
     def line(cells: list[Any], bold: bool = False) -> "Text":
         text_line = Text(no_wrap=True, overflow="ellipsis")
-        for i, cell in enumerate(cells):
-            text, style = cell if isinstance(cell, tuple) else (cell, "bold" if bold else "")
+        for i in shown:
+            text, style = cells[i] if isinstance(cells[i], tuple) else (cells[i], "bold" if bold else "")
             if cell_len(text) > widths[i]:
                 text = set_cell_size(text, widths[i] - 1) + "…"
-            if i:
+            if i != shown[0]:
                 text_line.append("  ")
             text_line.append(text, style=style or None)  # Text: user values are never markup
             if i != last:
@@ -89,16 +106,20 @@ def grid(header: list[str], rows: list[list[Any]], flexible: int) -> None:
     out.print(Text("\n").join([line(header, bold=True)] + [line(r) for r in rows]), soft_wrap=True)
 
 
-def task_table(rows: list["TaskRow"]) -> None:
-    """``magent tasks list``: one line per task row (``store.listing``), newest first."""
+def task_table(rows: list["TaskRow"], filtered: bool = False) -> None:
+    """``magent tasks list``: one line per task row (``store.listing``), newest first. In a
+    narrow terminal CALLS, TOKENS, WORKFLOW, COST and CREATED go (in that order) before the
+    task text is cut short."""
     if not rows:
-        print("no tasks yet: start one with `magent run TARGET -t TEXT`")
+        print("no tasks match" if filtered else "no tasks yet: start one with `magent run TARGET -t TEXT`")
         return
     cells: list[list[Any]] = []
     for t in rows:
         cells.append([t.id[:8], (t.status, STATUS_STYLE.get(t.status, "")), t.workflow,
-                      short(t.description, 60), ago(t.created_at), str(t.calls), money(t.cost, t.unpriced)])
-    grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "CALLS", "COST"], cells, flexible=3)
+                      short(t.description, 60), ago(t.created_at), str(t.calls), f"{t.tokens:,}",
+                      money(t.cost, t.unpriced)])
+    grid(["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "CALLS", "TOKENS", "COST"], cells, flexible=3,
+         droppable=(5, 6, 2, 7, 4))
 
 
 def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] = ()) -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from magent.api.result import AgentResult
     from magent.engine.graph import Graph
     from magent.models import Agent, TraceLog, Workflow
-    from magent.store.listing import TaskRow
+    from magent.store.listing import TaskFilter, TaskRow
 
 PathLike = Union[str, "os.PathLike[str]"]
 """A file path, or (for targets) the name of a workflow or agent installed in the home."""
@@ -58,11 +58,12 @@ def load(target: PathLike, *, home: PathLike | None = None) -> Definition:
 
 
 def tasks(status: str | None = None, *, home: PathLike | None = None,
-          problems: list[str] | None = None) -> list["TaskRow"]:
+          problems: list[str] | None = None, where: "TaskFilter | None" = None) -> list["TaskRow"]:
     """Every task in the home, newest first (what ``magent tasks list`` shows).
 
-    ``status`` keeps one status. A task whose task.json cannot be read is left out and
-    described in ``problems`` when a list is given.
+    ``status`` keeps one status, ``where`` (a ``magent.store.listing.TaskFilter``: text,
+    tags, workflow, model, since) the tasks it matches. A task whose task.json cannot be
+    read is left out and described in ``problems`` when a list is given.
     """
     from magent.store.listing import list_rows
     from magent.vocabulary import TASK_STATUSES
@@ -70,7 +71,7 @@ def tasks(status: str | None = None, *, home: PathLike | None = None,
     if status is not None and status not in TASK_STATUSES:
         raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(TASK_STATUSES)})")
     with paths.using_home(home):
-        return list_rows(status=status, problems=problems)
+        return list_rows(status=status, problems=problems, where=where)
 
 
 def task(task_id: str, *, home: PathLike | None = None) -> "AgentResult":

@@ -14,20 +14,40 @@ app = typer.Typer(help="List, inspect and cancel tasks.", no_args_is_help=True)
 
 
 @app.command("list", epilog=examples(
-    "magent tasks list",
+    "magent tasks list -n 10",
     "magent tasks list --status awaiting_human",
+    "magent tasks list --search invoice --since 2d",
+    "magent tasks list --workflow triage --tag urgent --model 'openai/*'",
     "magent tasks list --json | jq -r '.[].id'"))
 def list_tasks(
     status: Annotated[Optional[str], typer.Option("--status", "-s", metavar="STATUS", help=f"Only tasks with this status: {', '.join(STATUSES)}.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", metavar="N", min=1, help="Only the newest N tasks (of those the other options keep).")] = None,
+    search: Annotated[Optional[str], typer.Option("--search", metavar="TEXT", help="Only tasks whose text or result contains TEXT (any case).")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", metavar="TAG", help="Only tasks with this tag (repeat: all of them).")] = None,
+    workflow: Annotated[Optional[str], typer.Option("--workflow", "-w", metavar="NAME", help="Only runs of this workflow (or single agent).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", metavar="MODEL", help="Only tasks configured with this model: gpt-4o-mini, openai/gpt-4o-mini or a pattern like 'openai/*'.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only tasks created since WHEN: an age (30m, 2h, 3d, 1w) or a date (2026-11-20).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
 ) -> None:
-    """List tasks, newest first. A run whose process died (kill -9, a reboot) shows as interrupted."""
+    """List tasks, newest first, with model calls, tokens and cost.
+
+    A run whose process died (kill -9, a reboot) shows as interrupted. In a terminal
+    the columns fit its width: the task text is cut last, after the less important
+    columns are left out.
+    """
     # The light listing path: neither pydantic nor the models are imported here.
     from magent.api.reading import tasks
     from magent.cli.output import print_json, warn
+    from magent.errors import UsageError
+    from magent.store.listing import TaskFilter, parse_since
 
+    try:
+        after = parse_since(since) if since is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--since: {exc}") from None
+    where = TaskFilter(search=search, tags=tuple(tag or ()), workflow=workflow, model=model, since=after)
     problems: list[str] = []
-    rows = tasks(status, problems=problems)
+    rows = tasks(status, problems=problems, where=where)[:limit]
     for p in problems:
         warn(p)
     if json_out:
@@ -35,7 +55,8 @@ def list_tasks(
         return
     from magent import render
 
-    render.task_table(rows)
+    filtered = any(v is not None for v in (status, search, workflow, model, since)) or bool(tag)
+    render.task_table(rows, filtered)
 
 
 @app.command("show", epilog=examples("magent tasks show 3f2a", "magent tasks show 3f2a --json"))

@@ -40,8 +40,10 @@ def list_tools(
     if not tools:
         print("no tools" + (f" on {server}" if server else ""))
         return
+    from magent import render
+
     rows = [[t.full_name, t.description.split("\n")[0], catalog.schema_summary(t.input_schema)] for t in tools]
-    print(catalog.format_table(["TOOL", "DESCRIPTION", "ARGUMENTS"], rows))
+    render.grid(["TOOL", "DESCRIPTION", "ARGUMENTS"], rows, flexible=[1, 2])
 
 
 @app.command("call", epilog=examples(

@@ -91,6 +91,91 @@ class TaskRow:
     """task.json as stored, without the (large) ``config_snapshot``."""
     unpriced: int = 0
     """Model calls whose cost litellm could not tell (``cost`` leaves them out)."""
+    tokens: int = 0
+    """Input and output tokens of all its model calls."""
+    models: frozenset[str] = frozenset()
+    """The models its configuration names (agents, fallbacks, judges, ``--model``, the default)."""
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """What ``magent tasks list`` keeps; every condition given must hold."""
+
+    status: str | None = None
+    search: str | None = None
+    """Case-insensitive text to find in the task's text or its result."""
+    tags: tuple[str, ...] = ()
+    """Tags the task must all have."""
+    workflow: str | None = None
+    model: str | None = None
+    """A model name, with or without its provider (``gpt-4o-mini`` finds ``openai/gpt-4o-mini``),
+    or a shell pattern (``openai/*``)."""
+    since: datetime | None = None
+    """Created at or after this moment."""
+
+    def matches(self, row: TaskRow) -> bool:
+        if self.status is not None and row.status != self.status:
+            return False
+        if self.workflow is not None and row.workflow != self.workflow:
+            return False
+        if self.since is not None and row.created_at < self.since:
+            return False
+        if self.tags and not set(self.tags) <= set(row.doc.get("tags") or []):
+            return False
+        if self.search:
+            needle = self.search.casefold()
+            haystack = [row.description, row.doc.get("result") or ""]
+            if not any(needle in str(text).casefold() for text in haystack):
+                return False
+        if self.model is not None and not any(_model_matches(self.model, m) for m in row.models):
+            return False
+        return True
+
+
+def _model_matches(wanted: str, model: str) -> bool:
+    from fnmatch import fnmatchcase
+
+    bare = model.split("/", 1)[-1]
+    return wanted in (model, bare) or fnmatchcase(model, wanted) or fnmatchcase(bare, wanted)
+
+
+def models_in(snapshot: Any) -> frozenset[str]:
+    """The models a task's config snapshot names: every ``llm_config``'s ``model`` and
+    ``fallback_model``, the ``--model`` override and the default model it started with."""
+    found: set[str] = set()
+    stack = [snapshot]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            config = node.get("llm_config")
+            if isinstance(config, dict):
+                found.update(v for k, v in config.items() if k in ("model", "fallback_model") and isinstance(v, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    if isinstance(snapshot, dict):
+        for section, key in (("options", "model_override"), ("defaults", "model")):
+            value = (snapshot.get(section) or {}).get(key) if isinstance(snapshot.get(section), dict) else None
+            if isinstance(value, str):
+                found.add(value)
+    return frozenset(found)
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """``--since``: an age (``30m``, ``2h``, ``3d``, ``1w``) or a date or time (``2026-11-20``,
+    ``2026-11-20T09:00``, read as UTC unless it names its zone). Raises ``ValueError``."""
+    import re
+    from datetime import timedelta
+
+    now = now or datetime.now(timezone.utc)
+    m = re.fullmatch(r"\s*(\d+)\s*(s|m|h|d|w)\s*", text)
+    if m:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+        return now - timedelta(**{unit: int(m.group(1))})
+    when = parse_time(text.strip())
+    if when is None:
+        raise ValueError(f"{text!r} is neither an age (30m, 2h, 3d, 1w) nor a date (2026-11-20)")
+    return when
 
 
 def task_ids(tasks_dir: Path, problems: list[str] | None = None) -> list[str]:
@@ -159,19 +244,22 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     unpriced = usage.get("unpriced", 0)
     if type(unpriced) is not int:
         raise bad(f"usage.unpriced: {unpriced!r} is not a whole number")
-    doc.pop("config_snapshot", None)
+    counted = [usage.get(k, 0) for k in ("input", "output")]
+    tokens = sum(n for n in counted if type(n) is int)
+    models = models_in(doc.pop("config_snapshot", None))
     return TaskRow(id=task_id, status=status, workflow=doc["workflow"],
                    description=doc["description"], created_at=created, calls=calls,
-                   cost=float(cost), doc=doc, unpriced=unpriced)
+                   cost=float(cost), doc=doc, unpriced=unpriced, tokens=tokens, models=models)
 
 
 def list_rows(root: Path | None = None, status: str | None = None,
-              problems: list[str] | None = None) -> list[TaskRow]:
+              problems: list[str] | None = None, where: TaskFilter | None = None) -> list[TaskRow]:
     """Rows of every task under the home ``root`` (default ``$MAGENT_HOME``), newest first.
 
     Statuses are as shown (``shown_status``: a dead run is ``interrupted``), in the rows
-    and their documents; ``status`` keeps only tasks with that status. A task whose
-    task.json cannot be read is left out and described in ``problems``.
+    and their documents; ``status`` keeps only tasks with that status, ``where`` only those
+    it matches. A task whose task.json cannot be read is left out and described in
+    ``problems``.
     """
     tasks_dir = paths.tasks_dir(root)
     locks_dir = paths.locks_dir(root)
@@ -188,7 +276,7 @@ def list_rows(root: Path | None = None, status: str | None = None,
             usage = events_usage(tasks_dir / task_id)
             row.doc.update(status=shown, usage=usage)
             row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"], unpriced=usage["unpriced"])
-        if status is None or row.status == status:
+        if (status is None or row.status == status) and (where is None or where.matches(row)):
             rows.append(row)
     rows.sort(key=lambda r: r.created_at, reverse=True)
     return rows
