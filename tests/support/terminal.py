@@ -45,15 +45,16 @@ class Terminal:
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 
-    def finish(self) -> int:
-        code = self.proc.wait(timeout=60)
+    def finish(self, timeout: float = 60) -> int:
+        """Read what the process prints until it exits; its exit code."""
+        deadline = time.time() + timeout
+        while self._read(max(deadline - time.time(), 0.01)):
+            assert time.time() < deadline, f"the process did not finish; screen:\n{self.seen}"
+        code = self.proc.wait(timeout=timeout)
         os.close(self.master)
         return code
 
     def screen(self, timeout: float = 60) -> str:
         """Everything the process printed until it exited (lines without their carriage returns)."""
-        deadline = time.time() + timeout
-        while self._read(max(deadline - time.time(), 0.01)):
-            assert time.time() < deadline, f"the process did not finish; screen:\n{self.seen}"
-        self.finish()
+        self.finish(timeout)
         return self.seen.replace("\r\n", "\n")

@@ -88,8 +88,8 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
     """Continue a paused, interrupted or crashed task, or branch a new one from a checkpoint.
 
     A paused task needs one answer: ``approve``, ``reject`` or ``modify`` (State updates:
-    a mapping, or the path of a YAML/JSON file), with an optional ``message`` the next
-    nodes see. A stopped task continues from its last checkpoint. ``from_checkpoint=N``
+    a mapping, or the path of a YAML/JSON file; ``output`` in it replaces the output the
+    pause shows), with an optional ``message`` the next nodes see. A stopped task continues from its last checkpoint. ``from_checkpoint=N``
     starts a new task from checkpoint N instead (time travel); its result has the new
     task's id. Raises ``UsageError`` for conflicting answers, ``TaskNotFoundError`` for an
     unknown id and ``TaskStateError`` when the task cannot be continued that way.
@@ -161,14 +161,13 @@ def decision_of(*, approve: bool = False, reject: bool = False,
 
 
 def _modify_updates(modify: Mapping[str, Any] | PathLike) -> dict[str, Any]:
-    from magent.engine.inputs import load_modify_file
-    from magent.models import State
+    from magent.engine.inputs import load_modify_file, modify_fields
 
     if isinstance(modify, Mapping):
-        unknown = [k for k in modify if k not in State.model_fields]
+        unknown = [k for k in modify if k not in modify_fields()]
         if unknown:
             raise UsageError(f"modify: unknown State field {unknown[0]!r} "
-                             f"(fields: {', '.join(State.model_fields)})")
+                             f"(fields: {', '.join(modify_fields())})")
         return dict(modify)
     return load_modify_file(Path(os.fspath(modify)))
 

@@ -27,6 +27,7 @@ def register(app: typer.Typer) -> None:
     app.command("resume", epilog=examples(
         "magent resume 3f2a --approve",
         'magent resume 3f2a --reject --message "Say which Friday"',
+        "magent resume 3f2a --modify edits.yaml   # output: the text as it should be",
         "magent resume 3f2a --from-checkpoint 3 --set priority=low  # a new task"))(resume)
     app.command("replay", epilog=examples("magent replay 3f2a", "magent replay 3f2a --json"))(replay)
 
@@ -62,7 +63,7 @@ def resume(
     task_id: TaskId,
     approve: Annotated[bool, typer.Option("--approve", help="Approve what the paused run asks.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Reject it (give --message to say why).")] = False,
-    modify: Annotated[Optional[Path], typer.Option("--modify", metavar="FILE", help="Approve with State updates from a YAML or JSON file.")] = None,
+    modify: Annotated[Optional[Path], typer.Option("--modify", metavar="FILE", help="Approve with State updates from a YAML or JSON file; output: TEXT in it replaces the output.")] = None,
     message: Annotated[Optional[str], typer.Option("--message", "-m", metavar="TEXT", help="Feedback the next nodes see.")] = None,
     set_: SetOpt = None,
     from_checkpoint: Annotated[Optional[int], typer.Option("--from-checkpoint", metavar="N", help="Start a new task from checkpoint N of ID (time travel).")] = None,

@@ -135,6 +135,13 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
     if action is None:
         return None
     updates: dict[str, Any] = {}
+    if action == "modify" and request.output and request.kind in ("human_node", "approval"):
+        edited = edit_text(request.output)
+        if edited is not None and edited.strip() != request.output.strip():
+            updates["output"] = edited.rstrip("\n")
+            print("the output is replaced with your edit")
+        else:
+            print("the output is unchanged")
     if action == "modify":
         print("state updates as key=value (metadata keys, or routing_key=...); empty line to finish")
         pairs = []
@@ -146,7 +153,7 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
             if not line:
                 break
             pairs.append(line)
-        updates = parse_sets(pairs)
+        updates.update(parse_sets(pairs))
     try:
         message = input("message (optional): ").strip() or None
     except EOFError:
@@ -154,3 +161,17 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
     if action == "modify":
         return {"modify": updates, "message": message}
     return {action: True, "message": message}
+
+
+def edit_text(text: str) -> str | None:
+    """``text`` opened in the person's editor (``$VISUAL``, ``$EDITOR``, else one found on the
+    system), as ``git commit`` does; the saved text, or None when it was not saved or the
+    editor could not run."""
+    import click
+
+    print("opening the output in your editor: save and close it to use your edit")
+    try:
+        return click.edit(text, require_save=True, extension=".md")
+    except click.ClickException as exc:
+        print(f"the editor did not run ({exc.format_message()}); set EDITOR to the one you use")
+        return None

@@ -98,18 +98,26 @@ def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def modify_fields() -> list[str]:
+    """What a ``--modify`` answer may set: ``output`` (the paused output, replaced) and State's fields."""
+    return ["output", *State.model_fields]
+
+
 def load_modify_file(path: Path) -> dict[str, Any]:
-    """State updates from a YAML or JSON file (``resume --modify FILE``)."""
+    """State updates from a YAML or JSON file (``resume --modify FILE``); ``output`` replaces
+    the output the pause shows (the text the next nodes work on)."""
     from magent.config.yamlfile import load_file
 
     source = load_file(path)
     if source.data in (None, {}):
         return {}
     if not isinstance(source.data, dict):
-        raise source.error("expected a mapping of State fields (metadata, routing_key, next_action, "
+        raise source.error("expected a mapping of State fields (output, metadata, routing_key, next_action, "
                            "current_agent, messages)")
-    unknown = [k for k in source.data if k not in State.model_fields]
+    unknown = [k for k in source.data if k not in modify_fields()]
     if unknown:
-        raise source.error(f"unknown State field {unknown[0]!r} (fields: {', '.join(State.model_fields)})",
+        raise source.error(f"unknown State field {unknown[0]!r} (fields: {', '.join(modify_fields())})",
                            (unknown[0],))
+    if "output" in source.data and not isinstance(source.data["output"], str):
+        raise source.error("output: expected the replacement text", ("output",))
     return source.data

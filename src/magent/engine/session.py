@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import failpoints
-from magent.engine import guard
+from magent.engine import guard, statekeys
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus, for_disk
 from magent.engine.graph import Graph, from_snapshot
@@ -103,12 +103,14 @@ def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | Non
            resumed: bool = False) -> None:
     """The first moments of a run: what the task text's rails did, its first message, checkpoint 0,
     then status ``running`` (unless a rail blocked the text: then nothing of it is written)."""
+    before = ctx.state
     for values in updates:
         if values:
             ctx.state = merge_updates(ctx.state, values)
     ctx.bus.emit("run_started", None, task_id=ctx.task.id, workflow=ctx.graph.name, target=target,
                  description=ctx.redactor.text(ctx.task.description), resumed=resumed,
                  from_start=resumed or None)
+    statekeys.report_unread(ctx, before, ctx.state)
     gate.record(ctx)
     if gate.blocked:
         return
@@ -360,13 +362,29 @@ def _prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] 
                              f"not --{decision.action}")
         feedback = HumanFeedback(action=decision.action, message=decision.message,
                                  state_updates=decision.state_updates or {})
-        for key, value in (decision.state_updates or {}).items():
+        for key, value in _with_output(cp.human_request, decision.state_updates or {}).items():
             if key == "metadata" and isinstance(value, dict) and isinstance(updates.get("metadata"), dict):
                 updates["metadata"] = {**value, **updates["metadata"]}
             else:
                 updates.setdefault(key, value)
     new_state = merge_updates(cp.state, updates) if updates else None
     return feedback, new_state
+
+
+def _with_output(request, updates: dict[str, Any]) -> dict[str, Any]:
+    """A person's State updates with ``output`` (the paused node's output, replaced) turned
+    into the State value that holds it."""
+    if "output" not in updates:
+        return updates
+    updates = dict(updates)
+    output = updates.pop("output")
+    if request.kind not in ("human_node", "approval"):
+        raise UsageError(f"this pause ({request.kind}) has no output to replace; leave out 'output'")
+    if not isinstance(output, str) or not output.strip():
+        raise UsageError("output: the replacement must be text, not empty")
+    metadata = updates.get("metadata") if isinstance(updates.get("metadata"), dict) else {}
+    updates["metadata"] = {**metadata, "last_output": output}
+    return updates
 
 
 async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> RunOutcome:
@@ -382,6 +400,7 @@ async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state)
 def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> None:
     """Apply a person's decision and/or state updates, then checkpoint before going on."""
     if new_state is not None:
+        statekeys.report_unread(ctx, cp.state, new_state)
         added = new_state.messages[len(cp.state.messages):]
         ctx.state = new_state.model_copy(update={"messages": ctx.state.messages})
         for message in added:
@@ -410,6 +429,9 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
         if request.kind == "guardrail":
             guard.take_decision(ctx.view(target), request, feedback)
             ctx.feedback = None
+        if "output" in feedback.state_updates and request.kind in ("human_node", "approval"):
+            ctx.add_message(Message(role="user", name="human", content="[a person replaced the output with]\n"
+                                    + str(feedback.state_updates["output"])), node=request.node, session=target)
         if feedback.message and request.kind in ("human_node", "approval"):
             # (For a decision about a tool call the message goes into that call's observation:
             # nothing may come between a model's tool calls and their results.)
