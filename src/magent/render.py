@@ -249,6 +249,10 @@ class EventPrinter:
         self._kind = ""
         self._sessions: dict[str, str] = {}
         self._waiting: _Waiting | None = None
+        self._reply = ""  # what the current model call has streamed so far
+        self._last_streamed = ""  # the reply of the last model call, when it was streamed
+        self.said_interrupted = False
+        """The run's ``interrupted`` event has been shown (so the command need not say it again)."""
 
     def _who(self, ev: Any) -> str:
         """``worker › `` before what a child session does (its events interleave with others')."""
@@ -264,6 +268,7 @@ class EventPrinter:
         self.out.print(text.replace("\n", "\n  "), end="", markup=False, highlight=False)
         self._open_line = True
         self._streamed = True
+        self._reply += text
 
     def _close_line(self) -> None:
         if self._open_line:
@@ -344,7 +349,8 @@ class EventPrinter:
         if not self._streamed and response.get("content") and self._kind != "reflection":
             self.out.print("  " + who + _esc(short(response["content"], 2000)).replace("\n", "\n  "))
         self._close_line()
-        self._streamed = False
+        self._last_streamed = self._reply if self._streamed else ""
+        self._streamed, self._reply = False, ""
         cost = "" if ev.field("cost") == 0 else f" · {cost_phrase(ev.field('cost'))}"
         attempt = f" · attempt {ev.field('attempt')}" if ev.field("attempt") else ""
         self.out.print(f"  {who}[dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
@@ -436,7 +442,9 @@ class EventPrinter:
             self.out.print("  " + text.replace("\n", "\n  "), markup=False)
 
     def _on_interrupted(self, ev: Any) -> None:
-        self.err.print(f"[yellow]interrupted[/]: resume with `magent resume {self.task_id}`")
+        self.said_interrupted = True
+        self.err.print(f"[yellow]interrupted[/]: the task was checkpointed; continue with "
+                       f"`magent resume {self.task_id[:8]}`", highlight=False)
 
     def _on_run_finished(self, ev: Any) -> None:
         status = ev.field("status")
@@ -445,9 +453,12 @@ class EventPrinter:
         self.out.print(f"[{color}]{status}[/] · {plural(ev.field('model_calls') or 0, 'model call')} · "
                        f"{ev.field('tokens_in')}→{ev.field('tokens_out')} tokens · "
                        f"{cost_phrase(ev.field('cost') or 0.0, ev.field('unpriced') or 0)} · {secs:.1f}s")
-        if status == "completed" and ev.field("result"):
+        result = ev.field("result")
+        # In a terminal an answer that streamed just above is not printed again; into a pipe
+        # or a file the answer always ends the output, where scripts look for it.
+        if status == "completed" and result and not (is_terminal() and result.strip() == self._last_streamed.strip()):
             self.out.print("[bold]answer[/]")
-            self.out.print(ev.field("result"), markup=False)
+            self.out.print(result, markup=False)
 
     def resume_hint(self, task_id: str, allowed: list[str]) -> None:
         self.out.print("continue with:")

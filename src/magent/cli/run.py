@@ -137,12 +137,14 @@ class _View:
         self.json_out = json_out
         self.quiet = quiet
         self.printer: Any = None
+        self.task_id = ""
         if not json_out:
             from magent.render import EventPrinter
 
             self.printer = EventPrinter(quiet=quiet)
 
     def announce(self, task_id: str, workflow: str, forked: bool = False) -> None:
+        self.task_id = task_id
         if self.printer is not None:
             self.printer.task_id = task_id
             line = f"task {task_id} ({'new branch of ' if forked else ''}{workflow})"
@@ -151,21 +153,37 @@ class _View:
             else:
                 self.printer.out.print(f"[bold]{line}[/]")
 
+    def _run(self, make: Any) -> Any:
+        """``run_async``, with one message on Ctrl-C: the live view's, or else one naming the task."""
+        from magent.cli.runtime import Interrupted, run_async
+        from magent.errors import EXIT_INTERRUPTED
+
+        try:
+            return run_async(make)
+        except Interrupted:
+            task_id = self.printer.task_id if self.printer is not None else self.task_id
+            if self.printer is not None and self.printer.said_interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED) from None  # the live view has said it
+            if task_id:
+                raise Interrupted(f"interrupted: task {task_id[:8]} was checkpointed; continue with "
+                                  f"`magent resume {task_id[:8]}`") from None
+            raise
+
     def go(self, start: Any, *, model: str | None, no_input: bool) -> Any:
         """Run ``start(live)`` (an API coroutine given the live-view handlers), answer pauses
         inline when a person is at the terminal, then print the ending."""
         from magent import api
-        from magent.cli.runtime import JsonLines, ask_inline, run_async
+        from magent.cli.runtime import JsonLines, ask_inline
 
         interactive = not no_input and not self.json_out and sys.stdin.isatty()
         live = {"on_event": JsonLines() if self.json_out else self.printer.print_event,
                 "on_token": None if self.json_out or self.quiet else self.printer.token}
-        result = run_async(lambda: start(live))
+        result = self._run(lambda: start(live))
         while result.pause is not None and interactive:
             answer = ask_inline(result.pause)
             if answer is None:
                 break
-            result = run_async(lambda: api.aresume(result.task_id, model=model, **answer, **live))
+            result = self._run(lambda: api.aresume(result.task_id, model=model, **answer, **live))
         if self.json_out:
             JsonLines.result(result)
         elif result.pause is not None:
