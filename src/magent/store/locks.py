@@ -3,6 +3,13 @@
 The lock itself is ``flock(2)`` (via filelock), so a process killed with SIGKILL
 releases it without cleanup. Beside it a small JSON file names the holder, so a
 second run can say who has the task.
+
+Both files exist only while the lock is held: ``release`` removes them first, so
+``locks/`` does not keep a file for every task ever run. That is safe with flock:
+a process that opened the file just before it went finds, once it has the lock,
+that its file has no name any more (filelock drops such a descriptor and opens the
+path afresh), so two holders can never each lock a different file. What a killed
+process leaves goes at the task's next release, or at ``magent retention sweep``.
 """
 
 from __future__ import annotations
@@ -41,15 +48,19 @@ class Lock:
         from filelock import FileLock, Timeout
 
         ensure_dir(self.locks_dir)
-        lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
-        except OSError as exc:  # filelock opens with O_NOFOLLOW: a planted link fails here
-            if os.path.islink(self.path):
-                raise link_error(self.path, LOCK_HINT) from None
-            raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
+        for attempt in range(3):
+            lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
+            try:
+                lock.acquire()
+                break
+            except Timeout:
+                # A holder that released and removed the file in between is no holder: try again.
+                if attempt == 2 or is_held(self.path):
+                    raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
+            except OSError as exc:  # filelock opens with O_NOFOLLOW: a planted link fails here
+                if os.path.islink(self.path):
+                    raise link_error(self.path, LOCK_HINT) from None
+                raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
         try:
             atomic_write(self.holder_path, dumps({
                 "pid": os.getpid(), "host": socket.gethostname(),
@@ -66,8 +77,9 @@ class Lock:
 
     def release(self) -> None:
         if self._lock is not None:
-            # Remove the holder note first: once the lock is free a new holder writes its own.
+            # Both files go while the lock is still held (see the module docstring).
             self.holder_path.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 

@@ -332,6 +332,7 @@ class Retention:
             return report
         try:
             self._clear_leftovers(report)
+            self._clear_orphan_locks()
             report.verdicts = self._scan()
             for i, v in enumerate(report.verdicts):
                 if v.action == "remove":
@@ -430,6 +431,30 @@ class Retention:
         except OSError as exc:
             report.problems.append(f"could not finish removing {path.name} ({exc}); "
                                    "the next sweep retries")
+
+    def _clear_orphan_locks(self, min_age_seconds: float = 3600) -> None:
+        """Lock files of tasks that no longer exist, left by a run that was killed (a finished run
+        removes its own). Only files older than ``min_age_seconds``: a new run takes its lock just
+        before its directory appears, and must never find the sweep holding it."""
+        try:
+            names = os.listdir(self.store.locks_dir)
+        except FileNotFoundError:
+            return
+        for task_id in sorted({n.split(".", 1)[0] for n in names if n.endswith((".lock", ".holder.json"))}):
+            if not is_uuid4(task_id) or os.path.lexists(self.store.tasks_dir / task_id):
+                continue
+            try:
+                age = self.now.timestamp() - os.lstat(self.store.locks_dir / f"{task_id}.lock").st_mtime
+            except FileNotFoundError:
+                age = min_age_seconds  # only a holder note: no lock to race for
+            if age < min_age_seconds or is_held(self._lock_file(task_id)):
+                continue
+            lock = self._task_lock(task_id)
+            try:
+                lock.acquire()
+            except TaskLockedError:
+                continue
+            lock.release()  # (which removes both files)
 
     def _unlink_locks(self, task_id: str) -> None:
         for suffix in (".lock", ".holder.json"):
