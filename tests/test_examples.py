@@ -37,25 +37,36 @@ def readme_tour() -> list[str]:
     return commands
 
 
-def test_readme_tour_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
+def run_tour(magent, folder: Path) -> None:
+    """Run the README's tour with ``magent(*args) -> (exit code, stdout, stderr)`` in ``folder``
+    (the one holding ``examples/``): globs expanded as a shell would, ``<ID>`` the task id the
+    last run printed, runs with ``--no-input``."""
     commands = readme_tour()
     assert len(commands) >= 10
     task_id = None
     for command in commands:
         args = []
         for arg in shlex.split(command)[1:]:   # expand globs as a shell would
-            args.extend(sorted(str(p) for p in ROOT.glob(arg)) if "*" in arg else [arg])
+            args.extend(sorted(str(p.relative_to(folder)) for p in folder.glob(arg)) if "*" in arg else [arg])
         if "<ID>" in command:
             assert task_id, f"{command!r} needs a task id but no command printed one"
             args = [task_id if a == "<ID>" else a for a in args]
         if args[0] == "run":
             args.append("--no-input")
+        code, out, err = magent(*args)
+        assert code in (0, 3), f"{command}\n{out}\n{err}"
+        if out.startswith("task "):
+            task_id = out.split()[1]
+
+
+def test_readme_tour_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+    def magent(*args: str) -> tuple[int, str, str]:
         result = invoke(*args)
-        assert result.code in (0, 3), f"{command}\n{result.out}\n{result.err}"
-        first = result.out.split("\n", 1)[0]
-        if first.startswith("task "):
-            task_id = first.split()[1]
+        return result.code, result.out, result.err
+
+    run_tour(magent, ROOT)
 
 
 def test_the_readme_test_command_is_what_ci_runs() -> None:

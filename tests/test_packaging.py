@@ -8,6 +8,7 @@ downloading them, so the test needs no network and stays quick.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -70,8 +71,11 @@ def test_the_wheel_says_what_it_is_and_carries_the_examples(built: dict) -> None
     assert not any(n.startswith("tests/") for n in names)
 
 
-def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(built: dict, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
+@pytest.fixture(scope="module")
+def wheel_venv(built: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A fresh virtualenv with the wheel installed, and a working folder outside this checkout."""
+    base = tmp_path_factory.mktemp("wheel")
+    venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
@@ -82,18 +86,30 @@ def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(built: dict, tmp_pat
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     Path(purelib, "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # PATH as after `pip install "magent[examples]"`: magent, and mcp-server-time the tour starts
+    # (its script lives with the borrowed dependencies).
+    path = os.pathsep.join([str(venv / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
+    return {"venv": venv, "python": python, "purelib": purelib, "path": path}
 
+
+def _runner(wheel_venv: dict, tmp_path: Path):
     work = tmp_path / "work"
     work.mkdir()
-    env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # nothing of this checkout
+           "PATH": wheel_venv["path"], "MAGENT_HOME": str(tmp_path / "home")}
 
     def magent(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(venv / "bin" / "magent"), *args], capture_output=True, text=True,
-                              cwd=work, env=env, timeout=120)
+        return subprocess.run([str(wheel_venv["venv"] / "bin" / "magent"), *args], capture_output=True,
+                              text=True, cwd=work, env=env, timeout=120)
 
-    where = subprocess.run([str(python), "-c", "import magent; print(magent.__file__)"], capture_output=True,
-                           text=True, cwd=work, env=env, check=True).stdout
-    assert where.startswith(purelib)                      # the wheel's magent, not this checkout's
+    return work, env, magent
+
+
+def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(wheel_venv: dict, tmp_path: Path) -> None:
+    work, env, magent = _runner(wheel_venv, tmp_path)
+    where = subprocess.run([str(wheel_venv["python"]), "-c", "import magent; print(magent.__file__)"],
+                           capture_output=True, text=True, cwd=work, env=env, check=True).stdout
+    assert where.startswith(wheel_venv["purelib"])        # the wheel's magent, not this checkout's
     assert magent("--version").stdout.startswith("magent ")
     copied = magent("examples", "copy")
     shipped = len([p for p in (ROOT / "examples").rglob("*") if p.is_file()])   # every example, no more
@@ -106,3 +122,34 @@ def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(built: dict, tmp_pat
     task_id = ran.stdout.split()[1]
     traced = magent("trace", task_id)
     assert traced.returncode == 0 and "verdict" in traced.stdout and "completed" in traced.stdout
+
+
+def test_the_readme_first_hour_runs_from_the_wheel(wheel_venv: dict, tmp_path: Path) -> None:
+    """The README's whole tour, command by command, from the installed wheel in a folder with
+    the copied examples; then what the README says to do next: a new agent and workflow
+    written by magent new, validated and run, settings shown, help for every command."""
+    from test_examples import run_tour
+
+    work, env, magent = _runner(wheel_venv, tmp_path)
+    assert magent("examples", "copy").returncode == 0
+
+    def run(*args: str) -> tuple[int, str, str]:
+        result = magent(*args)
+        return result.returncode, result.stdout, result.stderr
+
+    run_tour(run, work)
+
+    for kind, name in (("agent", "helper"), ("workflow", "review_loop")):
+        made = magent("new", kind, name)
+        assert made.returncode == 0 and made.stdout.startswith(f"wrote {name}.yaml"), made.stderr
+        checked = magent("validate", f"{name}.yaml")
+        assert checked.returncode == 0 and checked.stdout.startswith("ok"), checked.stderr
+    shown = magent("config", "show")
+    assert shown.returncode == 0 and re.search(rf"^home +{re.escape(env['MAGENT_HOME'])} +MAGENT_HOME$",
+                                                shown.stdout, re.M), shown.stdout
+    assert magent("config", "path").stdout.strip() == env["MAGENT_HOME"]
+    listed = magent("tasks", "list", "--json")
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)) >= 5
+    for group in ([], ["tasks"], ["trace"], ["new"], ["config"], ["examples"], ["resume"]):
+        helped = magent(*group, "--help")
+        assert helped.returncode == 0 and "Usage: magent" in helped.stdout, (group, helped.stderr)
