@@ -94,7 +94,9 @@ class AgentResult(Model):
     token_usage: TokenUsage = Field(default_factory=TokenUsage)
     """Tokens in total and per model."""
     cost_estimate: float | None = None
-    """USD as litellm's price map has it (0 for the scripted model and unpriced models)."""
+    """USD as litellm's price map has it (0 for the scripted model); None when no call had a
+    known price, and a lower bound when only some had (``token_usage.by_model``'s ``unpriced``
+    counts the calls without one)."""
     model_calls: int = 0
     """Requests made to models (what the run summary and ``tasks list`` count)."""
     steps: int = 0
@@ -131,7 +133,7 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
         started_at=task.started_at, finished_at=task.completed_at,
         token_usage=TokenUsage(input=usage.input, output=usage.output, total=usage.input + usage.output,
                                by_model=by_model),
-        cost_estimate=usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
+        cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
         provenance=provenance(task))
 
 
