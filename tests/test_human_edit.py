@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from magent.engine.graph import load_target
 from magent.engine.statekeys import reads_of
 from support.cli import invoke
-from support.engine import task_dir, write
+from support.engine import kv_store, task_dir, write
 from support.terminal import Terminal
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -26,7 +25,7 @@ def _paused(target: str = PUBLISH, *args: str) -> str:
 
 
 def _kv(task_id: str) -> dict:
-    return json.loads((task_dir(task_id).path / "kv.json").read_text())
+    return kv_store(task_id)
 
 
 def test_modify_with_output_replaces_what_the_next_nodes_work_on(magent_home: Path, tmp_path: Path) -> None:

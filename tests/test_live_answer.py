@@ -36,7 +36,7 @@ edges:
 def test_a_streamed_answer_is_not_printed_again_in_a_terminal(magent_home: Path) -> None:
     screen = ANSI.sub("", Terminal("run", str(EXAMPLES / "agents/note_taker.yaml"), "-t", "remember").screen())
     assert screen.count(ANSWER) == 1, screen
-    assert "\nanswer\n" not in screen and "completed · 3 steps" in screen
+    assert "\nanswer\n" not in screen and "completed · 3 model calls" in screen
 
 
 def test_into_a_pipe_the_answer_still_ends_the_output(magent_home: Path) -> None:
