@@ -160,12 +160,13 @@ class _View:
 
         try:
             return run_async(make)
-        except Interrupted:
+        except Interrupted as exc:
             task_id = self.printer.task_id if self.printer is not None else self.task_id
-            if self.printer is not None and self.printer.said_interrupted:
-                raise typer.Exit(EXIT_INTERRUPTED) from None  # the live view has said it
+            if self.printer is not None and self.printer.said_interrupted and exc.cause is None:
+                raise typer.Exit(EXIT_INTERRUPTED) from None  # the live view has said it (Ctrl-C)
             if task_id:
-                raise Interrupted(f"interrupted: task {task_id[:8]} was checkpointed; continue with "
+                cause = f"{exc.cause}; " if exc.cause else ""
+                raise Interrupted(f"interrupted: {cause}task {task_id[:8]} was checkpointed; continue with "
                                   f"`magent resume {task_id[:8]}`") from None
             raise
 

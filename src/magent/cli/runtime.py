@@ -14,6 +14,8 @@ from magent.errors import EXIT_INTERRUPTED, MagentError
 
 class Interrupted(MagentError):
     exit_code = EXIT_INTERRUPTED
+    cause: str | None = None
+    """What stopped the run when it was not a signal (``stdout was closed``)."""
 
 
 class ReaderGone:
@@ -93,8 +95,10 @@ def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
         return asyncio.run(main())
     except (asyncio.CancelledError, KeyboardInterrupt):
         cause = f"{why[0]}; " if why else ""
-        raise Interrupted(f"interrupted: {cause}the task was checkpointed and can be resumed with "
-                          "`magent resume ID`") from None
+        error = Interrupted(f"interrupted: {cause}the task was checkpointed and can be resumed with "
+                            "`magent resume ID`")
+        error.cause = why[0] if why else None
+        raise error from None
     finally:
         stdout.on_closed = lambda: None
 
