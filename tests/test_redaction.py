@@ -217,7 +217,8 @@ def test_what_a_person_types_is_masked_on_disk_and_in_the_live_stream(magent_hom
 def test_inline_answers_are_masked(magent_home: Path) -> None:
     from test_inline_prompt import PUBLISH, Terminal
 
-    term = Terminal("run", PUBLISH, "-t", "Announce the Friday closure")
+    # [e]dit opens the output in $EDITOR first: `true` leaves it unsaved (the output stays)
+    term = Terminal("run", PUBLISH, "-t", "Announce the Friday closure", env={"EDITOR": "true", "VISUAL": ""})
     term.expect("[a]pprove / [r]eject / [e]dit / [l]ater: ")
     term.type("e")
     term.expect("empty line to finish")
