@@ -136,8 +136,11 @@ def closed_port_url() -> str:
 
 
 if __name__ == "__main__":
+    import signal
     import time
 
+    # Started from a background job, SIGINT arrives ignored: stopping on it is the contract here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with Receiver() as r:
         print(r.url, flush=True)
         try:
