@@ -219,6 +219,20 @@ matched: bool = magent.replay("3f2a").matched
 freed: int = magent.sweep(dry_run=True).bytes_freed
 plan: magent.RetentionPlan = magent.retention_plan()
 days: int = plan.policy.default_days
+reading: magent.TraceReading = magent.read_trace("3f2a", home=Path("/tmp/h"))
+tree: str = reading.text(session="item:1")
+step: dict[str, object] = reading.step(3)
+bodies: list[dict[str, object]] = reading.requests(3).calls
+alone: dict[str, object] = reading.as_dict(session="item:1")
+page: magent.HtmlReport = magent.trace_html("3f2a", Path("t.html"))
+sent: magent.TraceExport = magent.export_trace("3f2a", "http://localhost:4318")
+ended: str = magent.follow_trace("3f2a", lambda event: print(event.type))
+details: magent.TaskDetails = magent.task_details("3f2a")
+calls: int = details.result.model_calls
+answering: list[bool] = [s.ok for s in magent.mcp_servers(mcp=["servers.yaml"])]
+home: magent.Home = magent.init(home="/tmp/h")
+paths: list[str] = [e.path for e in magent.examples()]
+copied: list[Path] = magent.copy_examples("examples", force=True).copied
 
 
 async def later() -> bool:

@@ -9,7 +9,9 @@
 
 The API (``run``, ``arun``, ``resume``, ``aresume``, ``cancel``, ``load``, ``tasks``,
 ``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
-``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``AgentResult``...) is imported on
+``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
+``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
+``copy_examples``, ``AgentResult``...) is imported on
 first use, so ``import magent`` loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
 """
 
@@ -37,14 +39,31 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.retention import RetentionPlan as RetentionPlan
     from magent.api.retention import retention_plan as retention_plan
     from magent.api.retention import sweep as sweep
+    from magent.api.starting import Home as Home
+    from magent.api.starting import copy_examples as copy_examples
+    from magent.api.starting import examples as examples
+    from magent.api.starting import examples_folder as examples_folder
+    from magent.api.starting import init as init
     from magent.api.tooling import ToolList as ToolList
+    from magent.api.tooling import amcp_servers as amcp_servers
+    from magent.api.tooling import mcp_servers as mcp_servers
+    from magent.api.tracing import HtmlReport as HtmlReport
+    from magent.api.tracing import StepRequests as StepRequests
+    from magent.api.tracing import TraceExport as TraceExport
+    from magent.api.tracing import TraceReading as TraceReading
+    from magent.api.tracing import export_trace as export_trace
+    from magent.api.tracing import follow_trace as follow_trace
+    from magent.api.tracing import read_trace as read_trace
+    from magent.api.tracing import trace_html as trace_html
     from magent.api.tooling import acall_tool as acall_tool
     from magent.api.tooling import alist_tools as alist_tools
     from magent.api.tooling import call_tool as call_tool
     from magent.api.tooling import list_tools as list_tools
     from magent.api.reading import Definition as Definition
     from magent.api.reading import load as load
+    from magent.api.reading import TaskDetails as TaskDetails
     from magent.api.reading import task as task
+    from magent.api.reading import task_details as task_details
     from magent.api.reading import tasks as tasks
     from magent.api.reading import trace_log as trace_log
     from magent.api.result import AgentResult as AgentResult
@@ -57,10 +76,13 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
 
-_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Provenance",
-        "RetentionPlan", "TokenUsage", "ToolList", "acall_tool", "alist_tools", "areplay", "aresume",
-        "arun", "call_tool", "cancel", "checkpoint", "checkpoints", "list_tools", "load", "replay",
-        "resume", "retention_plan", "run", "sweep", "task", "tasks", "trace_log", "validate")
+_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home", "HtmlReport",
+        "Provenance", "RetentionPlan", "StepRequests", "TaskDetails", "TokenUsage", "ToolList",
+        "TraceExport", "TraceReading", "acall_tool", "alist_tools", "amcp_servers", "areplay",
+        "aresume", "arun", "call_tool", "cancel", "checkpoint", "checkpoints", "copy_examples",
+        "examples", "examples_folder", "export_trace", "follow_trace", "init", "list_tools", "load",
+        "mcp_servers", "read_trace", "replay", "resume", "retention_plan", "run", "sweep", "task",
+        "task_details", "tasks", "trace_html", "trace_log", "validate")
 
 __all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
            "TaskStateError", "UsageError", "__version__"]

@@ -22,15 +22,33 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.retention import RetentionPlan as RetentionPlan
     from magent.api.retention import retention_plan as retention_plan
     from magent.api.retention import sweep as sweep
+    from magent.api.starting import Home as Home
+    from magent.api.starting import copy_examples as copy_examples
+    from magent.api.starting import examples as examples
+    from magent.api.starting import examples_folder as examples_folder
+    from magent.api.starting import init as init
     from magent.api.tooling import ToolList as ToolList
+    from magent.api.tooling import amcp_servers as amcp_servers
+    from magent.api.tooling import mcp_servers as mcp_servers
+    from magent.api.tracing import HtmlReport as HtmlReport
+    from magent.api.tracing import StepRequests as StepRequests
+    from magent.api.tracing import StyledLine as StyledLine
+    from magent.api.tracing import TraceExport as TraceExport
+    from magent.api.tracing import TraceReading as TraceReading
+    from magent.api.tracing import export_trace as export_trace
+    from magent.api.tracing import follow_trace as follow_trace
+    from magent.api.tracing import read_trace as read_trace
+    from magent.api.tracing import trace_html as trace_html
     from magent.api.tooling import acall_tool as acall_tool
     from magent.api.tooling import alist_tools as alist_tools
     from magent.api.tooling import call_tool as call_tool
     from magent.api.tooling import list_tools as list_tools
     from magent.api.reading import Definition as Definition
     from magent.api.reading import PathLike as PathLike
+    from magent.api.reading import TaskDetails as TaskDetails
     from magent.api.reading import load as load
     from magent.api.reading import task as task
+    from magent.api.reading import task_details as task_details
     from magent.api.reading import tasks as tasks
     from magent.api.reading import trace_log as trace_log
     from magent.api.result import AgentResult as AgentResult
@@ -52,8 +70,12 @@ _WHERE = {
     "inspection": ("CheckpointView", "Checkpoints", "checkpoint", "checkpoints", "validate"),
     "replaying": ("areplay", "replay"),
     "retention": ("RetentionPlan", "retention_plan", "sweep"),
-    "tooling": ("ToolList", "acall_tool", "alist_tools", "call_tool", "list_tools"),
-    "reading": ("Definition", "PathLike", "load", "task", "tasks", "trace_log"),
+    "starting": ("Home", "copy_examples", "examples", "examples_folder", "init"),
+    "tooling": ("ToolList", "acall_tool", "alist_tools", "amcp_servers", "call_tool", "list_tools",
+                "mcp_servers"),
+    "tracing": ("HtmlReport", "StepRequests", "StyledLine", "TraceExport", "TraceReading", "export_trace",
+                "follow_trace", "read_trace", "trace_html"),
+    "reading": ("Definition", "PathLike", "TaskDetails", "load", "task", "task_details", "tasks", "trace_log"),
     "result": ("AgentResult", "ErrorInfo", "Provenance", "TokenUsage"),
     "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun", "cancel",
              "decision_of", "resume", "run"),

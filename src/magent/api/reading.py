@@ -1,11 +1,12 @@
-"""Loading definitions and reading tasks: ``magent.load``, ``tasks``, ``task``, ``trace_log``."""
+"""Loading definitions and reading tasks: ``magent.load``, ``tasks``, ``task``, ``task_details``,
+``trace_log``."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Union
 
 from magent import paths
 from magent.errors import UsageError
@@ -13,7 +14,7 @@ from magent.errors import UsageError
 if TYPE_CHECKING:
     from magent.api.result import AgentResult
     from magent.engine.graph import Graph
-    from magent.models import Agent, TraceLog, Workflow
+    from magent.models import Agent, Task, TraceLog, Workflow
     from magent.store.listing import TaskFilter, TaskRow
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -82,6 +83,39 @@ def task(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
     with paths.using_home(home):
         td = Store().task(task_id)
         return result_of(td, td.shown_task())   # a run whose process died is interrupted
+
+
+@dataclass(frozen=True)
+class TaskDetails:
+    """One task as ``magent tasks show`` shows it (``magent.task_details``)."""
+
+    task: "Task"
+    """task.json as it stands (a run whose process died reads as ``interrupted``)."""
+    result: "AgentResult"
+    """Its ``AgentResult`` (what ``magent.task`` returns)."""
+    checkpoints: int
+    """How many checkpoints it has."""
+    sessions: list[dict[str, Any]]
+    """Its sub-agent sessions (branches, map items, subtasks...) as the trace records them:
+    ``key``, ``kind``, ``agent``, ``status``, ``usage``..."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """What ``magent tasks show ID --json`` prints: task.json with ``agent_result``."""
+        return {**self.task.model_dump(mode="json"), "agent_result": self.result.model_dump(mode="json")}
+
+
+def task_details(task_id: str, *, home: PathLike | None = None) -> TaskDetails:
+    """A task (any id or unique prefix) with its result, checkpoint count and sessions."""
+    from magent.api.result import result_of
+    from magent.store.tasks import Store
+    from magent.trace.load import load_view
+
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        shown = td.shown_task()
+        sessions = list((load_view(td).doc.get("sub_agent_sessions") or {}).values())
+        return TaskDetails(task=shown, result=result_of(td, shown),
+                           checkpoints=len(td.checkpoints.numbers()), sessions=sessions)
 
 
 def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":

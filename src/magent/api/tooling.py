@@ -1,5 +1,6 @@
 """The tools agents can use, and calling one directly: ``magent.list_tools`` / ``alist_tools``,
-``call_tool`` / ``acall_tool`` (what ``magent tools list`` and ``magent tools call`` do).
+``call_tool`` / ``acall_tool`` (what ``magent tools list`` and ``magent tools call`` do), and
+whether each MCP server answers: ``mcp_servers`` / ``amcp_servers`` (``magent mcp list``).
 
 Tools come from the home's config/mcp_servers.yaml, the built-in servers, and any ``mcp``
 files given. Each call starts the servers it needs and stops them before it returns.
@@ -19,6 +20,7 @@ from magent.api.runs import _sync
 if TYPE_CHECKING:
     from magent.models import Tool
     from magent.tools.base import ToolResult
+    from magent.tools.catalog import ServerStatus
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,26 @@ def call_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
     a server that cannot start raises ``ToolError``.
     """
     return _sync(acall_tool(name, arguments, mcp=mcp, home=home), "call_tool")
+
+
+async def amcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> list["ServerStatus"]:
+    """``mcp_servers`` for asyncio."""
+    from magent.tools import catalog
+
+    with paths.using_home(home):
+        config = catalog.cli_config(_files(mcp))
+        return await catalog.probe_servers(config)
+
+
+def mcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> list["ServerStatus"]:
+    """The configured MCP servers (the home's and any ``mcp`` files'), by name, each started at
+    once, asked for its tools and stopped (``magent mcp list``).
+
+    Each status has ``name``, ``transport``, ``target`` (command or URL), ``source`` (the file
+    that defines it), ``ok``, ``tools`` (how many it offers), ``seconds`` and ``error``. A server
+    that does not answer is a status with ``ok`` False, not an exception.
+    """
+    return _sync(amcp_servers(mcp=mcp, home=home), "mcp_servers")
 
 
 def _files(mcp: Iterable[PathLike]) -> list[Path]:

@@ -17,16 +17,16 @@ def list_examples(
     json_out: Annotated[bool, typer.Option("--json", help="Print the examples as a JSON array.")] = False,
 ) -> None:
     """List the example agents, workflows and MCP files."""
+    from magent.api.starting import examples, examples_folder
     from magent.cli.output import print_json
-    from magent.starter import examples_root, list_examples
 
-    found = list_examples()
+    found = examples()
     if json_out:
         print_json([{"path": e.path, "about": e.about} for e in found])
         return
     from magent import render
 
-    print(f"examples in {examples_root()} (copy them with: magent examples copy)")
+    print(f"examples in {examples_folder()} (copy them with: magent examples copy)")
     render.grid(["PATH", "ABOUT"], [[e.path, e.about] for e in found], flexible=1)
 
 
@@ -42,7 +42,7 @@ def copy(
     The README's tour then runs from the folder above it. Files already in DIR are left alone when they are the same; a file that differs
     stops the copy (nothing is written) unless --force.
     """
-    from magent.starter import copy_examples
+    from magent.api.starting import copy_examples
 
     report = copy_examples(dest, force=force)
     same = f" ({len(report.unchanged)} already there)" if report.unchanged else ""

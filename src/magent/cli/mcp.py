@@ -23,13 +23,10 @@ def list_servers(
     Shows name, transport, command or URL; each server is started, asked for its
     tools, and stopped.
     """
-    import asyncio
-
+    from magent.api.tooling import mcp_servers
     from magent.cli.output import print_json
-    from magent.tools.catalog import cli_config, format_table, probe_servers
 
-    config = cli_config(mcp or [])
-    statuses = asyncio.run(probe_servers(config))
+    statuses = mcp_servers(mcp=mcp or [])
     if json_out:
         print_json([s.to_dict() for s in statuses])
         return
@@ -40,4 +37,6 @@ def list_servers(
     rows = [[s.name, s.transport, s.target,
              f"ok: {s.tools} tool(s) in {s.seconds:.1f}s" if s.ok else f"not answering: {s.error}"]
             for s in statuses]
+    from magent.tools.catalog import format_table
+
     print(format_table(["NAME", "TRANSPORT", "TARGET", "STATUS"], rows, max_width=200))

@@ -25,15 +25,12 @@ def init() -> None:
 
     Safe to run again: files that are already there (your edits) are kept.
     """
-    from magent import paths
-    from magent.store.home import init_home
+    from magent.api.starting import init as make_home
 
-    created = init_home()
-    root = paths.home()
-    if created:
-        for path in created:
-            print(f"created {path}")
-    print(f"magent home ready at {root}")
+    home = make_home()
+    for path in home.created:
+        print(f"created {path}")
+    print(f"magent home ready at {home.root}")
 
 
 def validate(

@@ -65,21 +65,16 @@ def show(
     json_out: Annotated[bool, typer.Option("--json", help="Print task.json, with its AgentResult under agent_result.")] = False,
 ) -> None:
     """Show one task: status, timing, usage, result or error."""
-    from magent.api.result import result_of
+    from magent.api.reading import task_details
     from magent.cli.output import print_json
-    from magent.store import Store
 
-    td = Store().task(task_id)
-    task = td.shown_task()
+    details = task_details(task_id)
     if json_out:
-        print_json({**task.model_dump(mode="json"), "agent_result": result_of(td, task).model_dump(mode="json")})
+        print_json(details.as_dict())
         return
     from magent import render
 
-    from magent.trace.load import load_view
-
-    sessions = list((load_view(td).doc.get("sub_agent_sessions") or {}).values())
-    render.task_detail(task, len(td.checkpoints.numbers()), sessions)
+    render.task_detail(details.task, details.checkpoints, details.sessions)
 
 
 @app.command("cancel", epilog=examples("magent tasks cancel 3f2a"))

@@ -32,7 +32,7 @@ def trace(
     show_all: Annotated[bool, typer.Option("--all", help="Show every turn (long runs of uneventful turns are folded by default).")] = False,
     html: Annotated[bool, typer.Option("--html", help="Write the trace as one self-contained HTML page that opens offline in a browser: timeline, steps, prompts, tool results, tokens and cost, the workflow graph.")] = False,
     otlp: Annotated[Optional[str], typer.Option("--otlp", metavar="URL", help="Send the finished task's trace as OpenTelemetry spans to this OTLP/HTTP endpoint (like http://localhost:4318); needs pip install 'magent[otel]'.")] = None,
-    session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", help="Show one child session (its id, first characters or key, e.g. subtask:facts#0) and the sessions it opened.")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", help="Show one child session (its id, first characters or key, e.g. subtask:facts#0) and the sessions it opened; with --json only their steps, sessions and usage.")] = None,
     request: Annotated[bool, typer.Option("--request", help="With --step: the exact request each model call of the step sent (system prompt, tools, messages, parameters).")] = False,
 ) -> None:
     """Show what a task did, step by step, with tokens and cost.
@@ -44,7 +44,6 @@ def trace(
     """
     from magent.cli.output import warn
     from magent.errors import UsageError
-    from magent.store import Store
 
     if follow and step is not None:
         raise UsageError("--follow and --step do not go together")
@@ -58,115 +57,100 @@ def trace(
         raise UsageError("--step counts from 1")
     if request and step is None:
         raise UsageError("--request needs --step N: the step whose model calls to show")
-    td = Store().task(task_id)
     if otlp is not None:
-        _otlp(td, otlp)
+        _otlp(task_id, otlp)
         return
     if html:
-        _html(td, file)
+        _html(task_id, file)
         return
     if follow:
-        _follow(td, json_out)
+        _follow(task_id, json_out)
         return
 
     from magent import render
-    from magent.trace.load import load_view
+    from magent.api.tracing import read_trace
 
-    view = load_view(td, need_events=step is not None)
-    for note in view.notes:
+    reading = read_trace(task_id, steps_in_full=step is not None)
+    for note in reading.notes:
         warn(note)
     if request:
-        from magent.trace.request import request_lines, step_requests
-
-        calls, problems = step_requests(view, step)
-        for problem in problems:
+        sent = reading.requests(step)
+        for problem in sent.problems:
             warn(problem)
         if json_out:
             from magent.cli.output import print_json
 
-            print_json(calls)
+            print_json(sent.calls)
         else:
-            render.print_lines(request_lines(step, calls))
+            render.print_lines(sent.lines())
         return
     if step is not None:
-        from magent.trace.detail import step_detail, step_lines
-
-        detail = step_detail(view, step)
         if json_out:
             from magent.cli.output import print_json
 
-            print_json(detail)
+            print_json(reading.step(step))
         else:
-            render.print_lines(step_lines(detail))
+            render.print_lines(reading.step_lines(step))
         return
     if json_out:
         from magent.cli.output import print_json
-        from magent.trace.load import as_tracelog
 
-        trace_log, problem = as_tracelog(view)
+        doc, problem = reading.log(session=session)
         if problem:
             warn(problem + "; printing it as it is")
-        print_json(trace_log)
+        print_json(doc)
         return
-    from magent.trace.view import tree_lines
-
-    render.print_lines(tree_lines(view, show_all=show_all, session=session), crop=True)
+    render.print_lines(reading.tree(show_all=show_all, session=session), crop=True)
 
 
-def _otlp(td, url: str) -> None:
-    from magent.errors import TaskStateError, UsageError
-    from magent.trace.load import read_task
-    from magent.trace.telemetry import OTLPTarget, traces_url
+def _otlp(task_id: str, url: str) -> None:
+    from magent.api.tracing import export_trace
 
-    target = OTLPTarget(url=traces_url(url), source="--otlp")
-    task = read_task(td, [])
-    if task is not None and task.status == "running" and not td.lock().is_free():
-        raise TaskStateError(f"task {td.id[:8]} is still running: export it once it stops "
-                             "(or set OTEL_EXPORTER_OTLP_ENDPOINT and runs export as they go)")
-    if not td.events_file.exists():
-        raise TaskStateError(f"task {td.id[:8]} has no events.jsonl: nothing to export")
-    try:
-        from magent.trace.otel import export_task
-    except ImportError:
-        raise UsageError("--otlp needs the OpenTelemetry SDK: pip install 'magent[otel]'") from None
-    sent = export_task(td, target)
-    print(f"exported {sent['spans']} spans of task {td.id[:8]} to {target.url} (trace id {sent['trace_id']})")
+    sent = export_trace(task_id, url)
+    print(f"exported {sent.spans} spans of task {sent.task_id[:8]} to {sent.url} (trace id {sent.trace_id})")
 
 
-def _html(td, file: str | None) -> None:
+def _html(task_id: str, file: str | None) -> None:
     import sys
 
+    from magent.api.tracing import trace_html
     from magent.cli.output import warn
-    from magent.trace.html import write_report
 
-    target = None if file == "-" else Path(file or f"trace-{td.id[:8]}.html")
-    written = write_report(td, target)
+    written = trace_html(task_id)
+    target = None if file == "-" else Path(file or f"trace-{written.task_id[:8]}.html")
+    if target is not None:
+        from magent.store.files import atomic_write
+
+        atomic_write(target, written.page.encode())
     for note in written.notes:
         warn(note)
     if written.live:
-        warn(f"task {td.id[:8]} is still running: the report shows its {written.steps} steps so far")
+        warn(f"task {written.task_id[:8]} is still running: the report shows its {written.steps} steps so far")
     if target is None:
         sys.stdout.write(written.page)
     else:
         print(f"wrote {target} ({written.steps} steps, {written.bytes / 1024:,.0f} KB): open it in a browser")
 
 
-def _follow(td, json_out: bool) -> None:
+def _follow(task_id: str, json_out: bool) -> None:
+    from magent.api.tracing import follow_trace
     from magent.errors import EXIT_INTERRUPTED
-    from magent.trace.follow import follow
 
     if json_out:
         from magent.cli.runtime import JsonLines
 
         sink = JsonLines()
-        header = None
+        header = named = None
     else:
         from magent.render import EventPrinter
 
-        printer = EventPrinter(task_id=td.id)
+        printer = EventPrinter()
         sink = printer.print_event
         header = printer.out.print
+
+        def named(full_id: str) -> None:
+            printer.task_id = full_id
     try:
-        follow(td, sink, say=header)
+        follow_trace(task_id, sink, on_start=header, on_task=named)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None

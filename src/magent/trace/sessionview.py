@@ -118,3 +118,34 @@ def rolled_up(sessions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 total[key] += usage.get(key) or 0
         out[sid] = total
     return out
+
+
+def only_sessions(doc: dict[str, Any], wanted: str) -> dict[str, Any]:
+    """The trace JSON ``doc`` cut to one session and the sessions it opened (``--session S
+    --json``): their steps (in their numbering order), their actions, their entries of
+    ``sub_agent_sessions`` and the usage per model of their calls. ``doc`` is left as it is."""
+    from magent.models.task import usage_key
+
+    sessions: dict[str, dict[str, Any]] = doc.get("sub_agent_sessions") or {}
+    keep = with_descendants(sessions, find_session(sessions, wanted))
+    steps = doc.get("steps") or []
+    turns = [s for s in steps if s.get("iteration") is not None and s.get("kind") == "agent"]
+    actions = doc.get("actions") or []
+    paired = list(zip(turns, actions)) if len(turns) == len(actions) else []
+    kept = [s for s in steps if s.get("session") in keep]
+    usage: dict[str, dict[str, Any]] = {}
+    for step in kept:
+        for call in step.get("llm_calls") or []:
+            if call.get("error"):
+                continue
+            row = usage.setdefault(usage_key(str(call.get("model") or ""), call.get("provider") or ""),
+                                   {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
+            row["input"] += int(call.get("tokens_in") or 0)
+            row["output"] += int(call.get("tokens_out") or 0)
+            row["cost"] = round(row["cost"] + float(call.get("cost") or 0.0), 10)
+            row["calls"] += 1
+            if call.get("cost") is None:
+                row["unpriced"] = row.get("unpriced", 0) + 1
+    return {**doc, "steps": kept, "actions": [a for s, a in paired if s.get("session") in keep],
+            "sub_agent_sessions": {sid: info for sid, info in sessions.items() if sid in keep},
+            "usage_by_model": usage}
