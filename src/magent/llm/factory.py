@@ -12,7 +12,7 @@ from pathlib import Path
 
 from magent.errors import ConfigError
 from magent.llm.base import LLMClient
-from magent.llm.scripted import SCRIPTED, Script, ScriptedClient, load_script, resolve_script
+from magent.llm.scripted import SCRIPTED, ScriptedClient, load_script, resolve_script
 from magent.models.agent import FallbackModel, LLMConfig
 
 _shared_lock = threading.Lock()
@@ -25,24 +25,8 @@ def make_client(config: LLMConfig, *, agent: str, base_dir: Path,
     ``cursors[agent]``), else the process-wide ``LiteLLMClient``."""
     if config.model == SCRIPTED:
         path = resolve_script(config.script, base_dir, agent)
-        return ScriptedClient(path, agent=agent, cursors=cursors, script=_script(path))
+        return ScriptedClient(path, agent=agent, cursors=cursors, script=load_script(path))
     return shared_litellm_client()
-
-
-_scripts: dict[tuple[Path, int], Script] = {}
-
-
-def _script(path: Path) -> Script:
-    """A script file parsed once per process (a map over 100 items opens 100 clients);
-    read again if the file changed."""
-    try:
-        stamp = path.stat().st_mtime_ns
-    except OSError:
-        return load_script(path)  # let the loader say what is wrong
-    key = (path.resolve(), stamp)
-    if key not in _scripts:
-        _scripts[key] = load_script(path)
-    return _scripts[key]
 
 
 def shared_litellm_client() -> LLMClient:

@@ -92,10 +92,26 @@ class Script(Model):
     responses: list[ScriptResponse] = Field(min_length=1)
 
 
+_parsed: dict[tuple[Path, int, int], Script] = {}
+
+
 def load_script(path: Path) -> Script:
-    """Parse and validate a script file. Raises ``ConfigError`` naming file:line:col and field."""
-    source = load_file(path)
-    return validate(source, Script)
+    """Parse and validate a script file. Raises ``ConfigError`` naming file:line:col and field.
+
+    Parsed once per process (the run's check before it starts, and every session's client,
+    read the same file): parsed again only when the file changed (its size or mtime).
+    """
+    try:
+        info = path.stat()
+        key = (path.resolve(), info.st_mtime_ns, info.st_size)
+    except OSError:
+        key = None  # let the loader say what is wrong
+    if key is not None and key in _parsed:
+        return _parsed[key]
+    script = validate(load_file(path), Script)
+    if key is not None:
+        _parsed[key] = script
+    return script
 
 
 def resolve_script(script: str | None, base_dir: Path, agent: str) -> Path:
@@ -117,6 +133,7 @@ class ScriptedClient:
         self.cursors = cursors
         self.script = script if script is not None else load_script(path)
         self._counter = InputCounter()
+        self._conditional = any(r.when for r in self.script.responses)
 
     async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
                        on_attempt: AttemptSink | None = None) -> LLMResponse:
@@ -151,7 +168,7 @@ class ScriptedClient:
         """The responses this conversation plays: all but those whose ``when`` its first
         message does not contain."""
         responses = self.script.responses
-        if not any(r.when for r in responses):
+        if not self._conditional:
             return responses
         first = request.messages[0].content if request.messages else ""
         return [r for r in responses if r.when is None or r.when in first]
