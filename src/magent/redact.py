@@ -97,6 +97,13 @@ def load_settings(root: Path | None = None) -> RedactionSettings:
                              trace_tool_io=data.get("trace_tool_io", True), path=path)
 
 
+_REMEMBERED = 64
+"""Texts this long or longer are remembered once masked (shorter ones cost less to scan than to look up)."""
+_REMEMBERED_MAX = 65_536
+"""Longer texts are rare and would make the memory large: they are scanned each time."""
+_SEEN_LIMIT = 256
+
+
 class Redactor:
     """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
 
@@ -109,6 +116,10 @@ class Redactor:
         self.secrets = sorted({s for s in (secrets or set()) if len(s) >= 4}, key=len, reverse=True)
         self._re = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
         self.tool_io = tool_io
+        self._seen: dict[str, str] = {}
+        """Texts already masked, with their masked form: the same text reaches disk several
+        times (an entry, its event, the trace, each checkpoint's metadata), so it is scanned
+        once, when it is first written."""
 
     @classmethod
     def configured(cls, secrets: set[str] | None = None, root: Path | None = None) -> "Redactor":
@@ -119,8 +130,19 @@ class Redactor:
     def add(self, secrets: set[str]) -> None:
         self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4},
                               key=len, reverse=True)
+        self._seen.clear()
 
     def text(self, value: str) -> str:
+        if not _REMEMBERED <= len(value) <= _REMEMBERED_MAX:
+            return self._mask(value)
+        masked = self._seen.get(value)
+        if masked is None:
+            if len(self._seen) >= _SEEN_LIMIT:
+                self._seen.clear()
+            masked = self._seen[value] = self._mask(value)
+        return masked
+
+    def _mask(self, value: str) -> str:
         for secret in self.secrets:
             if secret in value:
                 value = value.replace(secret, MASK)
