@@ -126,6 +126,8 @@ def _register() -> None:
     from magent.cli import memory
     app.add_typer(memory.app, name="memory")
     app.add_typer(config.app, name="config")
+    from magent.cli import batch
+    app.add_typer(batch.app, name="batch")
 
 
 _register()

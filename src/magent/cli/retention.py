@@ -114,6 +114,8 @@ def summary_line(report: "SweepReport") -> str:
     if report.leftovers:
         text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
                  f"left by an interrupted sweep or start ({human_bytes(report.leftover_bytes)})")
+    if report.batches:
+        text += f", removed the records of {_n(len(report.batches), 'batch').replace('batchs', 'batches')} whose tasks are all gone"
     if report.memory is not None and not report.memory.problem:
         text += "; " + report.memory.summary()
     if report.problems:

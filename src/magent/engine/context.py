@@ -290,7 +290,10 @@ class RunContext:
             factory = self.options.llm_factory
             if factory is None:
                 from magent.llm.factory import make_client as factory
-            client = factory(config, agent=key, base_dir=base_dir, cursors=session.cursors)
+            from magent.llm.limits import throttled
+
+            # (behind the rate limits of a batch this run is part of, if any)
+            client = throttled(factory(config, agent=key, base_dir=base_dir, cursors=session.cursors))
             self._clients[(session.id, key)] = client
         return client
 

@@ -102,6 +102,9 @@ class _ServerBase(Model):
     """Per-tool settings keyed by the tool's name on this server."""
     rate_limit: RateLimit | None = None
     """Calls allowed per time window to all of this server's tools together."""
+    shared: bool = True
+    """The rows of a ``magent batch`` may share one process (or connection) of this server.
+    Say ``false`` for a server that keeps state per client: each run then starts its own."""
 
 
 class StdioServer(_ServerBase):

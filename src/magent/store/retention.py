@@ -147,6 +147,8 @@ class SweepReport:
     """Set when another sweep holds the lock: who holds it. Nothing was done."""
     memory: Any = None
     """``memory.retention.MemorySweep`` when the policy has a ``memory`` section."""
+    batches: list[str] = field(default_factory=list)
+    """Batch records removed because a sweep removed all of their tasks."""
 
     def count(self, action: str) -> int:
         return sum(1 for v in self.verdicts if v.action == action)
@@ -340,6 +342,10 @@ class Retention:
                 elif v.trim or v.temp:
                     self._tidy(v, report)
             self._memory(report)
+            if report.count("remove"):
+                from magent.store.batches import prune
+
+                report.batches = prune()  # the records of batches whose every task is gone
         finally:
             sweep_lock.release()
         return report

@@ -50,6 +50,8 @@ class ToolRegistry:
         self.start_errors: dict[str, str] = {}
         self.start_seconds: dict[str, float] = {}
         """How long each provider took to start (for the trace and the start-up benchmark)."""
+        self.shared: set[str] = set()
+        """Providers that belong to a batch's pool (``tools.shared``): left running by ``close``."""
         self.memory: Any = None
         """The run's long-term memory (``memory.run.RunMemory``): the ``memory.*`` tools and
         retrieval before model turns share it; closed with the registry."""
@@ -271,7 +273,8 @@ class ToolRegistry:
         """Close every provider (stop the servers); safe to call more than once."""
         self._started.clear()
         # All of them, not only those started here: a call can start a server lazily.
-        await asyncio.gather(*(p.close() for p in self.providers.values()), return_exceptions=True)
+        await asyncio.gather(*(p.close() for name, p in self.providers.items() if name not in self.shared),
+                             return_exceptions=True)
         if self.memory is not None:
             self.memory.close()
 

@@ -125,13 +125,24 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
         from magent.tools.shell import ShellProvider
 
         providers.append(ShellProvider(config.builtins.shell))
+    from magent.tools.shared import current
+
+    pool = current()  # a batch's shared server processes, when this run is one of its rows
+    shared: set[str] = set()
     for name, server in config.servers.items():
-        providers.append(MCPProvider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets))
+        provider = pool.provider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets) \
+            if pool is not None else None
+        if provider is not None:
+            shared.add(name)
+        else:
+            provider = MCPProvider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets)
+        providers.append(provider)
     providers.extend(extra_providers)
     limiter = RateLimiter({name: server.rate_limit for name, server in config.servers.items()
                            if server.rate_limit is not None})
     registry = ToolRegistry(providers, limits=config.limits, artifacts_dir=artifacts_dir,
                             settings=tool_settings(config), limiter=limiter)
+    registry.shared = shared - {p.name for p in extra_providers}
     registry.secrets = set(config.secrets)
     registry.redact = redact
     registry.memory = memory

@@ -1,0 +1,42 @@
+"""The local executor (the default): rows as concurrent ``magent.arun`` calls in this process.
+
+All rows share the process's model client, one set of MCP server processes
+(``tools.shared``: servers that do not say ``shared: false``) and the batch's model rate
+limits (``llm.limits``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from magent.batch.executor import Executor, Job, Report, run_row
+
+
+class LocalExecutor(Executor):
+    name = "local"
+
+    async def run(self, jobs: list[Job], report: Report) -> None:
+        from magent.llm.limits import ModelLimits, limited
+        from magent.tools.shared import SharedServers, sharing
+
+        spec = self.spec
+        pool = SharedServers()
+        limits = ModelLimits(rpm=spec.max_rpm, tpm=spec.max_tpm)
+        pending = iter(jobs)
+
+        async def worker() -> None:
+            for job in pending:  # each worker takes the next job: rows start in order
+                if report.stopping:
+                    return
+                outcome = await run_row(spec, job, on_start=lambda task_id, job=job: report.started(job, task_id))
+                report.finished(job, outcome)
+
+        with sharing(pool), limited(limits):
+            workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(spec.concurrency, len(jobs))))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for w in workers:
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                await asyncio.shield(pool.close())

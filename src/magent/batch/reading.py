@@ -1,0 +1,121 @@
+"""Reading batches back: per-status counts (``batch list``/``show``) and one result per input
+row (``batch results``), from the batch's record and its rows' tasks as they are now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magent.store.batches import BatchDir, all_batches
+
+STATUSES = ("completed", "failed", "awaiting_human", "interrupted", "running", "cancelled", "not_started",
+            "skipped", "removed")
+CSV_COLUMNS = ("row", "task", "task_id", "status", "success", "output", "error_type", "error_message",
+               "tokens_input", "tokens_output", "tokens_total", "cost_estimate", "model_calls", "steps",
+               "started_at", "finished_at")
+
+
+@dataclass
+class Summary:
+    id: str
+    created_at: str
+    target: str
+    rows: int
+    counts: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
+    cost: float = 0.0
+    running: bool = False
+    """A process is driving the batch now."""
+    doc: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "created_at": self.created_at, "target": self.target, "rows": self.rows,
+                "counts": self.counts, "tokens": self.tokens, "cost": round(self.cost, 6),
+                "running": self.running, "options": self.doc.get("options"), "inputs": self.doc.get("inputs")}
+
+
+def summary(batch: BatchDir) -> Summary:
+    from magent.batch.runner import row_task
+    from magent.store.locks import is_held
+    from magent.store.tasks import Store
+
+    doc = batch.read()
+    store = Store()
+    rows = int((doc.get("inputs") or {}).get("rows") or 0)
+    counts: dict[str, int] = {}
+    out = Summary(id=batch.id, created_at=str(doc.get("created_at", "")), target=str(doc.get("target", "")),
+                  rows=rows, counts=counts, doc=doc, running=is_held(batch.path / "run.lock"))
+    skipped = len(doc.get("skipped") or [])
+    for task_id in batch.row_tasks().values():
+        task = row_task(store, task_id)
+        status = "removed" if task is None else task.status.value
+        status = "running" if status == "pending" else status
+        counts[status] = counts.get(status, 0) + 1
+        if task is not None:
+            out.tokens += task.usage.input + task.usage.output
+            out.cost += task.usage.cost or 0.0
+    if skipped:
+        counts["skipped"] = skipped
+    left = rows - sum(counts.values())
+    if left > 0:
+        counts["not_started"] = left
+    return out
+
+
+def summaries() -> list[Summary]:
+    return sorted((summary(b) for b in all_batches()), key=lambda s: s.created_at)
+
+
+def results(batch: BatchDir) -> list[dict[str, Any]]:
+    """One dict per input row: the row's ``AgentResult`` (as JSON) with ``row`` and ``task`` (the
+    input's task text); rows without a task say ``not_started``, ``skipped`` or ``removed``."""
+    from magent.api.result import result_of
+    from magent.batch.inputs import read_inputs
+    from magent.errors import TaskNotFoundError
+    from magent.store.tasks import Store
+
+    doc = batch.read()
+    texts: dict[int, str] = {}
+    try:
+        inputs = read_inputs(Path(doc["inputs"]["path"]))
+        if inputs.sha256 == doc["inputs"]["sha256"]:
+            texts = {r.number: r.task for r in inputs.rows}
+    except Exception:  # noqa: BLE001 - the inputs file moved or changed: the results stand without it
+        pass
+    skipped = {s["row"]: s["error"] for s in doc.get("skipped") or []}
+    mapped = batch.row_tasks()
+    store = Store()
+    out = []
+    for number in range(1, int(doc["inputs"]["rows"]) + 1):
+        base = {"type": "result", "row": number, "task": texts.get(number)}
+        if number in skipped:
+            out.append({**base, "status": "skipped", "success": False,
+                        "error": {"type": "bad_row", "message": skipped[number]}})
+            continue
+        task_id = mapped.get(number)
+        if task_id is None:
+            out.append({**base, "status": "not_started", "success": False})
+            continue
+        try:
+            td = store.task(task_id)
+            result = result_of(td, td.shown_task()).model_dump(mode="json")
+        except TaskNotFoundError:
+            out.append({**base, "task_id": task_id, "status": "removed", "success": False})
+            continue
+        out.append({**base, **result, "row": number, "task": texts.get(number)})
+    return out
+
+
+def csv_row(item: dict[str, Any]) -> dict[str, Any]:
+    usage = item.get("token_usage") or {}
+    error = item.get("error") or {}
+    output = item.get("output")
+    return {"row": item["row"], "task": item.get("task") or "", "task_id": item.get("task_id") or "",
+            "status": item.get("status"), "success": item.get("success"),
+            "output": output if isinstance(output, str) or output is None else repr(output),
+            "error_type": error.get("type") or "", "error_message": error.get("message") or "",
+            "tokens_input": usage.get("input", ""), "tokens_output": usage.get("output", ""),
+            "tokens_total": usage.get("total", ""), "cost_estimate": item.get("cost_estimate"),
+            "model_calls": item.get("model_calls", ""), "steps": item.get("steps", ""),
+            "started_at": item.get("started_at") or "", "finished_at": item.get("finished_at") or ""}

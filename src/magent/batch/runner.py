@@ -1,0 +1,207 @@
+"""Starting, resuming and reading batches (what ``magent batch`` calls).
+
+``start`` checks everything before anything is written — the inputs (a malformed row
+stops the batch unless ``skip_bad_rows``), the values the workflow's tools need, the
+target, the executor (a Ray address that does not answer) — then records the batch and
+runs its rows. ``resume`` runs what is left: rows whose task finished are not run again,
+rows whose task was stopped continue from their checkpoints, rows never started start;
+paused rows stay paused unless ``approve_all``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from magent import paths
+from magent.batch.executor import Executor, Job, Outcome, Report, Spec, executor_for
+from magent.batch.inputs import BadRow, Inputs, Row, missing_values, read_inputs, required_keys
+from magent.errors import TaskNotFoundError, UsageError
+from magent.ids import new_id, now
+from magent.store import batches
+from magent.store.batches import BatchDir
+
+FINISHED = ("completed", "failed", "cancelled")
+DEFAULT_CONCURRENCY = 8
+
+
+@dataclass
+class Options:
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_rpm: int | None = None
+    max_tpm: int | None = None
+    max_failures: int | None = None
+    skip_bad_rows: bool = False
+    executor: str = "local"
+    ray_address: str | None = None
+    set: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    model: str | None = None
+
+    def check(self) -> None:
+        for name, value, least in (("--concurrency", self.concurrency, 1), ("--max-rpm", self.max_rpm, 1),
+                                   ("--max-tpm", self.max_tpm, 1), ("--max-failures", self.max_failures, 1)):
+            if value is not None and value < least:
+                raise UsageError(f"{name} must be {least} or more, not {value}")
+
+
+@dataclass
+class Driver(Report):
+    """Counts rows as they go and passes each event on to the view."""
+
+    total: int
+    max_failures: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    running: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    on_change: Callable[["Driver", Job, Outcome | None], None] = lambda d, j, o: None
+    stopped_by: str | None = None
+    failures: int = 0
+
+    def started(self, job: Job, task_id: str) -> None:
+        self.running += 1
+        self.on_change(self, job, None)
+
+    def finished(self, job: Job, outcome: Outcome) -> None:
+        self.running = max(0, self.running - 1)
+        status = outcome.status
+        self.counts[status] = self.counts.get(status, 0) + 1
+        result = outcome.result or {}
+        self.tokens += int((result.get("token_usage") or {}).get("total") or 0)
+        self.cost += float(result.get("cost_estimate") or 0.0)
+        if status in ("failed",):
+            self.failures += 1
+            if self.max_failures is not None and self.failures >= self.max_failures and not self.stopping:
+                self.stopping = True
+                self.stopped_by = (f"stopped starting rows after {self.failures} failed "
+                                   f"(--max-failures {self.max_failures})")
+        self.on_change(self, job, outcome)
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+
+def prepare(target: str, inputs_path: Path, options: Options) -> tuple[Inputs, list[Row], Executor, Spec]:
+    """Everything checked, nothing written: the rows to run and the executor to run them."""
+    from magent import api
+
+    options.check()
+    inputs = read_inputs(inputs_path)
+    if inputs.bad and not options.skip_bad_rows:
+        first = inputs.bad[0]
+        more = f" (and {len(inputs.bad) - 1} more bad rows)" if len(inputs.bad) > 1 else ""
+        raise UsageError(f"--inputs {first.error}{more}; nothing was started "
+                         "(fix the file, or --skip-bad-rows to run the good rows)")
+    definition = api.load(target)
+    required = required_keys(definition.graph)
+    rows = []
+    for row in inputs.rows:
+        problem = missing_values(row, required, options.set)
+        if problem is None:
+            rows.append(row)
+        elif options.skip_bad_rows:
+            inputs.bad.append(BadRow(row.number, row.line, f"{inputs.path.name}:{row.line}: {problem}"))
+        else:
+            raise UsageError(f"--inputs {inputs.path.name}:{row.line}: {problem}; nothing was started")
+    if not rows:
+        raise UsageError(f"--inputs {inputs.path}: no row can run (all {len(inputs.bad)} are bad)")
+    spec = Spec(batch_id=new_id(), target=_target_of(target, definition), home=paths.home(),
+                concurrency=options.concurrency, set=dict(options.set), tags=list(options.tags),
+                model=options.model, max_rpm=options.max_rpm, max_tpm=options.max_tpm,
+                ray_address=options.ray_address)
+    executor = executor_for(options.executor, spec)
+    executor.check()
+    inputs.rows = rows
+    return inputs, rows, executor, spec
+
+
+def _target_of(target: str, definition: Any) -> str:
+    """What a resume loads again: the file's absolute path, or the installed name."""
+    path = Path(os.path.expanduser(str(target)))
+    return str(path.resolve()) if path.exists() else str(definition.target or target)
+
+
+def record(inputs: Inputs, target: str, spec: Spec, options: Options) -> BatchDir:
+    doc = {
+        "id": spec.batch_id, "created_at": now().isoformat(), "target": target, "target_path": spec.target,
+        "inputs": {"path": str(inputs.path.resolve()), "sha256": inputs.sha256, "format": inputs.format,
+                   "rows": len(inputs.rows) + len(inputs.bad)},
+        "options": {"concurrency": options.concurrency, "max_rpm": options.max_rpm, "max_tpm": options.max_tpm,
+                    "max_failures": options.max_failures, "skip_bad_rows": options.skip_bad_rows,
+                    "executor": options.executor, "ray_address": options.ray_address, "set": options.set,
+                    "tags": options.tags, "model": options.model},
+        "skipped": [{"row": b.number, "line": b.line, "error": b.error} for b in inputs.bad],
+    }
+    return batches.create(spec.batch_id, doc)
+
+
+async def drive(executor: Executor, jobs: list[Job], driver: Driver) -> Driver:
+    await executor.run(jobs, driver)
+    return driver
+
+
+def open_batch(batch_id: str) -> tuple[BatchDir, dict[str, Any]]:
+    batch = batches.find(batch_id)
+    return batch, batch.read()
+
+
+def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, *, approve_all: bool = False,
+                retry_failed: bool = False) -> tuple[list[Job], Executor, Spec, dict[str, int]]:
+    """The jobs left in a recorded batch, and the executor to run them (nothing started)."""
+    from magent.store.tasks import Store
+
+    options.check()
+    inputs = read_inputs(Path(doc["inputs"]["path"]))
+    if inputs.sha256 != doc["inputs"]["sha256"]:
+        raise UsageError(f"--inputs {inputs.path} changed since batch {batch.id[:8]} started (its sha256 "
+                         "differs); put the original back to resume, or start a new batch")
+    skipped = {s["row"] for s in doc.get("skipped") or []}
+    mapped = batch.row_tasks()
+    store = Store()
+    jobs: list[Job] = []
+    already: dict[str, int] = {}
+    for row in inputs.rows:
+        if row.number in skipped:
+            continue
+        task_id = mapped.get(row.number)
+        status = _status(store, task_id) if task_id else None
+        if status is None or status == "removed":
+            if status == "removed":
+                already["removed"] = already.get("removed", 0) + 1
+                continue
+            jobs.append(Job(row=row))
+        elif status == "failed" and retry_failed:
+            jobs.append(Job(row=row, task_id=task_id))
+        elif status in FINISHED:
+            already[status] = already.get(status, 0) + 1
+        elif status == "awaiting_human":
+            if approve_all:
+                jobs.append(Job(row=row, task_id=task_id, approve=True))
+            else:
+                already[status] = already.get(status, 0) + 1
+        else:  # interrupted: continue it from its last checkpoint
+            jobs.append(Job(row=row, task_id=task_id))
+    spec = Spec(batch_id=batch.id, target=doc["target_path"], home=paths.home(), concurrency=options.concurrency,
+                set=dict(doc["options"].get("set") or {}), tags=list(doc["options"].get("tags") or []),
+                model=doc["options"].get("model"), max_rpm=options.max_rpm, max_tpm=options.max_tpm,
+                ray_address=options.ray_address)
+    executor = executor_for(options.executor, spec)
+    executor.check()
+    return jobs, executor, spec, already
+
+
+def row_task(store: Any, task_id: str) -> Any:
+    """The row's task as commands show it (a dead run's is interrupted), None once swept away."""
+    try:
+        return store.task(task_id).shown_task()
+    except TaskNotFoundError:
+        return None
+
+
+def _status(store: Any, task_id: str) -> str:
+    task = row_task(store, task_id)
+    return "removed" if task is None else task.status.value
