@@ -57,11 +57,16 @@ def write_inputs(path: Path, rows: list[dict]) -> Path:
 
 
 def stamps(ledger: Path) -> list[tuple[int, str]]:
-    """``(pid, label)`` of each stamp in the ledger; a nap's line is ``(0, "nap")``."""
+    """``(server pid, label)`` of each stamp in the ledger; a nap's line is ``(0, "nap")``."""
+    return [(pid, label) for pid, _, label in stamp_lines(ledger)]
+
+
+def stamp_lines(ledger: Path) -> list[tuple[int, int, str]]:
+    """``(server pid, pid of the process that started the server, label)`` of each line."""
     if not ledger.exists():
         return []
     out = []
     for line in ledger.read_text().splitlines():
-        pid, _, label = line.partition(" ")
-        out.append((int(pid), label) if label else (0, line))
+        parts = line.split(" ", 2)
+        out.append((int(parts[0]), int(parts[1]), parts[2]) if len(parts) == 3 else (0, 0, line))
     return out

@@ -1,6 +1,6 @@
 """The ledger test server (``append``, ``nap``: see ledger_server.py) with one more tool for
-batches: ``stamp(label)`` appends ``PID LABEL`` to ``$LEDGER``, so a test can count the server
-processes that served a batch's rows."""
+batches: ``stamp(label)`` appends ``PID PPID LABEL`` to ``$LEDGER``, so a test can count the
+server processes that served a batch's rows, and the processes that started them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ledger_server import _write, server  # noqa: E402
 
 @server.tool(description="Note a label, with this server's pid, in the ledger.")
 def stamp(label: str) -> str:
-    _write(f"{os.getpid()} {label}")
+    _write(f"{os.getpid()} {os.getppid()} {label}")
     return f"stamped {label}"
 
 

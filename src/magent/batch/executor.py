@@ -60,6 +60,8 @@ class Outcome:
     error: str | None = None
     lost: bool = False
     """The process running the row died (a killed worker): the task is left to resume."""
+    task_id: str | None = None
+    """The row's task when there is one but no result (a lost row's, from the batch's record)."""
 
     @property
     def status(self) -> str:

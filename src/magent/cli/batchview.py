@@ -17,7 +17,8 @@ def row_json(job: Job, outcome: Outcome) -> dict[str, Any]:
     if outcome.result is not None:
         return {**outcome.result, "row": job.row.number}
     kind = "interrupted" if outcome.lost else "error"
-    return {"type": "result", "row": job.row.number, "task_id": job.task_id, "status": outcome.status,
+    return {"type": "result", "row": job.row.number, "task_id": outcome.task_id or job.task_id,
+            "status": outcome.status,
             "success": False, "error": {"type": kind, "message": outcome.error or ""}}
 
 
@@ -80,7 +81,7 @@ class View:
     @staticmethod
     def _line(job: Job, outcome: Outcome) -> str:
         result = outcome.result or {}
-        task = result.get("task_id") or job.task_id or ""
+        task = result.get("task_id") or outcome.task_id or job.task_id or ""
         words = [f"row {job.row.number}", outcome.status.replace("awaiting_human", "paused")]
         if task:
             words.append(f"task {task[:8]}")
