@@ -402,6 +402,11 @@ class EventPrinter:
         line = short(describe_guardrail(ev.model_dump()), 240)
         self.out.print(f"  [{color}]⛨ {_esc(line)}[/]", highlight=False)
 
+    def _on_output_invalid(self, ev: Any) -> None:
+        from magent.trace import notes
+
+        self.out.print(f"  [yellow]⚠ {_esc(short(notes.output_invalid(ev.model_dump()), 240))}[/]", highlight=False)
+
     def _on_memory_recalled(self, ev: Any) -> None:
         hits = ev.field("hits") or []
         shown = "; ".join(f"{str(h.get('id'))[:8]} {short(h.get('content') or '', 60)}" for h in hits[:3])

@@ -84,7 +84,8 @@ class AgentResult(Model):
     success: bool
     """``status == "completed"``."""
     output: Any = None
-    """The final answer (text), or None when the run did not complete."""
+    """The final answer: its text, or the parsed JSON value when the agent that gave it declares
+    an ``output_schema``; None when the run did not complete."""
     error: ErrorInfo | None = None
     """Set when the run failed, was cancelled or was interrupted."""
     started_at: datetime | None = None
@@ -129,12 +130,18 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
     pause = _pause(td) if task.status == TaskStatus.awaiting_human else None
     return AgentResult(
         task_id=task.id, status=task.status, success=task.status == TaskStatus.completed,
-        output=task.result if task.status == TaskStatus.completed else None, error=error,
+        output=_output(task), error=error,
         started_at=task.started_at, finished_at=task.completed_at,
         token_usage=TokenUsage(input=usage.input, output=usage.output, total=usage.input + usage.output,
                                by_model=by_model),
         cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
         provenance=provenance(task))
+
+
+def _output(task: Task) -> Any:
+    if task.status != TaskStatus.completed:
+        return None
+    return task.result_value if task.result_value is not None else task.result
 
 
 def provenance(task: Task) -> Provenance:

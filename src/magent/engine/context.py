@@ -250,16 +250,23 @@ class RunContext:
     def last_output(self) -> str:
         return self.state.metadata.get("last_output") or ""
 
-    def set_output(self, node: str, output: str | None, session: Session | None = None) -> None:
+    def set_output(self, node: str, output: str | None, session: Session | None = None,
+                   value: Any = None) -> None:
+        """``node``'s output becomes the last one; ``metadata.outputs[node]`` is its text (cut at
+        4,000 characters) or, for an agent with an ``output_schema``, the parsed ``value``."""
         if output is None:
             return
         session = session or self.main
         if session.is_main:
             self.state.metadata["last_output"] = output
+            if value is None:
+                self.state.metadata.pop("last_value", None)
+            else:
+                self.state.metadata["last_value"] = value
         else:
             session.output = output
         outputs = self.state.metadata.setdefault("outputs", {})
-        outputs[node] = truncate(output, 4000)
+        outputs[node] = truncate(output, 4000) if value is None else value
 
     def take_feedback(self, node: str, session: Session | None = None) -> HumanFeedback | None:
         """The decision a person made at ``node`` (in ``session``), once (the node or gate consumes it)."""

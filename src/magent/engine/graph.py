@@ -21,6 +21,7 @@ from magent.engine import conditions
 from magent.engine.joins import Join, find_joins
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
+from magent.engine.structured import OutputSchema, compile_schemas
 from magent.errors import ConfigError
 from magent.guardrails.rails import GraphRails, compile_rails
 from magent.models import Agent, EdgeDef, Workflow
@@ -46,6 +47,8 @@ class Graph:
     """The workflow's and each agent's guardrails, checked and built."""
     joins: dict[int, Join] = field(default_factory=dict)
     """Fan-out edges (by index in ``workflow.edges``) and where their branches meet."""
+    output_schemas: dict[str, OutputSchema] = field(default_factory=dict)
+    """Agents' checked ``output_schema``s, by agent name."""
 
     def join_waits(self, node: str) -> list[Join]:
         """The fan-outs whose branches meet at ``node``."""
@@ -111,7 +114,7 @@ def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile]
                             "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None},
                             **_defaults(agents)},
                   secrets=set().union(*(a.source.secrets for a in agents.values() if a.source is not None)),
-                  rails=_rails(agents))
+                  rails=_rails(agents), output_schemas=compile_schemas(agents))
     node.graph = graph
     return graph
 
@@ -177,7 +180,8 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
                 **_defaults(agents)}
     graph = Graph(workflow=workflow, nodes=nodes, agents=agents, source=source,
                   mcp_files=mcp_files, snapshot=snapshot, secrets=secrets,
-                  rails=_rails(agents, workflow, source), joins=joins)
+                  rails=_rails(agents, workflow, source), joins=joins,
+                  output_schemas=compile_schemas(agents, source))
     for node in nodes.values():
         node.graph = graph
     return graph

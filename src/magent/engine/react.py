@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.engine import guard, textmode
+from magent.engine import guard, structured, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -86,6 +86,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
             continue
         if not guard.accept_answer(ctx, node, screening):
             continue  # a rail asked for a revision
+        if not structured.accept(ctx, agent, node, final):
+            continue  # not JSON that fits the agent's output_schema: the model tries again
         memory.summarize(ctx, agent, node, final)
         return final
 
@@ -107,7 +109,13 @@ def request_for(ctx, agent: Agent, node: str, specs: list[ToolSpec] | None = Non
                       endpoint=config.endpoint, api_key=config.api_key,
                       timeout=config.timeout_seconds, max_retries=config.max_retries,
                       fallback_model=config.fallback_model, agent=agent.name,
-                      conversation_leaf=ctx.session.leaf, text_mode=text_mode)
+                      conversation_leaf=ctx.session.leaf, text_mode=text_mode,
+                      output_schema=None if text_mode else _schema(ctx, agent))
+
+
+def _schema(ctx, agent: Agent) -> dict | None:
+    schema = structured.schema_of(ctx, agent)
+    return schema.schema if schema is not None else None
 
 
 def _interpret(response: LLMResponse, text_mode: bool) -> tuple[Message, str]:

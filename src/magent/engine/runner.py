@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from magent import failpoints
 from magent.engine import conditions, fanout
@@ -99,9 +100,13 @@ class Executor:
                           visit=ctx.visits.get(name, 1), resumed=True)
         started = time.perf_counter()
         result = await node.run(view)
-        view.set_output(name, result.output)
+        view.set_output(name, result.output, result.value)
         if name in ctx.graph.workflow.result_nodes:
             ctx.state.metadata["result"] = view.last_output
+            if result.value is None:
+                ctx.state.metadata.pop("result_value", None)
+            else:
+                ctx.state.metadata["result_value"] = result.value
         session.node_done, session.progress = True, {}
         view.bus.emit("node_finished", name, kind=node.kind, status="ok",
                       duration_ms=int((time.perf_counter() - started) * 1000),
@@ -160,7 +165,8 @@ class Executor:
         ctx.checkpoint("finish")
         named = ctx.graph.workflow.result_nodes and "result" in ctx.state.metadata
         result = (ctx.state.metadata["result"] if named else ctx.last_output) or None
-        return self.end(TaskStatus.completed, result=result)
+        value = ctx.state.metadata.get("result_value" if named else "last_value")
+        return self.end(TaskStatus.completed, result=result, value=value)
 
     def fail(self, message: str, kind: str = "node_failed") -> RunOutcome:
         """End the run as failed; ``kind`` goes into the error event as ``error_type``."""
@@ -195,12 +201,14 @@ class Executor:
         ctx.task = ctx.td.save_task(self._with_usage(task))
 
     def end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,
-             request: HumanRequest | None = None) -> RunOutcome:
+            request: HumanRequest | None = None, value: Any = None) -> RunOutcome:
         ctx = self.ctx
         finished = status in (TaskStatus.completed, TaskStatus.failed)
         kept = ctx.redactor.text(result) if result is not None else None
+        completed = status == TaskStatus.completed
         task = ctx.task.model_copy(update={
-            "status": status, "result": kept if status == TaskStatus.completed else ctx.task.result,
+            "status": status, "result": kept if completed else ctx.task.result,
+            "result_value": ctx.redactor.data(value) if completed else ctx.task.result_value,
             "error": ctx.redactor.text(error) if error else None, "completed_at": now() if finished else None})
         ctx.task = ctx.td.save_task(self._with_usage(task))
         memory.finish(ctx)  # consolidation after a task, when config/memory.yaml asks for it

@@ -162,8 +162,8 @@ class SessionContext:
             return self.run.last_output
         return self.session.output or ""
 
-    def set_output(self, node: str, output: str | None) -> None:
-        self.run.set_output(node, output, self.session)
+    def set_output(self, node: str, output: str | None, value: Any = None) -> None:
+        self.run.set_output(node, output, self.session, value)
 
     def take_feedback(self, node: str) -> "HumanFeedback | None":
         return self.run.take_feedback(node, self.session)

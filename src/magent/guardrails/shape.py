@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import json
 import re
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from magent.config.schemas import SchemaProblem, parse_answer, read_schema, validator_for
 from magent.guardrails.base import Rail, RailConfig, RailConfigError, RailRun, Verdict
 
 
@@ -75,46 +74,15 @@ class JsonSchemaRail(Rail):
 
     def __init__(self, config: JsonSchemaConfig, **kw):  # type: ignore[no-untyped-def]
         super().__init__(config, **kw)
-        import jsonschema
-
-        schema = config.json_schema
-        if config.schema_file is not None:
-            schema = _read_schema(self.base_dir / config.schema_file)
+        where = "schema_file" if config.schema_file else "schema"
         try:
-            cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            where = "schema_file" if config.schema_file else "schema"
-            raise RailConfigError(f"not a valid JSON Schema: {exc.message}", where) from None
-        self.validator = cls(schema)
+            schema = config.json_schema
+            if config.schema_file is not None:
+                schema = read_schema(self.base_dir / config.schema_file)
+            self.validator = validator_for(schema)
+        except SchemaProblem as exc:
+            raise RailConfigError(str(exc), where) from None
 
     async def check(self, text: str, run: RailRun) -> Verdict:
-        from magent.tools.registry import first_problem
-
-        body = _unfence(text)
-        try:
-            value = json.loads(body)
-        except ValueError as exc:
-            return Verdict(True, f"the text is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
-        problem = first_problem(self.validator, value)
-        if problem:
-            return Verdict(True, f"the JSON does not fit the schema: {problem}")
-        return Verdict(False)
-
-
-def _unfence(text: str) -> str:
-    m = re.fullmatch(r"\s*```(?:json)?\s*\n(.*?)\n\s*```\s*", text, re.S)
-    return m.group(1) if m else text
-
-
-def _read_schema(path: Path) -> Any:
-    try:
-        raw = path.read_text()
-    except OSError as exc:
-        raise RailConfigError(f"cannot read {path}: {exc.strerror}", "schema_file") from None
-    import yaml
-
-    try:
-        return json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise RailConfigError(f"{path} does not parse: {' '.join(str(exc).split())}", "schema_file") from None
+        _, problem = parse_answer(text, self.validator)
+        return Verdict(True, problem) if problem else Verdict(False)

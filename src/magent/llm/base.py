@@ -78,6 +78,9 @@ class LLMRequest:
     record of the call can point into ``entries.jsonl`` instead of copying them."""
     text_mode: bool = False
     """The ReAct text format: tools are described in ``system`` and results sent as text."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema the final answer must fit: sent as the provider's structured output
+    (``response_format``) where litellm says the model supports it; checked by the engine always."""
 
 
 @dataclass

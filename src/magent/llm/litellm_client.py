@@ -238,6 +238,9 @@ class LiteLLMClient:
             kwargs["api_key"] = "sk-no-key-set"
         if request.tools:
             kwargs["tools"] = to_openai_tools(request.tools, names)
+        if request.output_schema is not None and _supports_schema(model):
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": request.output_schema, "strict": False}}
         started = time.monotonic()
         # The whole call, stream included, is bounded: a server that stalls mid-stream
         # times out like one that never answers.
@@ -302,3 +305,11 @@ def check_endpoint_allowed(model: str, endpoint: str | None) -> None:
     where = f"at {endpoint}" if endpoint else "at its provider's default endpoint"
     raise LLMError(f"refusing to call model {model!r} {where}: {FORBID_REMOTE_ENV}=1 "
                    "allows only endpoints on 127.0.0.1/localhost")
+
+
+def _supports_schema(model: str) -> bool:
+    """litellm's ``supports_response_schema`` (native structured output); False when unknown."""
+    try:
+        return bool(_litellm().supports_response_schema(model=model))
+    except Exception:
+        return False

@@ -106,6 +106,13 @@ class Agent(Model):
     run after the workflow's own."""
     memory: AgentMemory | None = None
     """Long-term memory across tasks: retrieval before each turn, default scope, summaries."""
+    output_schema: dict[str, Any] | str | None = None
+    """The final answer must be JSON that fits this JSON Schema: written inline, or the path of
+    a JSON/YAML file holding it, relative to the agent file. The parsed value is the node's
+    output in State (``metadata.outputs[node]``), so edge conditions can route on its fields."""
+    output_retries: int = Field(default=2, ge=0, le=10)
+    """How many times an answer that does not fit ``output_schema`` goes back to the model
+    (with what is wrong) before the node fails with the validation error."""
 
     @field_validator("sub_agents")
     @classmethod

@@ -83,6 +83,8 @@ class Task(Document):
     """Name of the agent of the entry node (or the single agent run)."""
     result: str | None = None
     """Output result (the final answer)."""
+    result_value: Any = None
+    """The final answer parsed, when the agent that gave it declares an ``output_schema``."""
     error: str | None = None
     """Error message if failed, cancelled or interrupted."""
     created_at: Timestamp

@@ -483,6 +483,12 @@ class _Builder:
         text = f"forgot memory [{str(ev.get('id'))[:8]}] in {ev.get('scope')}: {ev.get('content') or ''}"
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=text)
 
+    def _on_output_invalid(self, ev: dict[str, Any]) -> None:
+        from magent.trace import notes
+
+        self._step(ev, step_name="warning", status="warning", agent=ev.get("agent") or "",
+                   message=notes.output_invalid(ev))
+
     def _on_warning(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="warning", status="warning", message=str(ev.get("message") or ""))
 

@@ -7,6 +7,7 @@ answer, which is the node's output.
 
 from __future__ import annotations
 
+from magent.engine import structured
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import react
 from magent.models import Agent, Message
@@ -35,7 +36,8 @@ class AgentNode(Node):
             self._start(ctx, agent)
             p.update(started=True, iteration=0)
             ctx.checkpoint("node_start")
-        return NodeResult(output=await react(ctx, agent, self.name))
+        answer = await react(ctx, agent, self.name)
+        return NodeResult(output=answer, value=structured.value_of(ctx, agent.name, answer))
 
     def _start(self, ctx, agent: Agent) -> None:
         if self.config.prompt:

@@ -24,6 +24,8 @@ class NodeConfig(NodeDef):
 class NodeResult:
     output: str | None = None
     """The node's answer/output (the task's result when it is the last node)."""
+    value: Any = None
+    """The parsed answer of an agent with an ``output_schema`` (None otherwise)."""
 
 
 class Node:

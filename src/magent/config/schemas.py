@@ -1,0 +1,69 @@
+"""JSON Schemas people write in config files, and answers that must fit one.
+
+Shared by the ``json_schema`` output rail and agents' ``output_schema``: a schema
+is checked once when its file is loaded (a bad one is a config error there, not a
+surprise mid-run), and an answer is JSON, optionally inside a ```json fence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+
+class SchemaProblem(ValueError):
+    """A schema that cannot be read or is not a valid JSON Schema (the message says which)."""
+
+
+def read_schema(path: Path) -> Any:
+    """The schema in a JSON (``.json``) or YAML file."""
+    try:
+        raw = path.read_text()
+    except OSError as exc:
+        raise SchemaProblem(f"cannot read {path}: {exc.strerror}") from None
+    import yaml
+
+    try:
+        return json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise SchemaProblem(f"{path} does not parse: {' '.join(str(exc).split())}") from None
+
+
+def validator_for(schema: Any) -> Any:
+    """A jsonschema validator for ``schema`` (its own ``$schema`` draft, else the latest),
+    after checking the schema itself against that draft's metaschema."""
+    import jsonschema
+
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaProblem(f"not a valid JSON Schema: expected a mapping, got {type(schema).__name__}")
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = ".".join(str(p) for p in exc.absolute_path)
+        raise SchemaProblem(f"not a valid JSON Schema: {exc.message}" + (f" (at {where})" if where else "")) from None
+    return cls(schema)
+
+
+def unfence(text: str) -> str:
+    """``text`` without a Markdown code fence around it (```json ... ```)."""
+    m = re.fullmatch(r"\s*```(?:json)?\s*\n(.*?)\n\s*```\s*", text, re.S)
+    return m.group(1) if m else text
+
+
+def parse_answer(text: str, validator: Any) -> tuple[Any, str | None]:
+    """``(value, None)`` when ``text`` is JSON that fits; ``(None, what is wrong)`` otherwise."""
+    from magent.tools.registry import first_problem
+
+    try:
+        value = json.loads(unfence(text))
+    except ValueError as exc:
+        msg = getattr(exc, "msg", str(exc))
+        where = f" at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else ""
+        return None, f"the text is not JSON ({msg}{where})"
+    problem = first_problem(validator, value)
+    if problem:
+        return None, f"the JSON does not fit the schema: {problem}"
+    return value, None
