@@ -407,6 +407,11 @@ class EventPrinter:
 
         self.out.print(f"  [yellow]⚠ {_esc(short(notes.output_invalid(ev.model_dump()), 240))}[/]", highlight=False)
 
+    def _on_compaction(self, ev: Any) -> None:
+        from magent.trace import notes
+
+        self.out.print(f"  [cyan]⇣ {_esc(short(notes.compaction(ev.model_dump()), 240))}[/]", highlight=False)
+
     def _on_memory_recalled(self, ev: Any) -> None:
         hits = ev.field("hits") or []
         shown = "; ".join(f"{str(h.get('id'))[:8]} {short(h.get('content') or '', 60)}" for h in hits[:3])

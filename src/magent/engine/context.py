@@ -225,8 +225,10 @@ class RunContext:
                       content=self.redactor.text(message.content),
                       tool_calls=calls, tool_call_id=message.tool_call_id,
                       name=message.name, turn_id=turn_id, node=node, session=session.tag,
-                      created_at=message.timestamp)
+                      created_at=message.timestamp, compaction=message.compaction,
+                      entry_type="compaction" if message.compaction is not None else "message")
         self.td.entries.append(entry)
+        message._entry = entry.id
         session.leaf = entry.id
         session.entry_count += 1
         session.state.messages.append(message)

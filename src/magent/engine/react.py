@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.engine import guard, structured, textmode
+from magent.engine import budget, guard, structured, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -61,7 +61,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        request = request_for(ctx, agent, node, specs, text_mode)
+        request = await request_for(ctx, agent, node, iteration, specs, text_mode)
         response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
         message, final = _interpret(response, text_mode)
         screening = None
@@ -92,16 +92,18 @@ async def react(ctx, agent: Agent, node: str) -> str:
         return final
 
 
-def request_for(ctx, agent: Agent, node: str, specs: list[ToolSpec] | None = None,
-                text_mode: bool = False) -> LLMRequest:
-    """The model request for ``agent``'s next turn at ``node`` in ``ctx``'s session (its whole history)."""
+async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[ToolSpec] | None = None,
+                      text_mode: bool = False) -> LLMRequest:
+    """The model request for ``agent``'s next turn at ``node`` in ``ctx``'s session, built in one
+    place: the system prompt (with memories recalled for it), then history → the agent's view
+    (its context budget: ``engine/budget.py``, which may compact first) → the request."""
     config = ctx.llm_config(agent.name)
     system = memory.recall(ctx, agent, node, agent.system_prompt)
-    messages = ctx.state.messages
     specs = specs or []
+    if text_mode and specs:
+        system = system + "\n\n" + textmode.instructions(specs)
+    messages, compaction = await budget.prepare(ctx, agent, node, iteration, system, [] if text_mode else specs)
     if text_mode:
-        if specs:
-            system = system + "\n\n" + textmode.instructions(specs)
         messages = textmode.as_text_messages(messages)
         specs = []
     return LLMRequest(model=config.model, messages=messages, system=system, tools=specs,
@@ -110,6 +112,7 @@ def request_for(ctx, agent: Agent, node: str, specs: list[ToolSpec] | None = Non
                       timeout=config.timeout_seconds, max_retries=config.max_retries,
                       fallback_model=config.fallback_model, agent=agent.name,
                       conversation_leaf=ctx.session.leaf, text_mode=text_mode,
+                      compaction=compaction._entry if compaction is not None else None,
                       output_schema=None if text_mode else _schema(ctx, agent))
 
 

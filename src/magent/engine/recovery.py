@@ -130,8 +130,15 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
     else:  # a sub-agent, map item or subtask: its one loop
         turn_node = session.node
     tail = [e for e in ctx.td.entries.children_chain(session.leaf, entries, session=session.tag)]
+    compacted: set[str] = set()
+    if tail and tail[0].entry_type == "compaction" and tail[0].node == turn_node:
+        # A context budget's compaction, made just before the model call of the next turn:
+        # kept, so the view it made (and its summary) is not made again.
+        ctx.adopt(tail[:1], session)
+        compacted = {tail[0].id}
+        tail = tail[1:]
     if not tail:
-        return set()
+        return compacted
     open_turn = session.progress.get("turn_open")
     if open_turn:
         # The checkpoint was written in the middle of this turn (another session's): the
@@ -144,18 +151,18 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
         take = [tail[0]]
         tail = tail[1:]
     else:
-        return set()
+        return compacted
     for entry in tail:
         if entry.role == "tool" and entry.tool_call_id in call_ids:
             take.append(entry)
         else:
             break
     if not take:
-        return set()
+        return compacted
     ctx.adopt(take, session)
     if not open_turn:
         session.progress["turn_open"] = take[0].id
-    return {e.id for e in take}
+    return compacted | {e.id for e in take}
 
 
 def _close_answered_children(ctx: RunContext) -> None:

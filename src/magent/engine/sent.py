@@ -41,6 +41,8 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
         out["messages_withheld"] = True
     elif request.conversation_leaf is not None:
         out["conversation"] = {"leaf": request.conversation_leaf, "count": len(request.messages)}
+        if request.compaction is not None:
+            out["conversation"]["compaction"] = request.compaction
     else:
         messages = [m.model_dump(mode="json", exclude_none=True, exclude={"timestamp"}) for m in request.messages]
         out["messages"] = pieces.put("messages", redactor.data(messages))

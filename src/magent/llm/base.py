@@ -78,6 +78,12 @@ class LLMRequest:
     record of the call can point into ``entries.jsonl`` instead of copying them."""
     text_mode: bool = False
     """The ReAct text format: tools are described in ``system`` and results sent as text."""
+    compaction: str | None = None
+    """When ``messages`` are an agent's view under its context budget: the entry id of the
+    compaction the view follows (the record of the call rebuilds the view from it)."""
+    purpose: str = "turn"
+    """``turn`` (an agent's model turn) or ``summary`` (condensing a conversation for its
+    context budget: the scripted model answers it from its script's ``summaries``)."""
     output_schema: dict[str, Any] | None = None
     """The JSON Schema the final answer must fit: sent as the provider's structured output
     (``response_format``) where litellm says the model supports it; checked by the engine always."""

@@ -211,6 +211,23 @@ class LiteLLMClient:
         except Exception:
             return True
 
+    def context_window(self, model: str) -> int | None:
+        """Input tokens ``model`` accepts, as litellm's model map has it (None: unknown)."""
+        try:
+            info = _litellm().get_model_info(model)
+        except Exception:
+            return None
+        window = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(window) if window else None
+
+    def count_tokens(self, model: str, text: str) -> int | None:
+        """Tokens of ``text`` with ``model``'s tokenizer (litellm's ``token_counter``: the
+        provider's own where litellm has it, else tiktoken's); None if it cannot count."""
+        try:
+            return int(_litellm().token_counter(model=model, text=text))
+        except Exception:
+            return None
+
     async def _attempt(self, target: "Target", request: LLMRequest, on_token: TokenSink | None) -> LLMResponse:
         litellm = _litellm()
         model, endpoint = target.model, target.endpoint

@@ -90,6 +90,9 @@ class Script(Model):
     """A scripted model's file: the replies to play, in order."""
 
     responses: list[ScriptResponse] = Field(min_length=1)
+    summaries: list[ScriptResponse] = Field(default_factory=list)
+    """Replies to the summaries a context budget asks for (``summarize``/``hybrid``), in order;
+    none left: a stand-in summary naming the first words of each message summarized."""
 
 
 _parsed: dict[tuple[Path, int, int], Script] = {}
@@ -138,6 +141,8 @@ class ScriptedClient:
     async def complete(self, request: LLMRequest, on_token: TokenSink | None = None, *,
                        on_attempt: AttemptSink | None = None) -> LLMResponse:
         started = time.monotonic()
+        if request.purpose == "summary":
+            return self._summary(request, started)
         index = self.cursors.get(self.agent, 0)
         responses = self._for(request)
         if index >= len(responses):
@@ -163,6 +168,23 @@ class ScriptedClient:
 
     def supports_tools(self, model: str) -> bool:
         return True
+
+    def _summary(self, request: LLMRequest, started: float) -> LLMResponse:
+        """A summary for a context budget: the script's next ``summaries`` reply (its own cursor,
+        ``AGENT:summary``), or a stand-in made from the text to condense."""
+        key = f"{self.agent}:summary"
+        index = self.cursors.get(key, 0)
+        if index < len(self.script.summaries):
+            self.cursors[key] = index + 1
+            content = self.script.summaries[index].content or ""
+        else:
+            asked = request.messages[-1].content if request.messages else ""
+            lines = [line for line in asked.splitlines()[1:] if line.strip()]
+            content = "Earlier: " + " / ".join(" ".join(line.split()[:8]) for line in lines[-20:])
+        tokens_in, tokens_out = estimate_tokens(request, content, [])
+        return LLMResponse(content=content, model=SCRIPTED, provider=SCRIPTED, tokens_in=tokens_in,
+                           tokens_out=tokens_out, cost=0.0, latency_ms=int((time.monotonic() - started) * 1000),
+                           stop_reason="stop")
 
     def _for(self, request: LLMRequest) -> list[ScriptResponse]:
         """The responses this conversation plays: all but those whose ``when`` its first

@@ -73,6 +73,25 @@ class LLMConfig(Model):
     _endpoint_names = model_validator(mode="before")(_one_endpoint)
 
 
+class ShortTermMemory(Model):
+    """An agent's context budget (seed 000 ``memory_config.short_term``)."""
+
+    max_tokens: int | None = Field(default=None, ge=256)
+    """Most tokens one request may send (system prompt, tools and messages). None: derived from
+    the model's context window where litellm knows it (90% of its input tokens), else no limit."""
+    strategy: Literal["fifo", "summarize", "hybrid"] = "fifo"
+    """``fifo`` leaves the oldest turns out; ``summarize`` has the model summarize what is left
+    out; ``hybrid`` keeps the last ``keep_turns`` turns whole and summarizes the rest."""
+    keep_turns: int = Field(default=3, ge=1)
+    """For ``hybrid``: how many of the latest turns stay whole."""
+
+
+class MemoryConfig(Model):
+    """Seed 000 ``memory_config`` (long-term memory is the agent's ``memory:`` block)."""
+
+    short_term: ShortTermMemory = Field(default_factory=ShortTermMemory)
+
+
 class Agent(Model):
     """An AI entity with a prompt, a model and access to specific tools."""
 
@@ -106,6 +125,9 @@ class Agent(Model):
     run after the workflow's own."""
     memory: AgentMemory | None = None
     """Long-term memory across tasks: retrieval before each turn, default scope, summaries."""
+    memory_config: MemoryConfig | None = None
+    """The context budget: how many tokens a request may send, and what gives way when the
+    conversation grows past it (the full history stays on disk)."""
     output_schema: dict[str, Any] | str | None = None
     """The final answer must be JSON that fits this JSON Schema: written inline, or the path of
     a JSON/YAML file holding it, relative to the agent file. The parsed value is the node's

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from magent.models.base import Model, Timestamp, UUID4Str
-from magent.models.state import ToolCall
+from magent.models.state import Compaction, ToolCall
 
 
 class Entry(Model):
@@ -16,7 +16,9 @@ class Entry(Model):
     id: UUID4Str
     parent_id: UUID4Str | None = None
     """The entry before this one; ``None`` for the root."""
-    entry_type: Literal["message"] = "message"
+    entry_type: Literal["message", "compaction"] = "message"
+    """``compaction``: an agent's context budget left older messages out of its view from here
+    on (see ``compaction``; the content is the summary, if the strategy makes one)."""
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -29,6 +31,8 @@ class Entry(Model):
     session: UUID4Str | None = None
     """The child session it belongs to; absent for the main session."""
     created_at: Timestamp
+    compaction: Compaction | None = None
+    """For a ``compaction`` entry: what it left out of which agent's view."""
 
 
 class Event(Model):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from magent.models.base import Model, Timestamp
 
@@ -32,6 +32,30 @@ class ToolCall(Model):
         return f"{self.server}.{self.tool}" if self.server else self.tool
 
 
+class Compaction(Model):
+    """What a compaction entry (seed 001 ``compaction``) did to an agent's view of the conversation.
+
+    The history is never changed: the entry is appended to it, and the agent's next requests
+    send the task, the summary (the entry's content, if any) and the messages from ``keep_from`` on.
+    """
+
+    agent: str
+    """The agent whose context budget it serves (each agent has its own view)."""
+    strategy: Literal["fifo", "summarize", "hybrid"]
+    keep_from: int = Field(ge=0)
+    """Index, in the session's history, of the first message still sent after the task."""
+    pinned: int = Field(default=0, ge=0)
+    """Messages at the start always sent (the task)."""
+    dropped: int = Field(default=0, ge=0)
+    """Messages this compaction took out of the view (summarized, or simply left out for fifo)."""
+    through: str | None = None
+    """The last entry it took out."""
+    budget: int = Field(default=0, ge=0)
+    tokens_before: int = Field(default=0, ge=0)
+    """Tokens the request would have had without it."""
+    tokens_after: int = Field(default=0, ge=0)
+
+
 class Message(Model):
     """One conversation message."""
 
@@ -44,6 +68,10 @@ class Message(Model):
     name: str | None = None
     """For ``role: tool``: the tool's full name. For others: the agent or person that spoke."""
     timestamp: Timestamp
+    compaction: Compaction | None = None
+    """Set on a compaction marker (never sent to a model as such; see ``engine.budget``)."""
+    _entry: str | None = PrivateAttr(default=None)
+    """The id of this message's entry, once it has one."""
 
 
 class State(Model):

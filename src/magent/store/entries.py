@@ -105,5 +105,8 @@ class EntryLog:
 
 
 def to_message(entry: Entry) -> Message:
-    return Message(role=entry.role, content=entry.content, tool_calls=entry.tool_calls,
-                   tool_call_id=entry.tool_call_id, name=entry.name, timestamp=entry.created_at)
+    message = Message(role=entry.role, content=entry.content, tool_calls=entry.tool_calls,
+                      tool_call_id=entry.tool_call_id, name=entry.name, timestamp=entry.created_at,
+                      compaction=entry.compaction)
+    message._entry = entry.id
+    return message

@@ -489,6 +489,11 @@ class _Builder:
         self._step(ev, step_name="warning", status="warning", agent=ev.get("agent") or "",
                    message=notes.output_invalid(ev))
 
+    def _on_compaction(self, ev: dict[str, Any]) -> None:
+        from magent.trace import notes
+
+        self._step(ev, step_name="compaction", agent=ev.get("agent") or "", message=notes.compaction(ev))
+
     def _on_warning(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="warning", status="warning", message=str(ev.get("message") or ""))
 

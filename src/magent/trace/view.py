@@ -243,7 +243,7 @@ class _Tree:
         icon, style = {
             "awaiting_human": ("⏸ ", "bold yellow"), "resumed": ("↻ ", "dim"), "warning": ("⚠ ", "yellow"),
             "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"), "guardrail": ("⛨ ", "yellow"),
-            "memory": ("◆ ", "magenta"), "llm_attempts": ("⚠ ", "yellow"),
+            "memory": ("◆ ", "magenta"), "compaction": ("⇣ ", "cyan"), "llm_attempts": ("⚠ ", "yellow"),
         }.get(str(name), ("• ", None))
         if name == "human_decision":
             action = message.split(":")[0]
