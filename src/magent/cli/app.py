@@ -123,8 +123,9 @@ def _register() -> None:
     from magent.cli import config, examples, new
     app.add_typer(new.app, name="new")
     app.add_typer(examples.app, name="examples")
-    from magent.cli import memory
+    from magent.cli import memory, prompts
     app.add_typer(memory.app, name="memory")
+    app.add_typer(prompts.app, name="prompts")
     app.add_typer(config.app, name="config")
     from magent.cli import batch
     app.add_typer(batch.app, name="batch")

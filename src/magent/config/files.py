@@ -82,7 +82,11 @@ def validate_agent(source: SourceFile, data: Any = None, prefix: tuple[Any, ...]
     with the default model when they name none (``config.defaults``); and whether it did."""
     from magent.config.defaults import with_default_model
 
+    from magent.config.prompts import resolve_ref
+
     raw = source.data if data is None else data
+    if isinstance(raw, dict):  # system_prompt: {prompt: NAME, version: V} → the stored text
+        raw = resolve_ref(source, raw, "system_prompt", prefix)
     filled, defaulted = with_default_model(raw)
     llm = raw.get("llm_config") if isinstance(raw, dict) else None
     if not defaulted and isinstance(raw, dict) and (llm is None or (isinstance(llm, dict)

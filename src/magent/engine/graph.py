@@ -15,6 +15,7 @@ from typing import Any
 from magent import paths
 from magent.config.defaults import default_model, pinned
 from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent, validate_agent
+from magent.config.prompts import resolve_ref
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
 from magent.engine import conditions
@@ -22,6 +23,7 @@ from magent.engine.joins import Join, find_joins
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
 from magent.engine.structured import OutputSchema, compile_schemas
+from magent.engine.templating import Templates, check_graph
 from magent.errors import ConfigError
 from magent.guardrails.rails import GraphRails, compile_rails
 from magent.models import Agent, EdgeDef, Workflow
@@ -49,6 +51,8 @@ class Graph:
     """Fan-out edges (by index in ``workflow.edges``) and where their branches meet."""
     output_schemas: dict[str, OutputSchema] = field(default_factory=dict)
     """Agents' checked ``output_schema``s, by agent name."""
+    templates: Templates = field(default_factory=Templates)
+    """What the prompts' and tool arguments' templates need (``engine/templating.py``)."""
 
     def join_waits(self, node: str) -> list[Join]:
         """The fan-outs whose branches meet at ``node``."""
@@ -114,7 +118,8 @@ def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile]
                             "agents": {n: _snap(a.source) for n, a in agents.items() if a.source is not None},
                             **_defaults(agents)},
                   secrets=set().union(*(a.source.secrets for a in agents.values() if a.source is not None)),
-                  rails=_rails(agents), output_schemas=compile_schemas(agents))
+                  rails=_rails(agents), output_schemas=compile_schemas(agents),
+                  templates=check_graph(agents, {agent.name: node}))
     node.graph = graph
     return graph
 
@@ -141,7 +146,10 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise source.error(f"unknown node type {nodedef.type!r}{hint}; kinds: "
                                f"{', '.join(NODE_KINDS)}", at + ("type",))
-        config = validate(source, cls.Config, data=source.data["nodes"][name], prefix=at)
+        nodedata = source.data["nodes"][name]
+        if isinstance(nodedata, dict):  # prompt: {prompt: NAME, version: V} → the stored text
+            nodedata = resolve_ref(source, nodedata, "prompt", at)
+        config = validate(source, cls.Config, data=nodedata, prefix=at)
         for fieldname, agent_name in cls.agent_refs(config):
             if agent_name not in agents:
                 agents[agent_name] = _resolve_agent(agent_name, workflow, source, path,
@@ -181,7 +189,7 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
     graph = Graph(workflow=workflow, nodes=nodes, agents=agents, source=source,
                   mcp_files=mcp_files, snapshot=snapshot, secrets=secrets,
                   rails=_rails(agents, workflow, source), joins=joins,
-                  output_schemas=compile_schemas(agents, source))
+                  output_schemas=compile_schemas(agents, source), templates=check_graph(agents, nodes, source))
     for node in nodes.values():
         node.graph = graph
     return graph

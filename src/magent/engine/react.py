@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.engine import budget, guard, structured, textmode
+from magent.engine import budget, guard, structured, templating, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -98,7 +98,8 @@ async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[
     place: the system prompt (with memories recalled for it), then history → the agent's view
     (its context budget: ``engine/budget.py``, which may compact first) → the request."""
     config = ctx.llm_config(agent.name)
-    system = memory.recall(ctx, agent, node, agent.system_prompt)
+    prompt = templating.rendered(ctx, agent.system_prompt, f"the system prompt of agent '{agent.name}'")
+    system = memory.recall(ctx, agent, node, prompt)
     specs = specs or []
     if text_mode and specs:
         system = system + "\n\n" + textmode.instructions(specs)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import failpoints
-from magent.engine import guard, statekeys
+from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus, for_disk
 from magent.engine.graph import Graph, from_snapshot
@@ -60,6 +60,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     options = options or RunOptions()
     needs = prepare(graph, options)
     redactor = Redactor.configured(needs.secrets)
+    templating.require(graph.templates, initial)  # a value a template needs: before anything is written
     gate = await guard.screen_task(graph, description, options)  # before anything is written
     store = Store().ensure()
     entry = graph.nodes[graph.workflow.entry_point]

@@ -50,6 +50,10 @@ def reads_of(graph: Any) -> Reads:
     for edge in graph.workflow.edges:
         if edge.condition:
             _expression(edge.condition, reads)
+    templates = getattr(graph, "templates", None)
+    if templates is not None:  # prompts and tool arguments that are templates
+        reads.metadata |= templates.reads
+        reads.fields |= {n for n in templates.names if n in FIELDS or n == "metadata" and not templates.reads}
     for node in graph.nodes.values():
         if node.kind not in KNOWN_KINDS:
             reads.everything = True

@@ -7,7 +7,7 @@ answer, which is the node's output.
 
 from __future__ import annotations
 
-from magent.engine import structured
+from magent.engine import structured, templating
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import react
 from magent.models import Agent, Message
@@ -41,7 +41,8 @@ class AgentNode(Node):
 
     def _start(self, ctx, agent: Agent) -> None:
         if self.config.prompt:
-            ctx.add_message(Message(role="user", content=self.config.prompt, name="workflow"), node=self.name)
+            prompt = templating.rendered(ctx, self.config.prompt, f"the prompt of node '{self.name}'")
+            ctx.add_message(Message(role="user", content=prompt, name="workflow"), node=self.name)
         elif ctx.state.messages and ctx.state.messages[-1].role == "assistant":
             ctx.add_message(Message(role="user", name="workflow",
                                     content=f"Continue the task. Your role: {agent.role}"), node=self.name)

@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 from magent import failpoints
+from magent.config.templates import is_template
+from magent.engine import templating
 from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
@@ -81,6 +83,8 @@ def resolve(value: Any, ctx) -> Any:
         return {k: resolve(v, ctx) for k, v in value.items()}
     if isinstance(value, list):
         return [resolve(v, ctx) for v in value]
+    if isinstance(value, str) and not value.startswith("$") and is_template(value):
+        return templating.rendered(ctx, value, "a tool node's argument")
     if not isinstance(value, str) or not value.startswith("$"):
         return value
     if value.startswith("$$"):

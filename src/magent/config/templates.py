@@ -1,0 +1,134 @@
+"""Templates in prompts and tool-node arguments: Jinja2, sandboxed, strict.
+
+A system prompt, a node's prompt or a tool node's string argument that holds ``{{``,
+``{%`` or ``{#`` is a Jinja2 template over the run's State and the task; any other
+text is used exactly as written (braces in it are never read). Templates render in
+Jinja2's ``SandboxedEnvironment`` (no access to Python internals, only safe methods)
+with ``StrictUndefined``: a value that is not there is an error, never an empty string.
+
+Names a template may use: ``task`` (the task text), ``metadata`` (State metadata:
+``--set`` values, tool results, ``outputs``...), ``output`` (the last node's output),
+``routing_key``, ``next_action``, ``current_agent``. What a template needs is read from
+it (``jinja2.meta`` and its syntax tree): an unknown name or a syntax error is a config
+error at its file and line, and a ``metadata`` key nothing in the workflow sets must be
+given with ``--set`` before the run starts (``{{ metadata.x | default('...') }}`` makes
+it optional).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+NAMES = ("task", "metadata", "output", "routing_key", "next_action", "current_agent")
+MARKS = ("{{", "{%", "{#")
+
+
+class TemplateProblem(ValueError):
+    """A template that does not parse, names something unknown, or cannot render."""
+
+    def __init__(self, message: str, line: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        """1-based line within the template."""
+
+
+@dataclass
+class Needs:
+    """What one template reads."""
+
+    names: set[str] = field(default_factory=set)
+    """Top-level names it uses."""
+    metadata: dict[str, int] = field(default_factory=dict)
+    """``metadata`` keys it must have (not behind ``default``), with the line of their first use."""
+    optional: set[str] = field(default_factory=set)
+    """``metadata`` keys it reads with a default."""
+
+
+def is_template(text: Any) -> bool:
+    return isinstance(text, str) and any(mark in text for mark in MARKS)
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+def check(text: str) -> Needs:
+    """What ``text`` needs; raises ``TemplateProblem`` (with its line) for a syntax error or
+    an unknown name."""
+    from jinja2 import TemplateSyntaxError, meta, nodes
+
+    try:
+        tree = _env().parse(text)
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"template does not parse: {exc.message}", exc.lineno or 1) from None
+    needs = Needs(names=set(meta.find_undeclared_variables(tree)))
+    for name in sorted(needs.names):
+        if name not in NAMES:
+            line = next((n.lineno for n in tree.find_all(nodes.Name) if n.name == name), 1)
+            raise TemplateProblem(f"template uses unknown name {name!r} (available: {', '.join(NAMES)})", line)
+    defaulted: set[int] = set()
+    for f in tree.find_all(nodes.Filter):
+        if f.name in ("default", "d") and f.node is not None:
+            defaulted |= {id(n) for n in f.node.find_all((nodes.Getattr, nodes.Getitem))}
+            defaulted.add(id(f.node))
+    for test in tree.find_all(nodes.Test):
+        if test.name in ("defined", "undefined", "none"):
+            defaulted.add(id(test.node))
+            defaulted |= {id(n) for n in test.node.find_all((nodes.Getattr, nodes.Getitem))}
+    for n in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        key = _metadata_key(n)
+        if key is None:
+            continue
+        if id(n) in defaulted:
+            needs.optional.add(key)
+        else:
+            needs.metadata.setdefault(key, n.lineno)
+    return needs
+
+
+def _metadata_key(n: Any) -> str | None:
+    """``x`` for ``metadata.x`` / ``metadata['x']``; None for anything else."""
+    from jinja2 import nodes
+
+    if not (isinstance(n.node, nodes.Name) and n.node.name == "metadata"):
+        return None
+    if isinstance(n, nodes.Getattr):
+        return str(n.attr)
+    if isinstance(n.arg, nodes.Const) and isinstance(n.arg.value, str):
+        return n.arg.value
+    return None
+
+
+def render(text: str, values: dict[str, Any]) -> str:
+    """``text`` rendered with ``values`` (text that is not a template comes back as it is).
+    Raises ``TemplateProblem`` when a value is missing or the sandbox refuses something."""
+    if not is_template(text):
+        return text
+    from jinja2 import TemplateError
+
+    try:
+        return _compiled(text).render(**values)
+    except TemplateError as exc:
+        raise TemplateProblem(f"template cannot render: {exc}") from None
+
+
+@lru_cache(maxsize=256)
+def _compiled(text: str) -> Any:
+    return _env().from_string(text)
+
+
+def values_of(ctx: Any) -> dict[str, Any]:
+    """What a template sees in ``ctx``'s session."""
+    state = ctx.state
+    main = getattr(ctx, "run", ctx).main.state.messages  # the task as given (task.json keeps it masked)
+    task = main[0].content if main and main[0].role == "user" else ctx.task.description
+    return {"task": task, "metadata": state.metadata, "output": ctx.last_output,
+            "routing_key": state.routing_key, "next_action": state.next_action,
+            "current_agent": state.current_agent}
