@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.engine import budget, guard, structured, templating, textmode
+from magent.engine import compaction, guard, structured, templating, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -96,14 +96,14 @@ async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[
                       text_mode: bool = False) -> LLMRequest:
     """The model request for ``agent``'s next turn at ``node`` in ``ctx``'s session, built in one
     place: the system prompt (with memories recalled for it), then history → the agent's view
-    (its context budget: ``engine/budget.py``, which may compact first) → the request."""
+    (its context budget: ``engine/compaction.py``, which may compact first) → the request."""
     config = ctx.llm_config(agent.name)
     prompt = templating.rendered(ctx, agent.system_prompt, f"the system prompt of agent '{agent.name}'")
     system = memory.recall(ctx, agent, node, prompt)
     specs = specs or []
     if text_mode and specs:
         system = system + "\n\n" + textmode.instructions(specs)
-    messages, compaction = await budget.prepare(ctx, agent, node, iteration, system, [] if text_mode else specs)
+    messages, marker = await compaction.prepare(ctx, agent, node, iteration, system, [] if text_mode else specs)
     if text_mode:
         messages = textmode.as_text_messages(messages)
         specs = []
@@ -113,7 +113,7 @@ async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[
                       timeout=config.timeout_seconds, max_retries=config.max_retries,
                       fallback_model=config.fallback_model, agent=agent.name,
                       conversation_leaf=ctx.session.leaf, text_mode=text_mode,
-                      compaction=compaction._entry if compaction is not None else None,
+                      compaction=marker._entry if marker is not None else None,
                       output_schema=None if text_mode else _schema(ctx, agent))
 
 

@@ -69,7 +69,7 @@ class Message(Model):
     """For ``role: tool``: the tool's full name. For others: the agent or person that spoke."""
     timestamp: Timestamp
     compaction: Compaction | None = None
-    """Set on a compaction marker (never sent to a model as such; see ``engine.budget``)."""
+    """Set on a compaction marker (never sent to a model as such; see ``engine.compaction``)."""
     _entry: str | None = PrivateAttr(default=None)
     """The id of this message's entry, once it has one."""
 

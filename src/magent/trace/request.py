@@ -55,7 +55,7 @@ def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], l
 
 def _rebuild(sent: dict[str, Any], pieces: dict[str, Any], entries: dict[str, Any], log: Any) -> dict[str, Any]:
     from magent.engine import textmode
-    from magent.engine.budget import recorded_view as budget_view
+    from magent.engine.compaction import recorded_view
     from magent.llm.base import LLMRequest, ToolSpec
     from magent.llm.openai_format import ToolNames, to_openai_messages, to_openai_tools
     from magent.models import Message
@@ -80,7 +80,7 @@ def _rebuild(sent: dict[str, Any], pieces: dict[str, Any], entries: dict[str, An
     if isinstance(conversation, dict):
         try:
             messages = [to_message(e) for e in log.path_to(conversation.get("leaf"), entries)]
-            messages = budget_view(messages, conversation.get("compaction"))
+            messages = recorded_view(messages, conversation.get("compaction"))
         except ValueError as exc:
             missing.append(f"the conversation cannot be rebuilt ({exc})")
         if messages is not None and sent.get("text_mode"):
