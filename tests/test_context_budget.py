@@ -181,3 +181,19 @@ def test_killed_right_after_the_compaction_entry_resumes_to_the_same_end(tmp_pat
     assert kv_store(task_id) == stored and len(stored) == 12
     numbers = checkpoint_numbers(task_id)
     assert numbers == list(range(len(numbers)))
+
+
+def test_fifo_with_attempts_keeps_a_line_per_tool_call_left_out(tmp_path: Path) -> None:
+    agent = archivist(tmp_path, "fifo", max_tokens=600, extra="\n    attempts: true")
+    result = magent.run(str(agent), TASK)
+    assert result.success
+    markers = compactions(result.task_id)
+    assert markers and max(c["tokens_in"] for c in model_calls(result.task_id)) <= 600
+    lines = markers[-1].content.splitlines()
+    assert lines[0] == "Earlier attempts (one line per tool call):"
+    assert lines[1].startswith('- kv.set({"key": "note_0') and "→ stored note_0" in lines[1]
+    assert len(model_calls(result.task_id)) == 13  # no model call made the attempts
+    step = _step_after_compaction(result.task_id)
+    sent = json.loads(invoke("trace", result.task_id, "--step", str(step), "--request", "--json").out)
+    messages = (sent[0] if isinstance(sent, list) else sent["calls"][0])["request"]["messages"]
+    assert "Earlier attempts" in messages[2]["content"] and messages[1]["content"] == TASK

@@ -10,7 +10,9 @@ more tokens than the budget, a new compaction is made first:
 - ``fifo`` leaves the oldest turns out;
 - ``summarize`` leaves out as much and has the model summarize it (folding in the
   previous summary, so summaries are never of summaries);
-- ``hybrid`` keeps the last ``keep_turns`` turns whole and summarizes all the rest.
+- ``hybrid`` keeps the last ``keep_turns`` turns whole and summarizes all the rest;
+- ``fifo`` with ``attempts: true`` replaces what it leaves out by seed 003's compressed
+  ``attempts``: a line per tool call and the start of its result, made without a model call.
 
 A turn is never split (an assistant message that called tools stays with their
 results), and the system prompt and the task are always sent. A compaction leaves
@@ -122,7 +124,7 @@ async def _compact(ctx: Any, agent: Agent, node: str, iteration: int, config: Sh
     start = marker.compaction.keep_from if marker is not None and marker.compaction else pinned
     summarizes = config.strategy != "fifo"
     room = budget * TARGET - base - sum(count.message(m) for m in messages[:pinned])
-    if summarizes:
+    if summarizes or config.attempts:
         room -= budget * SUMMARY_SHARE
     # Where a kept part may start (never at a tool result: its call stays with it), and the
     # tokens from there to the end.
@@ -146,9 +148,11 @@ async def _compact(ctx: Any, agent: Agent, node: str, iteration: int, config: Sh
         return False
     entry_id = new_id()
     summary = ""
+    previous = marker.content if marker is not None else ""
     if summarizes:
-        previous = marker.content if marker is not None else ""
         summary = await _summarize(ctx, agent, node, iteration, previous, dropped, budget, entry_id)
+    elif config.attempts:
+        summary = attempts(previous, dropped, int(budget * SUMMARY_SHARE), count)
     after = base + sum(count.message(m) for m in messages[:pinned]) + sum(
         count.message(m) for m in messages[keep_from:] if m.compaction is None)
     if summary:
@@ -184,6 +188,25 @@ async def _summarize(ctx: Any, agent: Agent, node: str, iteration: int, previous
     ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
                         request=request)
     return response.content.strip()
+
+
+ATTEMPTS_INTRO = "Earlier attempts (one line per tool call):"
+
+
+def attempts(previous: str, dropped: list[Message], limit: int, count: "Counter") -> str:
+    """Seed 003's compressed ``attempts``: the previous ones and a line per tool call in ``dropped``
+    (``name(arguments) → the start of its result``), the latest kept within ``limit`` tokens."""
+    results = {m.tool_call_id: m.content for m in dropped if m.role == "tool"}
+    lines = [line for line in previous.splitlines()[1:] if line.startswith("- ")] if previous else []
+    for m in dropped:
+        for c in m.tool_calls:
+            args = json.dumps(c.arguments, ensure_ascii=False)
+            args = args if len(args) <= 60 else args[:57] + "..."
+            result = " ".join(results.get(c.id, "(no result)").split()[:12])
+            lines.append(f"- {c.full_name}({args}) → {result}")
+    while lines and count.text("\n".join([ATTEMPTS_INTRO, *lines])) > limit:
+        lines.pop(0)
+    return "\n".join([ATTEMPTS_INTRO, *lines]) if lines else ""
 
 
 def _as_line(m: Message) -> str:

@@ -84,6 +84,10 @@ class ShortTermMemory(Model):
     out; ``hybrid`` keeps the last ``keep_turns`` turns whole and summarizes the rest."""
     keep_turns: int = Field(default=3, ge=1)
     """For ``hybrid``: how many of the latest turns stay whole."""
+    attempts: bool = False
+    """For ``fifo``: the turns left out are replaced by seed 003's compressed ``attempts``, one
+    line per tool call (``server.tool(arguments) → the start of its result``), made without a
+    model call; the latest lines are kept within a fifth of the budget."""
 
 
 class MemoryConfig(Model):
