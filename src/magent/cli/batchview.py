@@ -44,9 +44,17 @@ class View:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                        TimeRemainingColumn)
 
-            self.progress = Progress(TextColumn("[bold]batch {task.fields[short]}"), BarColumn(),
-                                     MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-                                     TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            class TwoLines(Progress):
+                """The bar, and under it the counts (one line each fits 80 columns)."""
+
+                def get_renderables(self):  # type: ignore[no-untyped-def]
+                    yield self.make_tasks_table(self.tasks)
+                    for task in self.tasks:
+                        yield "  " + task.fields.get("stats", "")
+
+            self.progress = TwoLines(TextColumn("[bold]batch {task.fields[short]}"), BarColumn(bar_width=30),
+                                     MofNCompleteColumn(), TextColumn("rows, ETA"), TimeRemainingColumn(),
+                                     transient=False)
             self.bar = self.progress.add_task("rows", total=total, short=batch_id[:8], stats="")
 
     def __enter__(self) -> "View":
