@@ -120,6 +120,24 @@ def test_tasks_list_does_not_import_the_models(home, monkeypatch):
         assert "filelock" not in _roots(report["modules"]), args
 
 
+def test_a_scripted_run_with_builtin_tools_imports_neither_litellm_nor_mcp(tmp_path, monkeypatch):
+    """`magent run` of a scripted agent that uses built-in tools (kv) loads no model library and
+    no MCP SDK: it has no real model and no server to talk to."""
+    monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
+    (tmp_path / "script.yaml").write_text(
+        "responses:\n  - content: noting it\n    tool_calls:\n"
+        "      - {name: kv.set, arguments: {key: city, value: Oslo}}\n  - content: noted\n")
+    agent = tmp_path / "noter.yaml"
+    agent.write_text("name: noter\nrole: notes\nsystem_prompt: Note the city.\ntools: [kv.set]\n"
+                     "llm_config: {model: scripted, script: script.yaml}\n")
+    report = _imports("run", str(agent), "-t", "note the city", "--json")
+    assert report["code"] == 0, report["out"]
+    assert json.loads(report["out"].splitlines()[-1])["output"] == "noted"
+    heavy = sorted(_roots(report["modules"]) & set(HEAVY))
+    assert heavy == [], f"a scripted run imported {heavy}"
+    assert "magent.tools.mcp" not in report["modules"]
+
+
 OFFLINE = """
 import os, socket, sys
 os.environ.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)   # a user who never heard of it

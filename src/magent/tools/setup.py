@@ -101,8 +101,6 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
     for it; without one they act for a person). ``extra_providers`` (in-process tools for
     tests and benchmarks) are added last and win over a server of the same name.
     """
-    from magent.tools.mcp import MCPProvider
-
     config = config or load_tool_config(mcp_files, home_config=home_config)
     providers: list[ToolProvider] = []
     if config.builtins.kv.enabled:
@@ -129,6 +127,8 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
 
     pool = current()  # a batch's shared server processes, when this run is one of its rows
     shared: set[str] = set()
+    if config.servers:  # the MCP SDK takes a third of a second to import: only when a server is configured
+        from magent.tools.mcp import MCPProvider
     for name, server in config.servers.items():
         provider = pool.provider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets) \
             if pool is not None else None
