@@ -19,6 +19,11 @@ import pytest
 os.environ["MAGENT_FORBID_REMOTE_LLM"] = "1"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.pop("MAGENT_DEBUG", None)
+# The suite starts hundreds of magent processes and test servers. With PYTHONDONTWRITEBYTECODE set
+# (some shells and containers set it) each of them compiled all of magent again, about 0.15 s of
+# CPU apiece; they cache the bytecode as any user's installed package has it (in __pycache__,
+# which git ignores).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 _real_connect = socket.socket.connect
 
