@@ -4,7 +4,8 @@ The workload is "long-react" as a user runs it: one scripted agent whose every t
 built-in ``kv.get`` tool, which returns the same 10,000-byte value (stored by a first ``kv.set``
 turn), N turns, then an answer. Each run is a fresh ``magent`` process; the time is from just
 before the spawn to the ``ts`` of the first ``llm_call`` event the run writes (a scripted model
-answers at once, so that is when the first model call happened).
+answers at once, so that is when the first model call happened); the process is then stopped
+(SIGKILL at its first tool call, through ``MAGENT_FAILPOINT``) rather than waited for.
 
 - run: N = 10 and N = 1000 (the figure must not grow with N);
 - resume: a run is killed with SIGKILL (``MAGENT_FAILPOINT``) just after its 500th tool result
@@ -74,10 +75,15 @@ def _task_ids(home: Path) -> set[str]:
     return {p.name for p in tasks.iterdir()} if tasks.exists() else set()
 
 
-def spawn_to_first_call(agent: Path, home: Path, *, failpoint: str | None = None) -> tuple[float, str]:
+STOP = "after_tool_intent@1"
+"""Where a timed process is stopped (SIGKILL, through ``MAGENT_FAILPOINT``): just after its first
+model call asked for a tool, so a timing does not wait for the rest of the run."""
+
+
+def spawn_to_first_call(agent: Path, home: Path, *, failpoint: str = STOP) -> tuple[float, str]:
     """Run the agent as a fresh process; seconds from spawn to its first model call, and the task id."""
     before = _task_ids(home)
-    extra = {"MAGENT_FAILPOINT": failpoint} if failpoint else {}
+    extra = {"MAGENT_FAILPOINT": failpoint}
     began = time.time()
     subprocess.run([*MAGENT, "run", str(agent), "-t", "read", "--quiet"], env=_env(home, **extra),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=agent.parent)
@@ -87,12 +93,12 @@ def spawn_to_first_call(agent: Path, home: Path, *, failpoint: str | None = None
 
 
 def resume_to_first_call(home: Path, task_id: str, cwd: Path) -> float:
-    """Spawn ``magent resume ID``; seconds to its first new model call (the run must complete)."""
+    """Spawn ``magent resume ID``; seconds to its first new model call (stopped just after it)."""
     seen = len(_events(home, task_id))
     began = time.time()
-    p = subprocess.run([*MAGENT, "resume", task_id, "--json"], env=_env(home), cwd=cwd,
+    p = subprocess.run([*MAGENT, "resume", task_id, "--json"], env=_env(home, MAGENT_FAILPOINT=STOP), cwd=cwd,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
+    if p.returncode not in (0, -9):
         raise RuntimeError(f"magent resume failed ({p.returncode}): {p.stderr.strip()}")
     first = next(e for e in _events(home, task_id)[seen:] if e["type"] == "llm_call")
     return _stamp(first) - began
