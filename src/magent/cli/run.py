@@ -17,6 +17,7 @@ ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="MODEL", help="Use this litellm model string for every agent (e.g. openai/gpt-4o-mini).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Stream events as JSON Lines on stdout; the last line is the result.")]
 NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
+StreamOpt = Annotated[bool, typer.Option("--stream", help='With --json: also print the model\'s text as it arrives, as {"type": "text_delta", "text": ...} lines (not kept in the trace).')]
 
 
 def register(app: typer.Typer) -> None:
@@ -40,6 +41,7 @@ def run(
     tag: Annotated[Optional[list[str]], typer.Option("--tag", metavar="TAG", help="Label the task (retention's by_task keys match tags). Repeatable.")] = None,
     retention_days: Annotated[Optional[int], typer.Option("--retention-days", metavar="N", min=0, help="Keep this task N days after it finishes.")] = None,
     json_out: JsonOpt = False,
+    stream: StreamOpt = False,
     no_input: NoInputOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
 ) -> None:
@@ -52,7 +54,7 @@ def run(
     from magent.engine.inputs import parse_sets
 
     initial = parse_sets(set_ or [])
-    view = _View(json_out, quiet)
+    view = _View(json_out, quiet, stream=stream)
     result = view.go(lambda live: api.arun(
         target, task, set=initial, model=model, tags=tag or [], retention_days=retention_days,
         on_start=lambda t: view.announce(t.id, t.workflow), **live), model=model, no_input=no_input)
@@ -69,6 +71,7 @@ def resume(
     from_checkpoint: Annotated[Optional[int], typer.Option("--from-checkpoint", metavar="N", help="Start a new task from checkpoint N of ID (time travel).")] = None,
     model: ModelOpt = None,
     json_out: JsonOpt = False,
+    stream: StreamOpt = False,
     no_input: NoInputOpt = False,
 ) -> None:
     """Continue a paused, interrupted or crashed task, or fork one.
@@ -81,7 +84,7 @@ def resume(
     from magent.engine.inputs import parse_sets
 
     sets = parse_sets(set_ or [])
-    view = _View(json_out, False)
+    view = _View(json_out, False, stream=stream)
     forked = from_checkpoint is not None
     result = view.go(lambda live: api.aresume(
         task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
@@ -133,8 +136,13 @@ def replay(
 class _View:
     """Output of a run: live terminal view, quiet, or JSON Lines; and inline answers to pauses."""
 
-    def __init__(self, json_out: bool, quiet: bool):
+    def __init__(self, json_out: bool, quiet: bool, *, stream: bool = False):
+        from magent.errors import UsageError
+
+        if stream and not json_out:
+            raise UsageError("--stream goes with --json (the terminal view streams the answer already)")
         self.json_out = json_out
+        self.stream = stream
         self.quiet = quiet
         self.printer: Any = None
         self.task_id = ""
@@ -170,6 +178,15 @@ class _View:
                                   f"`magent resume {task_id[:8]}`") from None
             raise
 
+    def live(self) -> dict[str, Any]:
+        """The API's live handlers for this view: ``on_event`` and ``on_token``."""
+        from magent.cli.runtime import JsonLines
+
+        if self.json_out:
+            lines = JsonLines()
+            return {"on_event": lines, "on_token": lines.delta if self.stream else None}
+        return {"on_event": self.printer.print_event, "on_token": None if self.quiet else self.printer.token}
+
     def go(self, start: Any, *, model: str | None, no_input: bool) -> Any:
         """Run ``start(live)`` (an API coroutine given the live-view handlers), answer pauses
         inline when a person is at the terminal, then print the ending."""
@@ -177,8 +194,7 @@ class _View:
         from magent.cli.runtime import JsonLines, ask_inline
 
         interactive = not no_input and not self.json_out and sys.stdin.isatty()
-        live = {"on_event": JsonLines() if self.json_out else self.printer.print_event,
-                "on_token": None if self.json_out or self.quiet else self.printer.token}
+        live = self.live()
         result = self._run(lambda: start(live))
         while result.pause is not None and interactive:
             answer = ask_inline(result.pause)

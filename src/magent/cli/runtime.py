@@ -104,10 +104,34 @@ def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
 
 
 class JsonLines:
-    """``--json``: every event as one JSON object per line on stdout, flushed as it happens."""
+    """``--json``: every event as one JSON object per line on stdout, flushed as it happens.
+
+    With ``--stream`` the model's text comes too, as it arrives, between the events:
+    ``{"type": "text_delta", "node": NODE, "agent": AGENT, "text": PIECE}``, one line per piece;
+    the pieces before an ``llm_call`` event join to that call's reply. Only the task's main
+    conversation streams (sub-agents and branches run side by side). Deltas are for the
+    reader of stdout only: they are not events, so events.jsonl and the trace never hold them.
+    """
+
+    def __init__(self) -> None:
+        self.speaking: dict[str, Any] = {}
+        """Who the next deltas belong to: the main session's node that runs."""
 
     def __call__(self, event: Any) -> None:
-        sys.stdout.write(json.dumps(event.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n")
+        doc = event.model_dump(mode="json", exclude_none=True)
+        if doc.get("type") in ("node_started", "llm_started") and not doc.get("session") and not doc.get("rail"):
+            self.speaking = {"node": doc.get("node"), "agent": doc.get("agent")}
+        self._line(doc)
+
+    def delta(self, text: str) -> None:
+        """One piece of the model's text (``--json --stream``)."""
+        if text:
+            self._line({"type": "text_delta", **{k: v for k, v in self.speaking.items() if v is not None},
+                        "text": text})
+
+    @staticmethod
+    def _line(doc: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
     @staticmethod

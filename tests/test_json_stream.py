@@ -1,0 +1,62 @@
+"""``magent run --json --stream`` (issue 12 item 6): the model's text as it arrives, as JSON
+lines between the events, for a UI built on the stream; the last line stays the AgentResult,
+and the deltas never reach events.jsonl."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.cli import invoke
+from support.engine import task_dir, write
+
+
+def talker(folder: Path) -> Path:
+    write(folder, "talk.yaml", """
+        responses:
+          - content: "Let me look."
+            tool_calls: [{name: kv.set, arguments: {key: seen, value: "yes"}}]
+          - content: "Tidy holds everything and clears a desk fast."
+        """)
+    return write(folder, "talker.yaml", """
+        name: talker
+        role: answers
+        system_prompt: Answer briefly.
+        tools: [kv.*]
+        llm_config: {model: scripted, script: talk.yaml}
+        """)
+
+
+def test_json_stream_interleaves_text_deltas_with_events(tmp_path: Path) -> None:
+    r = invoke("run", str(talker(tmp_path)), "-t", "sum up", "--json", "--stream")
+    assert r.code == 0, r.err
+    lines = [json.loads(line) for line in r.out.splitlines()]
+    result = lines[-1]
+    assert result["status"] == "completed" and result["output"] == "Tidy holds everything and clears a desk fast."
+    # The pieces before each model call's record join to its reply.
+    replies = [i for i, line in enumerate(lines) if line.get("type") == "llm_call"]
+    assert len(replies) == 2
+    start = 0
+    for at in replies:
+        mine = [line for line in lines[start:at] if line.get("type") == "text_delta"]
+        assert "".join(d["text"] for d in mine) == lines[at]["response"]["content"]
+        assert len(mine) > 1 and all(d["node"] == "talker" and d["agent"] == "talker" for d in mine)
+        start = at
+    assert not any(line.get("type") == "text_delta" for line in lines[start:])
+    # Nothing of them on disk: events.jsonl and the trace hold the replies once, as llm_call.
+    on_disk = task_dir(result["task_id"]).events_file.read_text()
+    assert "text_delta" not in on_disk
+
+
+def test_json_without_stream_has_no_deltas(tmp_path: Path) -> None:
+    r = invoke("run", str(talker(tmp_path)), "-t", "sum up", "--json")
+    assert r.code == 0, r.err
+    assert "text_delta" not in r.out
+
+
+def test_stream_without_json_is_a_usage_error(tmp_path: Path, magent_home: Path) -> None:
+    r = invoke("run", str(talker(tmp_path)), "-t", "sum up", "--stream")
+    assert r.code == 2
+    assert r.err.strip().splitlines() == ["magent: error: --stream goes with --json (the terminal view "
+                                          "streams the answer already)"]
+    assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
