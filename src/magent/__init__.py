@@ -7,7 +7,7 @@
     result = magent.run("examples/workflows/write_review.yaml", "Write copy for Tidy")
     print(result.status, result.output)
 
-The API (``run``, ``arun``, ``resume``, ``aresume``, ``cancel``, ``load``, ``tasks``,
+The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``cancel``, ``load``, ``tasks``,
 ``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
 ``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
 ``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
@@ -29,6 +29,8 @@ from magent.errors import UsageError as UsageError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.followups import achat as achat
+    from magent.api.followups import chat as chat
     from magent.api.inspection import CheckpointView as CheckpointView
     from magent.api.inspection import Checkpoints as Checkpoints
     from magent.api.inspection import checkpoint as checkpoint
@@ -76,13 +78,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
 
-_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home", "HtmlReport",
-        "Provenance", "RetentionPlan", "StepRequests", "TaskDetails", "TokenUsage", "ToolList",
-        "TraceExport", "TraceReading", "acall_tool", "alist_tools", "amcp_servers", "areplay",
-        "aresume", "arun", "call_tool", "cancel", "checkpoint", "checkpoints", "copy_examples",
-        "examples", "examples_folder", "export_trace", "follow_trace", "init", "list_tools", "load",
-        "mcp_servers", "read_trace", "replay", "resume", "retention_plan", "run", "sweep", "task",
-        "task_details", "tasks", "trace_html", "trace_log", "validate")
+_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Provenance",
+        "RetentionPlan", "TokenUsage", "ToolList", "acall_tool", "achat", "alist_tools", "areplay",
+        "aresume", "arun", "call_tool", "chat", "cancel", "checkpoint", "checkpoints", "list_tools", "load", "replay",
+        "resume", "retention_plan", "run", "sweep", "task", "tasks", "trace_log", "validate")
 
 __all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
            "TaskStateError", "UsageError", "__version__"]

@@ -12,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.followups import achat as achat
+    from magent.api.followups import chat as chat
     from magent.api.inspection import CheckpointView as CheckpointView
     from magent.api.inspection import Checkpoints as Checkpoints
     from magent.api.inspection import checkpoint as checkpoint
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import run as run
 
 _WHERE = {
+    "followups": ("achat", "chat"),
     "inspection": ("CheckpointView", "Checkpoints", "checkpoint", "checkpoints", "validate"),
     "replaying": ("areplay", "replay"),
     "retention": ("RetentionPlan", "retention_plan", "sweep"),

@@ -110,6 +110,8 @@ def _register() -> None:
 
     setup.register(app)
     run.register(app)
+    from magent.cli import chat
+    chat.register(app)
     app.add_typer(tasks.app, name="tasks")
     app.add_typer(checkpoints.app, name="checkpoints")
     from magent.cli import retention

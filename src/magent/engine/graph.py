@@ -169,6 +169,11 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
     for i, gate in enumerate(workflow.checkpoints):
         if gate not in workflow.nodes:
             raise source.error(f"{gate!r} is not a node", ("checkpoints", i))
+    if workflow.on_message is not None and (workflow.on_message not in nodes
+                                            or nodes[workflow.on_message].kind != "agent"):
+        agent_nodes = [n for n, node in nodes.items() if node.kind == "agent"]
+        raise source.error(f"{workflow.on_message!r} is not an agent node (agent nodes: "
+                           f"{', '.join(agent_nodes) or 'none'})", ("on_message",))
     for i, name in enumerate(workflow.result_nodes):
         if name not in workflow.nodes:
             where = ("result",) if isinstance(workflow.result, str) else ("result", i)

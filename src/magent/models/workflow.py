@@ -81,6 +81,10 @@ class Workflow(Model):
     """The node (or nodes) whose output is the task's result: the output as it stood when the
     last of them to run finished. Unset: the output of the last node that ran."""
 
+    on_message: str | None = None
+    """The agent node that answers a follow-up (``magent chat ID "..."``). Unset: the last
+    agent node that answered in the task's main conversation."""
+
     @property
     def result_nodes(self) -> list[str]:
         return [self.result] if isinstance(self.result, str) else list(self.result or [])

@@ -1,0 +1,123 @@
+"""Follow-ups: a person's new message to a task that has stopped, and the run that answers it.
+
+``follow_up`` adds a user message to the main session of a completed, failed or paused task
+and runs the workflow on from the node that answers it (``answering_node``): the agent node
+named by the workflow's ``on_message``, else the last agent node that answered in the main
+conversation. From there the run walks the graph as any run does (edges, reviews, gates),
+so a follow-up is one more exchange of the same task: its checkpoints follow the old ones,
+its entries continue the conversation tree, and its events follow in the same trace.
+
+A follow-up is written like the start of a run: the message as an entry, then a checkpoint
+(reason ``follow_up``) positioned at the answering node; a kill after it leaves a task that
+``magent resume`` (or ``magent chat ID``) continues like any other.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from magent.engine import session as runs
+from magent.engine.context import RunOptions
+from magent.engine.graph import END, Graph, from_snapshot
+from magent.engine.react import unanswered_calls
+from magent.engine.recovery import events_after, recover
+from magent.engine.runner import Executor, RunOutcome
+from magent.engine.toolbox import prepare
+from magent.errors import TaskStateError, UsageError
+from magent.models import Checkpoint, Entry, Message, Task, TaskStatus
+from magent.store import Store, TaskDir
+
+FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
+"""The statuses a follow-up can be added to."""
+
+
+async def follow_up(task_ref: str, message: str, *, options: RunOptions | None = None,
+                    sinks: list[runs.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+    """Add ``message`` to task ``task_ref``'s conversation and run on until it stops again."""
+    if not isinstance(message, str) or not message.strip():
+        raise UsageError("the follow-up message must not be empty")
+    options = options or RunOptions()
+    td = Store().task(task_ref)
+    lock = td.open_for_writing()  # a running task: TaskLockedError naming its holder
+    try:
+        task = td.load_task()
+        check_can_follow(task)
+        graph = from_snapshot(task.config_snapshot)
+        options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
+        cp, entries = _latest(td, task)
+        node = answering_node(graph, cp, entries, td)
+        needs = prepare(graph, options)
+        if on_task:
+            on_task(task)
+        seq, later = events_after(td.events_file, cp.events_seq)
+        task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
+                                                    "completed_at": None}))
+        ctx = runs._context(needs, td, task, options, sinks, start_seq=seq)
+        try:
+            recover(ctx, cp, entries, later)
+            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                         from_checkpoint=cp.sequence, follow_up=ctx.redactor.text(message),
+                         answered_by=node, description=ctx.redactor.text(task.description))
+            _open_exchange(ctx, node, message)
+            await runs._start_tools(ctx)
+            return await Executor(ctx).run()
+        finally:
+            await runs._close(ctx)
+    finally:
+        lock.release()
+
+
+def check_can_follow(task: Task) -> None:
+    """Raise ``TaskStateError`` unless a follow-up can be added to ``task`` now."""
+    short = task.id[:8]
+    if task.status == TaskStatus.cancelled:
+        raise TaskStateError(f"task {short} was cancelled; it takes no follow-ups (start a new one "
+                             f"with `magent chat TARGET` or `magent run`)")
+    if task.status not in FOLLOWS:
+        raise TaskStateError(f"task {short} stopped in the middle of a run ({task.status.value}); "
+                             f"continue it first with `magent chat {short}` or `magent resume {short}`")
+
+
+def answering_node(graph: Graph, cp: Checkpoint, entries: dict[str, Entry], td: TaskDir) -> str:
+    """The node that answers a follow-up: the workflow's ``on_message`` node, else the last
+    agent node that answered in the main conversation, else the entry point (an agent node)."""
+    chosen = graph.workflow.on_message
+    if chosen:
+        return chosen
+    for entry in reversed(td.entries.path_to(cp.leaf_entry_id, entries)):
+        node = graph.nodes.get(entry.node or "")
+        if entry.role == "assistant" and node is not None and node.kind == "agent":
+            return node.name
+    entry_point = graph.nodes[graph.workflow.entry_point]
+    if entry_point.kind == "agent":
+        return entry_point.name
+    raise TaskStateError(f"no agent has answered in task {td.id[:8]} yet, and its workflow names no "
+                         "on_message node: there is no one to send a follow-up to")
+
+
+def _latest(td: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]]:
+    cp, notes, entries = runs._latest(td)
+    if cp.sessions:
+        raise TaskStateError(f"task {task.id[:8]} stopped with sub-agent sessions open; answer or "
+                             f"continue it with `magent resume {task.id[:8]}` before a follow-up")
+    return cp, entries
+
+
+def _open_exchange(ctx, node: str, message: str) -> None:
+    """The follow-up's first writes: the person's message, then checkpoint ``follow_up`` at
+    ``node`` (a new exchange: its node visits count from zero, a pause it answered is gone)."""
+    for call in unanswered_calls(ctx.state.messages):
+        # A failed turn's calls that never ran get their result first: a tool call is always
+        # followed by its result in the history a model reads.
+        ctx.add_message(Message(role="tool", tool_call_id=call.id, name=call.full_name,
+                                content="not run: the task stopped before this call, and a follow-up came"),
+                        node=ctx.position if ctx.position != END else None)
+    ctx.feedback = None
+    ctx.state.metadata.pop("human", None)
+    ctx.state.routing_key = None
+    ctx.visits = {}
+    main = ctx.main
+    main.position, main.node_done = node, False
+    main.progress = {"started": True, "iteration": 0}  # the message is the node's prompt
+    ctx.add_message(Message(role="user", content=message), node=node)
+    ctx.checkpoint("follow_up")
