@@ -470,9 +470,13 @@ class EventPrinter:
             self.out.print("[bold]answer[/]")
             self.out.print(result, markup=False)
 
-    def resume_hint(self, task_id: str, allowed: list[str]) -> None:
+    def resume_hint(self, task_id: str, allowed: list[str], limit: str | None = None) -> None:
+        """The commands that continue a paused task (``limit``: the budget limit it stopped at)."""
         self.out.print("continue with:")
-        if "approve" in allowed:
+        if limit:
+            self.out.print(f"  magent resume {task_id} --approve --budget {limit}=N   (N above what was used)",
+                           markup=False)
+        elif "approve" in allowed:
             self.out.print(f"  magent resume {task_id} --approve [--message TEXT]", markup=False)
         if "reject" in allowed:
             self.out.print(f"  magent resume {task_id} --reject --message TEXT", markup=False)

@@ -31,6 +31,8 @@ EventHandler = Callable[["Event"], None]
 """Called with every event of the run as it happens (what ``magent run --json`` prints)."""
 StartHandler = Callable[["Task"], None]
 """Called once the task exists on disk, before its first model call."""
+BudgetArg = Union[Mapping[str, Any], str, None]
+"""Usage limits: ``{"max_tokens": 50000, "max_cost_usd": 1}`` or ``"max_tokens=50000,max_cost_usd=1"``."""
 TokenHandler = Callable[[str], None]
 """Called with each piece of the model's text as it streams."""
 
@@ -40,7 +42,7 @@ T = TypeVar("T")
 def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, model: str | None = None,
         tags: Iterable[str] | None = None, on_event: EventHandler | None = None,
         home: PathLike | None = None, retention_days: int | None = None,
-        llm: "LLMClient | None" = None) -> "AgentResult":
+        llm: "LLMClient | None" = None, budget: "BudgetArg" = None) -> "AgentResult":
     """Run a workflow (or a single agent) on ``task`` and wait for it to stop.
 
     Returns the ``AgentResult``: completed, failed, or ``awaiting_human`` when a person must
@@ -48,19 +50,22 @@ def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, mode
     starts. ``set`` gives State values as ``--set`` does (``{"priority": "high"}``; dots
     nest); ``model`` swaps every agent's model; ``llm`` sends every model call to this client
     instead (a ``magent.testing`` double); ``home`` is the state root for this call only.
+    ``budget`` limits the task's usage as ``--budget`` does: a mapping
+    (``{"max_tokens": 50000, "max_cost_usd": 1}``) or the flag's text.
 
     Raises a ``MagentError`` for bad input (``ConfigError`` for a bad target,
     ``UsageError`` for bad arguments), before anything is written.
     """
     return _sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
-                      retention_days=retention_days, llm=llm), "run")
+                      retention_days=retention_days, llm=llm, budget=budget), "run")
 
 
 async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = None,
                model: str | None = None, tags: Iterable[str] | None = None,
                on_event: EventHandler | None = None, home: PathLike | None = None,
                retention_days: int | None = None, llm: "LLMClient | None" = None,
-               on_start: StartHandler | None = None, on_token: TokenHandler | None = None) -> "AgentResult":
+               on_start: StartHandler | None = None, on_token: TokenHandler | None = None,
+               budget: "BudgetArg" = None) -> "AgentResult":
     """``run`` for asyncio. Safe to await many at once; cancelling it stops the run at a
     checkpoint (the task can be resumed). ``on_start`` and ``on_token`` are for live views."""
     from magent.engine.inputs import updates_from
@@ -70,13 +75,14 @@ async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = Non
         raise UsageError("-t/--task must not be empty")
     if retention_days is not None and retention_days < 0:
         raise UsageError("--retention-days must be 0 or more")
+    limits = budget_of(budget)
     with paths.using_home(home):
         definition = target if isinstance(target, Definition) else _load(target)
         initial = updates_from(set) if set is not None else {}
         outcome = await start_run(
             definition.graph, task, target=definition.target, tags=_tags(tags),
             retention_days=retention_days, initial=initial, options=_options(model, llm, on_token),
-            sinks=[on_event] if on_event else [], on_task=on_start)
+            sinks=[on_event] if on_event else [], on_task=on_start, budget=limits)
         return _result(outcome)
 
 
@@ -84,19 +90,21 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
            modify: Mapping[str, Any] | PathLike | None = None, message: str | None = None,
            set: Mapping[str, Any] | None = None, from_checkpoint: int | None = None,
            model: str | None = None, on_event: EventHandler | None = None,
-           home: PathLike | None = None, llm: "LLMClient | None" = None) -> "AgentResult":
+           home: PathLike | None = None, llm: "LLMClient | None" = None,
+           budget: "BudgetArg" = None) -> "AgentResult":
     """Continue a paused, interrupted or crashed task, or branch a new one from a checkpoint.
 
     A paused task needs one answer: ``approve``, ``reject`` or ``modify`` (State updates:
     a mapping, or the path of a YAML/JSON file; ``output`` in it replaces the output the
     pause shows), with an optional ``message`` the next nodes see. A stopped task continues from its last checkpoint. ``from_checkpoint=N``
     starts a new task from checkpoint N instead (time travel); its result has the new
-    task's id. Raises ``UsageError`` for conflicting answers, ``TaskNotFoundError`` for an
+    task's id. ``budget`` raises the usage limit a task stopped at (with ``approve`` at a
+    budget pause: above what was used). Raises ``UsageError`` for conflicting answers, ``TaskNotFoundError`` for an
     unknown id and ``TaskStateError`` when the task cannot be continued that way.
     """
     return _sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
                          set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
-                         home=home, llm=llm), "resume")
+                         home=home, llm=llm, budget=budget), "resume")
 
 
 async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
@@ -105,7 +113,7 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
                   model: str | None = None, on_event: EventHandler | None = None,
                   home: PathLike | None = None, llm: "LLMClient | None" = None,
                   on_start: StartHandler | None = None,
-                  on_token: TokenHandler | None = None) -> "AgentResult":
+                  on_token: TokenHandler | None = None, budget: "BudgetArg" = None) -> "AgentResult":
     """``resume`` for asyncio (``on_start`` gets the task, or the new one of a branch)."""
     from magent.engine.inputs import updates_from
     from magent.engine.session import fork_run, resume_run
@@ -114,6 +122,9 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
     decision = decision_of(approve=approve, reject=reject, modify=modify, message=message)
     if from_checkpoint is not None and from_checkpoint < 0:
         raise UsageError("--from-checkpoint must be 0 or more")
+    limits = budget_of(budget)
+    if limits and from_checkpoint is not None:
+        raise UsageError("--budget raises the limit a task stopped at; it does not go with --from-checkpoint")
     with paths.using_home(home):
         sets = updates_from(set) if set is not None else {}
         options = _options(model, llm, on_token)
@@ -126,7 +137,7 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
             if on_start is not None:
                 on_start(td.load_task())
             outcome = await resume_run(td.id, decision=decision, set_values=sets, options=options,
-                                       sinks=sinks)
+                                       sinks=sinks, budget=limits)
         return _result(outcome)
 
 
@@ -140,6 +151,19 @@ def cancel(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
     with paths.using_home(home):
         done = cancel_task(task_id)
         return result_of(Store().task(done.id), done)
+
+
+def budget_of(budget: "BudgetArg") -> dict[str, Any] | None:
+    """Budget limits from a mapping or ``--budget``'s text, checked (``UsageError`` naming the bad one)."""
+    from magent.engine.budget import parse
+
+    if budget is None:
+        return None
+    if isinstance(budget, str):
+        return parse(budget)
+    if not isinstance(budget, Mapping):
+        raise UsageError(f"budget must be a mapping or 'max_tokens=N,...' text, not {type(budget).__name__}")
+    return parse(",".join(f"{k}={v}" for k, v in budget.items()), "budget")
 
 
 def decision_of(*, approve: bool = False, reject: bool = False,

@@ -16,9 +16,9 @@ PROMPT = "you> "
 
 def register(app: typer.Typer) -> None:
     app.command("chat", epilog=examples(
-        'magent chat 3f2a "Now make it shorter"      # a follow-up to task 3f2a',
-        "magent chat examples/agents/note_taker.yaml   # talk to an agent; Ctrl-D to leave",
-        "magent chat 3f2a                               # go on talking in task 3f2a",
+        'magent chat 3f2a "Now make it shorter"        # a follow-up to task 3f2a',
+        "magent chat examples/agents/note_taker.yaml  # talk; Ctrl-D to leave",
+        "magent chat 3f2a                              # go on talking in task 3f2a",
         'magent chat 3f2a "And in French?" --json --stream'))(chat)
 
 
@@ -35,7 +35,7 @@ def chat(
     stream: StreamOpt = False,
     no_input: NoInputOpt = False,
 ) -> None:
-    """Talk to a task or an agent: each message is a follow-up that continues the conversation.
+    """Talk to an agent, or send a follow-up to a task.
 
     With a task ID and a MESSAGE, the message goes to the agent that answered last (or the
     workflow's on_message node) and the task runs again; its new checkpoints and steps follow

@@ -17,6 +17,8 @@ ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="MODEL", help="Use this litellm model string for every agent (e.g. openai/gpt-4o-mini).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Stream events as JSON Lines on stdout; the last line is the result.")]
 NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
+BudgetOpt = Annotated[Optional[str], typer.Option(
+    "--budget", metavar="LIMITS", help="Usage limits for the whole task: max_tokens=N, max_cost_usd=X, max_model_calls=N, max_tool_calls=N, comma-separated (on_exceeded=fail fails instead of pausing).")]
 StreamOpt = Annotated[bool, typer.Option("--stream", help='With --json: also print the model\'s text as it arrives, as {"type": "text_delta", "text": ...} lines (not kept in the trace).')]
 
 
@@ -24,11 +26,13 @@ def register(app: typer.Typer) -> None:
     app.command("run", epilog=examples(
         'magent run examples/workflows/write_review.yaml -t "Write copy for Tidy"',
         'magent run triage -t "Checkout is broken" --set priority=high --tag urgent',
-        'magent run my_agent.yaml -t "Sum up notes.txt" --model ollama/llama3.2 -q'))(run)
+        'magent run my_agent.yaml -t "Sum up notes.txt" --model ollama/llama3.2 -q',
+        'magent run brief.yaml -t "Trays" --budget max_tokens=50000,max_cost_usd=1'))(run)
     app.command("resume", epilog=examples(
         "magent resume 3f2a --approve",
         'magent resume 3f2a --reject --message "Say which Friday"',
         "magent resume 3f2a --modify edits.yaml   # output: the text as it should be",
+        "magent resume 3f2a --approve --budget max_tokens=90000   # raise a budget",
         "magent resume 3f2a --from-checkpoint 3 --set priority=low  # a new task"))(resume)
     app.command("replay", epilog=examples("magent replay 3f2a", "magent replay 3f2a --json"))(replay)
 
@@ -40,6 +44,7 @@ def run(
     set_: SetOpt = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", metavar="TAG", help="Label the task (retention's by_task keys match tags). Repeatable.")] = None,
     retention_days: Annotated[Optional[int], typer.Option("--retention-days", metavar="N", min=0, help="Keep this task N days after it finishes.")] = None,
+    budget: BudgetOpt = None,
     json_out: JsonOpt = False,
     stream: StreamOpt = False,
     no_input: NoInputOpt = False,
@@ -56,7 +61,7 @@ def run(
     initial = parse_sets(set_ or [])
     view = _View(json_out, quiet, stream=stream)
     result = view.go(lambda live: api.arun(
-        target, task, set=initial, model=model, tags=tag or [], retention_days=retention_days,
+        target, task, set=initial, model=model, tags=tag or [], retention_days=retention_days, budget=budget,
         on_start=lambda t: view.announce(t.id, t.workflow), **live), model=model, no_input=no_input)
     raise typer.Exit(exit_code(result))
 
@@ -70,6 +75,8 @@ def resume(
     set_: SetOpt = None,
     from_checkpoint: Annotated[Optional[int], typer.Option("--from-checkpoint", metavar="N", help="Start a new task from checkpoint N of ID (time travel).")] = None,
     model: ModelOpt = None,
+    budget: Annotated[Optional[str], typer.Option(
+        "--budget", metavar="LIMITS", help="Raise the usage limit the task stopped at, e.g. max_tokens=100000 (with --approve at a budget pause).")] = None,
     json_out: JsonOpt = False,
     stream: StreamOpt = False,
     no_input: NoInputOpt = False,
@@ -88,7 +95,7 @@ def resume(
     forked = from_checkpoint is not None
     result = view.go(lambda live: api.aresume(
         task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
-        from_checkpoint=from_checkpoint, model=model,
+        from_checkpoint=from_checkpoint, model=model, budget=budget,
         on_start=lambda t: view.announce(t.id, t.workflow if forked else "resumed", forked=forked),
         **live), model=model, no_input=no_input)
     raise typer.Exit(exit_code(result))
@@ -204,7 +211,8 @@ class _View:
         if self.json_out:
             JsonLines.result(result)
         elif result.pause is not None:
-            self.printer.resume_hint(result.task_id, result.pause.allowed_actions)
+            limit = result.pause.details.get("limit") if result.pause.kind == "budget" else None
+            self.printer.resume_hint(result.task_id, result.pause.allowed_actions, limit)
         elif self.quiet and result.output and result.success:
             print(result.output)
         elif self.quiet and result.error:

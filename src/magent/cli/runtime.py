@@ -188,7 +188,33 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
         message = None
     if action == "modify":
         return {"modify": updates, "message": message}
+    if action == "approve" and request.kind == "budget":
+        raised = ask_limit(request.details)
+        return {"approve": True, "message": message, "budget": raised} if raised else None
     return {action: True, "message": message}
+
+
+def ask_limit(details: dict[str, Any]) -> str | None:
+    """The raised budget limit, asked until it is a number above what was used (None: the
+    input ended, the task stays paused)."""
+    from magent.engine.budget import figure, parse, reached
+    from magent.errors import UsageError
+
+    limit, used = details.get("limit"), details.get("used") or 0
+    while True:
+        try:
+            raw = input(f"new {limit} (above {figure(str(limit), used)}): ").strip()
+        except EOFError:
+            return None
+        try:
+            value = parse(f"{limit}={raw}", "the limit")[str(limit)]
+        except UsageError as exc:
+            print(str(exc))
+            continue
+        if reached(str(limit), value, used):
+            print(f"that is not above {figure(str(limit), used)}")
+            continue
+        return f"{limit}={raw}"
 
 
 def edit_text(text: str) -> str | None:

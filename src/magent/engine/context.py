@@ -87,6 +87,11 @@ class RunContext:
         """Tool definitions this task has used, by hash (a changed one pauses the run)."""
         self.feedback: HumanFeedback | None = None
         """The answer to the pause this run resumed from, until a node consumes it."""
+        from magent.engine.budget import Meter
+
+        self.meter = Meter(self)
+        """What budgets count (usage per task and per agent), from the run's own events."""
+        bus.subscribe(self.meter.observe)
         self.telemetry: Any = None
         """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
@@ -397,7 +402,7 @@ class RunContext:
             leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
             node_progress=self.redactor.data(self.progress), visits=self.visits, turn_index=self.turn_index,
             usage_by_model=self.usage_by_model,
-            cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions,
+            cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions, spent=self.meter.snapshot(),
             journals=journal_positions(self.td.path))
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
@@ -439,4 +444,5 @@ class RunContext:
                 session.stop = parent.stop
         self.usage_by_model = cp.usage_by_model
         self.total_usage = cp.total_usage
+        self.meter.restore(cp)
         self.last_checkpoint = cp

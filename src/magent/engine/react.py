@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.engine import compaction, guard, structured, templating, textmode
+from magent.engine import budget, compaction, guard, structured, templating, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -58,6 +58,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         if iteration >= agent.max_iterations:
             raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
                              "without a final answer", kind="max_iterations")
+        budget.before_model_call(ctx, agent.name, node)
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
@@ -146,6 +147,8 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
     for call in pending:  # every pause is asked before any call of the turn runs
         if call.id not in refused and call.full_name not in delegates:
             check_before_call(ctx, node, call.id, call.full_name, call.arguments, f"Agent '{agent.name}'")
+    budget.before_tool_calls(ctx, agent.name, node, sum(
+        1 for c in pending if c.id not in refused and c.full_name not in delegates and not declined(ctx, c.id)))
     jobs = []
     for call in pending:
         reason = refused.get(call.id) or declined(ctx, call.id)

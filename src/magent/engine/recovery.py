@@ -78,6 +78,7 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
     intents: dict[str, set[str]] = {}
     results: dict[str, dict[str, dict]] = {}
     for event in events:
+        ctx.meter.observe(event)  # what was spent after the checkpoint counts toward budgets
         session = event.field("session") or MAIN_SESSION
         if event.type == "llm_call" and event.field("error"):
             continue  # a failed attempt: nothing answered, nothing counted

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import failpoints
+from magent.engine import budget as budgets
 from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus, for_disk
@@ -49,7 +50,8 @@ class Decision:
 async def start_run(graph: Graph, description: str, *, target: str | None = None,
                     tags: list[str] | None = None, retention_days: int | None = None,
                     initial: dict[str, Any] | None = None, options: RunOptions | None = None,
-                    sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+                    sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None,
+                    budget: dict[str, Any] | None = None) -> RunOutcome:
     """Create a task and run it.
 
     The order makes every task on disk continuable: the lock is taken before the task's
@@ -71,7 +73,8 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                 assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
                 tags=tags or [], retention_days=retention_days,
                 config_snapshot={**graph.snapshot, "options": {
-                    "model_override": options.model_override, "initial": redactor.data(initial or {})}})
+                    "model_override": options.model_override, "initial": redactor.data(initial or {}),
+                    **({"budget": budget} if budget else {})}})
     lock = TaskDir(store, task.id).lock().acquire()
     try:
         td = store.create_task(task)
@@ -122,7 +125,8 @@ def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | Non
 
 
 async def resume_run(task_ref: str, *, decision: Decision | None = None, set_values: dict[str, Any] | None = None,
-                     options: RunOptions | None = None, sinks: list[Sink] = ()) -> RunOutcome:
+                     options: RunOptions | None = None, sinks: list[Sink] = (),
+                     budget: dict[str, Any] | None = None) -> RunOutcome:
     options = options or RunOptions()
     store = Store()
     td = store.task(task_ref)
@@ -138,11 +142,15 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         _check_pause(task, cp, decision, notes)
         # Check every input before anything is written.
         feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
-        needs = prepare(graph, options)
         seq, later = events_after(td.events_file, cp.events_seq)
+        snapshot = task.config_snapshot
+        if budget:  # a person raises the limit that was reached (kept in task.json)
+            snapshot = budgets.raise_limits(snapshot, budgets.scope_reached(cp, later), budget)
+        budgets.check_answer(cp, graph, snapshot, decision.action if decision else None)
+        needs = prepare(graph, options)
         retry = task.status == TaskStatus.failed
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
-                                                    "completed_at": None}))
+                                                    "completed_at": None, "config_snapshot": snapshot}))
         ctx = _context(needs, td, task, options, sinks, start_seq=seq)
         try:
             recover(ctx, cp, entries, later)

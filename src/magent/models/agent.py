@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from magent.models.base import Model
+from magent.models.budget import Budget
 from magent.models.guardrails import Guardrails
 from magent.models.memory import AgentMemory
 
@@ -139,6 +140,8 @@ class Agent(Model):
     output_retries: int = Field(default=2, ge=0, le=10)
     """How many times an answer that does not fit ``output_schema`` goes back to the model
     (with what is wrong) before the node fails with the validation error."""
+    budget: Budget | None = None
+    """Limits on this agent's usage in a task (its model calls and tool calls, in every session)."""
 
     @field_validator("sub_agents")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from magent.models.base import Document, Model, Timestamp, UUID4Str
+from magent.models.budget import Spent
 from magent.models.session import SessionPosition
 from magent.models.state import State
 from magent.models.task import Usage
@@ -19,7 +20,7 @@ class HumanRequest(Model):
     """What a paused run asks of a person."""
 
     kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed", "plan_failed",
-                  "guardrail"]
+                  "guardrail", "budget"]
     """Why the run paused."""
     node: str
     """The node that paused."""
@@ -87,6 +88,8 @@ class Checkpoint(Document):
     sessions: list[SessionPosition] = Field(default_factory=list)
     """The child sessions open at this checkpoint, with their positions (the main session's
     position is the fields above)."""
+    spent: dict[str, Spent] = Field(default_factory=dict)
+    """What budgets count, so far: ``task`` for the whole task, ``agent:NAME`` per agent."""
     journals: dict[str, int] = Field(default_factory=dict)
     """Length in bytes of each journal beside the checkpoints (``kv.jsonl``, ``tool_pins.jsonl``)
     when this checkpoint was written: the task's tool state at this point is those prefixes."""

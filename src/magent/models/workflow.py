@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PositiveInt, field_validator
 
 from magent.models.base import Model
+from magent.models.budget import Budget
 from magent.models.guardrails import Guardrails
 
 
@@ -81,6 +82,8 @@ class Workflow(Model):
     """The node (or nodes) whose output is the task's result: the output as it stood when the
     last of them to run finished. Unset: the output of the last node that ran."""
 
+    budget: Budget | None = None
+    """Limits on the whole task's usage (every agent and session together)."""
     on_message: str | None = None
     """The agent node that answers a follow-up (``magent chat ID "..."``). Unset: the last
     agent node that answered in the task's main conversation."""
