@@ -128,6 +128,19 @@ def test_on_message_must_be_an_agent_node(tmp_path: Path) -> None:
     assert "on_message" in r.err and "'nowhere' is not an agent node (agent nodes: write, edit)" in r.err
 
 
+def gated(folder: Path) -> Path:
+    """The talker behind an approval gate (its script: talk.yaml, written by ``talker``)."""
+    return write(folder, "gate.yaml", f"""
+name: gated
+entry_point: talk
+checkpoints: [talk]
+nodes:
+  talk: {{type: agent, agent: talker}}
+agents:
+  talker: {{name: talker, role: answers, system_prompt: Answer., llm_config: {{model: scripted, script: {folder}/talk.yaml}}}}
+""")
+
+
 # bad input: one line, exit 2, nothing written ------------------------------------------
 
 def test_chat_on_a_running_task_names_the_holder_and_writes_nothing(tmp_path: Path, magent_home: Path) -> None:
@@ -148,17 +161,8 @@ def test_chat_on_a_running_task_names_the_holder_and_writes_nothing(tmp_path: Pa
 
 
 def test_chat_on_a_cancelled_task_or_an_unknown_id_is_refused(tmp_path: Path, magent_home: Path) -> None:
-    first = magent.run(talker(tmp_path, "one"), "go", )
-    write(tmp_path, "gate.yaml", f"""
-name: gated
-entry_point: talk
-checkpoints: [talk]
-nodes:
-  talk: {{type: agent, agent: talker}}
-agents:
-  talker: {{name: talker, role: answers, system_prompt: Answer., llm_config: {{model: scripted, script: {tmp_path}/talk.yaml}}}}
-""")
-    paused = magent.run(tmp_path / "gate.yaml", "go")
+    first = magent.run(talker(tmp_path, "one", "two"), "go")
+    paused = magent.run(gated(tmp_path), "go")
     assert paused.status.value == "awaiting_human"
     magent.cancel(paused.task_id)
     before = home_snapshot(magent_home)
@@ -179,16 +183,7 @@ agents:
 
 def test_a_paused_task_takes_a_follow_up_instead_of_a_decision(tmp_path: Path) -> None:
     talker(tmp_path, "one", "two")
-    write(tmp_path, "gate.yaml", f"""
-name: gated
-entry_point: talk
-checkpoints: [talk]
-nodes:
-  talk: {{type: agent, agent: talker}}
-agents:
-  talker: {{name: talker, role: answers, system_prompt: Answer., llm_config: {{model: scripted, script: {tmp_path}/talk.yaml}}}}
-""")
-    paused = magent.run(tmp_path / "gate.yaml", "go")
+    paused = magent.run(gated(tmp_path), "go")
     assert paused.status.value == "awaiting_human"
     again = magent.chat(paused.task_id, "say it again")
     # The follow-up replaces the pause; the gate asks again about the new answer.
