@@ -60,3 +60,26 @@ def test_stream_without_json_is_a_usage_error(tmp_path: Path, magent_home: Path)
     assert r.err.strip().splitlines() == ["magent: error: --stream goes with --json (the terminal view "
                                           "streams the answer already)"]
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
+
+
+def test_chat_json_stream_streams_the_follow_up(tmp_path: Path) -> None:
+    write(tmp_path, "talk.yaml", """
+        responses:
+          - content: "Tidy holds everything."
+          - content: "Tidy clears desks fast."
+        """)
+    agent = write(tmp_path, "talker.yaml", """
+        name: talker
+        role: answers
+        system_prompt: Answer briefly.
+        llm_config: {model: scripted, script: talk.yaml}
+        """)
+    first = invoke("chat", str(agent), "sum up", "--json")
+    task_id = json.loads(first.out.splitlines()[-1])["task_id"]
+    r = invoke("chat", task_id[:8], "shorter", "--json", "--stream")
+    assert r.code == 0, r.err
+    lines = [json.loads(line) for line in r.out.splitlines()]
+    assert lines[0]["type"] == "run_started" and lines[0]["follow_up"] == "shorter"
+    deltas = [line["text"] for line in lines if line.get("type") == "text_delta"]
+    assert "".join(deltas) == "Tidy clears desks fast." and len(deltas) > 1
+    assert lines[-1]["type"] == "result" and lines[-1]["output"] == "Tidy clears desks fast."
