@@ -193,6 +193,11 @@ def test_a_paused_task_takes_a_follow_up_instead_of_a_decision(tmp_path: Path) -
 
 # the interactive form, in a real pseudo-terminal -----------------------------------------
 
+def prompts(term, count: int) -> None:
+    """Read the terminal until it has asked ``you>`` ``count`` times."""
+    term.expect_times("you> ", count)
+
+
 def test_chat_with_an_agent_in_a_terminal_turn_by_turn(tmp_path: Path, magent_home: Path) -> None:
     import os
 
@@ -217,12 +222,10 @@ def test_chat_with_an_agent_in_a_terminal_turn_by_turn(tmp_path: Path, magent_ho
     term.type("The meeting is Thursday")
     term.expect("kv.set")  # the tool call shows
     term.expect("Noted: the meeting is Thursday.")
-    term.expect("you> ", timeout=60)
-    before = term.seen.count("you> ")
+    prompts(term, 2)
     term.type("When is it?")
     term.expect("It is on Thursday.")
-    while term.seen.count("you> ") <= before:
-        term.expect("you> ")
+    prompts(term, 3)
     os.write(term.master, b"\x04")  # Ctrl-D leaves
     screen = term.screen()
     assert term.proc.returncode == 0, screen

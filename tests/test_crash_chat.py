@@ -16,6 +16,7 @@ from support.crashflow import only_task
 from support.engine import all_files_parse, task_dir, write
 from support.openai_stub import OpenAIStub
 from support.terminal import Terminal
+from test_chat import prompts
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +94,7 @@ def test_an_interactive_chat_killed_during_a_model_call_continues_with_chat_id(
             term.expect("you> ")
             term.type("The meeting is Thursday")
             term.expect("Noted: Thursday.")
-            term.expect("you> ")
+            prompts(term, 2)
             term.type("When is it?")
             deadline = time.time() + 60
             while len(stub.requests) < 2:  # the follow-up's model call is in flight

@@ -42,6 +42,14 @@ class Terminal:
                 break
         assert text in self.seen, self.seen
 
+    def expect_times(self, text: str, count: int, timeout: float = 60) -> None:
+        """Read until ``text`` has appeared ``count`` times (a prompt asked again, say)."""
+        deadline = time.time() + timeout
+        while self.seen.count(text) < count:
+            left = deadline - time.time()
+            assert left > 0, f"saw {text!r} {self.seen.count(text)} times, not {count}; screen:\n{self.seen}"
+            assert self._read(left), f"the terminal closed; screen:\n{self.seen}"
+
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 
