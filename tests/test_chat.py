@@ -195,7 +195,7 @@ def test_a_paused_task_takes_a_follow_up_instead_of_a_decision(tmp_path: Path) -
 
 def prompts(term, count: int) -> None:
     """Read the terminal until it has asked ``you>`` ``count`` times."""
-    term.expect_times("you> ", count)
+    term.expect_times("you> ", count, timeout=240)
 
 
 def test_chat_with_an_agent_in_a_terminal_turn_by_turn(tmp_path: Path, magent_home: Path) -> None:
@@ -218,7 +218,7 @@ def test_chat_with_an_agent_in_a_terminal_turn_by_turn(tmp_path: Path, magent_ho
         llm_config: {model: scripted, script: talk.yaml}
         """)
     term = Terminal("chat", str(agent))
-    term.expect("you> ")
+    term.expect("you> ", timeout=240)
     term.type("The meeting is Thursday")
     term.expect("kv.set")  # the tool call shows
     term.expect("Noted: the meeting is Thursday.")
