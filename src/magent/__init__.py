@@ -78,10 +78,13 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
 
-_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Provenance",
-        "RetentionPlan", "TokenUsage", "ToolList", "acall_tool", "achat", "alist_tools", "areplay",
-        "aresume", "arun", "call_tool", "chat", "cancel", "checkpoint", "checkpoints", "list_tools", "load", "replay",
-        "resume", "retention_plan", "run", "sweep", "task", "tasks", "trace_log", "validate")
+_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home", "HtmlReport",
+        "Provenance", "RetentionPlan", "StepRequests", "TaskDetails", "TokenUsage", "ToolList",
+        "TraceExport", "TraceReading", "acall_tool", "achat", "alist_tools", "amcp_servers", "areplay",
+        "aresume", "arun", "call_tool", "cancel", "chat", "checkpoint", "checkpoints", "copy_examples",
+        "examples", "examples_folder", "export_trace", "follow_trace", "init", "list_tools", "load",
+        "mcp_servers", "read_trace", "replay", "resume", "retention_plan", "run", "sweep", "task",
+        "task_details", "tasks", "trace_html", "trace_log", "validate")
 
 __all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
            "TaskStateError", "UsageError", "__version__"]
