@@ -4,10 +4,11 @@ Runs N copies of a small agent (three model turns of a double that waits 50 ms
 each, like a fast hosted model, and a key-value tool call per turn) one after the
 other with ``magent.run`` and all at once with ``asyncio.gather(magent.arun(...))``
 in one event loop, each in its own home. Prints the median wall time over repeats
-and the speed-up: the runs' waits on the model overlap, magent's own work does
-not -- most of it is fsync (every checkpoint, entry and task.json is made durable
-before the run goes on), done on the event loop's thread, so concurrent runs take
-turns at it.
+and the speed-up: the runs' waits on the model overlap, and so do their waits on the
+disk for entries and checkpoints (group commits in threads, store/commit.py); what
+is still done on the event loop's thread (task.json, the lock's note and trace.json,
+each written atomically with its fsyncs, and the CPU work) concurrent runs take
+turns at.
 Usage: python benchmarks/api_concurrency.py [repeats]
 """
 

@@ -42,14 +42,16 @@ T = TypeVar("T")
 def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, model: str | None = None,
         tags: Iterable[str] | None = None, on_event: EventHandler | None = None,
         home: PathLike | None = None, retention_days: int | None = None,
-        llm: "LLMClient | None" = None, budget: "BudgetArg" = None) -> "AgentResult":
+        llm: "LLMClient | None" = None, budget: "BudgetArg" = None,
+        durability: str | None = None) -> "AgentResult":
     """Run a workflow (or a single agent) on ``task`` and wait for it to stop.
 
     Returns the ``AgentResult``: completed, failed, or ``awaiting_human`` when a person must
     answer (continue with ``resume``). The task is the same on disk as one ``magent run``
     starts. ``set`` gives State values as ``--set`` does (``{"priority": "high"}``; dots
     nest); ``model`` swaps every agent's model; ``llm`` sends every model call to this client
-    instead (a ``magent.testing`` double); ``home`` is the state root for this call only.
+    instead (a ``magent.testing`` double); ``home`` is the state root for this call only;
+    ``durability`` is ``"sync"``, ``"step"`` or ``"exit"`` (see the README's "Durability").
     ``budget`` limits the task's usage as ``--budget`` does: a mapping
     (``{"max_tokens": 50000, "max_cost_usd": 1}``) or the flag's text.
 
@@ -57,7 +59,8 @@ def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, mode
     ``UsageError`` for bad arguments), before anything is written.
     """
     return _sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
-                      retention_days=retention_days, llm=llm, budget=budget), "run")
+                      retention_days=retention_days, llm=llm, budget=budget,
+                      durability=durability), "run")
 
 
 async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = None,
@@ -65,7 +68,7 @@ async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = Non
                on_event: EventHandler | None = None, home: PathLike | None = None,
                retention_days: int | None = None, llm: "LLMClient | None" = None,
                on_start: StartHandler | None = None, on_token: TokenHandler | None = None,
-               budget: "BudgetArg" = None) -> "AgentResult":
+               budget: "BudgetArg" = None, durability: str | None = None) -> "AgentResult":
     """``run`` for asyncio. Safe to await many at once; cancelling it stops the run at a
     checkpoint (the task can be resumed). ``on_start`` and ``on_token`` are for live views."""
     from magent.engine.inputs import updates_from
@@ -81,7 +84,7 @@ async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = Non
         initial = updates_from(set) if set is not None else {}
         outcome = await start_run(
             definition.graph, task, target=definition.target, tags=_tags(tags),
-            retention_days=retention_days, initial=initial, options=_options(model, llm, on_token),
+            retention_days=retention_days, initial=initial, options=_options(model, llm, on_token, durability),
             sinks=[on_event] if on_event else [], on_task=on_start, budget=limits)
         return _result(outcome)
 
@@ -91,7 +94,7 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
            set: Mapping[str, Any] | None = None, from_checkpoint: int | None = None,
            model: str | None = None, on_event: EventHandler | None = None,
            home: PathLike | None = None, llm: "LLMClient | None" = None,
-           budget: "BudgetArg" = None) -> "AgentResult":
+           budget: "BudgetArg" = None, durability: str | None = None) -> "AgentResult":
     """Continue a paused, interrupted or crashed task, or branch a new one from a checkpoint.
 
     A paused task needs one answer: ``approve``, ``reject`` or ``modify`` (State updates:
@@ -104,7 +107,8 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
     """
     return _sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
                          set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
-                         home=home, llm=llm, budget=budget), "resume")
+                         home=home, llm=llm, budget=budget,
+                         durability=durability), "resume")
 
 
 async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
@@ -113,7 +117,8 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
                   model: str | None = None, on_event: EventHandler | None = None,
                   home: PathLike | None = None, llm: "LLMClient | None" = None,
                   on_start: StartHandler | None = None,
-                  on_token: TokenHandler | None = None, budget: "BudgetArg" = None) -> "AgentResult":
+                  on_token: TokenHandler | None = None, budget: "BudgetArg" = None,
+                  durability: str | None = None) -> "AgentResult":
     """``resume`` for asyncio (``on_start`` gets the task, or the new one of a branch)."""
     from magent.engine.inputs import updates_from
     from magent.engine.session import fork_run, resume_run
@@ -127,7 +132,7 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
         raise UsageError("--budget raises the limit a task stopped at; it does not go with --from-checkpoint")
     with paths.using_home(home):
         sets = updates_from(set) if set is not None else {}
-        options = _options(model, llm, on_token)
+        options = _options(model, llm, on_token, durability)
         sinks = [on_event] if on_event else []
         if from_checkpoint is not None:
             outcome = await fork_run(task_id, from_checkpoint, decision=decision, set_values=sets,
@@ -217,15 +222,21 @@ def _tags(tags: Iterable[str] | None) -> list[str]:
     return out
 
 
-def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None) -> "RunOptions":
+def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None,
+             durability: str | None = None) -> "RunOptions":
     from magent.engine.context import RunOptions
+    from magent.store.commit import MODES
+
+    if durability is not None and durability not in MODES:
+        raise UsageError(f"--durability must be one of {', '.join(MODES)}, not {durability!r}")
 
     factory = None
     if llm is not None:
         from magent.testing import client_factory
 
         factory = client_factory(llm)
-    return RunOptions(model_override=model, no_input=True, llm_factory=factory, on_token=on_token)
+    return RunOptions(model_override=model, no_input=True, llm_factory=factory, on_token=on_token,
+                      durability=durability)
 
 
 def _result(outcome: "RunOutcome") -> "AgentResult":

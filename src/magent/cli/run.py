@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -16,6 +17,16 @@ SetOpt = Annotated[Optional[list[str]], typer.Option(
 ModelOpt = Annotated[Optional[str], typer.Option(
     "--model", metavar="MODEL", help="Use this litellm model string for every agent (e.g. openai/gpt-4o-mini).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Stream events as JSON Lines on stdout; the last line is the result.")]
+class Durability(str, Enum):
+    sync = "sync"
+    step = "step"
+    exit = "exit"
+
+
+DurabilityOpt = Annotated[Optional[Durability], typer.Option(
+    "--durability", case_sensitive=False,
+    help="When writes reach the disk: sync (default: before every tool and model call), step "
+         "(once per step) or exit (when the run stops). See the README's Durability.")]
 NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
 BudgetOpt = Annotated[Optional[str], typer.Option(
     "--budget", metavar="LIMITS", help="Usage limits for the whole task: max_tokens=N, max_cost_usd=X, max_model_calls=N, max_tool_calls=N, comma-separated (on_exceeded=fail fails instead of pausing).")]
@@ -48,6 +59,7 @@ def run(
     json_out: JsonOpt = False,
     stream: StreamOpt = False,
     no_input: NoInputOpt = False,
+    durability: DurabilityOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
 ) -> None:
     """Run a workflow (or a single agent) on a task.
@@ -62,7 +74,7 @@ def run(
     view = _View(json_out, quiet, stream=stream)
     result = view.go(lambda live: api.arun(
         target, task, set=initial, model=model, tags=tag or [], retention_days=retention_days, budget=budget,
-        on_start=lambda t: view.announce(t.id, t.workflow), **live), model=model, no_input=no_input)
+        durability=durability.value if durability else None, on_start=lambda t: view.announce(t.id, t.workflow), **live), model=model, no_input=no_input)
     raise typer.Exit(exit_code(result))
 
 
@@ -80,6 +92,7 @@ def resume(
     json_out: JsonOpt = False,
     stream: StreamOpt = False,
     no_input: NoInputOpt = False,
+    durability: DurabilityOpt = None,
 ) -> None:
     """Continue a paused, interrupted or crashed task, or fork one.
 
@@ -96,6 +109,7 @@ def resume(
     result = view.go(lambda live: api.aresume(
         task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
         from_checkpoint=from_checkpoint, model=model, budget=budget,
+        durability=durability.value if durability else None,
         on_start=lambda t: view.announce(t.id, t.workflow if forked else "resumed", forked=forked),
         **live), model=model, no_input=no_input)
     raise typer.Exit(exit_code(result))

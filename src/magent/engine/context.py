@@ -49,6 +49,8 @@ class RunOptions:
     extra_providers: list[Any] = field(default_factory=list)
     """In-process tool providers added to the run's registry (tests, benchmarks)."""
     on_token: Callable[[str], None] | None = None
+    durability: str | None = None
+    """``sync``, ``step`` or ``exit`` (``--durability``); None: the workflow's, else ``sync``."""
 
 
 class RunContext:
@@ -320,6 +322,7 @@ class RunContext:
         is recorded by ``record_llm_call`` once the caller knows its entry."""
         session = session or self.main
         sink = self.attempt_sink(agent=request.agent, node=node, iteration=iteration, session=session)
+        await self.durable("model")
         return await self.client_for(request.agent, session).complete(request, on_token, on_attempt=sink)
 
     def attempt_sink(self, *, agent: str, node: str | None, iteration: int, session: Session | None = None,
@@ -367,13 +370,31 @@ class RunContext:
                                       "raw_arguments": c.raw_arguments if c.arguments is None else None}
                                      for c in response.tool_calls]})
 
+    # durability
+    async def durable(self, before: str, *, idempotent: bool = True) -> None:
+        """Wait, if the run's durability mode says so, until what was written is on disk:
+        ``before`` is what the run is about to do, ``"model"`` (a paid call) or ``"tool"``.
+
+        ``sync``: before every model call and every tool call (a model's reply is on disk
+        before its tools run). ``step``: before every model call (the last step's checkpoint),
+        and before a tool that is not idempotent (its call's record). ``exit``: never; the
+        run's end syncs everything. Concurrent sessions waiting here share one commit.
+        """
+        committer = self.td.committer
+        if committer is None or committer.mode == "exit":
+            return
+        if before == "model" or committer.mode == "sync" or not idempotent:
+            await committer.durable()
+
     # checkpoints
     def checkpoint(self, reason: str, *, request: HumanRequest | None = None,
                    feedback: HumanFeedback | None = None) -> Checkpoint:
         """Write the next checkpoint. Entries are synced first, so a checkpoint never points at an
         entry that is not on disk. (Events are synced where they matter: before a tool that is
-        not idempotent runs, and when the run stops.)"""
-        self.td.entries.sync()
+        not idempotent runs, and when the run stops.) With the run's group commit the checkpoint
+        is linked into place by the next commit, after the entries it points at are synced."""
+        if self.td.committer is None:
+            self.td.entries.sync()
         failpoints.hit("before_checkpoint")
         seq = self.td.checkpoints.next_number()
         # A secret the model or a person repeated must not reach the file either.

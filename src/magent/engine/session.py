@@ -74,6 +74,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                 tags=tags or [], retention_days=retention_days,
                 config_snapshot={**graph.snapshot, "options": {
                     "model_override": options.model_override, "initial": redactor.data(initial or {}),
+                    "durability": durability_of(options, graph),
                     **({"budget": budget} if budget else {})}})
     lock = TaskDir(store, task.id).lock().acquire()
     try:
@@ -282,7 +283,17 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     ctx.telemetry = telemetry
+    td.commit_with(durability_of(options, needs.graph, task))
     return ctx
+
+
+def durability_of(options: RunOptions, graph: Graph, task: Task | None = None) -> str:
+    """The run's durability mode: ``--durability``, else the one the task started with, else the
+    workflow's ``durability:``, else ``sync``."""
+    from magent.store.commit import DEFAULT_MODE
+
+    started = (task.config_snapshot.get("options") or {}).get("durability") if task is not None else None
+    return options.durability or started or graph.workflow.durability or DEFAULT_MODE
 
 
 async def _start_tools(ctx: RunContext) -> None:

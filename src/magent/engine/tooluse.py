@@ -88,8 +88,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
                  arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
                  else {"_raw": ctx.redactor.text(call.raw_arguments)})
-    if not policy.is_idempotent(name):
-        ctx.td.sync()  # the intent must survive a power loss before a call that cannot be repeated
+    # The turn that asked for the call, and (not idempotent) its intent, on disk before it runs.
+    await ctx.durable("tool", idempotent=policy.is_idempotent(name))
     failpoints.hit("after_tool_intent")
     if call.raw_arguments is not None:
         result = ToolResult(outcome="ERROR", tool=name,

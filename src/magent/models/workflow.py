@@ -93,6 +93,9 @@ class Workflow(Model):
         return [self.result] if isinstance(self.result, str) else list(self.result or [])
     max_iterations: PositiveInt = 50
     """Global bound on node visits (runs of a node), which bounds loops."""
+    durability: Literal["sync", "step", "exit"] | None = None
+    """When what a run writes must be on disk (``magent run --durability`` wins): ``sync`` (the
+    default) before every tool and model call, ``step`` once per step, ``exit`` when the run stops."""
     max_delegation_depth: PositiveInt = 3
     """How deep sub-agents may nest (an agent's sub-agent's sub-agent is depth 3)."""
     mcp_servers: str | None = None

@@ -7,6 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -14,8 +15,11 @@ from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
-from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes
+from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes, write_temp
 from magent.store.migrations import migrate
+
+if TYPE_CHECKING:
+    from magent.store.commit import Committer
 
 _OMITTED_WHEN_EMPTY = ("awaiting_human", "node_done", "node_progress", "visits", "cursors",
                       "usage_by_model", "sessions", "journals")
@@ -39,9 +43,17 @@ class CheckpointLog:
         self.dir = task_dir
         self.task_id = task_id
         self._last: int | None = None  # cached by the single writer
+        self.committer: Committer | None = None
+        """The run's group commit: set, a checkpoint is linked into place once it is durable."""
+
+    def _settle(self) -> None:
+        """Link the checkpoints still waiting for their commit, so a read sees them."""
+        if self.committer is not None and self.committer.waiting_links():
+            self.committer.flush()
 
     def numbers(self) -> list[int]:
         """Sequence numbers of the checkpoint files present (corrupt ones excluded), ascending."""
+        self._settle()
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:
@@ -92,6 +104,11 @@ class CheckpointLog:
             for key in [k for k, v in session.items() if not v and k not in _SESSION_REQUIRED]:
                 del session[key]
         doc["sha256"] = canonical_hash(doc)
+        if self.committer is not None:
+            fd, temp = write_temp(self.path(checkpoint.sequence), dumps(doc))
+            self.committer.add_checkpoint(fd, temp, self.path(checkpoint.sequence), on_error=self._forget)
+            self._last = checkpoint.sequence
+            return checkpoint.model_copy(update={"sha256": doc["sha256"]})
         try:
             create_immutable(self.path(checkpoint.sequence), dumps(doc))
         except FileExistsError:
@@ -103,8 +120,12 @@ class CheckpointLog:
         self._last = checkpoint.sequence
         return checkpoint.model_copy(update={"sha256": doc["sha256"]})
 
+    def _forget(self) -> None:
+        self._last = None
+
     def read(self, sequence: int) -> Checkpoint:
         """Load and verify checkpoint ``sequence``; a fresh object every call."""
+        self._settle()
         path = self.path(sequence)
         where = f"task {self.task_id[:8]} {path.name}"
         try:

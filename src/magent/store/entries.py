@@ -34,6 +34,11 @@ class EntryLog:
         self._writer.append(doc)
         return entry
 
+    @property
+    def writer(self) -> JsonlWriter | None:
+        """The open appender (None before the first append)."""
+        return self._writer
+
     def sync(self) -> None:
         if self._writer is not None:
             self._writer.sync()

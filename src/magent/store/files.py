@@ -127,6 +127,20 @@ def remove_temp_files(directory: Path) -> list[Path]:
 
 
 def _write_temp(path: Path, data: bytes) -> Path:
+    fd, tmp = write_temp(path, data)
+    try:
+        os.fsync(fd)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def write_temp(path: Path, data: bytes) -> tuple[int, Path]:
+    """Write ``data`` to a new temp file beside ``path``, not synced; returns its open
+    descriptor (the caller syncs and closes it) and its path."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
@@ -134,13 +148,11 @@ def _write_temp(path: Path, data: bytes) -> Path:
         while view:
             n = os.write(fd, view)
             view = view[n:]
-        os.fsync(fd)
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
-    os.close(fd)
-    return tmp
+    return fd, tmp
 
 
 def _store_error(exc: OSError, verb: str, path: Path) -> StoreError:
@@ -227,7 +239,9 @@ class JsonlWriter:
         except OSError as exc:
             raise _store_error(exc, "open", path) from None
         self._repair_tail()
-        self._dirty = False
+        self.appended = 0
+        """Lines appended so far; ``synced`` of them are known durable."""
+        self.synced = 0
 
     def _repair_tail(self) -> None:
         size = os.fstat(self._fd).st_size
@@ -256,13 +270,27 @@ class JsonlWriter:
                 view = view[n:]
         except OSError as exc:
             raise _store_error(exc, "append to", self.path) from None
-        self._dirty = True
+        self.appended += 1
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def dirty(self) -> bool:
+        """True when a line appended is not known to be durable yet."""
+        return self._fd >= 0 and self.appended > self.synced
+
+    def synced_up_to(self, count: int) -> None:
+        """Note that the first ``count`` lines appended are durable (a group commit synced them)."""
+        self.synced = max(self.synced, count)
 
     def sync(self) -> None:
         """Make everything appended so far durable."""
-        if self._dirty:
+        if self.dirty:
+            count = self.appended
             os.fsync(self._fd)
-            self._dirty = False
+            self.synced_up_to(count)
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -58,6 +58,11 @@ class RequestLog:
         return {str(line["hash"]): line.get("value") for line in read_jsonl(self.path, problems)
                 if "hash" in line}
 
+    @property
+    def writer(self) -> JsonlWriter | None:
+        """The open appender (None before the first append)."""
+        return self._writer
+
     def sync(self) -> None:
         if self._writer is not None:
             self._writer.sync()

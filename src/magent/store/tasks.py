@@ -14,7 +14,7 @@ import secrets
 import shutil
 import stat
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -37,6 +37,9 @@ from magent.store.locks import Lock
 from magent.store.requests import RequestLog
 from magent.store.migrations import migrate
 
+if TYPE_CHECKING:
+    from magent.store.commit import Committer
+
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
 
 
@@ -57,6 +60,20 @@ class TaskDir:
         self.entries = EntryLog(self.path / "entries.jsonl")
         self.requests = RequestLog(self.path / "requests.jsonl")
         self._events: JsonlWriter | None = None
+        self.committer: "Committer | None" = None
+        """Set for a run (``commit_with``): how its writes become durable."""
+
+    def commit_with(self, mode: str) -> "Committer":
+        """Make this task's writes durable by group commit, in durability ``mode``."""
+        from magent.store.commit import Committer  # asyncio and threads: only for a run
+
+        self.committer = Committer(self.path, self.writers, mode)
+        self.checkpoints.committer = self.committer
+        return self.committer
+
+    def writers(self) -> list[JsonlWriter]:
+        """The JSON Lines files this task has open for appending."""
+        return [w for w in (self.entries.writer, self.requests.writer, self._events) if w is not None]
 
     # task.json
     @property
@@ -121,7 +138,11 @@ class TaskDir:
         self._events.append(event.model_dump(mode="json", exclude_none=True))
 
     def sync(self) -> None:
-        """Make appended entries, request pieces and events durable (done before every checkpoint)."""
+        """Make appended entries, request pieces and events durable (with a run's group commit:
+        everything it wrote, checkpoints linked)."""
+        if self.committer is not None:
+            self.committer.flush()
+            return
         self.entries.sync()
         self.requests.sync()
         if self._events is not None:

@@ -54,8 +54,8 @@ class ToolNode(Node):
                 in_flight(ctx, call_id)
                 ctx.bus.emit("tool_call", self.name, call_id=call_id, tool=name,
                              arguments=ctx.redactor.data(args))
-                if not (tool and tool.idempotent):
-                    ctx.td.sync()  # the intent must be durable before a call that cannot be repeated
+                # the intent must be durable before a call that cannot be repeated
+                await ctx.durable("tool", idempotent=bool(tool and tool.idempotent))
                 failpoints.hit("after_tool_intent")
                 with calling(CallContext(task_id=ctx.task.id, node=self.name, call_id=call_id,
                                              emit=ctx.bus.emit)):

@@ -1,0 +1,128 @@
+"""Group commit (store/commit.py): what waits for the disk, what is shared, and in which order.
+
+fsync itself cannot be observed without pulling the power, so these tests watch what the
+committer asks of the operating system (``os.fsync`` and ``os.link`` wrapped to record their
+calls) and what a reader of the task directory sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from magent.models import Checkpoint, State
+from magent.store import commit as commit_mod
+from magent.store.checkpoints import CheckpointLog
+from magent.store.commit import Committer
+from magent.store.files import JsonlWriter
+
+TASK = "0b7f0d5e-5a4e-4d8e-9a43-0e1c0d4f5a61"
+
+
+def checkpoint(seq: int) -> Checkpoint:
+    from magent.ids import new_id, now
+
+    return Checkpoint(checkpoint_id=new_id(), task_id=TASK, sequence=seq, parent_id=None,
+                      position="n", created_at=now(), reason="llm_turn", state=State(),
+                      leaf_entry_id=None, entry_count=0)
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every fsync (by the file it syncs) and link the committer makes, in order."""
+    calls: list[tuple[str, str]] = []
+    real_fsync, real_link = os.fsync, os.link
+
+    def fsync(fd: int, what: str) -> None:
+        calls.append(("fsync", Path(what).name))
+        real_fsync(fd)
+
+    def link(src: object, dst: object) -> None:
+        calls.append(("link", Path(str(dst)).name))
+        real_link(src, dst)
+
+    monkeypatch.setattr(commit_mod, "_fsync", fsync)
+    monkeypatch.setattr(commit_mod.os, "link", link)
+    return calls
+
+
+def setup(tmp_path: Path, mode: str) -> tuple[JsonlWriter, CheckpointLog, Committer]:
+    log = JsonlWriter(tmp_path / "entries.jsonl")
+    checkpoints = CheckpointLog(tmp_path, TASK)
+    committer = Committer(tmp_path, lambda: [log], mode)
+    checkpoints.committer = committer
+    return log, checkpoints, committer
+
+
+def test_a_commit_syncs_entries_checkpoints_and_their_names_together(tmp_path: Path, recorded) -> None:
+    log, checkpoints, committer = setup(tmp_path, "sync")
+    log.append({"id": "e1"})
+    checkpoints.write(checkpoint(0))
+    assert (tmp_path / "checkpoint_000.json").exists()      # linked at once: a kill -9 keeps it
+    assert recorded == [("link", "checkpoint_000.json")]    # but nothing forced to the disk yet
+    assert committer.pending()
+    asyncio.run(committer.durable())
+    synced = {name for kind, name in recorded[1:]}
+    assert synced == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
+    assert len(recorded) == 4 and not committer.pending()
+    asyncio.run(committer.durable())
+    assert len(recorded) == 4                               # nothing left: no syscall at all
+
+
+def test_sessions_waiting_at_once_share_one_commit_and_names_appear_in_order(tmp_path: Path, recorded) -> None:
+    log, checkpoints, committer = setup(tmp_path, "sync")
+
+    async def session(n: int) -> None:
+        log.append({"id": f"e{n}"})
+        checkpoints.write(checkpoint(n))
+        await committer.durable()
+
+    async def main() -> None:
+        await asyncio.gather(*(session(n) for n in range(10)))
+
+    asyncio.run(main())
+    links = [name for kind, name in recorded if kind == "link"]
+    assert links == [f"checkpoint_{n:03d}.json" for n in range(10)]
+    entry_syncs = [name for kind, name in recorded if name == "entries.jsonl"]
+    assert len(entry_syncs) == 1               # ten sessions, one sync of the entries for all
+    assert checkpoints.numbers() == list(range(10))
+    assert [checkpoints.read(n).sequence for n in range(10)] == list(range(10))
+
+
+def test_a_reader_sees_every_checkpoint_written(tmp_path: Path, recorded) -> None:
+    log, checkpoints, committer = setup(tmp_path, "step")
+    checkpoints.write(checkpoint(0))
+    checkpoints.write(checkpoint(1))
+    assert checkpoints.read(1).sequence == 1   # a read commits what waits first
+    committer.flush()
+    assert not committer.pending()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_exit_mode_links_at_once_and_syncs_only_when_asked(tmp_path: Path, recorded) -> None:
+    log, checkpoints, committer = setup(tmp_path, "exit")
+    log.append({"id": "e1"})
+    checkpoints.write(checkpoint(0))
+    assert (tmp_path / "checkpoint_000.json").exists()      # visible (a kill -9 keeps it)
+    assert [kind for kind, _ in recorded] == ["link"]        # but nothing forced to the disk
+    committer.flush()                                        # the end of the run
+    synced = {name for kind, name in recorded if kind == "fsync"}
+    assert synced == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
+    assert not committer.pending()
+
+
+def test_a_commit_that_fails_says_which_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from magent.errors import StoreError
+
+    log, checkpoints, committer = setup(tmp_path, "sync")
+    log.append({"id": "e1"})
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(commit_mod.os, "fsync", broken)
+    with pytest.raises(StoreError, match="entries.jsonl.*Input/output error"):
+        asyncio.run(committer.durable())
