@@ -9,7 +9,7 @@ time.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from magent.errors import UsageError
@@ -46,6 +46,31 @@ def bar(info: dict[str, Any], whole: tuple[datetime, float] | None) -> str:
     b = BAR if end is None else max(a + 1, round((end - first).total_seconds() / length * BAR))
     a, b = min(a, BAR - 1), min(b, BAR)
     return "▕" + " " * a + ("█" if end is not None else "▒") * (b - a) + " " * (BAR - b) + "▏"
+
+
+def branch_spans(sessions: dict[str, dict[str, Any]]) -> dict[str, tuple[datetime, float]]:
+    """For each parallel branch's session: the span of it and its siblings (the branches one
+    fan-out opened: same node, step and parent session)."""
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for sid, info in sessions.items():
+        if info.get("kind") == "branch":
+            groups.setdefault((info.get("node"), info.get("opened_by_step"), info.get("parent_session")), []).append(sid)
+    out = {}
+    for members in groups.values():
+        whole = span([sessions[sid] for sid in members])
+        if whole is not None:
+            out.update((sid, whole) for sid in members)
+    return out
+
+
+def step_bar(step: dict[str, Any], whole: tuple[datetime, float] | None) -> str:
+    """The time bar of a node step that ran in a parallel branch, within its siblings' span
+    (its start is the step's timestamp, its end that plus its duration); "" otherwise."""
+    start = parse_ts(step.get("timestamp")) if whole is not None else None
+    if start is None or step.get("duration_ms") is None:
+        return ""
+    end = start + timedelta(milliseconds=float(step["duration_ms"]))
+    return bar({"started_at": start.isoformat(), "ended_at": end.isoformat()}, whole)
 
 
 def label(info: dict[str, Any]) -> str:

@@ -92,6 +92,8 @@ class _Tree:
         self.only = None if session is None else sessionview.with_descendants(
             self.sessions, sessionview.find_session(self.sessions, session))
         """With ``--session``: the sessions shown (the one asked for and those it opened)."""
+        self.branch_spans = sessionview.branch_spans(self.sessions)
+        """Parallel branches: each branch session's span of it and its sibling branches."""
         self.lines: list[Line] = []
         steps = view.steps
         self.width = len(str(len(steps)))
@@ -196,6 +198,9 @@ class _Tree:
             line.append((" · running…", "cyan"))
         elif not unfinished:
             line.append((f" · {duration(step.get('duration_ms'))}", "dim"))
+        timeline = sessionview.step_bar(step, self.branch_spans.get(str(step.get("session"))))
+        if timeline:
+            line.append(("  " + timeline, "cyan"))
         if step.get("status") == "error":
             line.append(("  ✗ failed", "bold red"))
         elif unfinished and waiting:
