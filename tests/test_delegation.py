@@ -131,6 +131,7 @@ def test_a_tool_approval_inside_sub_agents_pauses_the_task_and_approve_continues
     result = run("run", str(flow), "-t", "needs approvals", "--no-input", env=env)
     task_id = only_task(magent_home)
     asked = []
+    sessions: list[str] = []
     while result.code == 3:
         td = task_dir(task_id)
         cp = td.checkpoints.read(checkpoint_numbers(task_id)[-1])
@@ -139,10 +140,14 @@ def test_a_tool_approval_inside_sub_agents_pauses_the_task_and_approve_continues
         open_ids = {s.session_id: s.agent for s in cp.sessions}
         assert request.session in open_ids                  # the session that asked is open
         asked.append((open_ids[request.session], request.details["arguments"]["line"]))
+        sessions.append(request.session)
         assert len(asked) < 6, asked
         result = run("resume", task_id, "--approve", "--no-input", env=env)
     assert result.code == 0, result.err
     assert sorted(asked) == [("scribe", "c"), ("worker", "a"), ("worker", "b")]
+    pauses = [e for e in map(json.loads, task_dir(task_id).events_file.read_text().splitlines())
+              if e["type"] == "awaiting_human"]
+    assert [e.get("session") for e in pauses] == sessions      # each pause names its session
     assert sorted(ledger_lines(ledger)) == ["a", "b", "c"]
     td = task_dir(task_id)
     assert kv_store(task_id) == {"k1": 1, "final": "lead done"}

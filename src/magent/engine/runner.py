@@ -180,7 +180,8 @@ class Executor:
         ctx.checkpoint("pause", request=request)
         ctx.bus.emit("awaiting_human", request.node, kind=request.kind, question=request.question,
                      output=truncate(ctx.redactor.text(request.output or ""), 2000) or None,
-                     allowed_actions=request.allowed_actions, details=ctx.redactor.data(request.details) or None)
+                     allowed_actions=request.allowed_actions, details=ctx.redactor.data(request.details) or None,
+                     **({"session": request.session} if request.session else {}))
         return self.end(TaskStatus.awaiting_human, request=request)
 
     def _interrupted(self) -> None:
