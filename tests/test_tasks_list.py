@@ -76,6 +76,21 @@ def test_a_task_run_from_an_agent_file_is_found_by_its_model(magent_home: Path) 
     assert len(_ids("--model", "scripted")) == 1 and _ids("--model", "gpt-4o") == []
 
 
+def test_a_task_is_found_by_the_models_it_called_too(home: dict[str, str]) -> None:
+    """Its checkpoints' usage per model counts as well as its configuration: a task whose
+    configuration names no model (an older magent kept none) is found by what answered."""
+    builder = HomeBuilder(init=False)
+    old = builder.task("Old one", workflow="legacy", created_at=now() - timedelta(days=30))
+    old.checkpoint("END", reason="finish", usage_by_model={"ollama/llama3.2": Usage(input=5, output=2, calls=1)})
+    assert _ids("--model", "llama3.2") == [old.task.id]
+    assert _ids("--model", "ollama/*") == [old.task.id]
+    assert _ids("--model", "scripted") == [home["notes"]]         # configured, still found
+    # a damaged latest checkpoint: the one before it still tells
+    old.checkpoint("END", reason="finish", usage_by_model={"ollama/llama3.2": Usage(input=9, output=4, calls=2)})
+    old.checkpoint_file(1).write_bytes(b"{")
+    assert _ids("--model", "llama3.2") == [old.task.id]
+
+
 @pytest.mark.parametrize("args, message", [
     (("--since", "yesterday"), "--since: 'yesterday' is neither an age (30m, 2h, 3d, 1w) nor a date"),
     (("-n", "0"), "-n"),

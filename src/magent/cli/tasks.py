@@ -25,7 +25,7 @@ def list_tasks(
     search: Annotated[Optional[str], typer.Option("--search", metavar="TEXT", help="Only tasks whose text or result contains TEXT (any case).")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", metavar="TAG", help="Only tasks with this tag (repeat: all of them).")] = None,
     workflow: Annotated[Optional[str], typer.Option("--workflow", "-w", metavar="NAME", help="Only runs of this workflow (or single agent).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", metavar="MODEL", help="Only tasks configured with this model: gpt-4o-mini, openai/gpt-4o-mini or a pattern like 'openai/*'.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", metavar="MODEL", help="Only tasks configured with or answered by this model: gpt-4o-mini, openai/gpt-4o-mini or a pattern like 'openai/*'.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only tasks created since WHEN: an age (30m, 2h, 3d, 1w) or a date (2026-11-20).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
 ) -> None:

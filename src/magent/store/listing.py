@@ -95,6 +95,8 @@ class TaskRow:
     """Input and output tokens of all its model calls."""
     models: frozenset[str] = frozenset()
     """The models its configuration names (agents, fallbacks, judges, ``--model``, the default)."""
+    folder: Path | None = None
+    """The task's directory (where ``called_models`` reads its usage)."""
 
 
 @dataclass(frozen=True)
@@ -127,9 +129,32 @@ class TaskFilter:
             haystack = [row.description, row.doc.get("result") or ""]
             if not any(needle in str(text).casefold() for text in haystack):
                 return False
-        if self.model is not None and not any(_model_matches(self.model, m) for m in row.models):
+        if self.model is not None and not any(_model_matches(self.model, m) for m in row.models) \
+                and not any(_model_matches(self.model, m) for m in called_models(row)):
             return False
         return True
+
+
+def called_models(row: TaskRow) -> frozenset[str]:
+    """The models the task actually called: the per-model usage of its latest readable
+    checkpoint (``provider/model`` keys: a fallback that answered, a judge's model, a model a
+    run was switched to). Read only when its configuration names no model a filter wants."""
+    if row.folder is None:
+        return frozenset()
+    try:
+        names = sorted((e.name for e in os.scandir(row.folder)
+                        if e.name.startswith("checkpoint_") and e.name.endswith(".json")), reverse=True)
+    except OSError:
+        return frozenset()
+    for name in names[:3]:   # a damaged latest one: the one before it has the usage up to there
+        try:
+            doc = loads(read_bytes(row.folder / name))
+        except (OSError, ValueError):
+            continue
+        usage = doc.get("usage_by_model") if isinstance(doc, dict) else None
+        if isinstance(usage, dict):
+            return frozenset(str(k) for k in usage)
+    return frozenset()
 
 
 def _model_matches(wanted: str, model: str) -> bool:
@@ -249,7 +274,8 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
     models = models_in(doc.pop("config_snapshot", None))
     return TaskRow(id=task_id, status=status, workflow=doc["workflow"],
                    description=doc["description"], created_at=created, calls=calls,
-                   cost=float(cost), doc=doc, unpriced=unpriced, tokens=tokens, models=models)
+                   cost=float(cost), doc=doc, unpriced=unpriced, tokens=tokens, models=models,
+                   folder=tasks_dir / task_id)
 
 
 def list_rows(root: Path | None = None, status: str | None = None,
@@ -263,6 +289,10 @@ def list_rows(root: Path | None = None, status: str | None = None,
     """
     tasks_dir = paths.tasks_dir(root)
     locks_dir = paths.locks_dir(root)
+    try:
+        lock_files = {n for n in os.listdir(locks_dir) if n.endswith(".lock")}
+    except OSError:
+        lock_files = set()
     rows: list[TaskRow] = []
     for task_id in task_ids(tasks_dir, problems):
         try:
@@ -271,8 +301,14 @@ def list_rows(root: Path | None = None, status: str | None = None,
             if problems is not None:
                 problems.append(str(exc))
             continue
+        left = f"{task_id}.lock" in lock_files
+        live = (row.status in UNSETTLED or left) and is_live(locks_dir, task_id)
+        if left and not live:
+            from magent.store.locks import clear_dead
+
+            clear_dead(locks_dir, task_id)   # a killed run's lock files: nobody holds them
         if row.status in UNSETTLED:
-            shown = shown_status(row.status, is_live(locks_dir, task_id))
+            shown = shown_status(row.status, live)
             usage = events_usage(tasks_dir / task_id)
             row.doc.update(status=shown, usage=usage)
             row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"], unpriced=usage["unpriced"])
