@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from magent.errors import TaskLockedError
 from magent.ids import new_id
 from magent.store import Store
-from magent.store.locks import Lock
+from magent.store.locks import Lock, clear_dead
 from support.cli import invoke
 from support.holders import hold_task
 from support.homes import HomeBuilder
@@ -57,6 +58,40 @@ def test_what_a_killed_holder_left_goes_at_the_next_release(magent_home: Path) -
     assert _lock_files(magent_home) == []
 
 
+@pytest.mark.parametrize("reader", [("tasks", "list"), ("tasks", "show"), ("trace",)])
+def test_a_killed_runs_lock_files_go_when_a_reader_finds_nobody_holds_them(
+        magent_home: Path, reader: tuple[str, ...]) -> None:
+    task = HomeBuilder().task("crashed", status="running")
+    other = HomeBuilder().task("still running", status="running")
+    holder = hold_task(task.id)
+    holder.kill()  # SIGKILL: no cleanup ran, the files stay
+    with hold_task(other.id):
+        assert _lock_files(magent_home) == sorted([f"{task.id}.holder.json", f"{task.id}.lock",
+                                                   f"{other.id}.holder.json", f"{other.id}.lock"])
+        args = [*reader, task.id] if reader != ("tasks", "list") else list(reader)
+        result = invoke(*args)
+        assert result.code == 0, result.err
+        assert "interrupted" in result.out
+        # the dead run's files are gone; a live holder's stay
+        assert _lock_files(magent_home) == sorted([f"{other.id}.holder.json", f"{other.id}.lock"])
+
+
+def test_a_run_taking_the_lock_while_dead_files_are_cleared_waits_for_it(magent_home: Path) -> None:
+    """``clear_dead`` holds the lock for a moment without a holder note: a run asking then waits
+    instead of being told the task is in use."""
+    task = HomeBuilder().task("crashed")
+    lock_file = magent_home / "locks" / f"{task.id}.lock"
+    blocker = FileLock(lock_file, timeout=0, is_singleton=False, thread_local=False)
+    blocker.acquire()           # as clear_dead holds it: no note beside it
+    assert clear_dead(magent_home / "locks", task.id) is False   # held: left alone
+    timer = threading.Timer(0.2, blocker.release)
+    timer.start()
+    taken = task.dir.lock().acquire()
+    timer.join()
+    taken.release()
+    assert _lock_files(magent_home) == []
+
+
 def test_a_sweep_clears_old_orphan_lock_files_only(magent_home: Path) -> None:
     home = HomeBuilder()
     kept = home.task("still here")
@@ -65,7 +100,7 @@ def test_a_sweep_clears_old_orphan_lock_files_only(magent_home: Path) -> None:
     for orphan in (old, fresh):  # as a killed run leaves them, for tasks since removed by hand
         (locks / f"{orphan}.lock").write_text("")
         (locks / f"{orphan}.holder.json").write_text("{}")
-    (locks / f"{kept.id}.lock").write_text("")  # its task exists: its next release clears it
+    (locks / f"{kept.id}.lock").write_text("")  # its task exists and nobody holds it: cleared
     two_hours_ago = time.time() - 7200
     os.utime(locks / f"{old}.lock", (two_hours_ago, two_hours_ago))
     with hold_task(held):
@@ -74,7 +109,8 @@ def test_a_sweep_clears_old_orphan_lock_files_only(magent_home: Path) -> None:
         assert result.code == 0, result.err
         left = _lock_files(magent_home)
     assert f"{old}.lock" not in left and f"{old}.holder.json" not in left
-    assert {f"{fresh}.lock", f"{fresh}.holder.json", f"{kept.id}.lock", f"{held}.lock"} <= set(left)
+    assert {f"{fresh}.lock", f"{fresh}.holder.json", f"{held}.lock"} <= set(left)
+    assert f"{kept.id}.lock" not in left
 
 
 def test_removing_the_file_on_release_never_lets_two_holders_in(magent_home: Path) -> None:

@@ -9,7 +9,9 @@ Both files exist only while the lock is held: ``release`` removes them first, so
 a process that opened the file just before it went finds, once it has the lock,
 that its file has no name any more (filelock drops such a descriptor and opens the
 path afresh), so two holders can never each lock a different file. What a killed
-process leaves goes at the task's next release, or at ``magent retention sweep``.
+process leaves goes at the task's next release, or as soon as a command that reads the
+task (``magent tasks list``, ``tasks show``, ``trace``, ``retention sweep``) finds its lock
+file held by nobody: ``clear_dead`` takes the lock and removes the files the same way.
 """
 
 from __future__ import annotations
@@ -47,15 +49,25 @@ class Lock:
         # Imported here: filelock costs ~0.1 s to import, and read commands only probe (is_free).
         from filelock import FileLock, Timeout
 
+        import time
+
         ensure_dir(self.locks_dir)
-        for attempt in range(3):
+        tries, brief = 0, time.monotonic() + 1.0
+        while True:
             lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
             try:
                 lock.acquire()
                 break
             except Timeout:
-                # A holder that released and removed the file in between is no holder: try again.
-                if attempt == 2 or is_held(self.path):
+                # A holder that released and removed the file in between is no holder: try
+                # again. A holder with no note is there for a moment only (a run that has just
+                # taken it, or ``clear_dead`` removing a dead run's files): wait for it, briefly.
+                tries += 1
+                if is_held(self.path):
+                    if os.path.lexists(self.holder_path) or time.monotonic() > brief:
+                        raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
+                    time.sleep(0.02)
+                elif tries >= 3:
                     raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
             except OSError as exc:  # filelock opens with O_NOFOLLOW: a planted link fails here
                 if os.path.islink(self.path):
@@ -127,3 +139,28 @@ def is_held(lock_file: str | Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def clear_dead(locks_dir: Path, name: str) -> bool:
+    """Remove the lock files of ``name`` that a killed holder left (kill -9, a reboot): only when
+    the lock file is there and no process holds it, and under the lock itself, as ``release``
+    does, so a run that takes the lock at that moment waits a little instead of sharing it.
+    Returns True when it removed them; any trouble (a read-only home, a link) leaves them."""
+    path = locks_dir / f"{name}.lock"
+    if not os.path.lexists(path) or os.path.islink(path) or is_held(path):
+        return False
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(path, timeout=0, mode=FILE_MODE, is_singleton=False)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return False
+    try:
+        (locks_dir / f"{name}.holder.json").unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+    except OSError:
+        return False
+    finally:
+        lock.release()
+    return True

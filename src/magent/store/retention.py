@@ -47,7 +47,7 @@ from magent.models import RetentionPolicy, TaskStatus
 from magent.store.checkpoints import file_name
 from magent.store.files import fsync_dir, read_bytes, remove_temp_files, temp_files
 from magent.store.listing import shown_status
-from magent.store.locks import Lock, is_held
+from magent.store.locks import Lock, clear_dead, is_held
 from magent.store.taskscan import TaskRecord, lsize, read_record, task_fields, tree_size  # noqa: F401
 from magent.store.tasks import Store
 
@@ -439,15 +439,19 @@ class Retention:
                                    "the next sweep retries")
 
     def _clear_orphan_locks(self, min_age_seconds: float = 3600) -> None:
-        """Lock files of tasks that no longer exist, left by a run that was killed (a finished run
-        removes its own). Only files older than ``min_age_seconds``: a new run takes its lock just
-        before its directory appears, and must never find the sweep holding it."""
+        """Lock files a killed run left (a finished run removes its own): of a task that exists,
+        once nobody holds them; of one that no longer exists, only files older than
+        ``min_age_seconds``: a new run takes its lock just before its directory appears, and must
+        never find the sweep holding it."""
         try:
             names = os.listdir(self.store.locks_dir)
         except FileNotFoundError:
             return
         for task_id in sorted({n.split(".", 1)[0] for n in names if n.endswith((".lock", ".holder.json"))}):
-            if not is_uuid4(task_id) or os.path.lexists(self.store.tasks_dir / task_id):
+            if not is_uuid4(task_id):
+                continue
+            if os.path.lexists(self.store.tasks_dir / task_id):
+                clear_dead(self.store.locks_dir, task_id)   # its run was killed: nobody holds it
                 continue
             try:
                 age = self.now.timestamp() - os.lstat(self.store.locks_dir / f"{task_id}.lock").st_mtime

@@ -111,6 +111,7 @@ class TaskDir:
         usage = Usage.model_validate(events_usage(self.path))
         if not self.lock().is_free():
             return task.model_copy(update={"usage": usage})
+        self.clear_dead_lock()
         return task.model_copy(update={"status": TaskStatus.interrupted, "usage": usage})
 
     def save_task(self, task: Task) -> Task:
@@ -172,6 +173,12 @@ class TaskDir:
 
     def lock(self) -> Lock:
         return Lock(self.store.locks_dir, self.id, f"task {self.id}")
+
+    def clear_dead_lock(self) -> bool:
+        """Remove the lock files a killed run left, if no process holds them (see ``clear_dead``)."""
+        from magent.store.locks import clear_dead
+
+        return clear_dead(self.store.locks_dir, self.id)
 
     def open_for_writing(self) -> Lock:
         """Take the task's lock (or raise ``TaskLockedError``) and remove the temp files of

@@ -153,6 +153,8 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
     notes: list[str] = []
     task = read_task(td, notes)
     live = task is not None and task.status in ("pending", "running") and not td.lock().is_free()
+    if not live:
+        td.clear_dead_lock()   # a killed run's lock files, held by nobody
     created = task.created_at if task is not None else None
 
     trace_notes: list[str] = []
