@@ -71,7 +71,8 @@ def test_the_map_and_fan_out_example_shows_items_branches_and_the_join(magent_ho
                  "• ⋈ joined style, facts"):
         assert text in out, text
     # every map item and every branch has a time bar, 24 cells wide, within its siblings' span
-    bars = [line for line in out.splitlines() if "· item " in line or "· branch " in line]
+    bars = [line for line in out.splitlines() if ("⇢" in line or "▸" in line)
+            and ("· item " in line or "· branch " in line)]
     assert len(bars) == 5 and all(re.search(r"▕[ █]{24}▏", line) for line in bars), bars
     kinds = sorted(s["kind"] for s in json.loads(td.trace_file.read_text())["sub_agent_sessions"].values())
     assert kinds == ["branch", "branch", "map", "map", "map"]
