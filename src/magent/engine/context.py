@@ -321,15 +321,26 @@ class RunContext:
         that dies or gives up mid-retry leaves every attempt in its trace. The answer itself
         is recorded by ``record_llm_call`` once the caller knows its entry."""
         session = session or self.main
-        sink = self.attempt_sink(agent=request.agent, node=node, iteration=iteration, session=session)
+        sink = self.attempt_sink(agent=request.agent, node=node, iteration=iteration, session=session,
+                                 request=request)
         await self.durable("model")
         return await self.client_for(request.agent, session).complete(request, on_token, on_attempt=sink)
 
     def attempt_sink(self, *, agent: str, node: str | None, iteration: int, session: Session | None = None,
-                     rail: str | None = None) -> "AttemptSink":
+                     rail: str | None = None, request: "LLMRequest | None" = None,
+                     keep_messages: bool = False) -> "AttemptSink":
         """The events of a model call's attempts: a live-only ``llm_started`` as each starts, an
-        ``llm_call`` with its ``error`` for each one that fails (``rail``: a guardrail's judge)."""
+        ``llm_call`` with its ``error`` for each one that fails (``rail``: a guardrail's judge),
+        naming what it sent as an answered call does (``request``: stored once, by hash)."""
         session = session or self.main
+        sent: list[dict[str, Any]] = []
+
+        def what_was_sent() -> dict[str, Any] | None:
+            if request is None:
+                return None
+            if not sent:
+                sent.append(self._sent(request, rail, keep_messages))
+            return sent[0]
 
         def on_attempt(attempt: "Attempt") -> None:
             common = dict(agent=agent, model=attempt.model, iteration=iteration, attempt=attempt.number,
@@ -340,19 +351,26 @@ class RunContext:
             else:
                 self.bus.emit("llm_call", node, provider=attempt.provider or None,
                               error=self.redactor.text(attempt.error), latency_ms=attempt.duration_ms,
-                              retry_in=attempt.retry_in, cancelled=attempt.cancelled or None, **common)
+                              retry_in=attempt.retry_in, cancelled=attempt.cancelled or None,
+                              request=what_was_sent(), **common)
 
         return on_attempt
 
+    def _sent(self, request: "LLMRequest", rail: str | None, keep_messages: bool) -> dict[str, Any]:
+        """The ``request`` field of a call's ``llm_call`` events; its pieces are stored first.
+        A guardrail judge's messages are kept only when ``keep_messages`` (see engine.guard)."""
+        from magent.engine.sent import record
+
+        return record(request, self.td.requests, self.redactor, keep_messages=rail is None or keep_messages)
+
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, session: Session | None = None,
-                        rail: str | None = None, request: "LLMRequest | None" = None) -> None:
+                        rail: str | None = None, request: "LLMRequest | None" = None,
+                        keep_messages: bool = False) -> None:
         session = session or self.main
         sent = None
         if request is not None:  # its pieces are stored before the event names them
-            from magent.engine.sent import record
-
-            sent = record(request, self.td.requests, self.redactor, keep_messages=rail is None)
+            sent = self._sent(request, rail, keep_messages)
         key = response.usage_key
         usage = Usage(input=response.tokens_in, output=response.tokens_out, cost=response.cost or 0.0,
                       calls=1, unpriced=int(response.cost is None))

@@ -42,7 +42,7 @@ class _Run:
 
     def __init__(self, info: RailInput, client: Callable[[Rail, Any], LLMClient],
                  on_response: Callable[[Rail, LLMRequest, LLMResponse], None],
-                 on_attempt: Callable[[Rail, Attempt], None]):
+                 on_attempt: Callable[[Rail, Attempt, LLMRequest], None]):
         self.info = info
         self._client = client
         self._on_response = on_response
@@ -54,17 +54,9 @@ class _Run:
                              api_key=config.api_key, timeout=config.timeout_seconds,
                              max_retries=config.max_retries, fallback_model=config.fallback_model, agent=rail.key)
         response = await self._client(rail, config).complete(
-            request, None, on_attempt=lambda attempt: self._on_attempt(rail, attempt))
+            request, None, on_attempt=lambda attempt: self._on_attempt(rail, attempt, request))
         self._on_response(rail, request, response)
         return response.content
-
-
-def _in_run(ctx, info: RailInput, node: str | None, iteration: int = 0) -> _Run:
-    return _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
-                lambda rail, request, response: ctx.record_llm_call(
-                    response, node=node, agent=rail.key, iteration=iteration, rail=rail.name, request=request),
-                lambda rail, attempt: ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration,
-                                                       rail=rail.name)(attempt))
 
 
 def _emit(ctx, node: str | None, info: RailInput, check: Check, **where: Any) -> None:
@@ -82,8 +74,12 @@ class Records:
     """Rails' decisions and model calls kept back, to be recorded after what they judged."""
 
     items: list[Any] = field(default_factory=list)
-    """``Check``s, ``(rail, LLMRequest, LLMResponse)`` model calls and ``(rail, Attempt)`` failed attempts,
-    in the order they happened."""
+    """``Check``s, ``(rail, LLMRequest, LLMResponse)`` model calls and ``(rail, Attempt, LLMRequest)``
+    failed attempts, in the order they happened."""
+    keep_prompts: bool = False
+    """Keep what the judges were sent (``magent trace --step N --request``): set once the rails
+    are done when they left the text whole — nothing masked, nothing withheld — so a judge's
+    prompt holds nothing that is not stored anyway."""
 
     def check(self, check: Check) -> None:
         self.items.append(check)
@@ -91,22 +87,23 @@ class Records:
     def call(self, rail: Rail, request: LLMRequest, response: LLMResponse) -> None:
         self.items.append((rail, request, response))
 
-    def attempt(self, rail: Rail, attempt: Attempt) -> None:
+    def attempt(self, rail: Rail, attempt: Attempt, request: LLMRequest | None = None) -> None:
         if attempt.error is not None:  # (one starting is news for the live view only)
-            self.items.append((rail, attempt))
+            self.items.append((rail, attempt, request))
 
     def flush(self, ctx, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
         for item in self.items:
             if isinstance(item, Check):
                 _emit(ctx, node, info, item, **where)
                 continue
-            rail, *call = item  # (rail, attempt) or (rail, request, response)
+            rail, *call = item  # (rail, attempt, request) or (rail, request, response)
             if isinstance(call[0], Attempt):
-                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name)(call[0])
+                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name, request=call[1],
+                                 keep_messages=self.keep_prompts)(call[0])
             else:
                 request, response = call
                 ctx.record_llm_call(response, node=node, agent=rail.key, iteration=iteration, rail=rail.name,
-                                    request=request)
+                                    request=request, keep_messages=self.keep_prompts)
         self.items.clear()
 
 
@@ -177,6 +174,7 @@ async def screen_task(graph, text: str, options) -> TaskGate:
                gate.records.attempt)
     gate.screening = await screen(text, rails, run, gate.records.check)
     gate.text = gate.screening.text
+    gate.records.keep_prompts = not gate.blocked and gate.text == text
     return gate
 
 
@@ -198,10 +196,15 @@ class ResultScreen:
 
     async def __call__(self, result: Any) -> None:
         info = dataclasses.replace(self.info, tool=result.tool or self.call.full_name)
-        self.screening = s = await screen(result.content, self.rails, _in_run(self.ctx, info, self.node),
+        ctx, calls = self.ctx, Records()
+        run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), calls.call,
+                   calls.attempt)
+        self.screening = s = await screen(result.content, self.rails, run,
                                           lambda c: _emit(self.ctx, self.node, info, c, tool=info.tool,
                                                           call_id=self.call.id))
         kept = s.text if s.outcome in ("pass", "pause") else s.stored
+        calls.keep_prompts = kept == result.content and s.outcome != "block"
+        calls.flush(ctx, self.node, info)   # the judges' calls, once it is known what they may keep
         if kept != result.content:
             result.content = kept
             if result.error:
@@ -300,7 +303,9 @@ async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) ->
     records = Records()
     run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,
                records.attempt)
-    return AnswerCheck(await screen(text, rails, run, records.check), info, records)
+    screening = await screen(text, rails, run, records.check)
+    records.keep_prompts = (screening.text if screening.outcome in ("pass", "pause") else screening.stored) == text
+    return AnswerCheck(screening, info, records)
 
 
 def has_output_rails(ctx, agent: str) -> bool:

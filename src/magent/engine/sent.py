@@ -16,9 +16,9 @@ from magent.llm.base import LLMRequest
 
 def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bool = True) -> dict[str, Any]:
     """The ``request`` field of an ``llm_call`` event; stores new pieces in ``pieces``
-    (the task's ``RequestLog``). ``keep_messages=False`` (a guardrail judge's call) leaves
-    the messages out: they hold the text the rail checked, which may hold values another
-    rail masks before anything is written."""
+    (the task's ``RequestLog``). ``keep_messages=False`` (a guardrail judge's call when the
+    rails masked or withheld part of the text it checked) leaves the messages out: they hold
+    that text as the judge saw it."""
     out: dict[str, Any] = {"model": request.model, "temperature": request.temperature}
     for key in ("max_tokens", "fallback_model"):
         if getattr(request, key) is not None:

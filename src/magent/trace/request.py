@@ -16,8 +16,8 @@ from typing import Any
 from magent.trace.load import TraceView
 from magent.trace.view import Line
 
-WITHHELD = ("not kept: a guardrail judge's prompt holds the text it checked, which may hold "
-            "values a rail masks before anything is written")
+WITHHELD = ("not kept: a rail masked or withheld part of the text this guardrail judge checked, "
+            "and its prompt holds that text as the judge saw it")
 
 
 def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], list[str]]:
