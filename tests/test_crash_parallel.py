@@ -9,13 +9,14 @@ with the same answers, contiguous checkpoints and no session left open.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from support.cli import run
-from support.crashflow import killed_at, killed_during_nap, ledger_lines, only_task
+from support.crashflow import (
+    histories_are_whole, killed_and_resumed, killed_in_nap_then_paused, ledger_lines, run_whole,
+)
 from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 from support.parallelflow import make_parallel
 
@@ -33,17 +34,6 @@ POINTS = [
 LINES = ["L1", "R1", "R2", "x", "y", "z"]
 
 
-def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str]):  # type: ignore[no-untyped-def]
-    resumed = run("resume", task_id, env=env)
-    while resumed.code == 3:
-        # A non-idempotent call may or may not have run: the ledger tells the truth.
-        cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
-        assert cp.human_request.kind == "tool_recovery"
-        line = cp.human_request.details["arguments"]["line"]
-        resumed = run("resume", task_id, "--reject" if line in ledger_lines(ledger) else "--approve", env=env)
-    return resumed
-
-
 def assert_same_end_state(task_id: str, ledger: Path) -> None:
     td = task_dir(task_id)
     task = td.load_task()
@@ -53,46 +43,28 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
     numbers = checkpoint_numbers(task_id)
     assert numbers == list(range(len(numbers)))
     assert td.checkpoints.read(numbers[-1]).sessions == []
-    entries = td.entries.load()
     done = [e for e in td.read_events() if e.type == "session_finished" and e.field("status") == "completed"]
     # Two branches and three items finished, each once.
     assert len(done) == 5 and len({e.field("session") for e in done}) == 5
-    for event in done:
-        mine = [e for e in entries.values() if e.session == event.field("session")]
-        answered = [e.tool_call_id for e in mine if e.role == "tool"]
-        asked = [c.id for e in mine if e.role == "assistant" for c in e.tool_calls]
-        assert sorted(answered) == sorted(asked) and len(set(answered)) == len(answered)
+    histories_are_whole(td, done)
     all_files_parse(td.path.parent.parent)
 
 
 @pytest.mark.parametrize("point, nth", POINTS, ids=[f"{p}@{n}" for p, n in POINTS])
 def test_killed_between_parallel_branches_resumes_to_the_same_end(point: str, nth: int, tmp_path: Path,
                                                                  magent_home: Path) -> None:
-    flow = make_parallel(tmp_path)
-    ledger = tmp_path / "ledger.txt"
-    env = {"LEDGER": str(ledger)}
-    task_id = killed_at(flow, magent_home, point, nth, env, "parallel")
-    resumed = resume_to_the_end(task_id, ledger, env)
-    assert resumed.code == 0, (resumed.out, resumed.err)
+    task_id, ledger = killed_and_resumed(make_parallel(tmp_path), magent_home, point, nth, "parallel")
     assert_same_end_state(task_id, ledger)
 
 
 def test_an_uninterrupted_parallel_run_ends_in_the_same_state(tmp_path: Path, magent_home: Path) -> None:
-    flow = make_parallel(tmp_path)
-    ledger = tmp_path / "ledger.txt"
-    assert run("run", str(flow), "-t", "parallel", env={"LEDGER": str(ledger)}).code == 0
-    assert_same_end_state(only_task(magent_home), ledger)
+    assert_same_end_state(*run_whole(make_parallel(tmp_path), magent_home, "parallel"))
 
 
 def test_sigkill_while_one_branch_naps_and_the_other_has_finished(tmp_path: Path, magent_home: Path) -> None:
     """A real kill -9 (no failpoint) during the right branch's MCP call; resume asks about that
     call in the right branch's session, and the left branch is not run again."""
-    flow = make_parallel(tmp_path, nap=600)
-    ledger = tmp_path / "ledger.txt"
-    task_id = killed_during_nap(flow, magent_home, {"LEDGER": str(ledger)}, "nap")
-    paused = run("resume", task_id, env={"LEDGER": str(ledger)})
-    assert paused.code == 3 and "ledger.nap" in paused.out
-    cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
+    task_id, ledger, cp = killed_in_nap_then_paused(make_parallel(tmp_path, nap=600), magent_home, "nap")
     right = next(s for s in cp.sessions if s.key == "branch:right")
     assert cp.human_request.session == right.session_id
     finished = run("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})

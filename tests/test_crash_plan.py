@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from support.cli import run
-from support.crashflow import killed_at, killed_during_nap, ledger_lines, only_task
+from support.crashflow import (
+    histories_are_whole, killed_and_resumed, killed_in_nap_then_paused, ledger_lines, run_whole,
+)
 from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 from support.planflow import make_plan_flow
 
@@ -33,24 +35,16 @@ LINES = Counter({"A": 1, "B": 1, "flaky": 2, "draft": 1})
 RESULT = "Final report: A is 1, B is 2."
 
 
-def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str]):  # type: ignore[no-untyped-def]
-    resumed = run("resume", task_id, env=env)
-    while resumed.code == 3:
-        # A non-idempotent call may or may not have run: the ledger tells the truth (a line the
-        # ledger holds more often than the recorded results of its calls ran once more).
-        td = task_dir(task_id)
-        cp = td.checkpoints.read(checkpoint_numbers(task_id)[-1])
-        assert cp.human_request.kind == "tool_recovery", cp.human_request
-        line = cp.human_request.details["arguments"]["line"]
-        evs = td.read_events()
-        # (scripted call ids repeat from one session to the next: a call is its session and id)
-        answered = {(e.field("session"), e.field("call_id")) for e in evs if e.type == "tool_result"}
-        recorded = {(e.field("session"), e.field("call_id")) for e in evs if e.type == "tool_call"
-                    and (e.field("arguments") or {}).get("line") == line
-                    and (e.field("session"), e.field("call_id")) in answered}
-        ran = ledger_lines(ledger).count(line) > len(recorded)
-        resumed = run("resume", task_id, "--reject" if ran else "--approve", env=env)
-    return resumed
+def ran_already(task_id: str, ledger: Path, line: str) -> bool:
+    """Whether a recovered call ran: a line the ledger holds more often than the recorded
+    results of its calls ran once more."""
+    evs = task_dir(task_id).read_events()
+    # (scripted call ids repeat from one session to the next: a call is its session and id)
+    answered = {(e.field("session"), e.field("call_id")) for e in evs if e.type == "tool_result"}
+    recorded = {(e.field("session"), e.field("call_id")) for e in evs if e.type == "tool_call"
+                and (e.field("arguments") or {}).get("line") == line
+                and (e.field("session"), e.field("call_id")) in answered}
+    return ledger_lines(ledger).count(line) > len(recorded)
 
 
 def assert_same_end_state(task_id: str, ledger: Path) -> None:
@@ -70,44 +64,27 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
     evs = td.read_events()
     done = Counter(e.field("subtask") for e in evs if e.type == "subtask_finished" and e.field("status") == "completed")
     assert done == {"facts_a": 1, "facts_b": 1, "draft": 1}      # no finished subtask ran again
-    entries = td.entries.load()
-    for event in evs:
-        if event.type == "session_finished" and event.field("status") == "completed":
-            mine = [e for e in entries.values() if e.session == event.field("session")]
-            answered = [e.tool_call_id for e in mine if e.role == "tool"]
-            asked = [c.id for e in mine if e.role == "assistant" for c in e.tool_calls]
-            assert sorted(answered) == sorted(asked) and len(set(answered)) == len(answered)
+    histories_are_whole(td, [e for e in evs if e.type == "session_finished" and e.field("status") == "completed"])
     all_files_parse(td.path.parent.parent)
 
 
 @pytest.mark.parametrize("point, nth", POINTS, ids=[f"{p}@{n}" for p, n in POINTS])
 def test_killed_in_the_middle_of_a_plan_resumes_to_the_same_end(point: str, nth: int, tmp_path: Path,
                                                                 magent_home: Path) -> None:
-    flow = make_plan_flow(tmp_path)
-    ledger = tmp_path / "ledger.txt"
-    env = {"LEDGER": str(ledger)}
-    task_id = killed_at(flow, magent_home, point, nth, env, "write the report")
-    resumed = resume_to_the_end(task_id, ledger, env)
-    assert resumed.code == 0, (resumed.out, resumed.err)
+    task_id, ledger = killed_and_resumed(make_plan_flow(tmp_path), magent_home, point, nth, "write the report",
+                                         ran=ran_already)
     assert_same_end_state(task_id, ledger)
 
 
 def test_an_uninterrupted_plan_ends_in_the_same_state(tmp_path: Path, magent_home: Path) -> None:
-    flow = make_plan_flow(tmp_path)
-    ledger = tmp_path / "ledger.txt"
-    assert run("run", str(flow), "-t", "write the report", env={"LEDGER": str(ledger)}).code == 0
-    assert_same_end_state(only_task(magent_home), ledger)
+    assert_same_end_state(*run_whole(make_plan_flow(tmp_path), magent_home, "write the report"))
 
 
 def test_sigkill_while_a_subtask_naps_and_its_sibling_has_finished(tmp_path: Path, magent_home: Path) -> None:
     """A real kill -9 (no failpoint) during fact B's MCP call; resume asks about that call in
     fact B's session, and fact A is not run again."""
-    flow = make_plan_flow(tmp_path, nap=600)
-    ledger = tmp_path / "ledger.txt"
-    task_id = killed_during_nap(flow, magent_home, {"LEDGER": str(ledger)}, "write the report")
-    paused = run("resume", task_id, env={"LEDGER": str(ledger)})
-    assert paused.code == 3 and "ledger.nap" in paused.out
-    cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
+    task_id, ledger, cp = killed_in_nap_then_paused(make_plan_flow(tmp_path, nap=600), magent_home,
+                                                    "write the report")
     nap_session = next(s for s in cp.sessions if s.key.startswith("subtask:facts_b"))
     assert cp.human_request.session == nap_session.session_id
     finished = run("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from support.cli import run
-from support.crashflow import killed_at, killed_during_nap, ledger_lines, only_task
+from support.crashflow import (
+    histories_are_whole, killed_and_resumed, killed_in_nap_then_paused, ledger_lines, run_whole,
+)
 from support.delegateflow import make_delegation
 from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 
@@ -33,18 +35,6 @@ POINTS = [
 ]
 
 
-def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str]):  # type: ignore[no-untyped-def]
-    resumed = run("resume", task_id, env=env)
-    if resumed.code == 3:
-        # A non-idempotent call may or may not have run: the ledger tells the truth.
-        cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
-        assert cp.human_request.kind == "tool_recovery"
-        assert cp.human_request.session in {s.session_id for s in cp.sessions}   # asked in the child
-        line = cp.human_request.details["arguments"]["line"]
-        resumed = run("resume", task_id, "--reject" if line in ledger_lines(ledger) else "--approve", env=env)
-    return resumed
-
-
 def assert_same_end_state(task_id: str, ledger: Path) -> None:
     td = task_dir(task_id)
     task = td.load_task()
@@ -55,17 +45,12 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
     assert numbers == list(range(len(numbers)))
     last = td.checkpoints.read(numbers[-1])
     assert last.sessions == []                               # no session left open
-    entries = td.entries.load()
     lead = td.full_state(last).messages
     assert [m.content for m in lead if m.role == "tool"] == ["all done", "scribed"]
     # Each sub-agent that finished: one history whose calls are each answered once.
     finished = [e for e in td.read_events() if e.type == "session_finished" and e.field("status") == "completed"]
     assert sorted(e.field("agent") for e in finished) == ["scribe", "worker"]
-    for event in finished:
-        mine = [e for e in entries.values() if e.session == event.field("session")]
-        answered = [e.tool_call_id for e in mine if e.role == "tool"]
-        asked = [c.id for e in mine if e.role == "assistant" for c in e.tool_calls]
-        assert sorted(answered) == sorted(asked) and len(set(answered)) == len(answered)
+    histories_are_whole(td, finished)
     trace = json.loads(td.trace_file.read_text())
     statuses = {s["agent"]: s["status"] for s in trace["sub_agent_sessions"].values() if s["status"] == "completed"}
     assert statuses == {"worker": "completed", "scribe": "completed"}
@@ -75,31 +60,19 @@ def assert_same_end_state(task_id: str, ledger: Path) -> None:
 @pytest.mark.parametrize("point, nth", POINTS, ids=[f"{p}@{n}" for p, n in POINTS])
 def test_killed_inside_a_sub_agent_resumes_to_the_same_end(point: str, nth: int, tmp_path: Path,
                                                           magent_home: Path) -> None:
-    flow = make_delegation(tmp_path)
-    ledger = tmp_path / "ledger.txt"
-    env = {"LEDGER": str(ledger)}
-    task_id = killed_at(flow, magent_home, point, nth, env, "delegate")
-    resumed = resume_to_the_end(task_id, ledger, env)
-    assert resumed.code == 0, (resumed.out, resumed.err)
+    task_id, ledger = killed_and_resumed(make_delegation(tmp_path), magent_home, point, nth, "delegate",
+                                         in_child=True)
     assert_same_end_state(task_id, ledger)
 
 
 def test_an_uninterrupted_run_ends_in_the_same_state(tmp_path: Path, magent_home: Path) -> None:
-    flow = make_delegation(tmp_path)
-    ledger = tmp_path / "ledger.txt"
-    assert run("run", str(flow), "-t", "delegate", env={"LEDGER": str(ledger)}).code == 0
-    assert_same_end_state(only_task(magent_home), ledger)
+    assert_same_end_state(*run_whole(make_delegation(tmp_path), magent_home, "delegate"))
 
 
 def test_sigkill_while_a_sub_agent_naps_then_resume(tmp_path: Path, magent_home: Path) -> None:
     """A real kill -9 (no failpoint) during a sub-agent's MCP call: resume asks about that call
     in the sub-agent's session, then finishes without repeating anything."""
-    flow = make_delegation(tmp_path, nap=600)
-    ledger = tmp_path / "ledger.txt"
-    task_id = killed_during_nap(flow, magent_home, {"LEDGER": str(ledger)}, "nap")
-    paused = run("resume", task_id, env={"LEDGER": str(ledger)})
-    assert paused.code == 3 and "ledger.nap" in paused.out
-    cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
+    task_id, ledger, cp = killed_in_nap_then_paused(make_delegation(tmp_path, nap=600), magent_home, "nap")
     assert cp.human_request.session == cp.sessions[0].session_id and cp.sessions[0].agent == "worker"
     finished = run("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
     assert finished.code == 0, finished.err

@@ -9,11 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from support.cli import run
-from support.engine import write
+from magent.models import Checkpoint, Event
+from magent.store import TaskDir
+from support.cli import Result, run
+from support.engine import checkpoint_numbers, task_dir, write
 
 LEDGER_SERVER = Path(__file__).resolve().parent / "ledger_server.py"
 
@@ -101,3 +104,62 @@ def killed_during_nap(flow: Path, home: Path, env: dict[str, str], text: str = "
     finally:
         proc.wait(timeout=30)
     return only_task(home)
+
+
+# The start, kill and resume that the crash tests of sessions, branches and plans share.
+
+def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str], *, in_child: bool = False,
+                      ran: "Callable[[str, Path, str], bool] | None" = None) -> Result:
+    """``magent resume`` until the task stops pausing. A pause here is a non-idempotent call
+    that may or may not have run: the ledger tells the truth (``ran(task_id, ledger, line)``;
+    by default, whether the line is in it), so it is rejected if it ran, else approved.
+    ``in_child``: each such pause must be asked in an open child session."""
+    resumed = run("resume", task_id, env=env)
+    while resumed.code == 3:
+        cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
+        assert cp.human_request.kind == "tool_recovery", cp.human_request
+        if in_child:
+            assert cp.human_request.session in {s.session_id for s in cp.sessions}   # asked in the child
+        line = cp.human_request.details["arguments"]["line"]
+        done = ran(task_id, ledger, line) if ran is not None else line in ledger_lines(ledger)
+        resumed = run("resume", task_id, "--reject" if done else "--approve", env=env)
+    return resumed
+
+
+def killed_and_resumed(flow: Path, home: Path, point: str, nth: int, text: str, **resume: Any) -> tuple[str, Path]:
+    """Run ``flow`` (its ledger beside it) until failpoint ``point@nth`` kills it, then resume it
+    to a completed end (``resume`` goes to ``resume_to_the_end``); the task id and the ledger."""
+    ledger = flow.parent / "ledger.txt"
+    env = {"LEDGER": str(ledger)}
+    task_id = killed_at(flow, home, point, nth, env, text)
+    resumed = resume_to_the_end(task_id, ledger, env, **resume)
+    assert resumed.code == 0, (resumed.out, resumed.err)
+    return task_id, ledger
+
+
+def run_whole(flow: Path, home: Path, text: str) -> tuple[str, Path]:
+    """Run ``flow`` once without interruption to a completed end; the task id and the ledger."""
+    ledger = flow.parent / "ledger.txt"
+    assert run("run", str(flow), "-t", text, env={"LEDGER": str(ledger)}).code == 0
+    return only_task(home), ledger
+
+
+def killed_in_nap_then_paused(flow: Path, home: Path, text: str) -> tuple[str, Path, Checkpoint]:
+    """kill -9 ``flow`` during its ledger.nap call, resume it: it must pause asking about that
+    call. The task id, the ledger and the checkpoint of the pause."""
+    ledger = flow.parent / "ledger.txt"
+    task_id = killed_during_nap(flow, home, {"LEDGER": str(ledger)}, text)
+    paused = run("resume", task_id, env={"LEDGER": str(ledger)})
+    assert paused.code == 3 and "ledger.nap" in paused.out
+    return task_id, ledger, task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
+
+
+def histories_are_whole(td: TaskDir, finished: list[Event]) -> None:
+    """Each child session in ``finished`` (its session_finished events) has one history whose
+    tool calls are each answered exactly once."""
+    entries = td.entries.load()
+    for event in finished:
+        mine = [e for e in entries.values() if e.session == event.field("session")]
+        answered = [e.tool_call_id for e in mine if e.role == "tool"]
+        asked = [c.id for e in mine if e.role == "assistant" for c in e.tool_calls]
+        assert sorted(answered) == sorted(asked) and len(set(answered)) == len(answered)
