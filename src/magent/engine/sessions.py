@@ -183,15 +183,17 @@ class SessionContext:
                                          session=self.session)
 
     def attempt_sink(self, *, agent: str, node: str | None, iteration: int,
-                     rail: str | None = None) -> "AttemptSink":
+                     rail: str | None = None, request: "LLMRequest | None" = None,
+                     keep_messages: bool = False) -> "AttemptSink":
         return self.run.attempt_sink(agent=agent, node=node, iteration=iteration, session=self.session,
-                                     rail=rail)
+                                     rail=rail, request=request, keep_messages=keep_messages)
 
     def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
                         entry_id: str | None = None, rail: str | None = None,
-                        request: "LLMRequest | None" = None) -> None:
+                        request: "LLMRequest | None" = None, keep_messages: bool = False) -> None:
         self.run.record_llm_call(response, node=node, agent=agent, iteration=iteration,
-                                 entry_id=entry_id, session=self.session, rail=rail, request=request)
+                                 entry_id=entry_id, session=self.session, rail=rail, request=request,
+                                 keep_messages=keep_messages)
 
     def check_stop(self) -> None:
         """A safe point: stop here (``Suspended``) if this session's group was asked to."""
