@@ -175,7 +175,10 @@ def test_empty_file_is_reported_as_empty(tmp_path):
     ("llm_config: [gpt]", "llm_config", ["input should be a mapping, got a list"]),
     ("role: 42", "role", ["valid string", "got 42"]),
     ("role: [writer]", "role", ["input should be a valid string, got a list"]),
-    ("system_prompt: {a: b}", "system_prompt", ["input should be a valid string, got a mapping"]),
+    # a mapping is how a stored prompt is named, so the error says what a mapping must hold
+    ("system_prompt: {a: b}", "system_prompt",
+     [":3:1: system_prompt: a text, or a stored prompt referred to as {prompt: NAME, version: V}",
+      "(unknown field 'a')"]),
 ])
 def test_yaml_types_are_kept_not_coerced(tmp_path, line, field, words):
     """A YAML boolean is not a number and a quoted number is a string: wrong types are errors."""

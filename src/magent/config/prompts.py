@@ -136,7 +136,7 @@ def resolve_ref(source: Any, data: dict[str, Any], key: str, at: tuple[Any, ...]
         return data
     unknown = sorted(set(ref) - {"prompt", "version"})
     if unknown or not isinstance(ref.get("prompt"), str) or ref.get("version") is None:
-        raise source.error(f"{key}: a stored prompt is referred to as {{prompt: NAME, version: V}}"
+        raise source.error("a text, or a stored prompt referred to as {prompt: NAME, version: V}"
                            + (f" (unknown field {unknown[0]!r})" if unknown else ""), at + (key,))
     try:
         template = load(ref["prompt"], str(ref["version"]))
