@@ -71,7 +71,7 @@ async def one_run(turns: int, budget: int | None, home: Path) -> dict:
     tools = FunctionProvider("bench")
     tools.add("note", note, "Note item n.", {"type": "object", "properties": {"n": {"type": "integer"}},
                                              "required": ["n"]}, idempotent=True)
-    stamps: list[float] = []
+    stamps: list[tuple[float, float]] = []  # (wall, process CPU) at each model call
     started = time.perf_counter()
     outcome = await start_run(graph, "Note every item of the inventory", options=RunOptions(
         llm_factory=timed_factory(stamps), extra_providers=[tools]))
@@ -83,7 +83,7 @@ async def one_run(turns: int, budget: int | None, home: Path) -> dict:
         if ev.get("type") == "llm_call" and not ev.get("error"):
             tokens.append(ev["tokens_in"])
     compactions = sum(1 for e in td.entries.load().values() if e.entry_type == "compaction")
-    gaps = [(b - a) * 1000 for a, b in zip(stamps, stamps[1:])]
+    gaps = [(b[0] - a[0]) * 1000 for a, b in zip(stamps, stamps[1:])]
     return {"status": outcome.status.value, "total": total, "gaps": gaps, "tokens": tokens,
             "compactions": compactions}
 

@@ -67,14 +67,14 @@ async def time_resume(home: Path, task_id: str) -> float:
     from magent.engine.context import RunOptions
     from magent.engine.session import Decision, resume_run
 
-    first: list[float] = []
+    first: list[tuple[float, float]] = []  # (wall, process CPU) at each model call
     factory = timed_factory(first)
 
     started = time.perf_counter()
     outcome = await resume_run(task_id, decision=Decision(action="approve"),
                                options=RunOptions(llm_factory=factory, extra_providers=[echo_provider()]))
     assert outcome.status.value == "completed", outcome
-    return first[0] - started
+    return first[0][0] - started
 
 
 def read_entries(path: Path) -> float:
