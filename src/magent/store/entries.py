@@ -7,23 +7,17 @@ the leaf. Forks add children to an older entry, so the file holds a tree.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from magent.errors import EntriesCorruptError
 from magent.models import Entry, Message
-from magent.store.files import JsonlWriter, read_jsonl
+from magent.store.files import AppendLog, read_jsonl
 
 
-class EntryLog:
-    def __init__(self, path: Path):
-        self.path = path
-        self._writer: JsonlWriter | None = None
+class EntryLog(AppendLog):
 
     def append(self, entry: Entry) -> Entry:
-        if self._writer is None:
-            self._writer = JsonlWriter(self.path)
         doc = entry.model_dump(mode="json", exclude_none=True)
         if not doc["tool_calls"]:
             del doc["tool_calls"]
@@ -31,22 +25,8 @@ class EntryLog:
             del doc["entry_type"]
         if not doc["content"]:
             del doc["content"]
-        self._writer.append(doc)
+        self._append(doc)
         return entry
-
-    @property
-    def writer(self) -> JsonlWriter | None:
-        """The open appender (None before the first append)."""
-        return self._writer
-
-    def sync(self) -> None:
-        if self._writer is not None:
-            self._writer.sync()
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
 
     def load(self, problems: list[str] | None = None) -> dict[str, Entry]:
         """All readable entries by id, in file order."""

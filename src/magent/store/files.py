@@ -333,3 +333,31 @@ def read_jsonl(path: Path, problems: list[str] | None = None) -> Iterator[dict[s
             problems.append(f"{path.name}:{number}: not a JSON object, skipped")
     if torn_tail.strip() and problems is not None:
         problems.append(f"{path.name}: torn last line ignored (a crash mid-write)")
+
+
+class AppendLog:
+    """A task's JSON Lines log that opens its ``JsonlWriter`` on the first append (a task that
+    never writes to the log never creates it); subclasses say what a line holds."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._writer: JsonlWriter | None = None
+
+    def _append(self, doc: dict[str, Any]) -> None:
+        if self._writer is None:
+            self._writer = JsonlWriter(self.path)
+        self._writer.append(doc)
+
+    @property
+    def writer(self) -> JsonlWriter | None:
+        """The open appender (None before the first append)."""
+        return self._writer
+
+    def sync(self) -> None:
+        if self._writer is not None:
+            self._writer.sync()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

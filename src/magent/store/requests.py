@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from magent.store.files import JsonlWriter, read_jsonl
+from magent.store.files import AppendLog, read_jsonl
 
 KINDS = ("system", "tools", "messages")
 
@@ -30,12 +30,11 @@ def digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-class RequestLog:
+class RequestLog(AppendLog):
     """The task's ``requests.jsonl``: ``put`` a piece, get its hash; ``load`` them all back."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self._writer: JsonlWriter | None = None
+        super().__init__(path)
         self._known: set[str] | None = None
 
     def put(self, kind: str, value: Any) -> str:
@@ -47,9 +46,7 @@ class RequestLog:
         if self._known is None:  # a resumed run: what earlier runs of the task wrote counts
             self._known = {str(line.get("hash")) for line in read_jsonl(self.path)}
         if key not in self._known:
-            if self._writer is None:
-                self._writer = JsonlWriter(self.path)
-            self._writer.append({"hash": key, "kind": kind, "value": value})
+            self._append({"hash": key, "kind": kind, "value": value})
             self._known.add(key)
         return key
 
@@ -57,17 +54,3 @@ class RequestLog:
         """Every stored piece by hash."""
         return {str(line["hash"]): line.get("value") for line in read_jsonl(self.path, problems)
                 if "hash" in line}
-
-    @property
-    def writer(self) -> JsonlWriter | None:
-        """The open appender (None before the first append)."""
-        return self._writer
-
-    def sync(self) -> None:
-        if self._writer is not None:
-            self._writer.sync()
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
