@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -10,8 +11,11 @@ import pytest
 
 from magent.models import SCHEMA_VERSION, TaskStatus
 from magent.store import Store
+from magent import paths
+from magent.store import listing, taskindex
 from magent.store.listing import TASK_SCHEMA_VERSION, TASK_STATUSES, list_rows
-from support.homes import HomeBuilder, standard_home
+from magent.store.taskindex import index_file
+from support.homes import HomeBuilder, standard_home, unwritable
 
 
 def test_constants_match_the_models():
@@ -86,3 +90,95 @@ def test_listing_does_not_import_pydantic_or_the_models(magent_home):
             "if m.startswith(('pydantic', 'magent.models', 'filelock'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "5 []"
+
+
+# The task index (store/taskindex.py): a cache of what the listing read, never a source of truth.
+
+def _fresh_rows():
+    """The rows as the listing makes them with no index at all."""
+    index = index_file(paths.home())
+    saved = index.read_bytes() if index.exists() else None
+    index.unlink(missing_ok=True)
+    try:
+        return list_rows()
+    finally:
+        if saved is not None:
+            index.write_bytes(saved)
+
+
+def test_a_second_listing_reads_no_task_json_that_did_not_change(monkeypatch):
+    home = HomeBuilder()
+    for n in range(4):
+        home.task(f"task {n}")
+    first = list_rows()
+    assert index_file(paths.home()).is_file()
+    read = []
+    real = listing.read_bytes
+    monkeypatch.setattr(listing, "read_bytes", lambda p: read.append(str(p)) or real(p))
+    assert list_rows() == first
+    assert not [p for p in read if p.endswith("task.json")]
+
+
+def test_the_index_follows_every_change_to_the_tasks():
+    home = HomeBuilder()
+    a, b, c = home.task("alpha"), home.task("bravo"), home.task("charlie", status="pending")
+    list_rows()
+    shutil.rmtree(c.path)                                                 # removed by hand
+    assert [r.id for r in list_rows()] == [b.id, a.id]
+    assert sorted(json.loads(index_file(paths.home()).read_text())["tasks"]) == sorted([a.id, b.id])
+    a.update(status="failed", result=None, error="it broke")             # replaced by rename
+    raw = (b.path / "task.json").read_bytes()
+    with open(b.path / "task.json", "r+b") as fh:                         # edited in place, same size
+        fh.write(raw.replace(b'"bravo"', b'"BRAVO"'))
+    d = home.task("delta")                                                # new
+    rows = list_rows()
+    assert {r.id: (r.status, r.description) for r in rows} == {
+        a.id: ("failed", "alpha"), b.id: ("completed", "BRAVO"), d.id: ("completed", "delta")}
+    assert rows == _fresh_rows()
+    kept = json.loads(index_file(paths.home()).read_text())["tasks"]
+    assert sorted(kept) == sorted([a.id, b.id, d.id])
+
+
+def test_a_task_nobody_runs_stays_interrupted_from_the_index():
+    t = HomeBuilder().task("left running", status="running")
+    for _ in range(3):   # the row shown changes its document: the index must keep the stored one
+        (row,) = list_rows()
+        assert row.status == "interrupted"
+    assert json.loads(index_file(paths.home()).read_text())["tasks"][t.id]["doc"]["status"] == "running"
+
+
+@pytest.mark.parametrize("planted", [b"", b"{not json", b'{"version": 99, "tasks": {}}', b"[1, 2]",
+                                     b'{"version": 1, "tasks": {"x": 1}}'])
+def test_a_damaged_index_is_read_as_none_and_rewritten(planted):
+    home = HomeBuilder()
+    home.task("one"), home.task("two")
+    expected = _fresh_rows()
+    index_file(paths.home()).write_bytes(planted)
+    assert list_rows() == expected
+    assert json.loads(index_file(paths.home()).read_text())["version"] == 1
+
+
+def test_a_planted_index_link_is_neither_read_nor_written_through(tmp_path):
+    home = HomeBuilder()
+    t = home.task("one")
+    elsewhere = tmp_path / "elsewhere.json"
+    doc = {"description": "planted", "status": "failed", "id": t.id, "workflow": "w",
+           "created_at": "2026-01-01T00:00:00Z"}
+    ident = taskindex.identity(str(t.path / "task.json"))
+    elsewhere.write_text(json.dumps({"version": 1, "tasks": {t.id: {"at": ident, "doc": doc, "models": []}}}))
+    before = elsewhere.read_bytes()
+    index_file(paths.home()).parent.mkdir(exist_ok=True)
+    index_file(paths.home()).symlink_to(elsewhere)
+    (row,) = list_rows()
+    assert row.description == "one"
+    assert elsewhere.read_bytes() == before
+    assert not index_file(paths.home()).is_symlink()
+
+
+def test_a_home_that_cannot_take_the_index_still_lists():
+    home = HomeBuilder()
+    home.task("one")
+    with unwritable(paths.home() / "cache"):
+        (row,) = list_rows()
+        (again,) = list_rows()
+    assert row == again and row.description == "one"

@@ -22,6 +22,7 @@ from magent.errors import StoreError, TaskNotFoundError
 from magent.ids import is_uuid4
 from magent.schema import SCHEMA_VERSION
 from magent.store.files import link_error, loads, read_bytes
+from magent.store.taskindex import TaskIndex, identity
 from magent.vocabulary import TASK_STATUSES
 
 DIR_HINT = "move the real directory back in its place, or remove the link"
@@ -95,8 +96,9 @@ class TaskRow:
     """Input and output tokens of all its model calls."""
     models: frozenset[str] = frozenset()
     """The models its configuration names (agents, fallbacks, judges, ``--model``, the default)."""
-    folder: Path | None = None
-    """The task's directory (where ``called_models`` reads its usage)."""
+    folder: str | None = None
+    """The task's directory (where ``called_models`` reads its usage); a plain string, as
+    ten thousand ``Path`` objects would cost a listing more than the rest of a row."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def called_models(row: TaskRow) -> frozenset[str]:
         return frozenset()
     for name in names[:3]:   # a damaged latest one: the one before it has the usage up to there
         try:
-            doc = loads(read_bytes(row.folder / name))
+            doc = loads(read_bytes(os.path.join(row.folder, name)))
         except (OSError, ValueError):
             continue
         usage = doc.get("usage_by_model") if isinstance(doc, dict) else None
@@ -234,20 +236,40 @@ def _task_entries(tasks_dir: Path) -> list[os.DirEntry]:
         return [e for e in it if is_uuid4(e.name)]
 
 
-def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
-    """The row of task ``task_id``. Raises ``TaskNotFoundError`` or ``StoreError`` naming the task."""
-    path = tasks_dir / task_id / "task.json"
+def read_row(tasks_dir: Path, task_id: str, index: "TaskIndex | None" = None) -> TaskRow:
+    """The row of task ``task_id``. Raises ``TaskNotFoundError`` or ``StoreError`` naming the task.
+
+    With an ``index``, a task.json it holds unchanged is not read again, and one read is put in it.
+    """
+    folder = os.path.join(tasks_dir, task_id)
+    path = os.path.join(folder, "task.json")
+    ident = identity(path) if index is not None else None
+    if ident is not None and index is not None:
+        cached = index.get(task_id, ident)
+        if cached is not None:
+            doc, models = cached
+            return row_from_doc(folder, task_id, doc, frozenset(models))
     try:
         doc = loads(read_bytes(path))
     except FileNotFoundError:
         raise TaskNotFoundError(f"task {task_id}: task.json is missing") from None
     except (ValueError, OSError) as exc:
         raise StoreError(f"task {task_id}: task.json is unreadable ({exc})") from None
+    check_readable(task_id, doc)
+    models = models_in(doc.pop("config_snapshot", None))
+    row = row_from_doc(folder, task_id, doc, models)
+    if ident is not None and index is not None:
+        index.put(task_id, ident, doc, models)   # only a document that made a row
+    return row
+
+
+def row_from_doc(folder: str, task_id: str, doc: dict[str, Any], models: frozenset[str]) -> TaskRow:
+    """The row a task.json document (without its config snapshot) in ``folder`` makes, every
+    field checked."""
 
     def bad(what: str) -> StoreError:
         return StoreError(f"task {task_id}: task.json: {what}")
 
-    check_readable(task_id, doc)
     if doc.get("id") != task_id:
         raise StoreError(f"task {task_id}: task.json names another task ({doc.get('id')})")
     status = doc.get("status")
@@ -271,11 +293,10 @@ def read_row(tasks_dir: Path, task_id: str) -> TaskRow:
         raise bad(f"usage.unpriced: {unpriced!r} is not a whole number")
     counted = [usage.get(k, 0) for k in ("input", "output")]
     tokens = sum(n for n in counted if type(n) is int)
-    models = models_in(doc.pop("config_snapshot", None))
     return TaskRow(id=task_id, status=status, workflow=doc["workflow"],
                    description=doc["description"], created_at=created, calls=calls,
                    cost=float(cost), doc=doc, unpriced=unpriced, tokens=tokens, models=models,
-                   folder=tasks_dir / task_id)
+                   folder=folder)
 
 
 def list_rows(root: Path | None = None, status: str | None = None,
@@ -294,9 +315,11 @@ def list_rows(root: Path | None = None, status: str | None = None,
     except OSError:
         lock_files = set()
     rows: list[TaskRow] = []
-    for task_id in task_ids(tasks_dir, problems):
+    index = TaskIndex(root or paths.home())
+    present = task_ids(tasks_dir, problems)
+    for task_id in present:
         try:
-            row = read_row(tasks_dir, task_id)
+            row = read_row(tasks_dir, task_id, index)
         except (StoreError, TaskNotFoundError) as exc:
             if problems is not None:
                 problems.append(str(exc))
@@ -314,6 +337,8 @@ def list_rows(root: Path | None = None, status: str | None = None,
             row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"], unpriced=usage["unpriced"])
         if (status is None or row.status == status) and (where is None or where.matches(row)):
             rows.append(row)
+    index.keep_only(set(present))
+    index.save()
     rows.sort(key=lambda r: r.created_at, reverse=True)
     return rows
 

@@ -1,0 +1,98 @@
+"""The task index: what ``magent tasks list`` read from each task.json, kept for next time.
+
+``$MAGENT_HOME/cache/tasks.json`` maps a task id to the identity of its task.json when it
+was read (inode, size, modification and change times, from one ``stat``) and what the
+listing took from it (the document without its config snapshot, and the models that
+snapshot names). A listing stats every task.json — that is cheap — and reads and parses only
+those whose identity changed; the rows of the others come from the index and are checked by
+the same code as a freshly read file (``listing.row_from_doc``).
+
+The index is a cache and nothing else: it is never the only place anything is kept, it is
+not synced to disk, and deleting it (or finding it damaged, from another magent, or a link)
+only means the next listing reads every task.json again and writes a new one. task.json is
+replaced by rename, so every change gives it a new inode; a file edited in place changes its
+size or its times.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from magent.errors import StoreError
+from magent.store.files import dumps, loads, read_bytes, write_temp
+
+VERSION = 1
+"""Bumped whenever what a row holds changes: an index of another version is rebuilt."""
+
+
+def index_file(root: Path) -> Path:
+    return root / "cache" / "tasks.json"
+
+
+def identity(path: str) -> list[int] | None:
+    """What tells one state of a regular file from another, or None (missing, a link, not a file)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+class TaskIndex:
+    """The index of one home, loaded once per listing; ``save`` writes it back if it changed."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = index_file(root)
+        self.rows: dict[str, Any] = {}
+        self.changed = False
+        try:
+            doc = loads(read_bytes(self.path))   # never through a link
+        except (OSError, ValueError, StoreError):  # missing, damaged, a link, a FIFO: start afresh
+            return
+        if isinstance(doc, dict) and doc.get("version") == VERSION and isinstance(doc.get("tasks"), dict):
+            self.rows = doc["tasks"]
+
+    def get(self, task_id: str, ident: list[int]) -> tuple[dict[str, Any], list[str]] | None:
+        """The stored document and models of ``task_id`` if its task.json is still ``ident``."""
+        entry = self.rows.get(task_id)
+        if (not isinstance(entry, dict) or entry.get("at") != ident or not isinstance(entry.get("doc"), dict)
+                or not isinstance(entry.get("models"), list)):
+            return None
+        return dict(entry["doc"]), entry["models"]
+
+    def put(self, task_id: str, ident: list[int], doc: dict[str, Any], models: frozenset[str]) -> None:
+        self.rows[task_id] = {"at": ident, "doc": dict(doc), "models": sorted(models)}  # (a row may change its own)
+        self.changed = True
+
+    def keep_only(self, task_ids: set[str]) -> None:
+        """Forget tasks that are gone (removed by retention, by hand, moved away)."""
+        gone = [t for t in self.rows if t not in task_ids]
+        for task_id in gone:
+            del self.rows[task_id]
+        self.changed = self.changed or bool(gone)
+
+    def save(self) -> None:
+        """Write the index back when anything changed; a home that cannot take it goes without."""
+        if not self.changed:
+            return
+        folder = self.path.parent
+        try:
+            if not folder.exists():
+                folder.mkdir(mode=0o700)
+            if not stat.S_ISDIR(os.stat(folder, follow_symlinks=False).st_mode):
+                return   # something else planted there: leave it alone
+            fd, tmp = write_temp(self.path, dumps({"version": VERSION, "tasks": self.rows}))
+            os.close(fd)
+            try:
+                os.replace(tmp, self.path)   # replaces a planted link itself, never writes through it
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+        except OSError:
+            return   # read-only home, full disk: the listing still worked
+        self.changed = False
