@@ -94,10 +94,11 @@ def bare(runs: int) -> float:
     return _median([startup.bare_interpreter(1) for _ in range(runs)])
 
 
-def timed_magent(args: list[str], home: Path, runs: int) -> float:
+def timed_magent(args: list[str], home: Path, runs: int, warm_up: bool = True) -> float:
     env = startup._env(home)
     env["COLUMNS"] = "120"
-    subprocess.run([*startup.MAGENT, *args], env=env, capture_output=True)  # warm-up (bytecode)
+    if warm_up:
+        subprocess.run([*startup.MAGENT, *args], env=env, capture_output=True)  # (bytecode, caches)
     times = []
     for _ in range(runs):
         began = time.perf_counter()
@@ -122,7 +123,12 @@ def tasks_list_figure(root: Path, runs: int, count: int) -> dict:
 
     home = root / "list-home"
     populate(home, count, checkpoints=2, config_snapshot=SNAPSHOT)
-    return {"list": timed_magent(["tasks", "list"], home, runs), "bare": bare(runs), "count": count}
+    listed = timed_magent(["tasks", "list"], home, runs)   # (its warm-up run writes the cache)
+    cold = []
+    for _ in range(runs):   # the first listing after the cache is gone reads every task.json
+        (home / "cache" / "tasks.json").unlink(missing_ok=True)
+        cold.append(timed_magent(["tasks", "list"], home, 1, warm_up=False))
+    return {"list": listed, "cold": _median(cold), "bare": bare(runs), "count": count}
 
 
 def mcp_figure(calls: int, rounds: int) -> float:
@@ -257,8 +263,8 @@ def main() -> int:
 
         try:
             t = tasks_list_figure(root, spawns, 10_000)
-            table.add("magent tasks list, 10,000 tasks", f"{t['list']:.3f} s", f"{t['list'] / t['bare']:.1f}x bare python",
-                      "-", "<= 0.5 s", t["list"] <= 0.5)
+            table.add("magent tasks list, 10,000 tasks", f"{t['list']:.3f} s (no cache: {t['cold']:.3f} s)",
+                      f"{t['list'] / t['bare']:.1f}x bare python", "-", "<= 0.5 s", t["list"] <= 0.5)
         except Exception as exc:
             table.failed("magent tasks list, 10,000 tasks", exc)
         print(f"  [{time.perf_counter() - began:5.0f} s] tasks list done", flush=True)
