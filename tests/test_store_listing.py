@@ -144,18 +144,32 @@ def test_a_task_nobody_runs_stays_interrupted_from_the_index():
     for _ in range(3):   # the row shown changes its document: the index must keep the stored one
         (row,) = list_rows()
         assert row.status == "interrupted"
-    assert json.loads(index_file(paths.home()).read_text())["tasks"][t.id]["doc"]["status"] == "running"
+    index = taskindex.TaskIndex(paths.home())
+    assert index.get(t.id, taskindex.identity(str(t.path / "task.json")))[0]["status"] == "running"
 
 
 @pytest.mark.parametrize("planted", [b"", b"{not json", b'{"version": 99, "tasks": {}}', b"[1, 2]",
-                                     b'{"version": 1, "tasks": {"x": 1}}'])
+                                     b'{"version": 2, "shapes": [["id"]], "tasks": {"x": 1}}',
+                                     b'{"version": 2, "shapes": [1], "tasks": {}}'])
 def test_a_damaged_index_is_read_as_none_and_rewritten(planted):
     home = HomeBuilder()
     home.task("one"), home.task("two")
     expected = _fresh_rows()
     index_file(paths.home()).write_bytes(planted)
     assert list_rows() == expected
-    assert json.loads(index_file(paths.home()).read_text())["version"] == 1
+    assert json.loads(index_file(paths.home()).read_text())["version"] == taskindex.VERSION
+
+
+def test_an_index_row_that_makes_no_row_is_read_from_the_file():
+    t = HomeBuilder().task("one")
+    list_rows()
+    index = json.loads(index_file(paths.home()).read_text())
+    entry = index["tasks"][t.id]
+    entry[3][index["shapes"][entry[2]].index("description")] = 5
+    index_file(paths.home()).write_text(json.dumps(index))
+    problems: list[str] = []
+    (row,) = list_rows(problems=problems)
+    assert row.description == "one" and problems == []
 
 
 def test_a_planted_index_link_is_neither_read_nor_written_through(tmp_path):
@@ -165,7 +179,8 @@ def test_a_planted_index_link_is_neither_read_nor_written_through(tmp_path):
     doc = {"description": "planted", "status": "failed", "id": t.id, "workflow": "w",
            "created_at": "2026-01-01T00:00:00Z"}
     ident = taskindex.identity(str(t.path / "task.json"))
-    elsewhere.write_text(json.dumps({"version": 1, "tasks": {t.id: {"at": ident, "doc": doc, "models": []}}}))
+    elsewhere.write_text(json.dumps({"version": taskindex.VERSION, "shapes": [list(doc)],
+                                     "tasks": {t.id: [ident, [], 0, list(doc.values())]}}))
     before = elsewhere.read_bytes()
     index_file(paths.home()).parent.mkdir(exist_ok=True)
     index_file(paths.home()).symlink_to(elsewhere)

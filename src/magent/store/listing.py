@@ -241,14 +241,17 @@ def read_row(tasks_dir: Path, task_id: str, index: "TaskIndex | None" = None) ->
 
     With an ``index``, a task.json it holds unchanged is not read again, and one read is put in it.
     """
-    folder = os.path.join(tasks_dir, task_id)
-    path = os.path.join(folder, "task.json")
+    folder = f"{tasks_dir}/{task_id}"   # (task_id is a UUID: no separator, no ..)
+    path = f"{folder}/task.json"
     ident = identity(path) if index is not None else None
     if ident is not None and index is not None:
         cached = index.get(task_id, ident)
         if cached is not None:
             doc, models = cached
-            return row_from_doc(folder, task_id, doc, frozenset(models))
+            try:
+                return row_from_doc(folder, task_id, doc, frozenset(str(m) for m in models))
+            except StoreError:
+                pass   # an index someone wrote by hand: the file itself says what is wrong
     try:
         doc = loads(read_bytes(path))
     except FileNotFoundError:
