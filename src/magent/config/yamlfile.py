@@ -31,15 +31,31 @@ class SourceFile:
     """Data exactly as written (``${VAR}`` kept): what may be stored on disk."""
     data: Any
     """Data with environment variables resolved: what is used in memory, never written."""
-    marks: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
-    """Field path → (line, column), both 1-based."""
     secrets: set[str] = field(default_factory=set)
     """Values that came from the environment (for redaction)."""
+    text: str | None = None
+    """The YAML text, from which ``marks`` are found when an error needs them."""
+    _marks: dict[FieldPath, tuple[int, int]] | None = field(default=None, repr=False)
+
+    @property
+    def marks(self) -> dict[FieldPath, tuple[int, int]]:
+        """Field path → (line, column), both 1-based.
+
+        Found on first use, by reading the text again: only an error message needs them, and
+        recording a position for every value of a long file (a scripted model's thousand
+        replies) cost as much as the parse itself, on every run.
+        """
+        if self._marks is None:
+            self._marks = {}
+            if self.text is not None:
+                _build(self.text, self.path, self._marks)
+        return self._marks
 
     def where(self, path: FieldPath) -> tuple[int | None, int | None]:
         """Line and column of the deepest known prefix of ``path``."""
+        marks = self.marks
         for n in range(len(path), -1, -1):
-            mark = self.marks.get(tuple(path[:n]))
+            mark = marks.get(tuple(path[:n]))
             if mark:
                 return mark
         return None, None
@@ -204,12 +220,25 @@ MAX_NODES = 100_000
 
 def load_text(text: str, path: Path) -> SourceFile:
     """Parse YAML ``text`` read from ``path``; ``ConfigError`` names file, line and column."""
+    try:
+        raw = _build(text, path, None)
+    except ConfigError:
+        # Said again with every value's position known (a duplicate key names the line of
+        # the first one): the same checks, so the same error, in more words.
+        _build(text, path, {})
+        raise
+    source = SourceFile(path=path, raw=raw, data=None, text=text)
+    source.data = _interpolate(raw, (), source)
+    return source
+
+
+def _build(text: str, path: Path, marks: dict[FieldPath, tuple[int, int]] | None) -> Any:
+    """The plain data of ``text``, recording each value's position in ``marks`` unless None."""
     shown = display_path(path)
-    marks: dict[FieldPath, tuple[int, int]] = {}
     loader: Any = None
     try:
         loader, node = _compose(text)
-        raw = {} if node is None else _Builder(loader, marks, shown).build(node, ())
+        return {} if node is None else _Builder(loader, marks, shown).build(node, ())
     except yaml.MarkedYAMLError as exc:
         raise _marked_error(exc, shown) from None
     except yaml.reader.ReaderError as exc:
@@ -224,9 +253,6 @@ def load_text(text: str, path: Path) -> SourceFile:
     finally:
         if loader is not None:
             loader.dispose()
-    source = SourceFile(path=path, raw=raw, data=None, marks=marks)
-    source.data = _interpolate(raw, (), source)
-    return source
 
 
 def _marked_error(exc: yaml.MarkedYAMLError, shown: str) -> ConfigError:
@@ -252,7 +278,7 @@ _MERGE = "tag:yaml.org,2002:merge"
 class _Builder:
     """Builds plain Python data from composed nodes, recording where every field path is."""
 
-    def __init__(self, loader: Any, marks: dict[FieldPath, tuple[int, int]], shown: str):
+    def __init__(self, loader: Any, marks: dict[FieldPath, tuple[int, int]] | None, shown: str):
         self.loader = loader
         self.marks = marks
         self.shown = shown
@@ -269,7 +295,8 @@ class _Builder:
         self.count += 1
         if self.count > MAX_NODES:
             raise self._error(f"more than {MAX_NODES} values once aliases are expanded", node)
-        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if self.marks is not None:
+            self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
             return self.loader.construct_object(node, deep=True)
         if id(node) in self.open:
@@ -309,16 +336,17 @@ class _Builder:
                 raise self._error("mapping keys must be plain scalars", key_node, path)
             here = path + (key,)
             if key in result and not (key in from_merge or id(key_node) not in written):
-                first = self.marks.get(here, (None, None))[0]
+                first = (self.marks or {}).get(here, (None, None))[0]
                 raise self._error(f"duplicate key {key!r} (first defined on line {first})",
                                   key_node, here)
             if id(key_node) in written:
                 from_merge.discard(key)
-                self.marks[here] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if self.marks is not None:
+                    self.marks[here] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             else:
                 from_merge.add(key)
-                self.marks.setdefault(here, (key_node.start_mark.line + 1,
-                                             key_node.start_mark.column + 1))
+                if self.marks is not None:
+                    self.marks.setdefault(here, (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
             result[key] = self.build(value_node, here)
         return result
 
