@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from magent.money import cost_phrase, money
@@ -240,8 +241,6 @@ class EventPrinter:
     as the model's token sink."""
 
     def __init__(self, task_id: str = "", quiet: bool = False):
-        self.out = console()
-        self.err = console(stderr=True)
         self.quiet = quiet
         self.task_id = task_id
         self._streamed = False
@@ -253,6 +252,15 @@ class EventPrinter:
         self._last_streamed = ""  # the reply of the last model call, when it was streamed
         self.said_interrupted = False
         """The run's ``interrupted`` event has been shown (so the command need not say it again)."""
+
+    @cached_property
+    def out(self) -> "Console":
+        """Made when something is first drawn: a quiet run that prints nothing never imports rich."""
+        return console()
+
+    @cached_property
+    def err(self) -> "Console":
+        return console(stderr=True)
 
     def _who(self, ev: Any) -> str:
         """``worker › `` before what a child session does (its events interleave with others')."""
