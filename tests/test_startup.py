@@ -182,3 +182,57 @@ def test_memory_commands_do_not_import_litellm_or_mcp(tmp_path, monkeypatch):
         assert report["code"] == 0, (args, report["out"])
         heavy = sorted(_roots(report["modules"]) & set(HEAVY + ("numpy",)))
         assert heavy == [], f"`magent {' '.join(args)}` imported {heavy}"
+
+
+def _scripted_agent(tmp_path: Path) -> Path:
+    (tmp_path / "script.yaml").write_text(
+        "responses:\n  - content: noting it\n    tool_calls:\n"
+        "      - {name: kv.set, arguments: {key: city, value: Oslo}}\n  - content: noted\n")
+    agent = tmp_path / "noter.yaml"
+    agent.write_text("name: noter\nrole: notes\nsystem_prompt: Note the city.\ntools: [kv.set]\n"
+                     "llm_config: {model: scripted, script: script.yaml}\n")
+    return agent
+
+
+def test_a_quiet_run_draws_nothing_so_imports_no_rich(tmp_path, monkeypatch):
+    """`magent run -q` prints only the answer: the live view's consoles are made when something
+    is drawn, so rich is never imported."""
+    monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
+    report = _imports("run", str(_scripted_agent(tmp_path)), "-t", "note the city", "--quiet")
+    assert report["code"] == 0, report["out"]
+    assert report["out"].strip() == "noted"
+    assert "rich" not in _roots(report["modules"])
+
+
+def test_the_program_builds_only_the_command_it_runs():
+    """Typer turns registered commands into click commands before parsing: `magent run ...`
+    gets an app with `run` alone; help, options first, typos and completion see every command."""
+    from magent.cli.app import _narrowed, app
+
+    narrow = _narrowed(["run", "x.yaml", "-t", "go"])
+    assert [c.name for c in narrow.registered_commands] == ["run"] and narrow.registered_groups == []
+    tasks = _narrowed(["tasks", "list"])
+    assert tasks.registered_commands == [] and [g.name for g in tasks.registered_groups] == ["tasks"]
+    for args in ([], ["--help"], ["-h", "run"], ["rnu"]):
+        assert _narrowed(args) is app, args
+    assert len(app.registered_commands) > 5  # the whole app is left as it was
+
+
+ENTRY = """
+import os, sys
+import magent.cli.app as cli
+cli.main = lambda: print(os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
+sys.argv = ["magent", "--version"]
+cli.entry()
+"""
+
+
+def test_the_program_turns_pydantic_plugins_off_unless_told(monkeypatch):
+    """The entry-point scan for pydantic plugins is skipped (pydantic's documented switch); a
+    value the user set is kept."""
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    p = subprocess.run([sys.executable, "-c", ENTRY], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "__all__", p.stderr
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
+    p = subprocess.run([sys.executable, "-c", ENTRY], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "logfire", p.stderr

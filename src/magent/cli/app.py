@@ -6,6 +6,7 @@ loads neither pydantic models nor litellm nor mcp.
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from typing import Annotated, Any, Optional
@@ -138,7 +139,27 @@ _register()
 
 def main() -> None:
     """Run the ``magent`` command in this process (it ends in ``SystemExit`` with the exit code)."""
-    app(prog_name="magent")
+    _narrowed(sys.argv[1:])(prog_name="magent")
+
+
+def _narrowed(args: list[str]) -> typer.Typer:
+    """``app`` with only the command ``args`` start with: Typer turns every registered command
+    into a click command (its parameters, their converters) before it looks at the arguments,
+    and the one that runs is all a run needs. With anything else first (``--help``, an option,
+    a misspelt command) or while completing, every command is there to list or suggest."""
+    if not args or args[0].startswith("-") or os.environ.get("_MAGENT_COMPLETE"):
+        return app
+    from typer.main import get_command_name
+
+    name = args[0]
+    commands = [c for c in app.registered_commands
+                if (c.name or get_command_name(c.callback.__name__)) == name]  # type: ignore[union-attr]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    narrow = copy.copy(app)
+    narrow.registered_commands, narrow.registered_groups = commands, groups
+    return narrow
 
 
 def entry() -> None:
@@ -150,7 +171,13 @@ def entry() -> None:
     took 1 to 5 s between the answer, or a Ctrl-C, and the prompt. Everything magent writes
     is written, synced and closed by the time the command returns, so once stdout and stderr
     are flushed the process ends at once, without that teardown (``os._exit``).
+
+    pydantic plugins (found through every installed package's entry points, a scan that took
+    as long as building magent's models) are for a program's own models, not magent's: the
+    program turns them off unless the user set ``PYDANTIC_DISABLE_PLUGINS`` (pydantic's
+    documented switch). MCP servers do not inherit it: they get the SDK's default environment.
     """
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         main()
         code: object = 0
