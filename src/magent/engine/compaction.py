@@ -68,12 +68,51 @@ def settings(ctx: Any, agent: Agent) -> tuple[int | None, ShortTermMemory]:
 def view(messages: list[Message], agent: str) -> tuple[list[Message], Message | None]:
     """``agent``'s view of ``messages`` and the compaction it follows (None: the whole history).
     Compaction markers themselves are never part of a view."""
-    marker = latest(messages, agent)
+    markers = _markers(messages)
+    marker = markers.latest.get(agent)
     if marker is None:
-        if any(m.compaction is not None for m in messages):
+        if markers.latest:
             return [m for m in messages if m.compaction is None], None
         return messages, None
     return _apply(messages, marker), marker
+
+
+class _Markers:
+    """The compaction markers of one history, by agent, found by looking only at the messages
+    appended since the last look (a history is append-only), so building a request does not
+    scan the whole conversation each turn."""
+
+    __slots__ = ("messages", "seen", "last", "latest")
+
+    def __init__(self, messages: list[Message]):
+        self.messages = messages
+        self.seen = 0
+        self.last: Message | None = None
+        self.latest: dict[str, Message] = {}
+
+    def update(self) -> "_Markers":
+        messages = self.messages
+        if self.seen > len(messages) or (self.seen and messages[self.seen - 1] is not self.last):
+            self.__init__(messages)  # not the history we scanned: start over
+        for m in messages[self.seen:] if self.seen else messages:
+            if m.compaction is not None:
+                self.latest[m.compaction.agent] = m
+        self.seen = len(messages)
+        self.last = messages[-1] if messages else None
+        return self
+
+
+_SCANNED: dict[int, _Markers] = {}
+_SCANNED_LIMIT = 64
+
+
+def _markers(messages: list[Message]) -> _Markers:
+    found = _SCANNED.get(id(messages))
+    if found is None or found.messages is not messages:
+        if len(_SCANNED) >= _SCANNED_LIMIT:
+            _SCANNED.clear()
+        found = _SCANNED[id(messages)] = _Markers(messages)
+    return found.update()
 
 
 def _apply(messages: list[Message], marker: Message) -> list[Message]:
@@ -88,10 +127,7 @@ def _apply(messages: list[Message], marker: Message) -> list[Message]:
 
 def latest(messages: list[Message], agent: str) -> Message | None:
     """The last compaction of ``agent``'s view in ``messages``."""
-    for m in reversed(messages):
-        if m.compaction is not None and m.compaction.agent == agent:
-            return m
-    return None
+    return _markers(messages).latest.get(agent)
 
 
 def summary_message(summary: str) -> Message:
