@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic_core import to_jsonable_python
+
 from magent import failpoints
 from magent.engine import budget as budgets
 from magent.engine import guard, statekeys, templating
@@ -270,10 +272,12 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     def deliver(event: Event) -> None:
         # Masked once for every sink: events.jsonl (which telemetry follows), the terminal and
         # --json show the same thing, and a secret a person typed or a model repeated reaches none.
+        # The event is dumped once; what events.jsonl gets is that dump in its JSON form (as
+        # Event.model_dump(mode="json") would give it), with no second validation.
         doc = redactor.data(event.model_dump(exclude_none=True))
         kept = for_disk(doc, lean=redactor.tool_io)
         if kept is not None:
-            td.append_event(Event.model_validate(redactor.event(kept) if not redactor.tool_io else kept))
+            td.append_event_doc(to_jsonable_python(redactor.event(kept) if not redactor.tool_io else kept))
         if sinks:
             shown = Event.model_validate(doc)
             for sink in sinks:

@@ -14,7 +14,7 @@ import secrets
 import shutil
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -134,9 +134,14 @@ class TaskDir:
         return self.path / "events.jsonl"
 
     def append_event(self, event: Event) -> None:
+        self.append_event_doc(event.model_dump(mode="json", exclude_none=True))
+
+    def append_event_doc(self, doc: dict[str, Any]) -> None:
+        """Append an event already in its JSON form (what ``Event.model_dump(mode="json",
+        exclude_none=True)`` gives), so the run's hot path serialises it once."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
-        self._events.append(event.model_dump(mode="json", exclude_none=True))
+        self._events.append(doc)
 
     def sync(self) -> None:
         """Make appended entries, request pieces and events durable (with a run's group commit:
