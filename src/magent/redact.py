@@ -115,6 +115,8 @@ class Redactor:
         # Longest first so a secret that contains another is replaced whole.
         self.secrets = sorted({s for s in (secrets or set()) if len(s) >= 4}, key=len, reverse=True)
         self._re = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        self._re_shortest = _shortest_match(self._re)
+        """No text shorter than this can match the patterns (most texts written are short)."""
         self.tool_io = tool_io
         self._seen: dict[str, str] = {}
         """Texts already masked, with their masked form: the same text reaches disk several
@@ -146,7 +148,7 @@ class Redactor:
         for secret in self.secrets:
             if secret in value:
                 value = value.replace(secret, MASK)
-        if self._re is not None and self._re.search(value):
+        if self._re is not None and len(value) >= self._re_shortest and self._re.search(value):
             value = self._re.sub(MASK, value)
         return value
 
@@ -165,6 +167,20 @@ class Redactor:
         if not self.tool_io:
             strip_tool_io(doc)
         return doc
+
+
+def _shortest_match(compiled: "re.Pattern[str] | None") -> int:
+    """The length of the shortest text ``compiled`` can match (0 when it cannot be told)."""
+    if compiled is None:
+        return 0
+    try:  # the parser re itself compiles with (re._parser from 3.11, sre_parse before)
+        try:
+            from re import _parser  # type: ignore[attr-defined]
+        except ImportError:
+            import sre_parse as _parser  # type: ignore[no-redef]
+        return int(_parser.parse(compiled.pattern, compiled.flags).getwidth()[0])
+    except Exception:  # internals that changed: scan every text, as before
+        return 0
 
 
 def strip_tool_io(doc: dict[str, Any]) -> dict[str, Any]:
