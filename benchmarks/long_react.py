@@ -40,9 +40,9 @@ def write_agent(folder: Path, n: int) -> Path:
     return agent
 
 
-def timed_factory(stamps: list[tuple[float, float]]):
+def timed_factory(stamps: list[tuple[float, float]], times: list | None = None):
     """A model factory like magent's own that notes the wall and process CPU time of every model
-    call in ``stamps``."""
+    call in ``stamps`` (and, given ``times``, ``os.times()`` there: user and system CPU apart)."""
     from magent.llm.factory import make_client
 
     def factory(config, *, agent, base_dir, cursors):
@@ -54,6 +54,8 @@ def timed_factory(stamps: list[tuple[float, float]]):
 
             async def complete(self, request, on_token=None, *, on_attempt=None):
                 stamps.append((time.perf_counter(), time.process_time()))
+                if times is not None:
+                    times.append(os.times())
                 return await client.complete(request, on_token)
 
         return Timed()
@@ -112,13 +114,19 @@ async def one_run(n: int, home: Path, durability: str | None = None) -> dict:
               {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
               idempotent=True)
     stamps: list[tuple[float, float]] = []
-    options = RunOptions(llm_factory=timed_factory(stamps), extra_providers=[tools])
+    times: list = []
+    options = RunOptions(llm_factory=timed_factory(stamps, times), extra_providers=[tools])
     if durability is not None:
         options.durability = durability
     outcome = await start_run(graph, "benchmark", options=options)
     assert outcome.status.value == "completed", outcome
     steps = [b[0] - a[0] for a, b in zip(stamps, stamps[1:])]
     cpu = [b[1] - a[1] for a, b in zip(stamps, stamps[1:])]
+    # Mean user and system (kernel: writes, fsyncs, thread wake-ups) CPU per step, the first
+    # step (one-time set-up) left out.
+    spans = max(1, len(times) - 2)
+    user = (times[-1].user - times[1].user) / spans if len(times) > 2 else 0.0
+    system = (times[-1].system - times[1].system) / spans if len(times) > 2 else 0.0
     task_dir = home / "tasks" / outcome.task_id
     turn_cps = []
     import json
@@ -127,18 +135,21 @@ async def one_run(n: int, home: Path, durability: str | None = None) -> dict:
         if json.loads(p.read_bytes()).get("reason") == "llm_turn":
             turn_cps.append(p.stat().st_size)
     total = sum(p.stat().st_size for p in task_dir.rglob("*") if p.is_file())
-    return {"task_id": outcome.task_id, "steps": steps, "cpu": cpu, "cp10": turn_cps[min(9, len(turn_cps) - 1)],
+    checkpoint_bytes = sum(p.stat().st_size for p in task_dir.glob("checkpoint_*.json"))
+    return {"task_id": outcome.task_id, "steps": steps, "cpu": cpu, "user": user, "system": system, "cp10": turn_cps[min(9, len(turn_cps) - 1)],
             "cpN": turn_cps[-1], "total": total,
             "files": {p.name: p.stat().st_size for p in task_dir.iterdir() if p.is_file()
-                      and not p.name.startswith("checkpoint_")}, "checkpoints": len(turn_cps)}
+                      and not p.name.startswith("checkpoint_")}, "checkpoints": len(turn_cps),
+            "checkpoint_bytes": checkpoint_bytes}
 
 
 def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> dict:
     """Run the workload ``repeats`` times in this process (each run preceded by a measure of the
     fsync floor in the same directory, so both see the same load) and return the figures:
     ``per_step_ms``, ``floor_ms``, ``ratio`` (per-step / floor), ``cpu_ms`` (process CPU per
-    step), ``first10_ms``, ``last10_ms``, ``flatness`` (last10 / first10), ``cp10``/``cpN``
-    (checkpoint bytes at step 10 and N), ``disk`` (bytes on disk / (N x 10,000)), ``files``."""
+    step; ``user_ms``/``system_ms``: its mean user and kernel parts), ``first10_ms``, ``last10_ms``,
+    ``flatness`` (last10 / first10), ``cp10``/``cpN`` (checkpoint bytes at step 10 and N), ``disk``
+    (bytes on disk / (N x 10,000)), ``files`` (bytes per file but checkpoints), ``checkpoint_bytes``."""
     runs, floors = [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
@@ -152,9 +163,12 @@ def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> d
     return {"n": n, "repeats": repeats, "durability": durability or "sync",
             "per_step_ms": med * 1000, "floor_ms": floor * 1000, "ratio": med / floor,
             "cpu_ms": statistics.median(statistics.median(r["cpu"]) for r in runs) * 1000,
+            "user_ms": statistics.median(r["user"] for r in runs) * 1000,
+            "system_ms": statistics.median(r["system"] for r in runs) * 1000,
             "first10_ms": first * 1000, "last10_ms": last * 1000, "flatness": last / first,
             "cp10": r0["cp10"], "cpN": r0["cpN"], "disk": r0["total"] / (n * PAYLOAD),
-            "total": r0["total"], "files": r0["files"], "checkpoints": r0["checkpoints"]}
+            "total": r0["total"], "files": r0["files"], "checkpoints": r0["checkpoints"],
+            "checkpoint_bytes": r0["checkpoint_bytes"]}
 
 
 def report(m: dict) -> None:
@@ -162,7 +176,8 @@ def report(m: dict) -> None:
     print(f"long-react N={n}, durability {m['durability']}, {m['repeats']} runs (medians)")
     print(f"  per-step time           {m['per_step_ms']:7.3f} ms   = {m['ratio']:.2f} x the fsync floor "
           f"({m['floor_ms']:.3f} ms, measured in the same run; goal <= 2)")
-    print(f"  process CPU per step    {m['cpu_ms']:7.3f} ms   (goal <= 2 ms)")
+    print(f"  process CPU per step    {m['cpu_ms']:7.3f} ms   (goal <= 2 ms; mean user {m['user_ms']:.3f} ms "
+          f"+ system {m['system_ms']:.3f} ms)")
     print(f"  first 10 / last 10      {m['first10_ms']:7.3f} / {m['last10_ms']:.3f} ms   ratio "
           f"{m['flatness']:.2f} (goal: flat, <= 1.5)")
     print(f"  checkpoint at step 10   {m['cp10']} bytes; at step {n}: {m['cpN']} bytes "
@@ -170,6 +185,12 @@ def report(m: dict) -> None:
     print(f"  total bytes on disk     {m['total']:,} = {m['disk']:.3f} x N x 10,000")
     print("  files:", ", ".join(f"{k} {v:,}" for k, v in sorted(m["files"].items())),
           f", {m['checkpoints']} turn checkpoints")
+    # Where the bytes beyond the N tool results go, per step (entries.jsonl holds the results).
+    per_step = dict(m["files"], **{"checkpoints": m["checkpoint_bytes"]})
+    per_step["entries.jsonl"] = per_step.get("entries.jsonl", 0) - n * PAYLOAD
+    print("  per step beyond K:     ", ", ".join(f"{k} {v / n:,.0f} B" for k, v in
+                                               sorted(per_step.items(), key=lambda kv: -kv[1]) if v / n >= 1),
+          f"(total {(m['total'] - n * PAYLOAD) / n:,.0f} B; goal <= {0.15 * PAYLOAD:,.0f})")
 
 
 def main() -> None:
