@@ -231,6 +231,13 @@ details: magent.TaskDetails = magent.task_details("3f2a")
 calls: int = details.result.model_calls
 answering: list[bool] = [s.ok for s in magent.mcp_servers(mcp=["servers.yaml"])]
 home: magent.Home = magent.init(home="/tmp/h")
+written: Path = magent.new_agent("bot", folder="agents", model="ollama/llama3.2", force=True)
+flow: Path = magent.new_workflow("review", home=Path("/tmp/h"))
+stored: list[magent.StoredPrompt] = magent.prompts(home="/tmp/h")
+versions: list[str] = magent.prompt("triage", "2").versions
+added: str | None = magent.add_prompt("triage", "3", "Hi {{ task }}", description="short").description
+from_file: dict[str, object] = magent.add_prompt("triage", "4", file=Path("t.txt")).as_dict(text=False)
+folder: Path = magent.prompts_folder()
 paths: list[str] = [e.path for e in magent.examples()]
 copied: list[Path] = magent.copy_examples("examples", force=True).copied
 
@@ -271,3 +278,57 @@ def test_no_api_name_is_shadowed_by_a_module_of_the_same_name() -> None:
             importlib.import_module(f"magent.{info.name}")
     for name in magent.__all__:
         assert not isinstance(getattr(magent, name), types.ModuleType), name
+
+
+# the CLI goes through the API ---------------------------------------------------------------
+
+THROUGH_THE_API = {
+    "new": ["new.py"],
+    "prompts": ["prompts.py"],
+}
+"""Command groups whose modules reach the library only through ``magent.api``."""
+
+PRESENTATION = {"magent.errors", "magent.render", "magent.vocabulary"}
+"""Modules a command may use to parse, render and exit besides the API (no library logic)."""
+PRESENTATION_NAMES = {"magent.tools.catalog": {"format_table"}}
+
+
+def _library_imports(path: Path) -> list[str]:
+    """``magent.*`` imports of a CLI module that are neither the API, the CLI nor presentation."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [(node.module, a.name) for a in node.names]
+        else:
+            continue
+        for module, name in modules:
+            if module == "magent" and name is not None:
+                module, name = f"magent.{name}", None
+                if module.removeprefix("magent.") in magent.__all__:
+                    continue
+            if not module.startswith("magent") or module in PRESENTATION:
+                continue
+            if module == "magent.api" or module.startswith(("magent.api.", "magent.cli.")) or module == "magent":
+                continue
+            if name in PRESENTATION_NAMES.get(module, ()):
+                continue
+            found.append(f"{path.name}:{node.lineno}: {module}" + (f".{name}" if name else ""))
+    return found
+
+
+@pytest.mark.parametrize("group", sorted(THROUGH_THE_API))
+def test_a_command_group_calls_the_api_not_library_internals(group: str) -> None:
+    cli = ROOT / "src" / "magent" / "cli"
+    wrong = [hit for name in THROUGH_THE_API[group] for hit in _library_imports(cli / name)]
+    assert wrong == [], f"magent {group} imports library internals instead of magent.api: {wrong}"
+
+
+def test_the_import_check_sees_a_library_import(tmp_path: Path) -> None:
+    module = tmp_path / "cmd.py"
+    module.write_text("def f():\n    from magent.store.batches import find\n    from magent import paths\n"
+                      "    from magent.api.prompting import prompts\n    from magent.tools.catalog import format_table\n")
+    assert _library_imports(module) == ["cmd.py:2: magent.store.batches.find", "cmd.py:3: magent.paths"]

@@ -11,7 +11,8 @@ The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``canc
 ``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
 ``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
 ``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
-``copy_examples``, ``AgentResult``...) is imported on
+``copy_examples``, ``new_agent``, ``new_workflow``, ``prompts``, ``prompt``, ``add_prompt``,
+``AgentResult``...) is imported on
 first use, so ``import magent`` loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
 """
 
@@ -36,6 +37,11 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.inspection import checkpoint as checkpoint
     from magent.api.inspection import checkpoints as checkpoints
     from magent.api.inspection import validate as validate
+    from magent.api.prompting import StoredPrompt as StoredPrompt
+    from magent.api.prompting import add_prompt as add_prompt
+    from magent.api.prompting import prompt as prompt
+    from magent.api.prompting import prompts as prompts
+    from magent.api.prompting import prompts_folder as prompts_folder
     from magent.api.replaying import areplay as areplay
     from magent.api.replaying import replay as replay
     from magent.api.retention import RetentionPlan as RetentionPlan
@@ -46,6 +52,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.starting import examples as examples
     from magent.api.starting import examples_folder as examples_folder
     from magent.api.starting import init as init
+    from magent.api.starting import new_agent as new_agent
+    from magent.api.starting import new_workflow as new_workflow
     from magent.api.tooling import ToolList as ToolList
     from magent.api.tooling import amcp_servers as amcp_servers
     from magent.api.tooling import mcp_servers as mcp_servers
@@ -79,11 +87,11 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import run as run
 
 _API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home", "HtmlReport",
-        "Provenance", "RetentionPlan", "StepRequests", "TaskDetails", "TokenUsage", "ToolList",
-        "TraceExport", "TraceReading", "acall_tool", "achat", "alist_tools", "amcp_servers", "areplay",
+        "Provenance", "RetentionPlan", "StepRequests", "StoredPrompt", "TaskDetails", "TokenUsage", "ToolList",
+        "TraceExport", "TraceReading", "acall_tool", "achat", "add_prompt", "alist_tools", "amcp_servers", "areplay",
         "aresume", "arun", "call_tool", "cancel", "chat", "checkpoint", "checkpoints", "copy_examples",
         "examples", "examples_folder", "export_trace", "follow_trace", "init", "list_tools", "load",
-        "mcp_servers", "read_trace", "replay", "resume", "retention_plan", "run", "sweep", "task",
+        "mcp_servers", "new_agent", "new_workflow", "prompt", "prompts", "prompts_folder", "read_trace", "replay", "resume", "retention_plan", "run", "sweep", "task",
         "task_details", "tasks", "trace_html", "trace_log", "validate")
 
 __all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",

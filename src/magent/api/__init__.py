@@ -19,6 +19,11 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.inspection import checkpoint as checkpoint
     from magent.api.inspection import checkpoints as checkpoints
     from magent.api.inspection import validate as validate
+    from magent.api.prompting import StoredPrompt as StoredPrompt
+    from magent.api.prompting import add_prompt as add_prompt
+    from magent.api.prompting import prompt as prompt
+    from magent.api.prompting import prompts as prompts
+    from magent.api.prompting import prompts_folder as prompts_folder
     from magent.api.replaying import areplay as areplay
     from magent.api.replaying import replay as replay
     from magent.api.retention import RetentionPlan as RetentionPlan
@@ -29,6 +34,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.starting import examples as examples
     from magent.api.starting import examples_folder as examples_folder
     from magent.api.starting import init as init
+    from magent.api.starting import new_agent as new_agent
+    from magent.api.starting import new_workflow as new_workflow
     from magent.api.tooling import ToolList as ToolList
     from magent.api.tooling import amcp_servers as amcp_servers
     from magent.api.tooling import mcp_servers as mcp_servers
@@ -71,9 +78,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
 _WHERE = {
     "followups": ("achat", "chat"),
     "inspection": ("CheckpointView", "Checkpoints", "checkpoint", "checkpoints", "validate"),
+    "prompting": ("StoredPrompt", "add_prompt", "prompt", "prompts", "prompts_folder"),
     "replaying": ("areplay", "replay"),
     "retention": ("RetentionPlan", "retention_plan", "sweep"),
-    "starting": ("Home", "copy_examples", "examples", "examples_folder", "init"),
+    "starting": ("Home", "copy_examples", "examples", "examples_folder", "init", "new_agent", "new_workflow"),
     "tooling": ("ToolList", "acall_tool", "alist_tools", "amcp_servers", "call_tool", "list_tools",
                 "mcp_servers"),
     "tracing": ("HtmlReport", "StepRequests", "StyledLine", "TraceExport", "TraceReading", "export_trace",

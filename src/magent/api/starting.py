@@ -1,5 +1,6 @@
 """Getting started: ``magent.init`` makes a home, ``magent.examples`` and ``copy_examples`` give
-the bundled examples (what ``magent init`` and ``magent examples list/copy`` do)."""
+the bundled examples, ``new_agent`` and ``new_workflow`` write a file to start from (what
+``magent init``, ``magent examples list/copy`` and ``magent new`` do)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,34 @@ def copy_examples(dest: PathLike = "examples", *, force: bool = False) -> "CopyR
     from magent.starter import copy_examples as copy
 
     return copy(Path(os.fspath(dest)), force=force)
+
+
+def new_agent(name: str, *, folder: PathLike = ".", model: str | None = None, force: bool = False,
+              home: PathLike | None = None) -> Path:
+    """Write ``folder/NAME.yaml``, an agent with every field explained; return its path.
+
+    It validates as written::
+
+        path = magent.new_agent("support_bot", folder="agents", model="ollama/llama3.2")
+        magent.validate(path)
+
+    Without ``model`` the file names the home's default model (``magent config show``), else
+    ``openai/gpt-4o-mini``. A bad name, or a file already there (unless ``force``), is a
+    ``UsageError`` and nothing is written.
+    """
+    return _new("agent", name, folder, model, force, home)
+
+
+def new_workflow(name: str, *, folder: PathLike = ".", model: str | None = None, force: bool = False,
+                 home: PathLike | None = None) -> Path:
+    """Write ``folder/NAME.yaml``, a draft-and-review workflow with its fields explained; return
+    its path (``magent.new_workflow("answer_review")``). Same rules as ``new_agent``."""
+    return _new("workflow", name, folder, model, force, home)
+
+
+def _new(kind: str, name: str, folder: PathLike, model: str | None, force: bool,
+         home: PathLike | None) -> Path:
+    from magent.starter import new_file
+
+    with paths.using_home(home):
+        return new_file(kind, name, Path(os.fspath(folder)), model=model, force=force)

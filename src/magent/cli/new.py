@@ -34,9 +34,9 @@ def agent(name: Name, folder: Folder = Path("."), model: Model = None, force: Fo
 
     It validates as written; edit the role, prompt, tools and model to taste.
     """
-    from magent.starter import new_file
+    from magent.api.starting import new_agent
 
-    _done(new_file("agent", name, folder, model=model, force=force), "agent")
+    _done(new_agent(name, folder=folder, model=model, force=force), "agent")
 
 
 @app.command("workflow", epilog=examples(
@@ -48,6 +48,6 @@ def workflow(name: Name, folder: Folder = Path("."), model: Model = None, force:
     A writer drafts, a critic sends it back until it passes; commented nodes show a
     human step and a tool call. It validates as written.
     """
-    from magent.starter import new_file
+    from magent.api.starting import new_workflow
 
-    _done(new_file("workflow", name, folder, model=model, force=force), "workflow")
+    _done(new_workflow(name, folder=folder, model=model, force=force), "workflow")

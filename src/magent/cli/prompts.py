@@ -25,19 +25,16 @@ def list_prompts(json_out: JsonOpt = False) -> None:
     """List stored prompts, their versions and the values they need.
 
     One line per name: its versions, and the latest one's description and required values."""
+    from magent.api.prompting import prompts, prompts_folder
     from magent.cli.output import print_json
-    from magent.config import prompts
     from magent.tools.catalog import format_table
 
-    items = []
-    for name in prompts.names():
-        latest = prompts.load(name)
-        items.append({**latest.as_dict(text=False), "versions": prompts.versions(name)})
+    items = [p.as_dict(text=False) for p in prompts()]
     if json_out:
         print_json(items)
         return
     if not items:
-        print(f"no stored prompts in {prompts.store_dir()} (magent prompts add NAME --version 1 --file F adds one)")
+        print(f"no stored prompts in {prompts_folder()} (magent prompts add NAME --version 1 --file F adds one)")
         return
     rows = [[i["name"], ", ".join(i["versions"]), ", ".join(i["required"]) or "-", i["description"] or ""]
             for i in items]
@@ -52,12 +49,12 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one version of a stored prompt: its text and the values it needs."""
+    from magent.api.prompting import prompt
     from magent.cli.output import print_json
-    from magent.config import prompts
 
-    template = prompts.load(name, version)
+    template = prompt(name, version)
     if json_out:
-        print_json({**template.as_dict(), "versions": prompts.versions(name)})
+        print_json(template.as_dict())
         return
     print(f"{template.name} version {template.version}" + (f" · {template.description}" if template.description else ""))
     if template.required:
@@ -82,18 +79,10 @@ def add(
     """Store a new version of a prompt.
 
     An existing version is never replaced: add a new one instead."""
-    from magent.config import prompts
-    from magent.config.templates import TemplateProblem, check, is_template
-    from magent.errors import UsageError
+    from magent.api.prompting import add_prompt
 
-    try:
-        text = file.read_text() if file is not None else sys.stdin.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
-    if is_template(text):
-        try:
-            check(text)
-        except TemplateProblem as exc:
-            raise UsageError(f"{file or 'the text'}:{exc.line}: {exc.message}") from None
-    template = prompts.add(name, version, text, description)
+    if file is not None:
+        template = add_prompt(name, version, file=file, description=description)
+    else:
+        template = add_prompt(name, version, sys.stdin.read(), description=description)
     print(f"stored {template.name} version {template.version} ({template.path})")
