@@ -155,3 +155,40 @@ def test_entry_lines_are_compact(t):
     t.close()
     doc = json.loads(t.entries_file.read_text().splitlines()[0])
     assert set(doc) == {"id", "role", "content", "created_at"}  # defaults left out
+
+
+def test_the_index_reads_only_the_entries_asked_for(t):
+    """A resume walks its checkpoint's leaf back to the root and follows what came after it:
+    the other branch's entries are never parsed."""
+    root = t.say("user", "q")
+    for n in range(20):
+        t.say("assistant", f"old branch {n}")
+    t.fork(root)
+    newer = t.say("assistant", "new branch")
+    cp = t.checkpoint("a")
+    tail = t.say("tool", "result")
+    t.close()
+    index = t.dir.entries.index()
+    path = t.dir.entries.path_to(cp.leaf_entry_id, index)
+    assert [e.id for e in path] == [root.id, newer.id]
+    assert [e.id for e in t.dir.entries.children_chain(cp.leaf_entry_id, index)] == [tail.id]
+    assert index.parsed == {root.id, newer.id, tail.id}
+    assert dict(index) == t.dir.entries.load()   # read in full, the same as load
+
+
+def test_the_index_skips_what_load_skips(t):
+    """Bad lines, entries that do not fit the schema, a torn last line, and lines written with
+    other key orders (an older magent) read as load reads them."""
+    a = t.say("user", "a")
+    b = t.say("assistant", "b")
+    t.close()
+    reordered = {"role": "user", "content": "c", "parent_id": b.id, "id": new_id(),
+                 "created_at": "2026-01-01T00:00:00Z"}
+    with open(t.entries_file, "ab") as fh:
+        fh.write(b"not json\n")
+        fh.write(json.dumps({"id": new_id(), "parent_id": a.id, "role": "robot"}).encode() + b"\n")
+        fh.write(json.dumps(reordered).encode() + b"\n")
+        fh.write(b'{"id":"' + new_id().encode() + b'","role":"user","con')  # torn
+    index = t.dir.entries.index()
+    assert dict(index) == t.dir.entries.load()
+    assert [e.content for e in t.dir.entries.path_to(reordered["id"], index)] == ["a", "b", "c"]

@@ -367,7 +367,7 @@ def _latest(td: TaskDir):
     if cp is None:
         raise TaskStateError(f"task {td.id[:8]} has no valid checkpoint to resume from"
                              + (f" ({'; '.join(notes)})" if notes else ""))
-    entries = td.entries.load()
+    entries = td.entries.index()  # parsed as recovery walks them: the leaves' paths and after
     return cp, notes, entries
 
 

@@ -7,12 +7,17 @@ the leaf. Forks add children to an older entry, so the file holds a tree.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
 
 from pydantic import ValidationError
 
 from magent.errors import EntriesCorruptError
 from magent.models import Entry, Message
-from magent.store.files import AppendLog, read_jsonl
+from magent.store.files import AppendLog, loads, read_bytes, read_jsonl
+
+_HEAD = re.compile(rb'\{"id":"([0-9a-f-]{36})"(?:,"parent_id":"([0-9a-f-]{36})")?,"(?:entry_type|role)":')
+"""The start of a line as ``EntryLog.append`` writes it: the id, the parent's id when there is one."""
 
 
 class EntryLog(AppendLog):
@@ -41,7 +46,30 @@ class EntryLog(AppendLog):
             out[entry.id] = entry
         return out
 
-    def path_to(self, leaf_id: str | None, entries: dict[str, Entry] | None = None) -> list[Entry]:
+    def index(self) -> "EntryIndex":
+        """Every entry by id, as ``load`` finds them, but each parsed only when asked for: a
+        resume reads the path to its checkpoint's leaf and what came after it, not every entry
+        of every session and branch."""
+        lines: dict[str, list[bytes]] = {}
+        parents: dict[str, str | None] = {}
+        try:
+            data = read_bytes(self.path)
+        except FileNotFoundError:
+            data = b""
+        for line in data.split(b"\n")[:-1]:  # the last piece is b"" or a torn line
+            head = _HEAD.match(line)
+            if head is not None and (head.group(2) is not None or b'"parent_id"' not in line):
+                key, parent = head.group(1).decode(), head.group(2)
+                lines.setdefault(key, []).append(line)
+                parents[key] = parent.decode() if parent is not None else None
+                continue
+            entry = _parse(line)  # written some other way (an older version): read it whole
+            if entry is not None:
+                lines.setdefault(entry.id, []).append(line)
+                parents[entry.id] = entry.parent_id
+        return EntryIndex(lines, parents)
+
+    def path_to(self, leaf_id: str | None, entries: Mapping[str, Entry] | None = None) -> list[Entry]:
         """Entries from the root to ``leaf_id``, oldest first.
 
         Raises ``EntriesCorruptError`` (a ``ValueError``) when an entry on the way is
@@ -68,7 +96,7 @@ class EntryLog(AppendLog):
         chain.reverse()
         return chain
 
-    def children_chain(self, after_id: str | None, entries: dict[str, Entry], *,
+    def children_chain(self, after_id: str | None, entries: Mapping[str, Entry], *,
                        session: str | None = None) -> list[Entry]:
         """Entries of ``session`` appended after ``after_id`` that continue it, in order (used by
         crash recovery; ``None`` is the main session).
@@ -76,17 +104,78 @@ class EntryLog(AppendLog):
         Follows, from ``after_id``, the most recently written child at each step:
         what a run appended after its last checkpoint before it died.
         """
-        children: dict[str | None, list[Entry]] = {}
-        for entry in entries.values():
-            if entry.session == session:
-                children.setdefault(entry.parent_id, []).append(entry)
+        if isinstance(entries, EntryIndex):
+            def children(parent: str | None) -> list[Entry]:
+                found = (entries.get(key) for key in entries.children(parent))
+                return [e for e in found if e is not None and e.session == session]
+        else:
+            by_parent: dict[str | None, list[Entry]] = {}
+            for entry in entries.values():
+                if entry.session == session:
+                    by_parent.setdefault(entry.parent_id, []).append(entry)
+
+            def children(parent: str | None) -> list[Entry]:
+                return by_parent.get(parent, [])
         chain: list[Entry] = []
         current = after_id
-        while children.get(current):
-            nxt = children[current][-1]
+        while kids := children(current):
+            nxt = kids[-1]
             chain.append(nxt)
             current = nxt.id
         return chain
+
+
+def _parse(line: bytes) -> Entry | None:
+    """One line as an entry, or None when it is not JSON or does not fit the schema."""
+    try:
+        raw = loads(line)
+        return Entry.model_validate(raw) if isinstance(raw, dict) else None
+    except (ValueError, ValidationError):
+        return None
+
+
+class EntryIndex(Mapping[str, Entry]):
+    """The entries of ``entries.jsonl`` by id (``EntryLog.index``): what ``load`` returns, with
+    each line parsed and validated on first use. A line that cannot be read is as absent as
+    ``load`` leaves it; of two lines with one id, the last readable one counts."""
+
+    def __init__(self, lines: dict[str, list[bytes]], parents: dict[str, str | None]):
+        self._lines = lines
+        self._parents = parents
+        self._parsed: dict[str, Entry | None] = {}
+        self._children: dict[str | None, list[str]] | None = None
+
+    def __getitem__(self, key: str) -> Entry:
+        if key not in self._parsed:
+            found = None
+            for line in reversed(self._lines.get(key, ())):
+                found = _parse(line)
+                if found is not None:
+                    break
+            self._parsed[key] = found
+        entry = self._parsed[key]
+        if entry is None:
+            raise KeyError(key)
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key in self._lines if self.get(key) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @property
+    def parsed(self) -> set[str]:
+        """Ids of the entries read so far (the lines parsed and validated)."""
+        return {key for key, entry in self._parsed.items() if entry is not None}
+
+    def children(self, parent: str | None) -> list[str]:
+        """Ids of the entries whose parent is ``parent``, in file order."""
+        if self._children is None:
+            self._children = {}
+            for key, up in self._parents.items():
+                self._children.setdefault(up, []).append(key)
+        return self._children.get(parent, [])
 
 
 def to_message(entry: Entry) -> Message:
