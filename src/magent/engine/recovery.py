@@ -10,7 +10,9 @@ Entries and events written after the checkpoint tell what happened since:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -21,25 +23,26 @@ from magent.models import Checkpoint, Entry, Event
 from magent.models.session import MAIN_SESSION
 from magent.models.task import Usage, usage_key
 from magent.store import to_message
-from magent.store.files import loads, read_bytes
+from magent.store.files import loads, open_nofollow, read_bytes
 
 _SEQ = re.compile(rb'^\{"seq":(\d+),')
+_SEQ_LINE = re.compile(rb'(?:^|(?<=\n))\{"seq":(\d+),')
 
 
 def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
     """The last event number in ``path`` and the events numbered above ``after``.
 
-    Lines at or before ``after`` are skipped without parsing (every event is written
-    with ``seq`` first), so a long task's resume does not re-read its whole history.
-    A torn last line is ignored, as everywhere.
+    Read from the end, a block at a time, back to the first line numbered ``after`` or below
+    (every event is written with ``seq`` first, in order): a long task's resume reads what
+    came after its checkpoint, not its whole history. A torn last line is ignored, as everywhere.
     """
-    last = 0
-    out: list[Event] = []
     try:
-        data = read_bytes(path)
+        tail = _tail_after(path, after)
     except FileNotFoundError:
         return 0, []
-    for line in data.split(b"\n"):
+    last = 0
+    out: list[Event] = []
+    for line in tail.split(b"\n"):
         m = _SEQ.match(line)
         if m is None:
             continue
@@ -54,6 +57,34 @@ def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
         last = max(last, event.seq)
         out.append(event)
     return last, out
+
+
+_BLOCK = 1 << 16
+
+
+def _tail_after(path: Path, after: int) -> bytes:
+    """The end of ``path`` from a whole line numbered ``after`` or below (or the whole file)."""
+    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return read_bytes(path)  # let the whole-file reader say what is wrong with it
+        start = fh.seek(0, os.SEEK_END)
+        data = b""
+        while start > 0:
+            size = min(_BLOCK, start)
+            start -= size
+            fh.seek(start)
+            data = fh.read(size) + data
+            cut = 0
+            if start > 0:  # what precedes the first newline may be the end of a longer line
+                cut = data.find(b"\n") + 1
+                if cut == 0:
+                    continue
+            for m in _SEQ_LINE.finditer(data, cut):  # the first numbered line is the oldest
+                if int(m.group(1)) <= after:
+                    return data[cut:]
+                break
+        return data
 
 
 def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: list[Event]) -> None:
