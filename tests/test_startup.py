@@ -236,3 +236,27 @@ def test_the_program_turns_pydantic_plugins_off_unless_told(monkeypatch):
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
     p = subprocess.run([sys.executable, "-c", ENTRY], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "logfire", p.stderr
+
+
+COLLECTOR = """
+import gc, json
+usual = gc.get_threshold()
+from magent.cli import collector
+collector.starting()
+starting = gc.get_threshold()
+seen = []
+on_event = collector.after_first(seen.append)
+on_event("run_started")
+running, frozen = gc.get_threshold(), gc.get_freeze_count()
+on_event("node_started")
+print(json.dumps([usual, starting, running, frozen > 1000, seen]))
+"""
+
+
+def test_the_program_collects_garbage_seldom_until_its_run_is_going():
+    """While it imports and reads, the collector runs a hundred times less often; the run's
+    first event restores Python's thresholds with start-up's objects frozen out of its view."""
+    p = subprocess.run([sys.executable, "-c", COLLECTOR], capture_output=True, text=True, timeout=60)
+    usual, starting, running, frozen, seen = json.loads(p.stdout)
+    assert starting[0] >= 100 * usual[0] and running == usual and frozen
+    assert seen == ["run_started", "node_started"]

@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from magent import __version__
+from magent.cli import collector
 
 
 class MagentGroup(TyperGroup):
@@ -178,6 +179,7 @@ def entry() -> None:
     documented switch). MCP servers do not inherit it: they get the SDK's default environment.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    collector.starting()
     try:
         main()
         code: object = 0

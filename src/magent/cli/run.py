@@ -203,10 +203,13 @@ class _View:
         """The API's live handlers for this view: ``on_event`` and ``on_token``."""
         from magent.cli.runtime import JsonLines
 
+        from magent.cli.collector import after_first
+
         if self.json_out:
             lines = JsonLines()
-            return {"on_event": lines, "on_token": lines.delta if self.stream else None}
-        return {"on_event": self.printer.print_event, "on_token": None if self.quiet else self.printer.token}
+            return {"on_event": after_first(lines), "on_token": lines.delta if self.stream else None}
+        return {"on_event": after_first(self.printer.print_event),
+                "on_token": None if self.quiet else self.printer.token}
 
     def go(self, start: Any, *, model: str | None, no_input: bool) -> Any:
         """Run ``start(live)`` (an API coroutine given the live-view handlers), answer pauses
