@@ -277,3 +277,21 @@ def test_a_typed_secret_as_a_routing_key_or_a_metadata_name_reaches_no_file(mage
 def test_mapping_keys_shaped_like_secrets_are_masked() -> None:
     masked = Redactor.configured().data({KEY: "v", "nested": [{f"x {KEY}": 1}], "plain": KEY})
     assert masked == {MASK: "v", "nested": [{f"x {MASK}": 1}], "plain": MASK}
+
+
+SCREENED = ("ACME-[0-9]{8}", "(?i:tok)_[0-9]{4}", "a1|bcd[0-9]+", r"[Pp]in:\s*[0-9]{4}", "Z")
+
+
+@pytest.mark.parametrize("text", [
+    "", "Z", "short", "x" * 10_000, "x" * 9_000 + f" {KEY} " + "x" * 900, "Bearer abcdefghijklmnopqrstu",
+    "bearer abcdefghijklmnopqrstu", "AKIAABCDEFGHIJKLMNOP at the end", "ghp_" + "a" * 40, "xoxb-1234567890-abc",
+    "AIza" + "b" * 35, "sk-short", "ACME-1234567", "id ACME-12345678.", "TOK_1234 and tok_9999", "pin: 1234",
+    "Pin:4321 bcd7 a1", "nothing to see here " * 50])
+def test_texts_the_quick_screen_lets_through_unchanged_are_those_the_patterns_do_not_match(text: str) -> None:
+    """The screen that spares most texts the full search never lets a match through: what the
+    redactor gives is what one search-and-replace of all the patterns gives."""
+    import re
+
+    for patterns in (Redactor().patterns_in_use, Redactor(patterns=SCREENED).patterns_in_use):
+        whole = re.compile("|".join(f"(?:{p})" for p in patterns))
+        assert Redactor(patterns=patterns).text(text) == whole.sub(MASK, text)
