@@ -20,7 +20,7 @@ from magent import failpoints
 from magent.engine import budget as budgets
 from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
-from magent.engine.events import EventBus, for_disk
+from magent.engine.events import LIVE_ONLY, EventBus, for_disk
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
@@ -270,6 +270,8 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     telemetry = open_live(task.id, td.events_file, start_seq)
 
     def deliver(event: Event) -> None:
+        if not sinks and event.type in LIVE_ONLY:
+            return  # nobody is watching and events.jsonl does not keep it
         # Masked once for every sink: events.jsonl (which telemetry follows), the terminal and
         # --json show the same thing, and a secret a person typed or a model repeated reaches none.
         # The event is dumped once; what events.jsonl gets is that dump in its JSON form (as
