@@ -50,12 +50,13 @@ THINKING_LIMIT = 4000
 """Characters of a model turn's text kept in its action record (the whole text is an entry)."""
 RESULT_LIMIT = 1000
 """Characters of a tool result in the trace (seed 003: about 1,000)."""
-DISK_PREVIEW = 300
+DISK_PREVIEW = 100
 """Characters of a tool result that trace.json itself keeps when the result is an entry.
 
 The history is stored once: the result's text is in entries.jsonl, so trace.json keeps a
-preview and the entry's id, and reading the trace (``magent trace``, ``--json``) restores
-the seed's ~1,000 characters from the entry (``trace.load.restore_results``)."""
+preview (a line's worth, for a reader of the file alone) and the entry's id, and reading the
+trace (``magent trace``, ``--json``) restores the seed's ~1,000 characters from the entry
+(``trace.load.restore_results``)."""
 
 
 ENDS_A_CALL = frozenset({"error", "interrupted", "run_started", "run_finished", "session_finished", "node_started",
