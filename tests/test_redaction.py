@@ -295,3 +295,14 @@ def test_texts_the_quick_screen_lets_through_unchanged_are_those_the_patterns_do
     for patterns in (Redactor().patterns_in_use, Redactor(patterns=SCREENED).patterns_in_use):
         whole = re.compile("|".join(f"(?:{p})" for p in patterns))
         assert Redactor(patterns=patterns).text(text) == whole.sub(MASK, text)
+    # A secret shorter than any pattern's match is still looked for in every text.
+    short = Redactor({"Z12", "ACME", "tok_"}, patterns=SCREENED)
+    assert "ACME" not in short.text(text) and "tok_" not in short.text(text)
+
+
+def test_a_secret_added_later_shorter_than_the_patterns_is_masked_in_short_texts() -> None:
+    redactor = Redactor()
+    assert redactor.text("pw=abcd") == "pw=abcd"
+    redactor.add({"abcd"})
+    assert redactor.text("pw=abcd") == f"pw={MASK}"
+    assert redactor.data({"abcd": ["abcd", 1]}) == {MASK: [MASK, 1]}

@@ -118,6 +118,7 @@ class Redactor:
         self._re = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
         self._screen = _Screen(patterns)
         self.tool_io = tool_io
+        self._floor = self._shortest()
         self._seen: dict[str, str] = {}
         """Texts already masked, with their masked form: the same text reaches disk several
         times (an entry, its event, the trace, each checkpoint's metadata), so it is scanned
@@ -133,8 +134,19 @@ class Redactor:
         self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4},
                               key=len, reverse=True)
         self._seen.clear()
+        self._floor = self._shortest()
+
+    def _shortest(self) -> float:
+        """The length of the shortest text that can hold something to mask (most texts an
+        event carries, its field names first, are shorter and pass as they are)."""
+        floors = [len(self.secrets[-1])] if self.secrets else []
+        if self._re is not None:
+            floors.append(self._screen.shortest if self._screen.exact else 0)
+        return min(floors, default=float("inf"))
 
     def text(self, value: str) -> str:
+        if len(value) < self._floor:
+            return value
         if not _REMEMBERED <= len(value) <= _REMEMBERED_MAX:
             return self._mask(value)
         masked = self._seen.get(value)
