@@ -78,8 +78,10 @@ class Committer:
         self._covered: dict["JsonlWriter", int] = {}
         """Per file, how many of its lines a commit under way (or done) syncs."""
         self._dir_dirty = False
-        self._unsynced: list[Path] = []
-        """Files linked without a sync (mode ``exit``), synced when the run ends."""
+        self._unsynced: list[tuple[Path, int | None]] = []
+        """Checkpoints linked but not yet synced, with the descriptor they were written through
+        (kept open for the next commit in modes ``sync`` and ``step``, which comes within the
+        step; closed in mode ``exit``, which syncs them by name when the run ends)."""
         self._running: list[asyncio.Future[None]] = []
 
     # what the writers hand over
@@ -92,7 +94,6 @@ class Committer:
         pending = _Pending(fd, temp, final, on_error, synced=True)
         self._links.append(pending)
         self._link_ready()
-        self._unsynced.append(final)
 
     def waiting_links(self) -> bool:
         """True while a checkpoint written is not yet linked to its name."""
@@ -175,27 +176,45 @@ class Committer:
         # Mode exit syncs a long run's checkpoints at its end: a bounded number per round, so
         # the descriptors held open stay few.
         unsynced, self._unsynced = self._unsynced[:_FILES_PER_ROUND], self._unsynced[_FILES_PER_ROUND:]
-        for path in unsynced:
-            try:
-                commit.add(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), str(path))
-            except OSError:
-                continue  # moved aside since: nothing left to sync
+        for path, fd in unsynced:
+            if fd is None:
+                try:
+                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+                except OSError:
+                    continue  # moved aside since: nothing left to sync
+            commit.add(fd, str(path))
         return commit
 
     def _link_ready(self) -> None:
         """Link, in sequence order, the checkpoints whose content is on disk."""
         while self._links and self._links[0].synced:
             pending = self._links.popleft()
-            os.close(pending.fd)
             failpoints.hit("before_link")
             try:
                 os.link(pending.temp, pending.final)  # link(2) never replaces an existing name
             except OSError as exc:
+                os.close(pending.fd)
                 pending.on_error()
                 raise StoreError(f"cannot write {pending.final}: {exc.strerror or exc}") from None
+            except BaseException:
+                os.close(pending.fd)
+                raise
             finally:
                 pending.temp.unlink(missing_ok=True)
             self._dir_dirty = True
+            if self.mode == "exit":  # synced by name at the end: hold no descriptor that long
+                os.close(pending.fd)
+                self._unsynced.append((pending.final, None))
+            else:
+                self._unsynced.append((pending.final, pending.fd))
+
+    def close(self) -> None:
+        """Let go of the descriptors still held for a sync that will not come (a run that
+        stopped on an error before its last commit)."""
+        held, self._unsynced = self._unsynced, []
+        for _, fd in held:
+            if fd is not None:
+                os.close(fd)
 
 
 class _Commit:

@@ -219,6 +219,8 @@ class TaskDir:
                                          f"it ({LINK_HINT})")
 
     def close(self) -> None:
+        if self.committer is not None:
+            self.committer.close()
         self.entries.close()
         self.requests.close()
         if self._events is not None:
