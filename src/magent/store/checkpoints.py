@@ -27,9 +27,13 @@ _SESSION_REQUIRED = ("session_id", "kind", "parent", "key", "node")
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""What ``json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` uses,
+made once (one checkpoint per model turn is hashed when written and when read)."""
+
+
 def canonical_hash(doc: dict) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"),
-                                     ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(doc).encode()).hexdigest()
 
 
 def file_name(sequence: int) -> str:
@@ -105,8 +109,9 @@ class CheckpointLog:
                 del session[key]
         doc["sha256"] = canonical_hash(doc)
         if self.committer is not None:
-            fd, temp = write_temp(self.path(checkpoint.sequence), dumps(doc))
-            self.committer.add_checkpoint(fd, temp, self.path(checkpoint.sequence), on_error=self._forget)
+            path = self.path(checkpoint.sequence)
+            fd, temp = write_temp(path, dumps(doc))
+            self.committer.add_checkpoint(fd, temp, path, on_error=self._forget)
             self._last = checkpoint.sequence
             return checkpoint.model_copy(update={"sha256": doc["sha256"]})
         try:
