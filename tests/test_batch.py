@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.batchflow import make_batch_flow, stamps, write_inputs
-from support.cli import run
+from support.cli import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAGE = ROOT / "examples" / "workflows" / "triage.yaml"
@@ -38,7 +38,7 @@ def _tasks(home: Path) -> list[str]:
 
 
 def test_batch_runs_every_row_as_a_tagged_task_and_reports_results(magent_home: Path) -> None:
-    r = run("batch", str(TRIAGE), "--inputs", str(TICKETS), "--json")
+    r = invoke("batch", str(TRIAGE), "--inputs", str(TICKETS), "--json")
     assert r.code == 3, r.err  # the urgent ticket waits for a person
     lines = _json_lines(r.out)
     assert sorted(line["row"] for line in lines) == [1, 2, 3, 4]
@@ -47,38 +47,38 @@ def test_batch_runs_every_row_as_a_tagged_task_and_reports_results(magent_home: 
     assert all(by_row[n]["status"] == "completed" and by_row[n]["output"] for n in (1, 2, 4))
     batch = _only_batch(magent_home)
 
-    listed = run("tasks", "list", "--tag", f"batch:{batch}", "--json")
+    listed = invoke("tasks", "list", "--tag", f"batch:{batch}", "--json")
     assert listed.code == 0, listed.err
     assert {t["id"] for t in json.loads(listed.out)} == {line["task_id"] for line in lines}
 
-    shown = run("batch", "list")
+    shown = invoke("batch", "list")
     assert f"{batch[:8]}" in shown.out and "3 completed, 1 paused" in shown.out
 
-    results = run("batch", "results", batch[:8], "--csv")
+    results = invoke("batch", "results", batch[:8], "--csv")
     table = list(csv.DictReader(io.StringIO(results.out)))
     assert [row["row"] for row in table] == ["1", "2", "3", "4"]
     assert table[2]["task"] == "Checkout is down for every customer"
     assert table[2]["status"] == "awaiting_human" and table[0]["status"] == "completed"
 
     # the paused row answered one by one, with the ordinary resume: the batch sees it at once
-    answered = run("resume", by_row[3]["task_id"][:8], "--approve", "--no-input")
+    answered = invoke("resume", by_row[3]["task_id"][:8], "--approve", "--no-input")
     assert answered.code == 0, answered.err
-    after = run("batch", "show", batch[:8], "--json")
+    after = invoke("batch", "show", batch[:8], "--json")
     assert json.loads(after.out)["counts"] == {"completed": 4}
 
 
 def test_approve_all_answers_every_paused_row(magent_home: Path, tmp_path: Path) -> None:
     inputs = write_inputs(tmp_path / "urgent.jsonl", [
         {"task": f"outage {n}", "set": {"ticket": f"T{n}", "priority": "high"}} for n in range(3)])
-    first = run("batch", str(TRIAGE), "--inputs", str(inputs))
+    first = invoke("batch", str(TRIAGE), "--inputs", str(inputs))
     assert first.code == 3, first.err
     assert "3 paused" in first.out and "--approve-all" in first.out
     batch = _only_batch(magent_home)
     tasks = set(_tasks(magent_home))
 
-    again = run("batch", "resume", batch[:8], "--json")  # without an answer nothing runs
+    again = invoke("batch", "resume", batch[:8], "--json")  # without an answer nothing runs
     assert again.code == 3 and _json_lines(again.out) == []
-    done = run("batch", "resume", batch[:8], "--approve-all", "--json")
+    done = invoke("batch", "resume", batch[:8], "--approve-all", "--json")
     assert done.code == 0, done.err
     assert sorted(line["status"] for line in _json_lines(done.out)) == ["completed"] * 3
     assert set(_tasks(magent_home)) == tasks  # the same tasks continued, none added
@@ -90,7 +90,7 @@ def test_rows_share_one_process_of_each_mcp_server(magent_home: Path, tmp_path: 
     flow = make_batch_flow(tmp_path / "shared")
     inputs = write_inputs(tmp_path / "rows.jsonl", [{"task": f"row {n}", "label": f"r{n}", "nap": 0.2}
                                                     for n in range(6)])
-    r = run("batch", str(flow), "--inputs", str(inputs), "--concurrency", "3", env=env)
+    r = invoke("batch", str(flow), "--inputs", str(inputs), "--concurrency", "3", env=env)
     assert r.code == 0, r.err
     marks = stamps(ledger)
     assert sorted(label for _, label in marks if label != "nap") == [f"r{n}" for n in range(6)]
@@ -99,7 +99,7 @@ def test_rows_share_one_process_of_each_mcp_server(magent_home: Path, tmp_path: 
     # a server that opts out (shared: false) gets a process per row, as a single run does
     ledger.unlink()
     own = make_batch_flow(tmp_path / "own", shared=False)
-    r = run("batch", str(own), "--inputs", str(inputs), "--concurrency", "3", env=env)
+    r = invoke("batch", str(own), "--inputs", str(inputs), "--concurrency", "3", env=env)
     assert r.code == 0, r.err
     assert len({pid for pid, label in stamps(ledger) if label != "nap"}) == 6
 
@@ -116,7 +116,7 @@ def test_a_bad_row_stops_the_batch_before_anything_starts(magent_home: Path, tmp
     flow = make_batch_flow(tmp_path)
     inputs = tmp_path / "rows.jsonl"
     inputs.write_text(content)
-    r = run("batch", str(flow), "--inputs", str(inputs), env={"LEDGER": str(tmp_path / "ledger")})
+    r = invoke("batch", str(flow), "--inputs", str(inputs), env={"LEDGER": str(tmp_path / "ledger")})
     assert r.code == 2
     assert r.err.startswith("magent: error: --inputs ") and message in r.err, r.err
     assert "Traceback" not in r.err and "nothing was started" in r.err
@@ -127,23 +127,23 @@ def test_skip_bad_rows_runs_the_good_ones_and_records_the_rest(magent_home: Path
     flow = make_batch_flow(tmp_path)
     inputs = tmp_path / "rows.csv"
     inputs.write_text("task,label,set.nap\nfirst,a,0\nsecond,,0\nthird,c,0,extra\nfourth,d,0\n")
-    r = run("batch", str(flow), "--inputs", str(inputs), "--skip-bad-rows", "--json",
+    r = invoke("batch", str(flow), "--inputs", str(inputs), "--skip-bad-rows", "--json",
             env={"LEDGER": str(tmp_path / "ledger")})
     assert r.code == 0, r.err
     assert sorted(line["row"] for line in _json_lines(r.out)) == [1, 4]
     assert "skipped: rows.csv:3: row 2 (line 3) has no value for 'label'" in r.err
     assert "skipped: rows.csv:4: 4 cells, the header has 3" in r.err
-    results = _json_lines(run("batch", "results", _only_batch(magent_home)[:8]).out)
+    results = _json_lines(invoke("batch", "results", _only_batch(magent_home)[:8]).out)
     assert [x["status"] for x in results] == ["completed", "skipped", "skipped", "completed"]
 
 
 def test_unknown_batch_and_bad_options_are_one_line_errors(magent_home: Path, tmp_path: Path) -> None:
     for args in (("batch", "resume", "0123abcd"), ("batch", "show", "0123abcd"), ("batch", "results", "0123abcd")):
-        r = run(*args)
+        r = invoke(*args)
         assert r.code == 2 and r.err == "magent: error: no batch matches '0123abcd' (see `magent batch list`)\n"
-    r = run("batch", str(TRIAGE), "--inputs", str(tmp_path / "missing.jsonl"))
+    r = invoke("batch", str(TRIAGE), "--inputs", str(tmp_path / "missing.jsonl"))
     assert r.code == 2 and "missing.jsonl: no such file" in r.err
-    r = run("batch", str(TRIAGE), "--inputs", str(TICKETS), "--concurrency", "0")
+    r = invoke("batch", str(TRIAGE), "--inputs", str(TICKETS), "--concurrency", "0")
     assert r.code == 2 and "--concurrency must be 1 or more" in r.err
     assert not (magent_home / "batches").exists()
 
@@ -153,13 +153,13 @@ def test_max_failures_stops_starting_rows(magent_home: Path, tmp_path: Path) -> 
     # a nap that is not a number fails the row at its tool node; the others would succeed
     rows = [{"task": f"row {n}", "label": f"r{n}", "nap": "soon" if n < 2 else 0} for n in range(6)]
     inputs = write_inputs(tmp_path / "rows.jsonl", rows)
-    r = run("batch", str(flow), "--inputs", str(inputs), "--concurrency", "1", "--max-failures", "2", "--json",
+    r = invoke("batch", str(flow), "--inputs", str(inputs), "--concurrency", "1", "--max-failures", "2", "--json",
             env={"LEDGER": str(tmp_path / "ledger")})
     assert r.code == 1
     lines = _json_lines(r.out)
     assert [(x["row"], x["status"]) for x in lines] == [(1, "failed"), (2, "failed")]
     assert "stopped starting rows after 2 failed (--max-failures 2)" in r.err
-    rest = run("batch", "resume", _only_batch(magent_home)[:8], "--json", env={"LEDGER": str(tmp_path / "ledger")})
+    rest = invoke("batch", "resume", _only_batch(magent_home)[:8], "--json", env={"LEDGER": str(tmp_path / "ledger")})
     assert rest.code == 1  # the failed rows stay failed (not run again); the others complete
     assert sorted(x["row"] for x in _json_lines(rest.out)) == [3, 4, 5, 6]
     assert all(x["status"] == "completed" for x in _json_lines(rest.out))
@@ -197,11 +197,11 @@ def test_batch_killed_with_sigkill_resumes_where_it_stopped(magent_home: Path, t
     before = set(_tasks(magent_home))
     assert len(before) == 4  # row 5 never started
 
-    shown = json.loads(run("batch", "show", batch[:8], "--json").out)
+    shown = json.loads(invoke("batch", "show", batch[:8], "--json").out)
     assert shown["counts"] == {"completed": 2, "interrupted": 2, "not_started": 1}
 
     wake.touch()
-    resumed = run("batch", "resume", batch[:8], "--json", env={"LEDGER": str(ledger), "LEDGER_WAKE": str(wake)})
+    resumed = invoke("batch", "resume", batch[:8], "--json", env={"LEDGER": str(ledger), "LEDGER_WAKE": str(wake)})
     assert resumed.code == 0, resumed.err
     lines = _json_lines(resumed.out)
     assert sorted(x["row"] for x in lines) == [3, 4, 5]  # finished rows are not run again
@@ -210,6 +210,6 @@ def test_batch_killed_with_sigkill_resumes_where_it_stopped(magent_home: Path, t
     assert before <= after and len(after) == 5  # rows 3-4 continued their own tasks
     labels = [label for _, label in stamps(ledger)]
     assert labels.count("r1") == labels.count("r2") == labels.count("r5") == 1
-    results = _json_lines(run("batch", "results", batch[:8]).out)
+    results = _json_lines(invoke("batch", "results", batch[:8]).out)
     assert [x["status"] for x in results] == ["completed"] * 5
     assert {x["row"]: x["task_id"] for x in results if x["row"] <= 2} == done_before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -22,10 +23,17 @@ class Result:
     err: str
 
 
-def invoke(*args: str, input: str | None = None) -> Result:
-    """Run ``magent ARGS`` in-process; stdout and stderr kept apart."""
+def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None,
+           cwd: str | os.PathLike[str] | None = None) -> Result:
+    """Run ``magent ARGS`` in-process; stdout and stderr kept apart.
+
+    ``env`` is added to the environment and ``cwd`` is the working folder for the command only
+    (both restored after it; MCP servers the command starts inherit them). Use ``run`` instead
+    when the test needs a real process: signals, a kill, real stdio, a failpoint that ends it.
+    """
     runner = CliRunner()
-    r = runner.invoke(app, list(args), input=input, catch_exceptions=False)
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        r = runner.invoke(app, list(args), input=input, env=env, catch_exceptions=False)
     return Result(r.exit_code, r.stdout, r.stderr)
 
 
