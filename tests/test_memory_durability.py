@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from magent import paths
-from support.cli import run
+from support.cli import invoke, run
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def test_two_processes_writing_at_once_lose_nothing(magent_home: Path, tmp_path:
 
 
 def test_kill_before_commit_leaves_the_database_as_it_was(magent_home: Path, tmp_path: Path) -> None:
-    assert run("memory", "add", "kept from before").code == 0
+    assert invoke("memory", "add", "kept from before").code == 0
     lines = [json.dumps({"id": f"{i:08x}-0000-4000-8000-000000000000", "content": f"imported {i}",
                          "created_at": "2026-01-01T00:00:00Z", "last_accessed": "2026-01-01T00:00:00Z"})
              for i in range(500)]
@@ -84,7 +84,7 @@ def test_kill_before_commit_leaves_the_database_as_it_was(magent_home: Path, tmp
     conn = check_database(paths.memory_db())
     assert [r[0] for r in conn.execute("SELECT content FROM memories")] == ["kept from before"]
     conn.close()
-    again = run("memory", "import", str(dump), "--json")
+    again = invoke("memory", "import", str(dump), "--json")
     assert again.code == 0 and json.loads(again.out) == {"read": 500, "imported": 500, "skipped": 0}
 
 
@@ -104,7 +104,7 @@ def test_kill_9_in_the_middle_of_batches_keeps_whole_batches_only(magent_home: P
         assert conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
                             [f'"b{n}"']).fetchone()[0] == 200
     conn.close()
-    after = run("memory", "add", "written after the kill")
+    after = invoke("memory", "add", "written after the kill")
     assert after.code == 0, after.err
     assert check_database(paths.memory_db()).execute("SELECT count(*) FROM memories").fetchone()[0] == total + 1
 
@@ -128,30 +128,30 @@ def test_a_run_killed_inside_a_memory_write_stores_it_once_on_resume(magent_home
     (tmp_path / "helper.yaml").write_text(
         "name: helper\nrole: remembers\nsystem_prompt: You help.\ntools: [memory.*]\n"
         "memory: {scope: global}\nllm_config: {model: scripted, script: helper.script.yaml}\n")
-    assert run("memory", "add", "kept from before").code == 0
+    assert invoke("memory", "add", "kept from before").code == 0
     killed = run("run", str(tmp_path / "helper.yaml"), "-t", "note it",
                  env={"MAGENT_FAILPOINT": "memory_before_commit"})
     assert killed.code == -signal.SIGKILL
     assert [r[1] for r in memory_rows(paths.memory_db())] == ["kept from before"]
     (task_id,) = [p.name for p in paths.tasks_dir().iterdir()]
-    resumed = run("resume", task_id[:8])
+    resumed = invoke("resume", task_id[:8])
     assert resumed.code == 0, resumed.err
     assert [r[1] for r in memory_rows(paths.memory_db())] == ["kept from before", fact]
-    again = run("resume", task_id[:8])  # a finished task: nothing runs, nothing is stored again
+    again = invoke("resume", task_id[:8])  # a finished task: nothing runs, nothing is stored again
     assert [r[1] for r in memory_rows(paths.memory_db())] == ["kept from before", fact], again.err
 
 
 def test_consolidation_killed_before_it_commits_changes_nothing(magent_home: Path) -> None:
     for args in (("The weekly sync is in room Atlas", "--importance", "0.9"),
                  ("the weekly sync is in room atlas.",), ("barely matters", "--importance", "0.01")):
-        assert run("memory", "add", *args).code == 0
+        assert invoke("memory", "add", *args).code == 0
     before = memory_rows(paths.memory_db())
-    planned = json.loads(run("memory", "consolidate", "--dry-run", "--json").out)
+    planned = json.loads(invoke("memory", "consolidate", "--dry-run", "--json").out)
     assert len(planned["merged"]) == 1 and len(planned["archived"]) == 1
     killed = run("memory", "consolidate", env={"MAGENT_FAILPOINT": "memory_before_commit"})
     assert killed.code == -signal.SIGKILL
     assert memory_rows(paths.memory_db()) == before
-    done = run("memory", "consolidate", "--json")
+    done = invoke("memory", "consolidate", "--json")
     assert done.code == 0, done.err
     report = json.loads(done.out)
     assert [m["duplicate"] for m in report["merged"]] == [m["duplicate"] for m in planned["merged"]]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from magent.tools.function import FunctionProvider
-from support.cli import invoke, run
+from support.cli import invoke
 from support.crashflow import ledger_lines, only_task
 from support.engine import agent_yaml, checkpoint_numbers, events, kv_store, run_with, task_dir, write
 from support.parallelflow import make_parallel
@@ -19,7 +19,7 @@ def test_a_fan_out_runs_branches_in_their_own_sessions_and_the_join_sees_every_o
         tmp_path: Path, magent_home: Path) -> None:
     flow = make_parallel(tmp_path)
     ledger = tmp_path / "ledger.txt"
-    result = run("run", str(flow), "-t", "do everything", env={"LEDGER": str(ledger)})
+    result = invoke("run", str(flow), "-t", "do everything", env={"LEDGER": str(ledger)})
     assert result.code == 0, result.err
     task_id = only_task(magent_home)
     td = task_dir(task_id)
@@ -200,14 +200,14 @@ edges:
 def test_map_collects_item_errors_or_fails_naming_the_item(tmp_path: Path, magent_home: Path) -> None:
     ledger = tmp_path / "ledger.txt"
     flow = make_parallel(tmp_path, item_error=True, on_error="collect")
-    result = run("run", str(flow), "-t", "collect", env={"LEDGER": str(ledger)})
+    result = invoke("run", str(flow), "-t", "collect", env={"LEDGER": str(ledger)})
     assert result.code == 0, result.err
     task_id = only_task(magent_home)
     kv = kv_store(task_id)
     assert kv["final"][0] == "recorded x" and kv["final"][2] == "recorded z"
     assert kv["final"][1] == {"error": "agent 'itemizer' reached max_iterations (2) without a final answer"}
     failed = make_parallel(tmp_path / "f", item_error=True, on_error="fail")
-    result = run("run", str(failed), "-t", "fail", env={"LEDGER": str(ledger)})
+    result = invoke("run", str(failed), "-t", "fail", env={"LEDGER": str(ledger)})
     assert result.code == 1
     task = task_dir(result.out.split()[1]).load_task()
     assert task.error == ("map node 'items': item 1 failed: agent 'itemizer' reached max_iterations (2) "
@@ -253,7 +253,7 @@ def test_a_pause_inside_a_branch_pauses_the_task_and_approve_continues_that_bran
     flow = make_parallel(tmp_path, right_pause=True)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    paused = run("run", str(flow), "-t", "pause in a branch", "--no-input", env=env)
+    paused = invoke("run", str(flow), "-t", "pause in a branch", "--no-input", env=env)
     assert paused.code == 3, paused.err
     task_id = only_task(magent_home)
     td = task_dir(task_id)
@@ -264,7 +264,7 @@ def test_a_pause_inside_a_branch_pauses_the_task_and_approve_continues_that_bran
     assert cp.position == "plan" and "fanout" in cp.node_progress   # the main session waits at the fan-out
     shown = invoke("checkpoints", "show", task_id)
     assert "open sessions" in shown.out and "branch:right running branch" in shown.out
-    done = run("resume", task_id, "--approve", "--message", "right looks fine", "--no-input", env=env)
+    done = invoke("resume", task_id, "--approve", "--message", "right looks fine", "--no-input", env=env)
     assert done.code == 0, done.err
     assert sorted(ledger_lines(ledger)) == ["L1", "R1", "R2", "x", "y", "z"]    # nothing ran twice
     right_entries = [e for e in td.entries.load().values() if e.session == right.session_id]
@@ -277,7 +277,7 @@ def test_time_travel_forks_with_the_sessions_as_they_were(tmp_path: Path, magent
     flow = make_parallel(tmp_path)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    assert run("run", str(flow), "-t", "fork me", env=env).code == 0
+    assert invoke("run", str(flow), "-t", "fork me", env=env).code == 0
     task_id = only_task(magent_home)
     td = task_dir(task_id)
     cps = [td.checkpoints.read(n) for n in checkpoint_numbers(task_id)]
@@ -285,7 +285,7 @@ def test_time_travel_forks_with_the_sessions_as_they_were(tmp_path: Path, magent
     (finished,) = mid.node_progress["fanout"]["done"]
     (still_open,) = mid.sessions
     before = len(ledger_lines(ledger))
-    forked = run("resume", task_id, "--from-checkpoint", str(mid.sequence), env=env)
+    forked = invoke("resume", task_id, "--from-checkpoint", str(mid.sequence), env=env)
     assert forked.code == 0, forked.err
     fork_id = forked.out.split()[1]
     fork = task_dir(fork_id)

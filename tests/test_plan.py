@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from magent.engine.planning import PlanError, levels, read_plan
-from support.cli import invoke, run
+from support.cli import invoke
 from support.crashflow import ledger_lines, only_task
 from support.engine import agent_yaml, checkpoint_numbers, events, kv_store, task_dir, write
 from support.planflow import make_plan_flow
@@ -21,7 +21,7 @@ def test_a_plan_runs_by_levels_with_dependency_results_retries_and_is_revised_on
         tmp_path: Path, magent_home: Path) -> None:
     flow = make_plan_flow(tmp_path)
     ledger = tmp_path / "ledger.txt"
-    result = run("run", str(flow), "-t", "write the report", env={"LEDGER": str(ledger)})
+    result = invoke("run", str(flow), "-t", "write the report", env={"LEDGER": str(ledger)})
     assert result.code == 0, result.err
     task_id = only_task(magent_home)
     td = task_dir(task_id)
@@ -67,22 +67,22 @@ def test_a_plan_that_still_fails_after_its_revision_pauses_for_a_person(tmp_path
     flow = make_plan_flow(tmp_path, revise_ok=False)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    paused = run("run", str(flow), "-t", "write the report", "--no-input", env=env)
+    paused = invoke("run", str(flow), "-t", "write the report", "--no-input", env=env)
     assert paused.code == 3, paused.err
     task_id = only_task(magent_home)
     cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
     assert cp.human_request.kind == "plan_failed" and cp.human_request.allowed_actions == ["approve", "reject"]
     assert "subtask 'draft' (flaky) failed 2 time(s)" in cp.human_request.question
-    done = run("resume", task_id, "--approve", "--message", "try harder", env=env)
+    done = invoke("resume", task_id, "--approve", "--message", "try harder", env=env)
     assert done.code == 0, done.err
     assert kv_store(task_id) == {"final": "Final report: A is 1, B is 2."}
     assert sorted(ledger_lines(ledger)) == ["A", "B"] + ["flaky"] * 4   # the facts were not run again
     # --reject fails the node, saying why.
     other = tmp_path / "again"
     flow = make_plan_flow(other, revise_ok=False)
-    paused = run("run", str(flow), "-t", "write the report", "--no-input", env=env)
+    paused = invoke("run", str(flow), "-t", "write the report", "--no-input", env=env)
     second = paused.out.split()[1]
-    rejected = run("resume", second, "--reject", "--message", "stop", env=env)
+    rejected = invoke("resume", second, "--reject", "--message", "stop", env=env)
     assert rejected.code == 1
     assert task_dir(second).load_task().error.startswith(
         "plan node 'plan': a person rejected going on after subtask 'draft' (flaky) failed 2 time(s)")
@@ -163,7 +163,7 @@ def test_a_tool_that_needs_approval_inside_a_subtask_pauses_the_task_and_approve
                                        + "\n    tools: {append: {needs_approval: true}}\n")
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    result = run("run", str(flow), "-t", "write the report", "--no-input", env=env)
+    result = invoke("run", str(flow), "-t", "write the report", "--no-input", env=env)
     task_id = only_task(magent_home)
     pauses = []
     while result.code == 3:
@@ -171,7 +171,7 @@ def test_a_tool_that_needs_approval_inside_a_subtask_pauses_the_task_and_approve
         assert cp.human_request.kind == "tool_approval"
         subtask = next(s for s in cp.sessions if s.session_id == cp.human_request.session)
         pauses.append((subtask.key.split("#")[0], cp.human_request.details["arguments"]["line"]))
-        result = run("resume", task_id, "--approve", env=env)
+        result = invoke("resume", task_id, "--approve", env=env)
     assert result.code == 0, result.err
     # Each call paused once, in the session of its subtask, and ran once after its approval.
     assert sorted(pauses) == [("subtask:draft", "draft"), ("subtask:draft", "flaky"), ("subtask:draft", "flaky"),

@@ -9,7 +9,7 @@ import pytest
 
 from magent.errors import ConfigError
 from magent.redact import MASK, OMITTED_ARGS, TOOL_IO_OMITTED, Redactor, load_settings
-from support.cli import invoke, run
+from support.cli import invoke
 from support.engine import write
 
 SECRET = "hunter2-very-secret-value"
@@ -112,12 +112,12 @@ def test_a_secret_from_the_environment_appears_in_no_file_under_the_home(magent_
     workflow = write(tmp_path, "wf.yaml", WORKFLOW)
     settings_file(magent_home, "patterns: ['ACME-[0-9]{8}']\n")
     env = {"MY_SECRET": SECRET}
-    paused = run("run", str(workflow), "-t", "keep the token safe", "--no-input", env=env)
+    paused = invoke("run", str(workflow), "-t", "keep the token safe", "--no-input", env=env)
     assert paused.code == 3, paused.err
     task_id = paused.out.splitlines()[0].split()[1]
-    done = run("resume", task_id, "--approve", "--no-input", env=env)
+    done = invoke("resume", task_id, "--approve", "--no-input", env=env)
     assert done.code == 0, done.err
-    assert run("trace", task_id).code == 0 and run("trace", task_id, "--json").code == 0
+    assert invoke("trace", task_id).code == 0 and invoke("trace", task_id, "--json").code == 0
     assert files_containing(magent_home, SECRET) == []
     assert files_containing(magent_home, KEY) == []
     assert files_containing(magent_home, "ACME-12345678") == []
@@ -191,9 +191,9 @@ def test_what_a_person_types_is_masked_on_disk_and_in_the_live_stream(magent_hom
     """--set on run and resume, --message, a --modify file: masked in task.json (the run's
     options), checkpoints, entries, events and the trace, and in the --json stream."""
     examples = Path(__file__).resolve().parent.parent / "examples"
-    first = run("run", str(examples / "workflows/triage.yaml"), "-t", "the app crashes", "--json",
-                "--set", "priority=high", "--set", f"apikey={TYPED}", "--set", f"ticket=crash, key {TYPED}",
-                "--no-input")
+    first = invoke("run", str(examples / "workflows/triage.yaml"), "-t", "the app crashes", "--json",
+                   "--set", "priority=high", "--set", f"apikey={TYPED}", "--set", f"ticket=crash, key {TYPED}",
+                   "--no-input")
     assert first.code == 3, first.err
     events = [json.loads(line) for line in first.out.splitlines()]
     task_id = events[-1]["task_id"]
@@ -202,12 +202,12 @@ def test_what_a_person_types_is_masked_on_disk_and_in_the_live_stream(magent_hom
         "priority": "high", "apikey": MASK, "ticket": f"crash, key {MASK}"}
     modify = tmp_path / "edit.yaml"
     modify.write_text(f"metadata: {{note: 'rotate {TYPED}'}}\n")
-    fork = run("resume", task_id, "--from-checkpoint", "1", "--set", f"apikey={TYPED}", "--json", "--no-input")
-    done = run("resume", task_id, "--modify", str(modify), "--message", f"approved, {TYPED} is revoked",
-               "--set", f"extra={TYPED}", "--json", "--no-input")
+    fork = invoke("resume", task_id, "--from-checkpoint", "1", "--set", f"apikey={TYPED}", "--json", "--no-input")
+    done = invoke("resume", task_id, "--modify", str(modify), "--message", f"approved, {TYPED} is revoked",
+                  "--set", f"extra={TYPED}", "--json", "--no-input")
     assert done.code == 0, done.err
     assert fork.code == 3, fork.err  # the new branch stops at the same approval gate
-    assert run("trace", task_id).code == 0
+    assert invoke("trace", task_id).code == 0
     _no_typed_secret(magent_home, first.out, fork.out, done.out, first.err, done.err)
     decision = next(json.loads(line) for line in done.out.splitlines() if '"human_decision"' in line)
     assert decision["message"] == f"approved, {MASK} is revoked"
@@ -236,10 +236,10 @@ def test_a_message_about_a_tool_call_is_masked(magent_home: Path, tmp_path: Path
     from test_engine_tools import WRITES, toolbox_flow
 
     flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}})
-    paused = run("run", str(flow), "-t", "x", "--no-input")
+    paused = invoke("run", str(flow), "-t", "x", "--no-input")
     assert paused.code == 3, paused.err
     task_id = paused.out.split()[1]
-    done = run("resume", task_id, "--approve", "--message", f"fine, {TYPED}", "--json")
+    done = invoke("resume", task_id, "--approve", "--message", f"fine, {TYPED}", "--json")
     assert done.code == 0, done.err
     _no_typed_secret(magent_home, done.out)
 
@@ -251,8 +251,8 @@ def test_the_live_stream_is_masked_like_the_trace(magent_home: Path, tmp_path: P
     write(tmp_path, "echo.script.yaml", f"responses:\n  - content: 'Your key is {TYPED}.'\n")
     agent = write(tmp_path, "echo.yaml", "name: echo\nrole: repeats\nsystem_prompt: Repeat.\n"
                                          "llm_config: {model: scripted, script: echo.script.yaml}\n")
-    streamed = run("run", str(agent), "-t", "say it", "--json")
-    quiet = run("run", str(agent), "-t", "say it", "--quiet")
+    streamed = invoke("run", str(agent), "-t", "say it", "--json")
+    quiet = invoke("run", str(agent), "-t", "say it", "--quiet")
     assert streamed.code == 0 and quiet.code == 0, streamed.err + quiet.err
     lines = [json.loads(line) for line in streamed.out.splitlines()]
     assert lines[-1]["type"] == "result" and lines[-1]["output"] == f"Your key is {MASK}."

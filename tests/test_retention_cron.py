@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke
 from support.holders import Holder
 from support.homes import HomeBuilder
 from test_retention_sweep import make_task, task_ids, with_checkpoints, write_policy
@@ -50,14 +50,14 @@ def test_a_task_locked_by_a_live_run_is_skipped_until_the_run_dies(magent_home: 
     busy = make_task(home, done_days=11)
     idle = make_task(home, done_days=11)
     holder = holders(magent_home / "locks", busy.id, f"task {busy.id}")
-    r = run("retention", "sweep", "--dry-run")
+    r = invoke("retention", "sweep", "--dry-run")
     assert re.search(rf"would skip    {busy.id}  completed\s+locked  in use by pid "
                      rf"{holder.proc.pid} ", r.out), r.out
-    r = run("retention", "sweep")
+    r = invoke("retention", "sweep")
     assert r.code == 0 and "removed 1" in r.out and "skipped 1 (1 locked)" in r.out
     assert task_ids(magent_home) == {busy.id} and not idle.path.exists()
     holder.kill()
-    r = run("retention", "sweep")
+    r = invoke("retention", "sweep")
     assert r.code == 0 and "removed 1" in r.out and task_ids(magent_home) == set()
 
 
@@ -71,7 +71,7 @@ def test_running_and_paused_tasks_when_the_policy_names_them(magent_home: Path, 
     abandoned = make_task(home, "awaiting_human", updated_days=6)
     waiting = make_task(home, "awaiting_human", updated_days=4)
     holders(magent_home / "locks", live.id, f"task {live.id}")
-    r = run("retention", "sweep")
+    r = invoke("retention", "sweep")
     assert r.code == 0 and "removed 2" in r.out and "kept 2, skipped 1 (1 locked)" in r.out
     assert task_ids(magent_home) == {live.id, fresh.id, waiting.id}
     assert not crashed.path.exists() and not abandoned.path.exists()
@@ -84,7 +84,7 @@ def test_checkpoints_of_a_live_run_are_not_trimmed(magent_home: Path, holders):
     idle = with_checkpoints(home, 4)
     home.close()
     holders(magent_home / "locks", live.id, f"task {live.id}")
-    r = run("retention", "sweep")
+    r = invoke("retention", "sweep")
     assert r.code == 0 and "trimmed 3 checkpoints in 1 task (" in r.out
     assert live.dir.checkpoints.numbers() == [0, 1, 2, 3]
     assert idle.dir.checkpoints.numbers() == [3]
@@ -94,12 +94,12 @@ def test_a_second_sweep_exits_at_once_saying_one_is_running(magent_home: Path, h
     write_policy(magent_home)
     old = make_task(HomeBuilder(), done_days=11)
     holder = holders(magent_home / "locks", "retention-sweep", "a retention sweep")
-    r = run("retention", "sweep")  # the holder never lets go by itself: waiting would never end
+    r = invoke("retention", "sweep")  # the holder never lets go by itself: waiting would never end
     assert r.code == 0 and r.err == ""
     assert len(r.out.splitlines()) == 1 and LINE.match(r.out.strip())
     assert f"another sweep is already running (pid {holder.proc.pid} " in r.out
     assert r.out.rstrip().endswith("; nothing done")
-    doc = json.loads(run("retention", "sweep", "--json").out)
+    doc = json.loads(invoke("retention", "sweep", "--json").out)
     assert doc["busy"].startswith(f"pid {holder.proc.pid} ") and doc["removed"] == 0
     assert old.path.exists()
 

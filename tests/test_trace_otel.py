@@ -16,7 +16,7 @@ import pytest
 
 from magent.models import TaskStatus
 from magent.trace.spans import SpanBuilder
-from support.cli import invoke, run
+from support.cli import invoke
 from support.crashflow import only_task, wait_for_nap
 from support.delegateflow import make_delegation
 from support.engine import task_dir
@@ -43,7 +43,7 @@ NO_OTEL = ("import sys\n"
 
 
 def run_example(target: str, *args: str, env: dict[str, str] | None = None):
-    result = run("run", str(EXAMPLES / target), "-t", "example task", "--no-input", *args, env=env)
+    result = invoke("run", str(EXAMPLES / target), "-t", "example task", "--no-input", *args, env=env)
     assert result.code in (0, 3), result.out + result.err
     return result, result.out.splitlines()[0].split()[1]
 
@@ -58,7 +58,7 @@ def by_name(spans: list[dict]) -> dict[str, list[dict]]:
 def test_a_finished_task_exports_as_genai_spans() -> None:
     _, task_id = run_example("workflows/write_review.yaml")
     with Receiver() as receiver:
-        result = run("trace", task_id[:8], "--otlp", receiver.url)
+        result = invoke("trace", task_id[:8], "--otlp", receiver.url)
         assert result.code == 0, result.err
         assert result.out == (f"exported 11 spans of task {task_id[:8]} to {receiver.url}/v1/traces "
                               f"(trace id {task_id.replace('-', '')})\n")
@@ -107,12 +107,12 @@ def test_a_run_exports_live_the_same_spans_as_afterwards() -> None:
         result, task_id = run_example("workflows/triage.yaml", "--set", "ticket=checkout down",
                                       "--set", "priority=high", env={"OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
         assert result.code == 3 and "warning" not in result.err  # paused at the approval gate
-        resumed = run("resume", task_id, "--approve", "-m", "paged", "--no-input",
-                      env={"OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
+        resumed = invoke("resume", task_id, "--approve", "-m", "paged", "--no-input",
+                         env={"OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
         assert resumed.code == 0 and resumed.err == ""
         live_spans = list(live.spans)
     with Receiver() as later:
-        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert invoke("trace", task_id, "--otlp", later.url).code == 0
         later_spans = list(later.spans)
 
     def shape(spans: list[dict]) -> dict:
@@ -156,17 +156,17 @@ def test_an_unreachable_endpoint_never_fails_a_run() -> None:
                           f"{url}/v1/traces\n")
     assert "completed" in invoke("trace", task_id).out.splitlines()[0]
     with Receiver() as receiver:  # and they can be sent later, as it says
-        assert run("trace", task_id[:8], "--otlp", receiver.url).code == 0
+        assert invoke("trace", task_id[:8], "--otlp", receiver.url).code == 0
         assert len(receiver.spans) == 11
 
 
 def test_retries_are_bounded() -> None:
     _, task_id = run_example("workflows/write_review.yaml")
     with Receiver(fail_next=1) as flaky:  # one 503, then fine: the retry gets it through
-        assert run("trace", task_id, "--otlp", flaky.url).code == 0
+        assert invoke("trace", task_id, "--otlp", flaky.url).code == 0
         assert flaky.requests == 2 and len(flaky.spans) == 11
     with Receiver(fail_next=1000) as down:  # always 503: a few tries, then a clear error
-        result = run("trace", task_id, "--otlp", down.url)
+        result = invoke("trace", task_id, "--otlp", down.url)
         assert result.code == 2
         assert result.err.startswith(f"magent: error: could not export task {task_id[:8]} to {down.url}/v1/traces: "
                                      "Service Unavailable (gave up after ")
@@ -192,12 +192,12 @@ def test_bad_input_is_one_line_exit_2(magent_home: Path) -> None:
             "OTEL_EXPORTER_OTLP_ENDPOINT and runs export as they go)\n")
     (magent_home / "config").mkdir(parents=True, exist_ok=True)
     (magent_home / "config" / "otel.yaml").write_text("endpoint: http://127.0.0.1:1\ntimeout: 3\n")
-    result = run("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input")
+    result = invoke("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input")
     assert result.code == 2 and "otel.yaml:2:1: timeout: unknown field (did you mean 'timeout_seconds'?)" in result.err
     assert not list((magent_home / "tasks").iterdir()) or len(list((magent_home / "tasks").iterdir())) == 1
     (magent_home / "config" / "otel.yaml").unlink()
-    result = run("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input",
-                 env={"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"})
+    result = invoke("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "x", "--no-input",
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"})
     assert result.code == 2 and "'collector:4318' is not an OTLP/HTTP endpoint" in result.err
 
 
@@ -230,8 +230,8 @@ def test_without_the_extra_nothing_imports_the_sdk_and_runs_go_on(tmp_path: Path
 def test_sub_agent_sessions_are_spans_under_the_call_that_delegated(tmp_path: Path, magent_home: Path) -> None:
     flow = make_delegation(tmp_path)  # lead calls agents.worker (3 model calls, 3 tool calls), then agents.scribe
     with Receiver() as live:
-        result = run("run", str(flow), "-t", "the lead's task",
-                     env={"LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
+        result = invoke("run", str(flow), "-t", "the lead's task",
+                        env={"LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url})
         assert result.code == 0 and result.err == "", result.err
         spans = list(live.spans)
     task_id = only_task(magent_home)
@@ -270,7 +270,7 @@ def test_sub_agent_sessions_are_spans_under_the_call_that_delegated(tmp_path: Pa
     assert {c["attributes"]["gen_ai.agent.name"] for c in worker_chats} == {"worker"}
     assert {c["attributes"]["gen_ai.conversation.id"] for c in worker_chats} == {sessions["worker"]}
     with Receiver() as later:  # the same spans when the finished task is exported afterwards
-        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert invoke("trace", task_id, "--otlp", later.url).code == 0
         assert {s["span_id"]: s["parent_span_id"] for s in later.spans} == {
             s["span_id"]: s["parent_span_id"] for s in spans}
 
@@ -281,10 +281,10 @@ def test_sub_agents_paused_for_approval_across_resumed_runs(tmp_path: Path, mage
     flow = make_delegation(tmp_path, approve=True, at_once=True)
     with Receiver() as live:
         env = {"LEDGER": str(tmp_path / "ledger.txt"), "OTEL_EXPORTER_OTLP_ENDPOINT": live.url}
-        result = run("run", str(flow), "-t", "needs approvals", "--no-input", env=env)
+        result = invoke("run", str(flow), "-t", "needs approvals", "--no-input", env=env)
         task_id, runs = only_task(magent_home), 1
         while result.code == 3 and runs < 6:
-            result = run("resume", task_id, "--approve", "--no-input", env=env)
+            result = invoke("resume", task_id, "--approve", "--no-input", env=env)
             runs += 1
         assert result.code == 0 and runs == 4, result.err  # paused three times: a, b (worker), c (scribe)
         spans = list(live.spans)
@@ -310,7 +310,7 @@ def test_sub_agents_paused_for_approval_across_resumed_runs(tmp_path: Path, mage
     appends = [s for s in spans if s["name"] == "execute_tool ledger.append"]
     assert len(appends) == 3 and all(ids[s["parent_span_id"]] in sessions for s in appends)
     with Receiver() as later:
-        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert invoke("trace", task_id, "--otlp", later.url).code == 0
         assert {s["span_id"]: (s["parent_span_id"], s["name"]) for s in later.spans} == {
             s["span_id"]: (s["parent_span_id"], s["name"]) for s in spans}
 
@@ -343,7 +343,7 @@ def test_a_run_killed_with_sigkill_still_has_its_spans_sent(tmp_path: Path, mage
     assert len(names["execute_tool ledger.append"]) == 1  # a, before the nap: what happened is there
     task_id = only_task(magent_home)
     with Receiver() as later:  # the same spans, from what the run wrote before it died
-        assert run("trace", task_id, "--otlp", later.url).code == 0
+        assert invoke("trace", task_id, "--otlp", later.url).code == 0
         assert {s["span_id"]: s["name"] for s in later.spans} == {s["span_id"]: s["name"] for s in spans}
 
 
