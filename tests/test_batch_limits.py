@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from magent.llm import limits
-from support.cli import invoke, run
+from support.cli import invoke
 from support.engine import write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,13 +120,13 @@ def test_retention_removes_a_batch_record_with_its_tasks_and_keeps_tagged_batche
         magent_home: Path, tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"task": f"ticket {n}", "ticket": f"T{n}"}) + "\n" for n in range(2)))
-    assert run("batch", str(TRIAGE), "--inputs", str(rows)).code == 0
-    assert run("batch", str(TRIAGE), "--inputs", str(rows), "--tag", "eval").code == 0
-    listed = json.loads(run("batch", "list", "--json").out)
+    assert invoke("batch", str(TRIAGE), "--inputs", str(rows)).code == 0
+    assert invoke("batch", str(TRIAGE), "--inputs", str(rows), "--tag", "eval").code == 0
+    listed = json.loads(invoke("batch", "list", "--json").out)
     kept = next(b["id"] for b in listed if b["options"]["tags"] == ["eval"])
     write(magent_home / "config", "retention_policy.yaml", "default_days: 0\nby_task: {eval: 30}\n")
-    swept = run("retention", "sweep")
+    swept = invoke("retention", "sweep")
     assert swept.code == 0, swept.err
     assert "removed the records of 1 batch whose tasks are all gone" in swept.out
-    after = json.loads(run("batch", "list", "--json").out)
+    after = json.loads(invoke("batch", "list", "--json").out)
     assert [b["id"] for b in after] == [kept] and after[0]["counts"] == {"completed": 2}

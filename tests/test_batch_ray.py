@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from support.batchflow import make_batch_flow, stamp_lines, stamps, write_inputs
-from support.cli import run
+from support.cli import invoke, run
 
 CLUSTER = """
 import os, sys
@@ -91,8 +91,8 @@ def test_rows_run_as_ray_tasks_and_a_killed_worker_s_row_resumes(magent_home: Pa
     workers = {parent for _, parent, label in stamp_lines(ledger) if label.startswith("ray")}
     assert worker in workers and len(workers) >= 2  # rows ran in two (or more) Ray worker processes
 
-    batch = json.loads(run("batch", "list", "--json").out)[0]["id"]
-    assert json.loads(run("batch", "show", batch[:8], "--json").out)["counts"] == {"completed": 4, "interrupted": 1}
+    batch = json.loads(invoke("batch", "list", "--json").out)[0]["id"]
+    assert json.loads(invoke("batch", "show", batch[:8], "--json").out)["counts"] == {"completed": 4, "interrupted": 1}
     wake.touch()
     try:
         again = run("batch", "resume", batch[:8], "--executor", "ray", "--ray-address", address, "--json",
@@ -102,7 +102,7 @@ def test_rows_run_as_ray_tasks_and_a_killed_worker_s_row_resumes(magent_home: Pa
     assert again.code == 0, again.err
     (line,) = _lines(again.out)
     assert line["row"] == 3 and line["status"] == "completed"
-    results = _lines(run("batch", "results", batch[:8]).out)
+    results = _lines(invoke("batch", "results", batch[:8]).out)
     assert [x["status"] for x in results] == ["completed"] * 5
     assert results[2]["task_id"] == by_row[3]["task_id"]  # the same task, continued
     labels = [label for _, label in stamps(ledger)]

@@ -172,7 +172,7 @@ def test_killed_right_after_the_compaction_entry_resumes_to_the_same_end(tmp_pat
     last = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
     assert last.leaf_entry_id != marker.id  # killed before any checkpoint knew of it
 
-    resumed = run("resume", task_id)
+    resumed = invoke("resume", task_id)
     assert resumed.code == 0, resumed.out + resumed.err
     task = task_dir(task_id).load_task()
     assert task.status.value == "completed" and task.result == whole.output

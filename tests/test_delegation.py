@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from magent.models.session import MAIN_SESSION
-from support.cli import invoke, run
+from support.cli import invoke
 from support.crashflow import ledger_lines, only_task
 from support.delegateflow import make_delegation
 from support.engine import (
@@ -18,7 +18,7 @@ def test_a_sub_agent_works_in_its_own_session_and_its_answer_is_the_tool_result(
                                                                                  magent_home: Path) -> None:
     flow = make_delegation(tmp_path)
     ledger = tmp_path / "ledger.txt"
-    result = run("run", str(flow), "-t", "the lead's own task", env={"LEDGER": str(ledger)})
+    result = invoke("run", str(flow), "-t", "the lead's own task", env={"LEDGER": str(ledger)})
     assert result.code == 0, result.err
     task_id = only_task(magent_home)
     td = task_dir(task_id)
@@ -128,7 +128,7 @@ def test_a_tool_approval_inside_sub_agents_pauses_the_task_and_approve_continues
     flow = make_delegation(tmp_path, approve=True, at_once=True)  # both sub-agents from one turn of the lead
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    result = run("run", str(flow), "-t", "needs approvals", "--no-input", env=env)
+    result = invoke("run", str(flow), "-t", "needs approvals", "--no-input", env=env)
     task_id = only_task(magent_home)
     asked = []
     sessions: list[str] = []
@@ -142,7 +142,7 @@ def test_a_tool_approval_inside_sub_agents_pauses_the_task_and_approve_continues
         asked.append((open_ids[request.session], request.details["arguments"]["line"]))
         sessions.append(request.session)
         assert len(asked) < 6, asked
-        result = run("resume", task_id, "--approve", "--no-input", env=env)
+        result = invoke("resume", task_id, "--approve", "--no-input", env=env)
     assert result.code == 0, result.err
     assert sorted(asked) == [("scribe", "c"), ("worker", "a"), ("worker", "b")]
     pauses = [e for e in map(json.loads, task_dir(task_id).events_file.read_text().splitlines())

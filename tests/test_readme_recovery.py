@@ -19,7 +19,7 @@ from typing import Callable
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke, run
 from support.crashflow import only_task
 from support.engine import task_dir, write
 from support.recoveryflow import SLOW, started_run, toolbox_flow, wait_for_event
@@ -55,7 +55,7 @@ def recovery_table() -> list[Row]:
 # -- or None when the way it stopped came after the run (a damaged file) ---------------------------
 
 def needs_a_person(tmp_path: Path, home: Path) -> tuple[str, int | None]:
-    paused = run("run", str(PUBLISH), "-t", "Announce that the office is closed on Friday", "--no-input")
+    paused = invoke("run", str(PUBLISH), "-t", "Announce that the office is closed on Friday", "--no-input")
     return only_task(home), paused.code
 
 
@@ -96,7 +96,7 @@ def failed(tmp_path: Path, home: Path) -> tuple[str, int | None]:
         tools: [kv.set]
         llm_config: {model: scripted, script: keeper.script.yaml}
         """)
-    result = run("run", str(agent), "-t", "Remember the city Lyon", "--no-input")
+    result = invoke("run", str(agent), "-t", "Remember the city Lyon", "--no-input")
     with script.open("a") as f:
         f.write("  - content: Stored Lyon.\n")
     return only_task(home), result.code
@@ -111,7 +111,7 @@ def damaged_pause(tmp_path: Path, home: Path) -> tuple[str, int | None]:
 
 
 def finished(tmp_path: Path, home: Path) -> tuple[str, int | None]:
-    done = run("run", str(toolbox_flow(tmp_path)), "-t", "say hello")
+    done = invoke("run", str(toolbox_flow(tmp_path)), "-t", "say hello")
     return only_task(home), done.code
 
 
@@ -145,12 +145,12 @@ def test_the_readme_command_continues_a_task_stopped_this_way(way: str, tmp_path
     task_id, code = WAYS[way](tmp_path, magent_home)
     if code is not None:     # the row's exit code, or none for a process that was killed
         assert code == (row.exit_code if row.exit_code is not None else -signal.SIGKILL)
-    shown = run("tasks", "show", task_id[:8], "--json")
+    shown = invoke("tasks", "show", task_id[:8], "--json")
     assert json.loads(shown.out)["status"] == row.status, shown.err
 
     for i, command in enumerate(row.commands):
         args = [task_id[:8] if a == "ID" else "1" if a == "N" else a for a in shlex.split(command)[1:]]
-        result = run(*args, "--no-input")
+        result = invoke(*args, "--no-input")
         last = i == len(row.commands) - 1
         assert result.code == (0 if last else 3), (command, result.out, result.err)
     if "--from-checkpoint" in row.commands[-1]:      # a new task, from the finished one's checkpoint

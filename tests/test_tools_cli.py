@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from servers.harness import refused_url, stdio_server
-from support.cli import invoke, run
+from support.cli import invoke
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +110,7 @@ def test_an_mcp_file_with_an_unknown_transport_is_exit_2(tmp_path: Path) -> None
 def test_the_reference_time_server_through_the_cli_in_a_subprocess(tmp_path: Path) -> None:
     own = tmp_path / "time.yaml"
     own.write_text("servers:\n  - name: time\n    transport: stdio\n    config: {command: mcp-server-time}\n")
-    r = run("tools", "call", "time.get_current_time", "--args", '{"timezone": "Europe/Paris"}', "--mcp", str(own))
+    r = invoke("tools", "call", "time.get_current_time", "--args", '{"timezone": "Europe/Paris"}', "--mcp", str(own))
     assert r.code == 0, r.err
     assert json.loads(r.out)["timezone"] == "Europe/Paris"
 

@@ -18,7 +18,7 @@ import pytest
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
 from support.browser import chromium, expect
-from support.cli import invoke, run
+from support.cli import invoke
 from support.crashflow import only_task
 from support.delegateflow import make_delegation
 from support.engine import agent_yaml, run_with, write
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 
 def report(task_id: str, path: Path) -> Path:
-    result = run("trace", task_id[:8], "--html", str(path))
+    result = invoke("trace", task_id[:8], "--html", str(path))
     assert result.code == 0, result.err
     return path
 
@@ -141,7 +141,7 @@ def test_filters_timeline_and_graph_find_steps(tmp_path: Path) -> None:
 
 def test_sub_agent_sessions_in_the_browser(tmp_path: Path, magent_home: Path) -> None:
     flow = make_delegation(tmp_path)  # lead delegates to worker (3 turns), then to scribe (2 turns)
-    assert run("run", str(flow), "-t", "the lead's task", env={"LEDGER": str(tmp_path / "ledger.txt")}).code == 0
+    assert invoke("run", str(flow), "-t", "the lead's task", env={"LEDGER": str(tmp_path / "ledger.txt")}).code == 0
     task_id = only_task(magent_home)
     sessions = json.loads(invoke("trace", task_id, "--json").out)["sub_agent_sessions"]
     worker = next(f"worker · {sid[:8]}" for sid, info in sessions.items() if info["agent"] == "worker")

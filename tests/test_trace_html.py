@@ -13,7 +13,7 @@ from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
 from magent.trace.graphsvg import graph_svg
 from magent.trace.timeline import timeline
-from support.cli import invoke, run
+from support.cli import invoke
 from support.crashflow import only_task
 from support.delegateflow import make_delegation
 from support.engine import agent_yaml, run_with, task_dir, write
@@ -152,7 +152,7 @@ def test_a_failed_run_is_highlighted(tmp_path: Path) -> None:
 
 def test_sub_agent_sessions_have_their_own_lanes_and_totals(tmp_path: Path, magent_home: Path) -> None:
     flow = make_delegation(tmp_path)  # lead delegates to worker (3 turns), then to scribe (2 turns)
-    assert run("run", str(flow), "-t", "the lead's task", env={"LEDGER": str(tmp_path / "ledger.txt")}).code == 0
+    assert invoke("run", str(flow), "-t", "the lead's task", env={"LEDGER": str(tmp_path / "ledger.txt")}).code == 0
     task_id = only_task(magent_home)
     data = page_data(invoke("trace", task_id, "--html", "-").out)
     main, worker, scribe = data["sessions"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from magent.models.task import usage_key
-from support.cli import run
+from support.cli import invoke, run
 from support.crashflow import make_flow
 from support.engine import checkpoint_numbers, task_dir
 
@@ -30,9 +30,9 @@ def test_a_resumed_run_keeps_its_usage_under_one_key(tmp_path: Path, magent_home
     killed = run("run", str(flow), "-t", "count me", env={**env, "MAGENT_FAILPOINT": "after_assistant_entry@1"})
     assert killed.code == -signal.SIGKILL
     (task_id,) = [p.name for p in (magent_home / "tasks").iterdir() if not p.name.startswith(".")]
-    resumed = run("resume", task_id, env=env)
+    resumed = invoke("resume", task_id, env=env)
     if resumed.code == 3:  # the ledger call may have run: a person decides
-        resumed = run("resume", task_id, "--reject", env=env)
+        resumed = invoke("resume", task_id, "--reject", env=env)
     assert resumed.code == 0, resumed.err
     td = task_dir(task_id)
     last = td.checkpoints.read(checkpoint_numbers(task_id)[-1])
