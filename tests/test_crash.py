@@ -4,6 +4,8 @@ A failpoint (``MAGENT_FAILPOINT=name@N``) makes the run kill itself at an exact
 place; the ledger MCP server writes outside magent so a repeated call shows.
 After resuming, the task must complete with contiguous checkpoints, every file
 must parse, and no finished tool call may have run twice.
+The killed runs are real processes; the resumes after them run in-process (``invoke``),
+except where two processes race for the task.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke, run
 from support.crashflow import ledger_lines, make_flow, only_task, wait_for_nap
 from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir
 
@@ -43,7 +45,7 @@ def test_killed_run_resumes_and_completes_without_repeating_work(point: str, nth
     assert task_dir(task_id).load_task().status.value in ("pending", "running")  # as it was written
     assert task_dir(task_id).shown_task().status.value == "interrupted"         # as it is shown
 
-    resumed = run("resume", task_id, env=env)
+    resumed = invoke("resume", task_id, env=env)
     if resumed.code == 3:
         # A non-idempotent call may or may not have run: a person decides. Its mark in the ledger
         # tells the truth, so answer as a careful person would.
@@ -51,7 +53,7 @@ def test_killed_run_resumes_and_completes_without_repeating_work(point: str, nth
         assert cp.human_request.kind == "tool_recovery"
         line = cp.human_request.details["arguments"]["line"]
         ran = line in ledger_lines(ledger)
-        resumed = run("resume", task_id, "--reject" if ran else "--approve", env=env)
+        resumed = invoke("resume", task_id, "--reject" if ran else "--approve", env=env)
     assert resumed.code == 0, (resumed.out, resumed.err)
 
     task = task_dir(task_id).load_task()
@@ -82,9 +84,9 @@ def test_sigkill_mid_tool_call_then_resume(tmp_path: Path, magent_home: Path) ->
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     task_id = only_task(magent_home)
-    paused = run("resume", task_id, env={"LEDGER": str(ledger)})
+    paused = invoke("resume", task_id, env={"LEDGER": str(ledger)})
     assert paused.code == 3 and "ledger.nap" in paused.out
-    finished = run("resume", task_id, "--reject", "--message", "do not nap again", env={"LEDGER": str(ledger)})
+    finished = invoke("resume", task_id, "--reject", "--message", "do not nap again", env={"LEDGER": str(ledger)})
     assert finished.code == 0, finished.err
     assert ledger_lines(ledger) == ["a", "b"]           # the interrupted nap never completed
     assert task_dir(task_id).load_task().result == "stored final"
@@ -107,9 +109,9 @@ def test_sigterm_stops_cleanly_with_a_checkpoint_and_exit_130(tmp_path: Path, ma
     assert last.reason == "interrupt"
     assert td.load_task().status.value == "interrupted"  # said plainly, and resumable
     all_files_parse(magent_home)
-    resumed = run("resume", task_id, "--no-input", env={"LEDGER": str(ledger)})
+    resumed = invoke("resume", task_id, "--no-input", env={"LEDGER": str(ledger)})
     assert resumed.code == 3                              # the nap may have run: a person decides
-    assert run("resume", task_id, "--reject", env={"LEDGER": str(ledger)}).code == 0
+    assert invoke("resume", task_id, "--reject", env={"LEDGER": str(ledger)}).code == 0
 
 
 def test_two_resumes_at_once_one_proceeds_the_other_names_the_holder(tmp_path: Path, magent_home: Path) -> None:

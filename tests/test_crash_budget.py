@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke, run
 from support.crashflow import only_task
 from support.engine import all_files_parse, kv_store, task_dir
 from test_budget import agent, pause_of
@@ -29,13 +29,13 @@ def test_a_budget_pause_survives_kill_9(tmp_path: Path, magent_home: Path, point
     task_id = only_task(magent_home)
     all_files_parse(magent_home)
 
-    again = run("resume", task_id[:8])
+    again = invoke("resume", task_id[:8])
     assert again.code == 3, again.out + again.err
     assert "budget reached: max_model_calls 2 for agent worker (used 2), at node worker" in again.out
     assert pause_of(task_id)["used"] == 2
     assert kv_store(task_id) == {"a": "1", "b": "2"}
 
-    done = run("resume", task_id[:8], "--approve", "--budget", "max_model_calls=5")
+    done = invoke("resume", task_id[:8], "--approve", "--budget", "max_model_calls=5")
     assert done.code == 0, done.out + done.err
     task = task_dir(task_id).load_task()
     assert task.result == "Done." and task.usage.calls == 4
@@ -44,11 +44,11 @@ def test_a_budget_pause_survives_kill_9(tmp_path: Path, magent_home: Path, point
 
 def test_a_kill_after_the_pause_is_answered_keeps_the_raised_limit(tmp_path: Path, magent_home: Path) -> None:
     flow = agent(tmp_path, "{max_model_calls: 2}")
-    assert run("run", str(flow), "-t", "go").code == 3
+    assert invoke("run", str(flow), "-t", "go").code == 3
     task_id = only_task(magent_home)
     killed = run("resume", task_id[:8], "--approve", "--budget", "max_model_calls=5",
                  env={"MAGENT_FAILPOINT": "after_checkpoint@1"})
     assert killed.code == -signal.SIGKILL
-    done = run("resume", task_id[:8])  # the raise is in task.json: no new pause
+    done = invoke("resume", task_id[:8])  # the raise is in task.json: no new pause
     assert done.code == 0, done.out + done.err
     assert task_dir(task_id).load_task().result == "Done."

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke, run
 from support.crashflow import only_task
 from support.engine import all_files_parse, task_dir, write
 from support.openai_stub import OpenAIStub
@@ -60,15 +60,15 @@ END_STATE = [("user", "The meeting is Thursday"), ("assistant", "Let me note it.
 def test_a_follow_up_killed_between_its_checkpoints_continues_to_the_same_end(
         tmp_path: Path, magent_home: Path, point: str, go_on: str) -> None:
     agent = scripted_agent(tmp_path)
-    first = run("chat", str(agent), "The meeting is Thursday")
+    first = invoke("chat", str(agent), "The meeting is Thursday")
     assert first.code == 0, first.err
     task_id = only_task(magent_home)
     killed = run("chat", task_id[:8], "When is it?", env={"MAGENT_FAILPOINT": point})
     assert killed.code == -signal.SIGKILL, (killed.out, killed.err)
     all_files_parse(magent_home)
-    assert '"status": "interrupted"' in run("tasks", "show", task_id[:8], "--json").out
+    assert '"status": "interrupted"' in invoke("tasks", "show", task_id[:8], "--json").out
 
-    done = run(go_on, task_id[:8])
+    done = invoke(go_on, task_id[:8])
     assert done.code == 0, done.err
     assert "It is on Thursday." in done.out
     # The end state of an uninterrupted follow-up: each message once, in order, under the last.
@@ -111,7 +111,7 @@ def test_an_interactive_chat_killed_during_a_model_call_continues_with_chat_id(
         all_files_parse(magent_home)
         assert conversation(task_id)[-1] == ("user", "When is it?")
         stub.text("It is on Thursday.")
-        done = run("chat", task_id[:8])
+        done = invoke("chat", task_id[:8])
     assert done.code == 0, done.err
     assert "It is on Thursday." in done.out
     assert conversation(task_id) == [("user", "The meeting is Thursday"), ("assistant", "Noted: Thursday."),

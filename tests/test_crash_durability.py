@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke, run
 from support.crashflow import ledger_lines, make_flow, only_task
 from support.engine import all_files_parse, checkpoint_numbers, kv_store, task_dir, write
 
@@ -37,12 +37,12 @@ def test_a_kill_in_any_mode_leaves_whole_files_and_resume_completes(mode: str, p
     all_files_parse(magent_home)                 # nothing torn, in any mode
     assert not list(magent_home.rglob("*.corrupt*"))
 
-    resumed = run("resume", task_id, env=env)
+    resumed = invoke("resume", task_id, env=env)
     if resumed.code == 3:  # the non-idempotent call may have run: answer as its ledger says
         cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
         assert cp.human_request.kind == "tool_recovery"
         ran = cp.human_request.details["arguments"]["line"] in ledger_lines(ledger)
-        resumed = run("resume", task_id, "--reject" if ran else "--approve", env=env)
+        resumed = invoke("resume", task_id, "--reject" if ran else "--approve", env=env)
     assert resumed.code == 0, (resumed.out, resumed.err)
 
     td = task_dir(task_id)
@@ -65,10 +65,10 @@ def test_the_workflow_sets_the_mode_and_the_command_line_wins(tmp_path: Path, ma
     text = flow.read_text().replace("name: crashflow\n", "name: crashflow\ndurability: exit\n")
     flow.write_text(text)
     env = {"LEDGER": str(tmp_path / "ledger.txt")}
-    assert run("run", str(flow), "-t", "one", env=env).code == 0
+    assert invoke("run", str(flow), "-t", "one", env=env).code == 0
     first = only_task(magent_home)
     assert task_dir(first).load_task().config_snapshot["options"]["durability"] == "exit"
-    assert run("run", str(flow), "-t", "two", "--durability", "step", env=env).code == 0
+    assert invoke("run", str(flow), "-t", "two", "--durability", "step", env=env).code == 0
     modes = sorted(task_dir(t.name).load_task().config_snapshot["options"]["durability"]
                    for t in (magent_home / "tasks").iterdir() if t.name != first)
     assert modes == ["step"]
@@ -76,11 +76,11 @@ def test_the_workflow_sets_the_mode_and_the_command_line_wins(tmp_path: Path, ma
 
 def test_a_mode_that_does_not_exist_is_a_clear_error(tmp_path: Path, magent_home: Path) -> None:
     flow = make_flow(tmp_path)
-    bad = run("run", str(flow), "-t", "x", "--durability", "never")
+    bad = invoke("run", str(flow), "-t", "x", "--durability", "never")
     assert bad.code == 2 and "never" in bad.err and "sync" in bad.err
     assert "Traceback" not in bad.err
     wrong = write(tmp_path, "wrong.yaml", flow.read_text().replace("name: crashflow\n",
                                                                    "name: crashflow\ndurability: always\n"))
-    checked = run("validate", str(wrong))
+    checked = invoke("validate", str(wrong))
     assert checked.code == 2 and "durability" in checked.out + checked.err
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke
 from support.crashflow import (
     histories_are_whole, killed_and_resumed, killed_in_nap_then_paused, ledger_lines, run_whole,
 )
@@ -67,6 +67,6 @@ def test_sigkill_while_one_branch_naps_and_the_other_has_finished(tmp_path: Path
     task_id, ledger, cp = killed_in_nap_then_paused(make_parallel(tmp_path, nap=600), magent_home, "nap")
     right = next(s for s in cp.sessions if s.key == "branch:right")
     assert cp.human_request.session == right.session_id
-    finished = run("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
+    finished = invoke("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
     assert finished.code == 0, finished.err
     assert_same_end_state(task_id, ledger)

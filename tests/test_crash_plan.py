@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke
 from support.crashflow import (
     histories_are_whole, killed_and_resumed, killed_in_nap_then_paused, ledger_lines, run_whole,
 )
@@ -87,6 +87,6 @@ def test_sigkill_while_a_subtask_naps_and_its_sibling_has_finished(tmp_path: Pat
                                                     "write the report")
     nap_session = next(s for s in cp.sessions if s.key.startswith("subtask:facts_b"))
     assert cp.human_request.session == nap_session.session_id
-    finished = run("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
+    finished = invoke("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
     assert finished.code == 0, finished.err
     assert_same_end_state(task_id, ledger)

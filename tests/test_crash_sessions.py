@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run
+from support.cli import invoke
 from support.crashflow import (
     histories_are_whole, killed_and_resumed, killed_in_nap_then_paused, ledger_lines, run_whole,
 )
@@ -74,7 +74,7 @@ def test_sigkill_while_a_sub_agent_naps_then_resume(tmp_path: Path, magent_home:
     in the sub-agent's session, then finishes without repeating anything."""
     task_id, ledger, cp = killed_in_nap_then_paused(make_delegation(tmp_path, nap=600), magent_home, "nap")
     assert cp.human_request.session == cp.sessions[0].session_id and cp.sessions[0].agent == "worker"
-    finished = run("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
+    finished = invoke("resume", task_id, "--reject", "--message", "no second nap", env={"LEDGER": str(ledger)})
     assert finished.code == 0, finished.err
     assert ledger_lines(ledger) == ["a", "b", "c"]
     worker = [e for e in task_dir(task_id).entries.load().values()

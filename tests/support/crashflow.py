@@ -15,7 +15,7 @@ import pytest
 
 from magent.models import Checkpoint, Event
 from magent.store import TaskDir
-from support.cli import Result, run
+from support.cli import Result, invoke, run
 from support.engine import checkpoint_numbers, task_dir, write
 
 LEDGER_SERVER = Path(__file__).resolve().parent / "ledger_server.py"
@@ -107,6 +107,8 @@ def killed_during_nap(flow: Path, home: Path, env: dict[str, str], text: str = "
 
 
 # The start, kill and resume that the crash tests of sessions, branches and plans share.
+# The run that is killed is always a real process (a failpoint's SIGKILL, or kill -9 from here);
+# the resumes after it run in-process (cli.invoke): what they check is what the kill left on disk.
 
 def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str], *, in_child: bool = False,
                       ran: "Callable[[str, Path, str], bool] | None" = None) -> Result:
@@ -114,7 +116,7 @@ def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str], *, in_chi
     that may or may not have run: the ledger tells the truth (``ran(task_id, ledger, line)``;
     by default, whether the line is in it), so it is rejected if it ran, else approved.
     ``in_child``: each such pause must be asked in an open child session."""
-    resumed = run("resume", task_id, env=env)
+    resumed = invoke("resume", task_id, env=env)
     while resumed.code == 3:
         cp = task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
         assert cp.human_request.kind == "tool_recovery", cp.human_request
@@ -122,7 +124,7 @@ def resume_to_the_end(task_id: str, ledger: Path, env: dict[str, str], *, in_chi
             assert cp.human_request.session in {s.session_id for s in cp.sessions}   # asked in the child
         line = cp.human_request.details["arguments"]["line"]
         done = ran(task_id, ledger, line) if ran is not None else line in ledger_lines(ledger)
-        resumed = run("resume", task_id, "--reject" if done else "--approve", env=env)
+        resumed = invoke("resume", task_id, "--reject" if done else "--approve", env=env)
     return resumed
 
 
@@ -140,7 +142,7 @@ def killed_and_resumed(flow: Path, home: Path, point: str, nth: int, text: str, 
 def run_whole(flow: Path, home: Path, text: str) -> tuple[str, Path]:
     """Run ``flow`` once without interruption to a completed end; the task id and the ledger."""
     ledger = flow.parent / "ledger.txt"
-    assert run("run", str(flow), "-t", text, env={"LEDGER": str(ledger)}).code == 0
+    assert invoke("run", str(flow), "-t", text, env={"LEDGER": str(ledger)}).code == 0
     return only_task(home), ledger
 
 
@@ -149,7 +151,7 @@ def killed_in_nap_then_paused(flow: Path, home: Path, text: str) -> tuple[str, P
     call. The task id, the ledger and the checkpoint of the pause."""
     ledger = flow.parent / "ledger.txt"
     task_id = killed_during_nap(flow, home, {"LEDGER": str(ledger)}, text)
-    paused = run("resume", task_id, env={"LEDGER": str(ledger)})
+    paused = invoke("resume", task_id, env={"LEDGER": str(ledger)})
     assert paused.code == 3 and "ledger.nap" in paused.out
     return task_id, ledger, task_dir(task_id).checkpoints.read(checkpoint_numbers(task_id)[-1])
 
