@@ -238,14 +238,36 @@ versions: list[str] = magent.prompt("triage", "2").versions
 added: str | None = magent.add_prompt("triage", "3", "Hi {{ task }}", description="short").description
 from_file: dict[str, object] = magent.add_prompt("triage", "4", file=Path("t.txt")).as_dict(text=False)
 folder: Path = magent.prompts_folder()
+ran: magent.BatchRun = magent.batch("triage.yaml", Path("rows.jsonl"), concurrency=4, max_failures=2,
+                                    set={"priority": "high"}, skip_bad_rows=True, tags=["t"], max_rpm=60)
+outputs: list[object] = [r.output for r in ran.results]
+rows: list[magent.BatchRow] = magent.batch("triage.yaml", [{"task": "a"}], executor="local").rows
+first: magent.AgentResult | None = rows[0].result
+again: magent.BatchRun = magent.resume_batch(ran.batch_id, approve_all=True, retry_failed=True, home="/tmp/h")
+counted: dict[str, int] = again.counts
+listed_batches: list[magent.BatchSummary] = magent.batches()
+running: bool = listed_batches[0].running
+shown: magent.BatchDetails = magent.batch_details("7c1e")
+waiting: list[int] = [r.row for r in shown.not_completed]
+lines: list[dict[str, object]] = [r.as_dict() for r in magent.batch_results("7c1e")]
+
+
+def on_start(start: magent.BatchStart) -> None:
+    print(start.batch_id, start.rows, [s.error for s in start.skipped])
+
+
+def on_progress(progress: magent.BatchProgress) -> None:
+    print(progress.done, progress.finished.status if progress.finished else "started")
 paths: list[str] = [e.path for e in magent.examples()]
 copied: list[Path] = magent.copy_examples("examples", force=True).copied
 
 
 async def later() -> bool:
+    batched = await magent.abatch("t.yaml", "rows.csv", on_start=on_start, on_progress=on_progress)
+    resumed = await magent.aresume_batch(batched.batch_id, concurrency=2)
     listed = await magent.alist_tools()
     return bool(listed.tools) and (await magent.acall_tool("kv.get", {"key": "x"})).ok \
-        and (await magent.areplay("3f2a")).matched
+        and (await magent.areplay("3f2a")).matched and resumed.stopped_by is None
 '''
 
 
@@ -283,6 +305,7 @@ def test_no_api_name_is_shadowed_by_a_module_of_the_same_name() -> None:
 # the CLI goes through the API ---------------------------------------------------------------
 
 THROUGH_THE_API = {
+    "batch": ["batch.py", "batchview.py"],
     "new": ["new.py"],
     "prompts": ["prompts.py"],
 }
@@ -290,7 +313,8 @@ THROUGH_THE_API = {
 
 PRESENTATION = {"magent.errors", "magent.render", "magent.vocabulary"}
 """Modules a command may use to parse, render and exit besides the API (no library logic)."""
-PRESENTATION_NAMES = {"magent.tools.catalog": {"format_table"}}
+PRESENTATION_NAMES = {"magent.tools.catalog": {"format_table"}, "magent.engine.inputs": {"parse_sets"}}
+"""...and single helpers: a text table, and ``--set KEY=VALUE`` read as ``set=`` takes it."""
 
 
 def _library_imports(path: Path) -> list[str]:

@@ -12,6 +12,7 @@ The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``canc
 ``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
 ``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
 ``copy_examples``, ``new_agent``, ``new_workflow``, ``prompts``, ``prompt``, ``add_prompt``,
+``batch``, ``abatch``, ``resume_batch``, ``batches``, ``batch_details``, ``batch_results``,
 ``AgentResult``...) is imported on
 first use, so ``import magent`` loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
 """
@@ -30,6 +31,20 @@ from magent.errors import UsageError as UsageError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.batching import BatchDetails as BatchDetails
+    from magent.api.batching import BatchProgress as BatchProgress
+    from magent.api.batching import BatchRow as BatchRow
+    from magent.api.batching import BatchRun as BatchRun
+    from magent.api.batching import BatchStart as BatchStart
+    from magent.api.batching import BatchSummary as BatchSummary
+    from magent.api.batching import SkippedRow as SkippedRow
+    from magent.api.batching import abatch as abatch
+    from magent.api.batching import aresume_batch as aresume_batch
+    from magent.api.batching import batch as batch
+    from magent.api.batching import batch_details as batch_details
+    from magent.api.batching import batch_results as batch_results
+    from magent.api.batching import batches as batches
+    from magent.api.batching import resume_batch as resume_batch
     from magent.api.followups import achat as achat
     from magent.api.followups import chat as chat
     from magent.api.inspection import CheckpointView as CheckpointView
@@ -86,13 +101,18 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
 
-_API = ("AgentResult", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home", "HtmlReport",
-        "Provenance", "RetentionPlan", "StepRequests", "StoredPrompt", "TaskDetails", "TokenUsage", "ToolList",
-        "TraceExport", "TraceReading", "acall_tool", "achat", "add_prompt", "alist_tools", "amcp_servers", "areplay",
-        "aresume", "arun", "call_tool", "cancel", "chat", "checkpoint", "checkpoints", "copy_examples",
-        "examples", "examples_folder", "export_trace", "follow_trace", "init", "list_tools", "load",
-        "mcp_servers", "new_agent", "new_workflow", "prompt", "prompts", "prompts_folder", "read_trace", "replay", "resume", "retention_plan", "run", "sweep", "task",
-        "task_details", "tasks", "trace_html", "trace_log", "validate")
+_API = (
+        "AgentResult", "BatchDetails", "BatchProgress", "BatchRow", "BatchRun", "BatchStart",
+        "BatchSummary", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home",
+        "HtmlReport", "Provenance", "RetentionPlan", "SkippedRow", "StepRequests", "StoredPrompt",
+        "TaskDetails", "TokenUsage", "ToolList", "TraceExport", "TraceReading", "abatch",
+        "acall_tool", "achat", "add_prompt", "alist_tools", "amcp_servers", "areplay", "aresume",
+        "aresume_batch", "arun", "batch", "batch_details", "batch_results", "batches", "call_tool",
+        "cancel", "chat", "checkpoint", "checkpoints", "copy_examples", "examples", "examples_folder",
+        "export_trace", "follow_trace", "init", "list_tools", "load", "mcp_servers", "new_agent",
+        "new_workflow", "prompt", "prompts", "prompts_folder", "read_trace", "replay", "resume",
+        "resume_batch", "retention_plan", "run", "sweep", "task", "task_details", "tasks",
+        "trace_html", "trace_log", "validate")
 
 __all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
            "TaskStateError", "UsageError", "__version__"]

@@ -128,3 +128,11 @@ class MemoryLockedError(MemoryStoreError):
 
 class MemoryNotFoundError(MagentError):
     """No memory matches the id or prefix given (or it matches several)."""
+
+
+class BatchNotFoundError(MagentError):
+    """No batch matches the id or prefix given (or several do)."""
+
+
+class RayUnavailableError(MagentError):
+    """Ray is not installed, or the cluster cannot be reached (``executor="ray"``)."""

@@ -12,6 +12,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
+    from magent.api.batching import BatchDetails as BatchDetails
+    from magent.api.batching import BatchProgress as BatchProgress
+    from magent.api.batching import BatchRow as BatchRow
+    from magent.api.batching import BatchRun as BatchRun
+    from magent.api.batching import BatchStart as BatchStart
+    from magent.api.batching import BatchSummary as BatchSummary
+    from magent.api.batching import SkippedRow as SkippedRow
+    from magent.api.batching import abatch as abatch
+    from magent.api.batching import aresume_batch as aresume_batch
+    from magent.api.batching import batch as batch
+    from magent.api.batching import batch_details as batch_details
+    from magent.api.batching import batch_results as batch_results
+    from magent.api.batching import batches as batches
+    from magent.api.batching import resume_batch as resume_batch
     from magent.api.followups import achat as achat
     from magent.api.followups import chat as chat
     from magent.api.inspection import CheckpointView as CheckpointView
@@ -76,6 +90,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import run as run
 
 _WHERE = {
+    "batching": ("BatchDetails", "BatchProgress", "BatchRow", "BatchRun", "BatchStart", "BatchSummary",
+                 "SkippedRow", "abatch", "aresume_batch", "batch", "batch_details", "batch_results", "batches",
+                 "resume_batch"),
     "followups": ("achat", "chat"),
     "inspection": ("CheckpointView", "Checkpoints", "checkpoint", "checkpoints", "validate"),
     "prompting": ("StoredPrompt", "add_prompt", "prompt", "prompts", "prompts_folder"),

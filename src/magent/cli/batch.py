@@ -63,28 +63,22 @@ def run(
     completed, 1 when some failed, 3 when some wait for a person, 130 interrupted
     (magent batch resume BATCH_ID continues).
     """
-    from magent.batch import runner
-    from magent.batch.inputs import set_values
+    from magent.api.batching import abatch
     from magent.engine.inputs import parse_sets
 
-    options = runner.Options(concurrency=concurrency, max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
-                             skip_bad_rows=skip_bad_rows, executor=executor, ray_address=ray_address,
-                             set=set_values(parse_sets(set_ or [])), tags=list(tag or []), model=model)
-    rows_in, rows, execu, spec = runner.prepare(target, inputs, options)
-    batch = runner.record(rows_in, target, spec, options)
-    lock = batch.lock().acquire()
-    try:
-        if not json_out:
-            print(f"batch {batch.id} ({len(rows)} rows, {execu.name} executor, concurrency {concurrency}; "
-                  f"its tasks are tagged batch:{batch.id})")
-        for bad in rows_in.bad:
-            print(f"skipped: {bad.error}", file=sys.stderr)
-        from magent.batch.executor import Job
+    sets = parse_sets(set_ or [])
 
-        code = _drive(batch.id, execu, [Job(row=r) for r in rows], options, json_out, {})
-    finally:
-        lock.release()
-    raise typer.Exit(code)
+    def started(start: Any) -> None:
+        if not json_out:
+            print(f"batch {start.batch_id} ({start.rows} rows, {start.executor} executor, concurrency "
+                  f"{start.concurrency}; its tasks are tagged batch:{start.batch_id})")
+        for bad in start.skipped:
+            print(f"skipped: {bad.error}", file=sys.stderr)
+
+    raise typer.Exit(_drive(json_out, started, lambda view: abatch(
+        target, inputs, concurrency=concurrency, max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
+        skip_bad_rows=skip_bad_rows, set=sets, tags=tag or [], model=model, executor=executor,
+        ray_address=ray_address, on_start=view.begin, on_progress=view.change)))
 
 
 @app.command("resume", epilog=examples("magent batch resume 7c1e", "magent batch resume 7c1e --approve-all",
@@ -107,45 +101,41 @@ def resume(
     rows never started start. Paused rows stay paused unless --approve-all (or answer
     them one by one with magent resume TASK).
     """
-    from magent.batch import runner
+    from magent.api.batching import aresume_batch
 
-    batch, doc = runner.open_batch(batch_id)
-    lock = batch.lock().acquire()
-    try:
-        options = runner.Options(concurrency=concurrency, max_rpm=max_rpm, max_tpm=max_tpm,
-                                 max_failures=max_failures, executor=executor, ray_address=ray_address)
-        jobs, execu, _, already = runner.plan_resume(batch, doc, options, approve_all=approve_all,
-                                                     retry_failed=retry_failed)
+    def started(start: Any) -> None:
         if not json_out:
-            print(f"batch {batch.id}: {len(jobs)} rows to run" + (
+            already = start.already
+            print(f"batch {start.batch_id}: {start.rows} rows to run" + (
                 f" ({', '.join(f'{n} {k}' for k, n in sorted(already.items()))} already)" if already else ""))
-        code = _drive(batch.id, execu, jobs, options, json_out, already)
-    finally:
-        lock.release()
-    raise typer.Exit(code)
+
+    raise typer.Exit(_drive(json_out, started, lambda view: aresume_batch(
+        batch_id, approve_all=approve_all, retry_failed=retry_failed, concurrency=concurrency, max_rpm=max_rpm,
+        max_tpm=max_tpm, max_failures=max_failures, executor=executor, ray_address=ray_address,
+        on_start=view.begin, on_progress=view.change)))
 
 
-def _drive(batch_id: str, execu: Any, jobs: list[Any], options: Any, json_out: bool,
-           already: dict[str, int]) -> int:
-    from magent.batch.runner import Driver, drive
+def _drive(json_out: bool, started: Any, call: Any) -> int:
+    """Run the batch call with a view of its rows; the exit code says how the rows ended."""
     from magent.cli.batchview import View
     from magent.cli.runtime import Interrupted, run_async
     from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED
 
-    view = View(len(jobs), json_out=json_out, batch_id=batch_id)
-    driver = Driver(total=len(jobs), max_failures=options.max_failures, on_change=view.change)
+    view = View(json_out=json_out, on_start=started)
     try:
-        with view:
-            run_async(lambda: drive(execu, jobs, driver))
+        try:
+            done = run_async(lambda: call(view))
+        finally:
+            view.close()
     except Interrupted:
-        view.summary(driver, already)
-        raise Interrupted(f"interrupted: batch {batch_id[:8]} stopped; its running rows were checkpointed "
-                          f"(continue with `magent batch resume {batch_id[:8]}`)") from None
-    view.summary(driver, already)
-    counts = {**already}
-    for key, n in driver.counts.items():
-        counts[key] = counts.get(key, 0) + n
-    if counts.get("failed") or counts.get("interrupted") or driver.stopped_by:
+        if view.batch_id is None:
+            raise
+        view.summary()
+        raise Interrupted(f"interrupted: batch {view.batch_id[:8]} stopped; its running rows were checkpointed "
+                          f"(continue with `magent batch resume {view.batch_id[:8]}`)") from None
+    view.summary(done)
+    counts = done.counts
+    if counts.get("failed") or counts.get("interrupted") or done.stopped_by:
         return EXIT_FAILED
     return EXIT_PAUSED if counts.get("awaiting_human") else EXIT_OK
 
@@ -153,10 +143,10 @@ def _drive(batch_id: str, execu: Any, jobs: list[Any], options: Any, json_out: b
 @app.command("list", epilog=examples("magent batch list", "magent batch list --json"))
 def list_(json_out: Annotated[bool, typer.Option("--json", help="One JSON object per batch.")] = False) -> None:
     """Batches, oldest first, with per-status counts of their rows."""
-    from magent.batch.reading import summaries
+    from magent.api.batching import batches
     from magent.cli.output import print_json
 
-    found = summaries()
+    found = batches()
     if json_out:
         print_json([s.to_json() for s in found])
         return
@@ -174,16 +164,13 @@ def show(batch_id: BatchId, json_out: Annotated[bool, typer.Option("--json", hel
 
     Paused rows are listed with their task, to answer with magent resume TASK.
     """
-    from magent.batch.reading import results, summary
+    from magent.api.batching import batch_details
     from magent.cli.output import print_json
-    from magent.store.batches import find
 
-    batch = find(batch_id)
-    s = summary(batch)
-    rows = [r for r in results(batch) if r.get("status") != "completed"]
+    details = batch_details(batch_id)
+    s = details.summary
     if json_out:
-        print_json({**s.to_json(), "rows_not_completed": [
-            {k: r.get(k) for k in ("row", "task_id", "status", "error", "pause")} for r in rows]})
+        print_json(details.as_dict())
         return
     print(f"batch {s.id}{'  (running)' if s.running else ''}")
     print(f"  target   {s.target}")
@@ -191,7 +178,7 @@ def show(batch_id: BatchId, json_out: Annotated[bool, typer.Option("--json", hel
     print(f"  created  {s.created_at[:19].replace('T', ' ')}")
     print(f"  rows     {_counts(s.counts)}")
     print(f"  usage    {s.tokens:,} tokens, ${s.cost:.4f}")
-    for r in rows:
+    for r in (row.as_dict() for row in details.not_completed):
         task = f"task {r['task_id'][:8]}" if r.get("task_id") else ""
         why = (r.get("pause") or {}).get("question") or (r.get("error") or {}).get("message") or ""
         print(f"  row {r['row']:<5} {str(r['status']).replace('awaiting_human', 'paused'):<12} {task:<14} "
@@ -209,13 +196,13 @@ def results_(
     import csv
     import json
 
-    from magent.batch.reading import CSV_COLUMNS, csv_row, results
+    from magent.api.batching import batch_results
+    from magent.cli.batchview import CSV_COLUMNS, csv_row
     from magent.errors import UsageError
-    from magent.store.batches import find
 
     if json_out and csv_out:
         raise UsageError("give only one of --json, --csv")
-    items = results(find(batch_id))
+    items = [row.as_dict() for row in batch_results(batch_id)]
     if csv_out:
         writer = csv.DictWriter(sys.stdout, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
         writer.writeheader()

@@ -1,29 +1,22 @@
 """What ``magent batch`` prints while rows run: a rich progress bar in a terminal, a line per
-finished row into a pipe or a file, or with ``--json`` one result line per row."""
+finished row into a pipe or a file, or with ``--json`` one result line per row; and the CSV
+of ``batch results --csv``."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from magent.batch.executor import Job, Outcome
-from magent.batch.runner import Driver
-
-
-def row_json(job: Job, outcome: Outcome) -> dict[str, Any]:
-    """The ``--json`` line of a row: its ``AgentResult`` with ``row`` (or why it could not run)."""
-    if outcome.result is not None:
-        return {**outcome.result, "row": job.row.number}
-    kind = "interrupted" if outcome.lost else "error"
-    return {"type": "result", "row": job.row.number, "task_id": outcome.task_id or job.task_id,
-            "status": outcome.status,
-            "success": False, "error": {"type": kind, "message": outcome.error or ""}}
-
+if TYPE_CHECKING:
+    from magent.api.batching import BatchProgress, BatchRow, BatchRun, BatchStart
 
 ORDER = ("completed", "failed", "awaiting_human", "interrupted", "running", "cancelled", "not_started",
          "skipped", "removed")
+CSV_COLUMNS = ("row", "task", "task_id", "status", "success", "output", "error_type", "error_message",
+               "tokens_input", "tokens_output", "tokens_total", "cost_estimate", "model_calls", "steps",
+               "started_at", "finished_at")
 
 
 def describe_counts(counts: dict[str, int]) -> str:
@@ -32,89 +25,117 @@ def describe_counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts[k]} {k.replace('awaiting_human', 'paused').replace('_', ' ')}" for k in keys)
 
 
+def csv_row(item: dict[str, Any]) -> dict[str, Any]:
+    """A ``batch results --csv`` row from a row's JSON line."""
+    usage = item.get("token_usage") or {}
+    error = item.get("error") or {}
+    output = item.get("output")
+    return {"row": item["row"], "task": item.get("task") or "", "task_id": item.get("task_id") or "",
+            "status": item.get("status"), "success": item.get("success"),
+            "output": output if isinstance(output, str) or output is None else repr(output),
+            "error_type": error.get("type") or "", "error_message": error.get("message") or "",
+            "tokens_input": usage.get("input", ""), "tokens_output": usage.get("output", ""),
+            "tokens_total": usage.get("total", ""), "cost_estimate": item.get("cost_estimate"),
+            "model_calls": item.get("model_calls", ""), "steps": item.get("steps", ""),
+            "started_at": item.get("started_at") or "", "finished_at": item.get("finished_at") or ""}
+
+
 class View:
-    def __init__(self, total: int, *, json_out: bool, batch_id: str):
-        self.total = total
+    """Follows a batch call through its ``on_start`` and ``on_progress``."""
+
+    def __init__(self, *, json_out: bool, on_start: "Callable[[BatchStart], None] | None" = None):
         self.json_out = json_out
-        self.batch_id = batch_id
+        self.on_start = on_start
         self.began = time.monotonic()
+        self.batch_id: str | None = None
+        self.already: dict[str, int] = {}
+        self.last: BatchProgress | None = None
         self.progress: Any = None
         self.bar: Any = None
-        if not json_out and sys.stdout.isatty():
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn)
 
-            class TwoLines(Progress):
-                """The bar, and under it the counts (one line each fits 80 columns)."""
+    def begin(self, start: "BatchStart") -> None:
+        self.batch_id, self.already = start.batch_id, dict(start.already)
+        if self.on_start is not None:
+            self.on_start(start)
+        if self.json_out or not sys.stdout.isatty():
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-                def get_renderables(self):  # type: ignore[no-untyped-def]
-                    yield self.make_tasks_table(self.tasks)
-                    for task in self.tasks:
-                        yield "  " + task.fields.get("stats", "")
+        class TwoLines(Progress):
+            """The bar, and under it the counts (one line each fits 80 columns)."""
 
-            self.progress = TwoLines(TextColumn("[bold]batch {task.fields[short]}"), BarColumn(bar_width=30),
-                                     MofNCompleteColumn(), TextColumn("rows, ETA"), TimeRemainingColumn(),
-                                     transient=False)
-            self.bar = self.progress.add_task("rows", total=total, short=batch_id[:8], stats="")
+            def get_renderables(self):  # type: ignore[no-untyped-def]
+                yield self.make_tasks_table(self.tasks)
+                for task in self.tasks:
+                    yield "  " + task.fields.get("stats", "")
 
-    def __enter__(self) -> "View":
-        if self.progress is not None:
-            self.progress.start()
-        return self
+        self.progress = TwoLines(TextColumn("[bold]batch {task.fields[short]}"), BarColumn(bar_width=30),
+                                 MofNCompleteColumn(), TextColumn("rows, ETA"), TimeRemainingColumn(),
+                                 transient=False)
+        self.bar = self.progress.add_task("rows", total=start.rows, short=start.batch_id[:8], stats="")
+        self.progress.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
+            self.progress = None
 
-    def change(self, driver: Driver, job: Job, outcome: Outcome | None) -> None:
-        if outcome is not None:
+    def change(self, progress: "BatchProgress") -> None:
+        self.last = progress
+        row = progress.finished
+        if row is not None:
             if self.json_out:
-                sys.stdout.write(json.dumps(row_json(job, outcome), ensure_ascii=False) + "\n")
+                sys.stdout.write(json.dumps(row.as_dict(), ensure_ascii=False) + "\n")
                 sys.stdout.flush()
             elif self.progress is None:
-                print(self._line(job, outcome), flush=True)
+                print(self._line(row), flush=True)
         if self.progress is not None:
-            self.progress.update(self.bar, completed=driver.done, stats=self.stats(driver))
+            self.progress.update(self.bar, completed=progress.done, stats=self.stats(progress))
 
-    def stats(self, driver: Driver) -> str:
-        c = driver.counts
+    def stats(self, p: "BatchProgress") -> str:
+        c = p.counts
         elapsed = max(time.monotonic() - self.began, 1e-6)
         parts = [f"done {c.get('completed', 0)}", f"failed {c.get('failed', 0)}",
-                 f"paused {c.get('awaiting_human', 0)}", f"running {driver.running}"]
+                 f"paused {c.get('awaiting_human', 0)}", f"running {p.running}"]
         if c.get("interrupted"):
             parts.append(f"interrupted {c['interrupted']}")
-        parts += [f"{driver.tokens:,} tokens", f"${driver.cost:.4f}", f"{driver.done / elapsed:.1f} rows/s"]
+        parts += [f"{p.tokens:,} tokens", f"${p.cost:.4f}", f"{p.done / elapsed:.1f} rows/s"]
         return " · ".join(parts)
 
     @staticmethod
-    def _line(job: Job, outcome: Outcome) -> str:
-        result = outcome.result or {}
-        task = result.get("task_id") or outcome.task_id or job.task_id or ""
-        words = [f"row {job.row.number}", outcome.status.replace("awaiting_human", "paused")]
-        if task:
-            words.append(f"task {task[:8]}")
-        error = (result.get("error") or {}).get("message") if result else outcome.error
-        if error and outcome.status != "completed":
+    def _line(row: "BatchRow") -> str:
+        line = row.as_dict()
+        words = [f"row {row.row}", row.status.replace("awaiting_human", "paused")]
+        if row.task_id:
+            words.append(f"task {row.task_id[:8]}")
+        error = (line.get("error") or {}).get("message")
+        if error and row.status != "completed":
             words.append(str(error).splitlines()[0][:160])
         return "  ".join(words)
 
-    def summary(self, driver: Driver, already: dict[str, int] | None = None) -> None:
-        """The closing lines (stderr with --json, so stdout stays one line per row)."""
+    def summary(self, done: "BatchRun | None" = None) -> None:
+        """The closing lines (stderr with --json, so stdout stays one line per row); without a
+        finished call (an interrupted batch), the figures of the last row that stopped."""
         out = sys.stderr if self.json_out else sys.stdout
+        batch = (self.batch_id or "")[:8]
         elapsed = time.monotonic() - self.began
-        counts = dict(already or {})
-        for key, n in driver.counts.items():
-            counts[key] = counts.get(key, 0) + n
+        if done is not None:
+            counts, tokens, cost, stopped_by = done.counts, done.tokens, done.cost, done.stopped_by
+        else:
+            counts = dict(self.already)
+            for key, n in (self.last.counts if self.last else {}).items():
+                counts[key] = counts.get(key, 0) + n
+            tokens, cost, stopped_by = ((self.last.tokens, self.last.cost, self.last.stopped_by) if self.last
+                                        else (0, 0.0, None))
         words = describe_counts(counts)
-        print(f"batch {self.batch_id[:8]}: {words or 'nothing to run'} in {elapsed:.1f}s "
-              f"({driver.tokens:,} tokens, ${driver.cost:.4f})", file=out)
-        if driver.stopped_by:
-            print(f"batch {self.batch_id[:8]}: {driver.stopped_by}; `magent batch resume {self.batch_id[:8]}` "
-                  "starts the rest", file=out)
+        print(f"batch {batch}: {words or 'nothing to run'} in {elapsed:.1f}s "
+              f"({tokens:,} tokens, ${cost:.4f})", file=out)
+        if stopped_by:
+            print(f"batch {batch}: {stopped_by}; `magent batch resume {batch}` starts the rest", file=out)
         paused = counts.get("awaiting_human", 0)
         if paused:
-            print(f"{paused} row(s) wait for a person: `magent batch show {self.batch_id[:8]}` lists them; answer "
+            print(f"{paused} row(s) wait for a person: `magent batch show {batch}` lists them; answer "
                   f"each with `magent resume TASK --approve`, or all with `magent batch resume "
-                  f"{self.batch_id[:8]} --approve-all`", file=out)
+                  f"{batch} --approve-all`", file=out)
         if counts.get("interrupted"):
-            print(f"interrupted rows continue with `magent batch resume {self.batch_id[:8]}`", file=out)
+            print(f"interrupted rows continue with `magent batch resume {batch}`", file=out)

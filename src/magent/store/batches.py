@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from magent import paths
-from magent.errors import InvalidTaskIdError, MagentError, StoreError
+from magent.errors import BatchNotFoundError as BatchNotFoundError
+from magent.errors import InvalidTaskIdError, StoreError
 from magent.ids import is_uuid4
 from magent.store.files import (DIR_MODE, atomic_write, dumps, ensure_dir, fsync_dir, open_nofollow,
                                 read_json, read_jsonl, refuse_link)
@@ -31,10 +32,6 @@ from magent.store.locks import Lock
 
 BATCH_TAG = "batch:"
 """Every task of a batch carries the tag ``batch:{batch_id}`` (``magent tasks list --tag``)."""
-
-
-class BatchNotFoundError(MagentError):
-    """No batch matches the id or prefix given (or several do)."""
 
 
 def batches_dir(root: Path | None = None) -> Path:
@@ -107,13 +104,15 @@ class BatchDir:
         return out
 
 
-def create(batch_id: str, doc: dict[str, Any]) -> BatchDir:
-    """A new batch directory with its ``batch.json`` (written before the directory gets its name,
-    so a listed batch always has one)."""
+def create(batch_id: str, doc: dict[str, Any], files: dict[str, bytes] | None = None) -> BatchDir:
+    """A new batch directory with its ``batch.json`` and ``files`` (written before the directory
+    gets its name, so a listed batch always has them)."""
     root = ensure_dir(batches_dir())
     final = root / batch_id
     staging = root / f".new-{batch_id}"
     staging.mkdir(mode=DIR_MODE)
+    for name, data in (files or {}).items():
+        atomic_write(staging / name, data)
     BatchDir(staging).write(doc)
     os.rename(staging, final)
     fsync_dir(root)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from magent.batch.inputs import Row
+from magent.batching.inputs import Row
 from magent.errors import MagentError, UsageError
 
 EXECUTORS = ("local", "ray")
@@ -98,11 +98,11 @@ class Executor(abc.ABC):
 
 def executor_for(name: str, spec: Spec) -> Executor:
     if name == "local":
-        from magent.batch.local import LocalExecutor
+        from magent.batching.local import LocalExecutor
 
         return LocalExecutor(spec)
     if name == "ray":
-        from magent.batch.ray import RayExecutor
+        from magent.batching.ray import RayExecutor
 
         return RayExecutor(spec)
     raise UsageError(f"--executor {name!r}: choose one of {', '.join(EXECUTORS)}")

@@ -11,9 +11,6 @@ from magent.store.batches import BatchDir, all_batches
 
 STATUSES = ("completed", "failed", "awaiting_human", "interrupted", "running", "cancelled", "not_started",
             "skipped", "removed")
-CSV_COLUMNS = ("row", "task", "task_id", "status", "success", "output", "error_type", "error_message",
-               "tokens_input", "tokens_output", "tokens_total", "cost_estimate", "model_calls", "steps",
-               "started_at", "finished_at")
 
 
 @dataclass
@@ -36,7 +33,7 @@ class Summary:
 
 
 def summary(batch: BatchDir) -> Summary:
-    from magent.batch.runner import row_task
+    from magent.batching.runner import row_task
     from magent.store.locks import is_held
     from magent.store.tasks import Store
 
@@ -71,7 +68,7 @@ def results(batch: BatchDir) -> list[dict[str, Any]]:
     """One dict per input row: the row's ``AgentResult`` (as JSON) with ``row`` and ``task`` (the
     input's task text); rows without a task say ``not_started``, ``skipped`` or ``removed``."""
     from magent.api.result import result_of
-    from magent.batch.inputs import read_inputs
+    from magent.batching.inputs import read_inputs
     from magent.errors import TaskNotFoundError
     from magent.store.tasks import Store
 
@@ -106,16 +103,3 @@ def results(batch: BatchDir) -> list[dict[str, Any]]:
         out.append({**base, **result, "row": number, "task": texts.get(number)})
     return out
 
-
-def csv_row(item: dict[str, Any]) -> dict[str, Any]:
-    usage = item.get("token_usage") or {}
-    error = item.get("error") or {}
-    output = item.get("output")
-    return {"row": item["row"], "task": item.get("task") or "", "task_id": item.get("task_id") or "",
-            "status": item.get("status"), "success": item.get("success"),
-            "output": output if isinstance(output, str) or output is None else repr(output),
-            "error_type": error.get("type") or "", "error_message": error.get("message") or "",
-            "tokens_input": usage.get("input", ""), "tokens_output": usage.get("output", ""),
-            "tokens_total": usage.get("total", ""), "cost_estimate": item.get("cost_estimate"),
-            "model_calls": item.get("model_calls", ""), "steps": item.get("steps", ""),
-            "started_at": item.get("started_at") or "", "finished_at": item.get("finished_at") or ""}

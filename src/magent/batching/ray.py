@@ -22,15 +22,11 @@ import socket
 from dataclasses import asdict
 from typing import Any
 
-from magent.batch.executor import Executor, Job, Outcome, Report, Spec, run_row
-from magent.batch.inputs import Row
-from magent.errors import MagentError, UsageError
+from magent.batching.executor import Executor, Job, Outcome, Report, Spec, run_row
+from magent.batching.inputs import Row
+from magent.errors import RayUnavailableError, UsageError
 
 CONNECT_SECONDS = 3.0
-
-
-class RayUnavailableError(MagentError):
-    """Ray is not installed, or the cluster cannot be reached."""
 
 
 def _ray() -> Any:

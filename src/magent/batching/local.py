@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magent.batch.executor import Executor, Job, Report, run_row
+from magent.batching.executor import Executor, Job, Report, run_row
 
 
 class LocalExecutor(Executor):

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import paths
-from magent.batch.executor import Executor, Job, Outcome, Report, Spec, executor_for
-from magent.batch.inputs import BadRow, Inputs, Row, missing_values, read_inputs, required_keys
+from magent.batching.executor import Executor, Job, Outcome, Report, Spec, executor_for
+from magent.batching.inputs import BadRow, Inputs, Row, missing_values, read_inputs, required_keys
 from magent.errors import TaskNotFoundError, UsageError
 from magent.ids import new_id, now
 from magent.store import batches
@@ -125,10 +125,17 @@ def _target_of(target: str, definition: Any) -> str:
     return str(path.resolve()) if path.exists() else str(definition.target or target)
 
 
-def record(inputs: Inputs, target: str, spec: Spec, options: Options) -> BatchDir:
+INPUTS_FILE = "inputs.jsonl"
+"""Rows given as a list (``magent.batch(target, [{...}, ...])``) are kept in the batch's folder."""
+
+
+def record(inputs: Inputs, target: str, spec: Spec, options: Options, *, rows_given: bytes | None = None) -> BatchDir:
+    """Write the batch's record; ``rows_given`` (the rows as JSON Lines, when they came as a
+    list rather than a file) goes beside it as ``inputs.jsonl``, which a resume then reads."""
+    kept = batches.batches_dir() / spec.batch_id / INPUTS_FILE if rows_given is not None else inputs.path.resolve()
     doc = {
         "id": spec.batch_id, "created_at": now().isoformat(), "target": target, "target_path": spec.target,
-        "inputs": {"path": str(inputs.path.resolve()), "sha256": inputs.sha256, "format": inputs.format,
+        "inputs": {"path": str(kept), "sha256": inputs.sha256, "format": inputs.format,
                    "rows": len(inputs.rows) + len(inputs.bad)},
         "options": {"concurrency": options.concurrency, "max_rpm": options.max_rpm, "max_tpm": options.max_tpm,
                     "max_failures": options.max_failures, "skip_bad_rows": options.skip_bad_rows,
@@ -136,7 +143,7 @@ def record(inputs: Inputs, target: str, spec: Spec, options: Options) -> BatchDi
                     "tags": options.tags, "model": options.model},
         "skipped": [{"row": b.number, "line": b.line, "error": b.error} for b in inputs.bad],
     }
-    return batches.create(spec.batch_id, doc)
+    return batches.create(spec.batch_id, doc, {INPUTS_FILE: rows_given} if rows_given is not None else None)
 
 
 async def drive(executor: Executor, jobs: list[Job], driver: Driver) -> Driver:
