@@ -250,6 +250,16 @@ running: bool = listed_batches[0].running
 shown: magent.BatchDetails = magent.batch_details("7c1e")
 waiting: list[int] = [r.row for r in shown.not_completed]
 lines: list[dict[str, object]] = [r.as_dict() for r in magent.batch_results("7c1e")]
+remembered: list[str] = [m.content for m in magent.memories(scope="agent", types=["semantic"], status="all").entries]
+total: int = magent.memories(limit=5, home="/tmp/h").total
+scores: list[float] = [h.score for h in magent.search_memory("weekly sync", top_k=3, min_score=0.2).hits]
+searched: dict[str, object] = magent.search_memory("tea").as_dict()
+content: str = magent.memory_entry("3f2a").content
+new_id: str = magent.add_memory("Deploys on Thursdays", scope="workflow:release", importance=0.8).entry.id
+forgotten: list[str] = [m.id for m in magent.forget_memories(["3f2a", "9c1d"])]
+exported: list[str] = magent.export_memories(Path("m.jsonl"), status="active")
+imported: int = magent.import_memories("m.jsonl").imported
+merged: int = len(magent.consolidate_memory(dry_run=True, evict=False).merged)
 
 
 def on_start(start: magent.BatchStart) -> None:
@@ -306,6 +316,7 @@ def test_no_api_name_is_shadowed_by_a_module_of_the_same_name() -> None:
 
 THROUGH_THE_API = {
     "batch": ["batch.py", "batchview.py"],
+    "memory": ["memory.py"],
     "new": ["new.py"],
     "prompts": ["prompts.py"],
 }

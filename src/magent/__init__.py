@@ -13,6 +13,8 @@ The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``canc
 ``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
 ``copy_examples``, ``new_agent``, ``new_workflow``, ``prompts``, ``prompt``, ``add_prompt``,
 ``batch``, ``abatch``, ``resume_batch``, ``batches``, ``batch_details``, ``batch_results``,
+``memories``, ``search_memory``, ``memory_entry``, ``add_memory``, ``forget_memories``,
+``export_memories``, ``import_memories``, ``consolidate_memory``,
 ``AgentResult``...) is imported on
 first use, so ``import magent`` loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
 """
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from magent.errors import BatchNotFoundError as BatchNotFoundError
 from magent.errors import ConfigError as ConfigError
 from magent.errors import MagentError as MagentError
+from magent.errors import MemoryNotFoundError as MemoryNotFoundError
 from magent.errors import TaskLockedError as TaskLockedError
 from magent.errors import TaskNotFoundError as TaskNotFoundError
 from magent.errors import TaskStateError as TaskStateError
@@ -57,6 +61,16 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.prompting import prompt as prompt
     from magent.api.prompting import prompts as prompts
     from magent.api.prompting import prompts_folder as prompts_folder
+    from magent.api.remembering import MemoryList as MemoryList
+    from magent.api.remembering import MemorySearch as MemorySearch
+    from magent.api.remembering import add_memory as add_memory
+    from magent.api.remembering import consolidate_memory as consolidate_memory
+    from magent.api.remembering import export_memories as export_memories
+    from magent.api.remembering import forget_memories as forget_memories
+    from magent.api.remembering import import_memories as import_memories
+    from magent.api.remembering import memories as memories
+    from magent.api.remembering import memory_entry as memory_entry
+    from magent.api.remembering import search_memory as search_memory
     from magent.api.replaying import areplay as areplay
     from magent.api.replaying import replay as replay
     from magent.api.retention import RetentionPlan as RetentionPlan
@@ -104,18 +118,20 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
 _API = (
         "AgentResult", "BatchDetails", "BatchProgress", "BatchRow", "BatchRun", "BatchStart",
         "BatchSummary", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home",
-        "HtmlReport", "Provenance", "RetentionPlan", "SkippedRow", "StepRequests", "StoredPrompt",
-        "TaskDetails", "TokenUsage", "ToolList", "TraceExport", "TraceReading", "abatch",
-        "acall_tool", "achat", "add_prompt", "alist_tools", "amcp_servers", "areplay", "aresume",
-        "aresume_batch", "arun", "batch", "batch_details", "batch_results", "batches", "call_tool",
-        "cancel", "chat", "checkpoint", "checkpoints", "copy_examples", "examples", "examples_folder",
-        "export_trace", "follow_trace", "init", "list_tools", "load", "mcp_servers", "new_agent",
-        "new_workflow", "prompt", "prompts", "prompts_folder", "read_trace", "replay", "resume",
-        "resume_batch", "retention_plan", "run", "sweep", "task", "task_details", "tasks",
+        "HtmlReport", "MemoryList", "MemorySearch", "Provenance", "RetentionPlan", "SkippedRow",
+        "StepRequests", "StoredPrompt", "TaskDetails", "TokenUsage", "ToolList", "TraceExport",
+        "TraceReading", "abatch", "acall_tool", "achat", "add_memory", "add_prompt", "alist_tools",
+        "amcp_servers", "areplay", "aresume", "aresume_batch", "arun", "batch", "batch_details",
+        "batch_results", "batches", "call_tool", "cancel", "chat", "checkpoint", "checkpoints",
+        "consolidate_memory", "copy_examples", "examples", "examples_folder", "export_memories",
+        "export_trace", "follow_trace", "forget_memories", "import_memories", "init", "list_tools",
+        "load", "mcp_servers", "memories", "memory_entry", "new_agent", "new_workflow", "prompt",
+        "prompts", "prompts_folder", "read_trace", "replay", "resume", "resume_batch",
+        "retention_plan", "run", "search_memory", "sweep", "task", "task_details", "tasks",
         "trace_html", "trace_log", "validate")
 
-__all__ = [*_API, "ConfigError", "MagentError", "TaskLockedError", "TaskNotFoundError",
-           "TaskStateError", "UsageError", "__version__"]
+__all__ = [*_API, "BatchNotFoundError", "ConfigError", "MagentError", "MemoryNotFoundError", "TaskLockedError",
+           "TaskNotFoundError", "TaskStateError", "UsageError", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -38,6 +38,16 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.prompting import prompt as prompt
     from magent.api.prompting import prompts as prompts
     from magent.api.prompting import prompts_folder as prompts_folder
+    from magent.api.remembering import MemoryList as MemoryList
+    from magent.api.remembering import MemorySearch as MemorySearch
+    from magent.api.remembering import add_memory as add_memory
+    from magent.api.remembering import consolidate_memory as consolidate_memory
+    from magent.api.remembering import export_memories as export_memories
+    from magent.api.remembering import forget_memories as forget_memories
+    from magent.api.remembering import import_memories as import_memories
+    from magent.api.remembering import memories as memories
+    from magent.api.remembering import memory_entry as memory_entry
+    from magent.api.remembering import search_memory as search_memory
     from magent.api.replaying import areplay as areplay
     from magent.api.replaying import replay as replay
     from magent.api.retention import RetentionPlan as RetentionPlan
@@ -96,6 +106,8 @@ _WHERE = {
     "followups": ("achat", "chat"),
     "inspection": ("CheckpointView", "Checkpoints", "checkpoint", "checkpoints", "validate"),
     "prompting": ("StoredPrompt", "add_prompt", "prompt", "prompts", "prompts_folder"),
+    "remembering": ("MemoryList", "MemorySearch", "add_memory", "consolidate_memory", "export_memories",
+                    "forget_memories", "import_memories", "memories", "memory_entry", "search_memory"),
     "replaying": ("areplay", "replay"),
     "retention": ("RetentionPlan", "retention_plan", "sweep"),
     "starting": ("Home", "copy_examples", "examples", "examples_folder", "init", "new_agent", "new_workflow"),

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 
 from magent.cli.helpfmt import examples
-
-if TYPE_CHECKING:
-    from magent.memory.service import Memory
-    from magent.models.memory import MemoryEntry
 
 app = typer.Typer(
     help="Search, add to and tidy the memory that tasks share.\n\n"
@@ -32,35 +28,15 @@ TypeOpt = Annotated[Optional[List[str]], typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(create: bool = False) -> "Memory":
-    from magent.memory.service import Memory
-
-    return Memory.open(create=create)
-
-
-def _visible(scope: str | None) -> list[tuple[str, str | None]] | None:
-    if scope is None:
-        return None
-    from magent.memory.service import parse_scope
-
-    return [parse_scope(scope, any_name=True)]
-
-
-def _types(types: list[str] | None) -> list[str]:
-    from magent.memory.service import check_type
-
-    return [check_type(t) for t in types or []]
-
-
-def _status(archived: bool, everything: bool) -> str | None:
+def _status(archived: bool, everything: bool) -> str:
     if archived and everything:
         from magent.errors import UsageError
 
         raise UsageError("--archived and --all cannot be used together")
-    return None if everything else "archived" if archived else "active"
+    return "all" if everything else "archived" if archived else "active"
 
 
-def _entry_dict(entry: "MemoryEntry") -> dict:
+def _entry_dict(entry: Any) -> dict:
     return entry.model_dump(mode="json")
 
 
@@ -77,14 +53,12 @@ def list_memories(
     json_out: JsonOpt = False,
 ) -> None:
     """List memories, newest first."""
+    from magent.api.remembering import memories
     from magent.cli.output import print_json
     from magent.tools.catalog import format_table
 
-    visible, types, status = _visible(scope), _types(memory_type), _status(archived, everything)
-    with _open() as memory:
-        entries = memory.store.list(visible=visible, types=types, status=status, limit=limit)
-        total = memory.store.count(status=status, visible=visible)
-        size = memory.store.size_bytes()
+    listed = memories(scope=scope, types=memory_type, status=_status(archived, everything), limit=limit)
+    entries, total, size = listed.entries, listed.total, listed.size_bytes
     if json_out:
         print_json([_entry_dict(e) for e in entries])
         return
@@ -117,14 +91,12 @@ def search(
 
     Plain words match memories containing any of them; the score (0 to 1) is the share of
     the words a memory contains, rare words weighing more."""
+    from magent.api.remembering import search_memory
     from magent.cli.output import print_json, warn
 
-    visible, types = _visible(scope), _types(memory_type)
-    with _open() as memory:
-        result = memory.search(query, visible=visible, types=types, top_k=top_k, min_score=min_score)
+    result = search_memory(query, scope=scope, types=memory_type, top_k=top_k, min_score=min_score)
     if json_out:
-        print_json({"query": query, "searched": result.query.match, "mode": result.mode, "notes": result.notes,
-                    "hits": [{**_entry_dict(h.entry), **h.as_dict()} for h in result.hits]})
+        print_json(result.as_dict())
         return
     for note in result.notes:
         warn(note)
@@ -143,10 +115,10 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one memory whole, with every field."""
+    from magent.api.remembering import memory_entry
     from magent.cli.output import print_json
 
-    with _open() as memory:
-        entry = memory.store.get(memory_id)
+    entry = memory_entry(memory_id)
     if json_out:
         print_json(_entry_dict(entry))
         return
@@ -172,14 +144,10 @@ def add(
     json_out: JsonOpt = False,
 ) -> None:
     """Store a memory by hand (secrets are masked first)."""
+    from magent.api.remembering import add_memory
     from magent.cli.output import print_json, warn
-    from magent.memory.service import check_type, parse_scope
 
-    check_type(memory_type)
-    scope_kind, name = parse_scope(scope)
-    with _open(create=True) as memory:
-        stored = memory.remember(content, memory_type=memory_type, importance=importance, tags=tags or [],
-                                 scope=scope_kind, scope_name=name, source="user")
+    stored = add_memory(content, memory_type=memory_type, scope=scope, importance=importance, tags=tags)
     for note in stored.notes:
         warn(note)
     if json_out:
@@ -196,12 +164,10 @@ def forget(
     """Delete memories for good.
 
     Every id is checked first: if one is unknown, none is deleted."""
+    from magent.api.remembering import forget_memories
     from magent.cli.output import print_json
 
-    with _open() as memory:
-        rowids = [memory.store.resolve(ref) for ref in memory_ids]
-        entries = memory.store.entries(rowids)
-        memory.store.delete(rowids)
+    entries = forget_memories(memory_ids)
     if json_out:
         print_json({"forgotten": [e.id for e in entries]})
         return
@@ -221,23 +187,18 @@ def export(
     """Write memories as JSON Lines, one memory per line.
 
     Vectors are not exported: an import embeds again when a model is configured."""
+    from magent.api.remembering import export_memories
     from magent.errors import UsageError
-    from magent.memory.transfer import export_lines
 
     if archived and active:
         raise UsageError("--archived and --active cannot be used together")
-    status = "archived" if archived else "active" if active else None
-    with _open() as memory:
-        lines = export_lines(memory.store.iter_all(visible=_visible(scope), status=status))
-        if output is None:
-            for line in lines:
-                sys.stdout.write(line)
-            return
-        from magent.store.files import atomic_write
-
-        data = "".join(lines).encode()
-    atomic_write(output, data)
-    count = data.count(b"\n")
+    status = "archived" if archived else "active" if active else "all"
+    lines = export_memories(output, scope=scope, status=status)
+    if output is None:
+        for line in lines:
+            sys.stdout.write(line)
+        return
+    count = "".join(lines).count("\n")
     print(f"exported {_n(count, 'memory')} to {output}", file=sys.stderr)
 
 
@@ -252,14 +213,10 @@ def import_(
 
     Memories whose id is already stored are skipped. Every line is checked first: a bad
     line imports nothing and is named with its line number."""
+    from magent.api.remembering import import_memories
     from magent.cli.output import print_json
-    from magent.memory.transfer import import_file
 
-    with _open(create=True) as memory:
-        if source == "-":
-            report = import_file(memory, None, sys.stdin)
-        else:
-            report = import_file(memory, Path(source))
+    report = import_memories(sys.stdin if source == "-" else Path(source))
     if json_out:
         print_json(report.as_dict())
         return
@@ -280,21 +237,10 @@ def consolidate(
 
     Importance decays with time unused; what falls below the threshold is archived. The
     settings are in config/memory.yaml under consolidation."""
+    from magent.api.remembering import consolidate_memory
     from magent.cli.output import print_json, warn
-    from magent.memory.consolidate import consolidate as run
 
-    with _open(create=False) as memory:
-        settings = memory.settings.consolidation
-        if evict is not None:
-            settings = settings.model_copy(update={"evict": evict})
-        if not memory.store.path.exists():
-            from magent.memory.consolidate import ConsolidationReport
-            from magent.ids import now
-
-            report = ConsolidationReport(at=now(), dry_run=dry_run, evict=settings.evict,
-                                         threshold=settings.archive_below)
-        else:
-            report = run(memory, dry_run=dry_run, settings=settings)
+    report = consolidate_memory(dry_run=dry_run, evict=evict)
     if json_out:
         print_json(report.as_dict())
         return
