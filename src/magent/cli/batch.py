@@ -129,7 +129,7 @@ def _drive(json_out: bool, started: Any, call: Any) -> int:
             view.close()
     except Interrupted:
         if view.batch_id is None:
-            raise
+            raise Interrupted("interrupted before the batch started; nothing was run") from None
         view.summary()
         raise Interrupted(f"interrupted: batch {view.batch_id[:8]} stopped; its running rows were checkpointed "
                           f"(continue with `magent batch resume {view.batch_id[:8]}`)") from None
