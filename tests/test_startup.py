@@ -204,8 +204,6 @@ def test_a_quiet_run_draws_nothing_so_imports_no_rich(tmp_path, monkeypatch):
     assert "rich" not in _roots(report["modules"])
     # kv.set's arguments plainly fit its schema (tools/plainschema.py): jsonschema is not needed
     assert "jsonschema" not in _roots(report["modules"])
-    # the task's lock is flock(2) itself (store/locks.py), not filelock and its asyncio/SQLite variants
-    assert not _roots(report["modules"]) & {"filelock", "sqlite3"}
 
 
 def test_the_program_builds_only_the_command_it_runs():
