@@ -196,14 +196,12 @@ def _scripted_agent(tmp_path: Path) -> Path:
 
 def test_a_quiet_run_draws_nothing_so_imports_no_rich(tmp_path, monkeypatch):
     """`magent run -q` prints only the answer: the live view's consoles are made when something
-    is drawn, so rich is never imported; nor is jsonschema for arguments that plainly fit."""
+    is drawn, so rich is never imported."""
     monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
     report = _imports("run", str(_scripted_agent(tmp_path)), "-t", "note the city", "--quiet")
     assert report["code"] == 0, report["out"]
     assert report["out"].strip() == "noted"
     assert "rich" not in _roots(report["modules"])
-    # kv.set's arguments plainly fit its schema (tools/plainschema.py): jsonschema is not needed
-    assert "jsonschema" not in _roots(report["modules"])
 
 
 def test_the_program_builds_only_the_command_it_runs():

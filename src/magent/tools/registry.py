@@ -21,7 +21,6 @@ from magent.models import Tool
 from magent.models.tools import ToolLimits
 from magent.tools.base import ToolProvider, ToolResult
 from magent.tools.ratelimit import RateLimited, RateLimiter
-from magent.tools.plainschema import plainly_fits
 
 PROVIDER_GRACE_SECONDS = 15.0
 """Slack past a tool's timeout for its provider to cancel the call and stop a hung server."""
@@ -228,8 +227,6 @@ class ToolRegistry:
         return result, True
 
     def _check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
-        if plainly_fits(tool.input_schema, arguments):
-            return None
         key = tool.full_name
         if key not in self._validators:
             self._validators[key] = make_validator(tool.input_schema)
