@@ -112,11 +112,11 @@ def test_rows_run_as_ray_tasks_and_a_killed_worker_s_row_resumes(magent_home: Pa
 def test_an_unreachable_ray_address_is_a_quick_clear_error(magent_home: Path, tmp_path: Path) -> None:
     flow = make_batch_flow(tmp_path)
     inputs = write_inputs(tmp_path / "rows.jsonl", [{"task": "one", "label": "x", "nap": 0}])
-    began = time.monotonic()
     r = run("batch", str(flow), "--inputs", str(inputs), "--executor", "ray", "--ray-address", "127.0.0.1:9",
             env={**LOCAL_ONLY, "LEDGER": str(tmp_path / "ledger")})
     assert r.code == 2
     assert r.err.startswith("magent: error: --ray-address 127.0.0.1:9: cannot reach a Ray cluster there"), r.err
-    assert "nothing was started" in r.err
-    assert time.monotonic() - began < 20  # seconds, not Ray's minute of retries (most of it is start-up)
+    # Quick whatever the machine's speed: that message comes only from magent's own check of the
+    # address, made before ray.init, so Ray's minute of connection retries never began.
+    assert "nothing was started" in r.err and "cannot connect to Ray" not in r.err
     assert not (magent_home / "batches").exists() and not (magent_home / "tasks").exists()

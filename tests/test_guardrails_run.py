@@ -332,10 +332,10 @@ def test_killed_just_before_a_guardrail_pause_resumes_into_the_same_pause(tmp_pa
     killed = subprocess_run("run", str(target), "-t", "look up customer 7", env={"MAGENT_FAILPOINT": "before_pause"})
     assert killed.code == -9
     task_id = killed.out.split()[1]
-    again = subprocess_run("resume", task_id[:8])
+    again = invoke("resume", task_id[:8])
     assert again.code == 3, again.out + again.err   # the same question, asked again
     assert "flagged the" in again.out
-    done = subprocess_run("resume", task_id[:8], "--approve")
+    done = invoke("resume", task_id[:8], "--approve")
     assert done.code == 0, done.out + done.err
     entries = list(task_dir(task_id).entries.load().values())
     assert len([e for e in entries if e.role == "tool"]) == (1 if script is LOOKUP else 0)

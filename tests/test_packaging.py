@@ -124,20 +124,58 @@ def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(wheel_venv: dict, tm
     assert traced.returncode == 0 and "verdict" in traced.stdout and "completed" in traced.stdout
 
 
+# Runs magent commands one after another in one interpreter of the wheel's virtualenv (its
+# command function, as typer's test runner calls it): a JSON list of arguments per line in,
+# a JSON {code, out, err} per line out.
+IN_ONE_PROCESS = """
+import json, sys, traceback
+from typer.testing import CliRunner
+from magent.cli.app import app
+replies = sys.stdout
+for line in sys.stdin:
+    r = CliRunner().invoke(app, json.loads(line), prog_name="magent")
+    err = r.stderr
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        err += "".join(traceback.format_exception(*r.exc_info))
+    replies.write(json.dumps({"code": r.exit_code, "out": r.stdout, "err": err}) + "\\n")
+    replies.flush()
+"""
+
+
 def test_the_readme_first_hour_runs_from_the_wheel(wheel_venv: dict, tmp_path: Path) -> None:
     """The README's whole tour, command by command, from the installed wheel in a folder with
     the copied examples; then what the README says to do next: a new agent and workflow
-    written by magent new, validated and run, settings shown, help for every command."""
+    written by magent new, validated and run, settings shown, help for every command.
+
+    The tour's fifty-odd commands run in one interpreter of the wheel's virtualenv (the
+    installed program itself, ``magent``, runs the rest, here and in the test above)."""
     from test_examples import run_tour
 
     work, env, magent = _runner(wheel_venv, tmp_path)
     assert magent("examples", "copy").returncode == 0
 
-    def run(*args: str) -> tuple[int, str, str]:
-        result = magent(*args)
-        return result.returncode, result.stdout, result.stderr
+    stray = tmp_path / "stderr.txt"   # what bypasses the commands' own capture (a file: no pipe fills up)
+    with stray.open("w") as errors:
+        tour = subprocess.Popen([str(wheel_venv["python"]), "-c", IN_ONE_PROCESS], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=errors, text=True, cwd=work, env=env)
+    assert tour.stdin is not None and tour.stdout is not None
 
-    run_tour(run, work)
+    def run(*args: str) -> tuple[int, str, str]:
+        tour.stdin.write(json.dumps(args) + "\n")
+        tour.stdin.flush()
+        reply = tour.stdout.readline()
+        assert reply, f"magent {' '.join(args)} ended the interpreter: {stray.read_text()}"
+        result = json.loads(reply)
+        return result["code"], result["out"], result["err"]
+
+    try:
+        where = run("--version")
+        assert where[0] == 0 and where[1].startswith("magent "), where
+        run_tour(run, work)
+    finally:
+        tour.stdin.close()
+        tour.wait(timeout=120)
+        tour.stdout.close()
 
     for kind, name in (("agent", "helper"), ("workflow", "review_loop")):
         made = magent("new", kind, name)

@@ -65,35 +65,50 @@ def _commands(task_id: str) -> list[tuple[str, ...]]:
     ]
 
 
-def test_read_commands_do_not_import_litellm_or_mcp(home, monkeypatch):
-    root, task_id = home
-    monkeypatch.setenv("MAGENT_HOME", str(root))
-    monkeypatch.setenv("MAGENT_TEST_API_KEY", "sk-test")
+@pytest.fixture(scope="module")
+def read_report(home):
+    """``read_report(*args)``: what ``magent ARGS`` imported, against the module's home. Each
+    command runs once in a fresh interpreter; the tests below that check the same command
+    share that run's report."""
+    root, _ = home
+    reports: dict[tuple[str, ...], dict] = {}
+
+    def report(*args: str) -> dict:
+        if args not in reports:
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("MAGENT_HOME", str(root))
+                env.setenv("MAGENT_TEST_API_KEY", "sk-test")
+                reports[args] = _imports(*args)
+        return reports[args]
+
+    return report
+
+
+def test_read_commands_do_not_import_litellm_or_mcp(home, read_report):
+    _, task_id = home
     for args in _commands(task_id):
-        report = _imports(*args)
+        report = read_report(*args)
         assert report["code"] == 0, (args, report["out"])
         heavy = sorted(_roots(report["modules"]) & set(HEAVY))
         assert heavy == [], f"`magent {' '.join(args)}` imported {heavy}"
 
 
-def test_read_commands_leave_the_memory_database_alone(home, monkeypatch):
+def test_read_commands_leave_the_memory_database_alone(home, read_report):
     """sqlite3 (and magent's memory store) only load for commands that use long-term memory:
     validating a workflow whose agents use memory, or tracing a task, does not."""
-    root, task_id = home
-    monkeypatch.setenv("MAGENT_HOME", str(root))
-    monkeypatch.setenv("MAGENT_TEST_API_KEY", "sk-test")
+    _, task_id = home
     extra = [("validate", str(EXAMPLES / "workflows" / "office_memory.yaml")), ("trace", task_id[:8]),
              ("trace", task_id[:8], "--json"), ("retention", "show")]
     for args in _commands(task_id) + extra:
-        report = _imports(*args)
+        report = read_report(*args)
         assert report["code"] == 0, (args, report["out"])
         loaded = [m for m in report["modules"] if m in ("sqlite3", "_sqlite3") or m.startswith("magent.memory.")
                   and m != "magent.memory.run"]
         assert loaded == [], f"`magent {' '.join(args)}` imported {loaded}"
 
 
-def test_help_does_not_import_pydantic_or_the_models():
-    report = _imports("--help")
+def test_help_does_not_import_pydantic_or_the_models(read_report):
+    report = read_report("--help")
     assert "Usage: magent" in report["out"]
     assert "pydantic" not in _roots(report["modules"])
     assert not [m for m in report["modules"] if m.startswith(("magent.models", "magent.store"))]
@@ -105,16 +120,14 @@ def test_the_check_has_teeth():
     assert "mcp" in _roots(report["modules"])
 
 
-def test_tasks_list_does_not_import_the_models(home, monkeypatch):
+def test_tasks_list_does_not_import_the_models(read_report):
     """The listing reads task.json as plain JSON: this keeps 1,000 tasks well under 0.5 s.
 
     (Typer itself imports pydantic to convert parameters, so only magent's own
     models, and filelock, are checked.)
     """
-    root, _ = home
-    monkeypatch.setenv("MAGENT_HOME", str(root))
     for args in (("tasks", "list"), ("tasks", "list", "--json", "--status", "completed")):
-        report = _imports(*args)
+        report = read_report(*args)
         assert report["code"] == 0
         assert not [m for m in report["modules"] if m.startswith("magent.models")], args
         assert "filelock" not in _roots(report["modules"]), args
