@@ -9,7 +9,7 @@ import pytest
 
 from magent.config import load_file
 from magent.errors import ConfigError
-from support.cli import run
+from support.cli import invoke, run
 from support.homes import snapshot_tree
 
 AGENT = "name: a\nrole: tester\nsystem_prompt: hi\nllm_config: {model: scripted, script: s.yaml}\n"
@@ -74,7 +74,7 @@ def test_a_config_file_over_the_size_limit_is_refused(tmp_path, magent_home):
     big = big_agent(tmp_path / "big.yaml", 1_100_000)
     (tmp_path / "s.yaml").write_text("responses: [{content: hi}]\n")
     for args in (("validate", "big.yaml"), ("run", "big.yaml", "-t", "x")):
-        message = one_error_line(run(*args, cwd=str(tmp_path)))
+        message = one_error_line(invoke(*args, cwd=str(tmp_path)))
         assert message == (f"big.yaml: the file is {big.stat().st_size:,} bytes, over the limit of "
                            "1,000,000 bytes for a config file (MAGENT_MAX_CONFIG_BYTES sets the limit)")
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
@@ -82,13 +82,13 @@ def test_a_config_file_over_the_size_limit_is_refused(tmp_path, magent_home):
 
 def test_the_size_limit_is_set_with_an_environment_variable(tmp_path, monkeypatch):
     big_agent(tmp_path / "big.yaml", 1_100_000)
-    r = run("validate", "big.yaml", cwd=str(tmp_path), env={"MAGENT_MAX_CONFIG_BYTES": "2000000"})
+    r = invoke("validate", "big.yaml", cwd=str(tmp_path), env={"MAGENT_MAX_CONFIG_BYTES": "2000000"})
     assert r.code == 0, r.err
     monkeypatch.setenv("MAGENT_MAX_CONFIG_BYTES", "2000")
     with pytest.raises(ConfigError, match="over the limit of 2,000 bytes"):
         load_file(tmp_path / "big.yaml")
-    bad = one_error_line(run("validate", "big.yaml", cwd=str(tmp_path),
-                             env={"MAGENT_MAX_CONFIG_BYTES": "lots"}))
+    bad = one_error_line(invoke("validate", "big.yaml", cwd=str(tmp_path),
+                                env={"MAGENT_MAX_CONFIG_BYTES": "lots"}))
     assert bad == "MAGENT_MAX_CONFIG_BYTES='lots' is not a number of bytes (for example 5000000)"
 
 

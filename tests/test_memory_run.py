@@ -147,7 +147,7 @@ def test_a_remember_repeated_after_a_kill_is_stored_once(magent_home: Path, tmp_
     (task_id,) = [p.name for p in paths.tasks_dir().iterdir()]
     with Memory.open() as memory:
         assert [e.content for e in memory.store.list()] == [FACT]
-    resumed = run("resume", task_id[:8])
+    resumed = invoke("resume", task_id[:8])
     assert resumed.code == 0, resumed.err
     with Memory.open() as memory:
         assert [e.content for e in memory.store.list()] == [FACT]
@@ -167,7 +167,7 @@ def test_a_summary_repeated_after_a_kill_is_stored_once(magent_home: Path, tmp_p
     (task_id,) = [p.name for p in paths.tasks_dir().iterdir()]
     with Memory.open() as memory:
         assert memory.store.count() == 1
-    assert run("resume", task_id[:8]).code == 0
+    assert invoke("resume", task_id[:8]).code == 0
     with Memory.open() as memory:
         (entry,) = memory.store.list()
     assert entry.content == "Task: do it\nAnswer from helper: Done." and entry.source_task == task_id
