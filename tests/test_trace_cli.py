@@ -14,7 +14,7 @@ from magent.models import SCHEMA_VERSION, TaskStatus, TraceLog
 from magent.store import Store
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
-from support.cli import invoke, run
+from support.cli import invoke
 from support.engine import agent_yaml, home_snapshot, run_with, task_dir, write
 from support.holders import hold_task
 
@@ -231,12 +231,12 @@ def test_an_ambiguous_prefix_is_refused() -> None:
 @pytest.mark.slow
 def test_colour_on_a_terminal_plain_text_elsewhere() -> None:
     task_id = run_example("workflows/write_review.yaml")
-    plain = run("trace", task_id)
+    plain = invoke("trace", task_id)
     assert plain.code == 0 and "\x1b[" not in plain.out
-    coloured = run("trace", task_id, env={"FORCE_COLOR": "1"})
+    coloured = invoke("trace", task_id, env={"FORCE_COLOR": "1"})
     assert "\x1b[" in coloured.out
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.out).splitlines()[:3] == plain.out.splitlines()[:3]
-    assert "\x1b[" not in run("trace", task_id, env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).out
+    assert "\x1b[" not in invoke("trace", task_id, env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).out
 
 
 @pytest.mark.slow
