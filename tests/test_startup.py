@@ -137,12 +137,7 @@ def test_a_scripted_run_with_builtin_tools_imports_neither_litellm_nor_mcp(tmp_p
     """`magent run` of a scripted agent that uses built-in tools (kv) loads no model library and
     no MCP SDK: it has no real model and no server to talk to."""
     monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
-    (tmp_path / "script.yaml").write_text(
-        "responses:\n  - content: noting it\n    tool_calls:\n"
-        "      - {name: kv.set, arguments: {key: city, value: Oslo}}\n  - content: noted\n")
-    agent = tmp_path / "noter.yaml"
-    agent.write_text("name: noter\nrole: notes\nsystem_prompt: Note the city.\ntools: [kv.set]\n"
-                     "llm_config: {model: scripted, script: script.yaml}\n")
+    agent = _scripted_agent(tmp_path)
     report = _imports("run", str(agent), "-t", "note the city", "--json")
     assert report["code"] == 0, report["out"]
     assert json.loads(report["out"].splitlines()[-1])["output"] == "noted"

@@ -31,10 +31,11 @@ import asyncio
 import os
 import threading
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from magent import failpoints
 from magent.errors import StoreError
@@ -126,15 +127,8 @@ class Committer:
     async def _run_commit(self) -> None:
         try:
             commit = self._snapshot(everything=False)
-            try:
-                try:
-                    await _fsync_together(commit.fds)
-                finally:
-                    commit.release()
-            except BaseException:
-                commit.failed()
-                raise
-            commit.done()
+            with commit.settling():
+                await _fsync_together(commit.fds)
         finally:
             self._running.remove(asyncio.current_task())  # type: ignore[arg-type]
 
@@ -144,15 +138,8 @@ class Committer:
         under way also syncs is synced again here: no wait on it)."""
         while self.pending():  # a round's links dirty the directory: the next round syncs it
             commit = self._snapshot(everything=True)
-            try:
-                try:
-                    list(_POOL.map(lambda job: _fsync(*job), commit.fds))
-                finally:
-                    commit.release()
-            except BaseException:
-                commit.failed()
-                raise
-            commit.done()
+            with commit.settling():
+                list(_POOL.map(lambda job: _fsync(*job), commit.fds))
 
     def _snapshot(self, *, everything: bool) -> "_Commit":
         """What one commit syncs: every file with lines no commit syncs yet, every checkpoint
@@ -233,6 +220,20 @@ class _Commit:
     def release(self) -> None:
         for fd, _ in self.fds:
             os.close(fd)
+
+    @contextmanager
+    def settling(self) -> Iterator[None]:
+        """Around the syncs of this commit: its descriptors are closed whatever happens, then it
+        is ``done`` or, if the syncs raised, ``failed`` (and the error goes on)."""
+        try:
+            try:
+                yield
+            finally:
+                self.release()
+        except BaseException:
+            self.failed()
+            raise
+        self.done()
 
     def done(self) -> None:
         for writer, count in self.marks:
