@@ -250,11 +250,15 @@ def main() -> int:
                 killed = langgraph_run(opts.langgraph_python, kill_n, root / "lg-kill", kill_at=kill_n // 2)
                 lg_resume = langgraph_resume(opts.langgraph_python, kill_n, killed["db"])
             for key, label in (("run_10", "spawn -> first model call, N=10"),
-                               ("run_1000", "spawn -> first model call, N=1000")):
+                               ("run_1000", "spawn -> first model call, N=1000 (script run before)")):
                 rel = f"; magent {s[key] / lg_spawn:.2f}x" if lg_spawn else ""
                 table.add(label, f"{s[key]:.3f} s", f"{s[key] / s['bare']:.1f}x bare python ({s['bare']:.3f} s)",
                           f"{lg_spawn:.3f} s{rel}" if lg_spawn else "-", "<= 0.35 s, <= 0.3x LangGraph",
                           s[key] <= 0.35 and (lg_spawn is None or s[key] <= 0.3 * lg_spawn))
+            rel = f"; magent {s['run_1000_new'] / lg_spawn:.2f}x" if lg_spawn else ""
+            table.add("  the same, a script new to the home (parsed)", f"{s['run_1000_new']:.3f} s",
+                      f"{s['run_1000_new'] / s['bare']:.1f}x bare python", f"{lg_spawn:.3f} s{rel}" if lg_spawn else "-",
+                      "-", None)
             note = f" (killed at {lg_long // 2}/{lg_long})" if lg_long != 1000 else ""
             table.add("resume, killed at 500/1000 -> first new call", f"{s['resume']:.3f} s",
                       f"{s['resume'] / s['bare']:.1f}x bare python",

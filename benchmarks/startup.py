@@ -7,7 +7,9 @@ before the spawn to the ``ts`` of the first ``llm_call`` event the run writes (a
 answers at once, so that is when the first model call happened); the process is then stopped
 (SIGKILL at its first tool call, through ``MAGENT_FAILPOINT``) rather than waited for.
 
-- run: N = 10 and N = 1000 (the figure must not grow with N);
+- run: N = 10 and N = 1000 (the figure must not grow with N), in one home where each agent ran
+  once before (a long script's parse is kept under the home: ``magent.config.parsecache``), and
+  N = 1000 with a script new to that home, which is parsed from its YAML;
 - resume: a run is killed with SIGKILL (``MAGENT_FAILPOINT``) just after its 500th tool result
   of 1000, then ``magent resume ID`` is spawned and timed to its first new model call;
 - baseline, measured in the same run: a bare interpreter, ``python -c pass``.
@@ -33,14 +35,15 @@ MAGENT = [sys.executable, "-m", "magent"]
 GOALS = {"run": 0.35, "resume": 0.5}
 
 
-def write_agent(folder: Path, n: int) -> Path:
-    """A scripted agent: one ``kv.set`` of a 10,000-byte value, then ``n`` turns of ``kv.get``."""
+def write_agent(folder: Path, n: int, tag: str = "") -> Path:
+    """A scripted agent: one ``kv.set`` of a 10,000-byte value, then ``n`` turns of ``kv.get``
+    (``tag`` changes the replies' text, making another script of the same length)."""
     folder.mkdir(parents=True, exist_ok=True)
     value = "x" * (PAYLOAD - 2)  # kv.get returns it JSON-quoted: 10,000 bytes
     lines = ["responses:", "  - content: storing the page",
              "    tool_calls:", f"      - {{name: kv.set, arguments: {{key: page, value: {value}}}}}"]
     for i in range(n):
-        lines += [f"  - content: step {i}", "    tool_calls:", "      - {name: kv.get, arguments: {key: page}}"]
+        lines += [f"  - content: step {i}{tag}", "    tool_calls:", "      - {name: kv.get, arguments: {key: page}}"]
     lines.append("  - content: done")
     (folder / "script.yaml").write_text("\n".join(lines) + "\n")
     agent = folder / "long.yaml"
@@ -115,18 +118,21 @@ def bare_interpreter(runs: int) -> float:
 
 def measure(runs: int = 5, *, resume_n: int = 1000, kill_at: int = 500) -> dict:
     """Medians over ``runs`` of each figure, each run type interleaved with the baseline."""
-    out: dict[str, list[float]] = {"bare": [], "run_10": [], "run_1000": [], "resume": []}
+    out: dict[str, list[float]] = {"bare": [], "run_10": [], "run_1000": [], "run_1000_new": [], "resume": []}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        home = root / "home"
         agents = {n: write_agent(root / f"n{n}", n) for n in (10, 1000)}
         if resume_n not in agents:
             agents[resume_n] = write_agent(root / f"n{resume_n}", resume_n)
-        spawn_to_first_call(agents[10], root / "warm-up")  # compiles what is not compiled yet
+        for agent in agents.values():  # compiles what is not compiled yet; keeps the scripts' parse
+            spawn_to_first_call(agent, home)
         for r in range(runs):
-            home = root / f"home{r}"
             out["bare"].append(bare_interpreter(1))
             for n in (10, 1000):
                 out[f"run_{n}"].append(spawn_to_first_call(agents[n], home)[0])
+            new = write_agent(root / f"new{r}", 1000, tag=f" of run {r}")
+            out["run_1000_new"].append(spawn_to_first_call(new, home)[0])
             # kill -9 just after the 500th tool result of 1000 (the kv.set turn is result 1)
             _, task_id = spawn_to_first_call(agents[resume_n], home, failpoint=f"after_tool_entry@{kill_at + 1}")
             out["resume"].append(resume_to_first_call(home, task_id, agents[resume_n].parent))
@@ -146,6 +152,7 @@ def main() -> None:
     print(f"start-up, medians of {res['runs']} runs (bare interpreter `python -c pass`: {bare:.3f} s)")
     for key, label, goal in (("run_10", "magent run, N=10: spawn -> first model call", GOALS["run"]),
                              ("run_1000", "magent run, N=1000: spawn -> first model call", GOALS["run"]),
+                             ("run_1000_new", "  the same, a script new to the home", GOALS["run"]),
                              ("resume", "magent resume (killed at 500/1000) -> first new call", GOALS["resume"])):
         print(f"  {label:55} {res[key]:6.3f} s  {res[key] / bare:5.1f}x bare   goal <= {goal} s")
 

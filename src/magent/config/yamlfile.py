@@ -180,8 +180,12 @@ def max_config_bytes() -> int:
     return value
 
 
-def load_file(path: Path | str) -> SourceFile:
-    """Parse ``path`` (YAML or JSON). Raises ``ConfigError`` naming file, line and column."""
+def load_file(path: Path | str, *, cached: bool = False) -> SourceFile:
+    """Parse ``path`` (YAML or JSON). Raises ``ConfigError`` naming file, line and column.
+
+    ``cached``: a big file's data is kept under the home for the next process, and taken from
+    there when its bytes are the same (``parsecache``: a scripted model's long script).
+    """
     path = Path(path)
     shown = display_path(path)
     limit = max_config_bytes()
@@ -199,7 +203,22 @@ def load_file(path: Path | str) -> SourceFile:
         what = f"{size:,} bytes" if size > limit else f"more than {limit:,} bytes"
         raise ConfigError(f"the file is {what}, over the limit of {limit:,} bytes for a config file "
                           f"({MAX_BYTES_ENV} sets the limit)", path=shown)
-    return load_text(decode(data, shown), path)
+    if not cached:
+        return load_text(decode(data, shown), path)
+    from magent.config import parsecache
+
+    text = decode(data, shown)
+    entry = parsecache.get(data)
+    found, raw = parsecache.raw(entry) if entry is not None else (False, None)
+    if not found:
+        source = load_text(text, path)
+        parsecache.put(data, source.raw)
+        return source
+    source = SourceFile(path=path, raw=raw, data=None, text=text)
+    # Without a "$" nothing is resolved: the data is a second copy of the entry (quicker
+    # than walking every value of a thousand replies looking for one).
+    source.data = parsecache.raw(entry)[1] if b"$" not in data else _interpolate(raw, (), source)
+    return source
 
 
 def decode(data: bytes, shown: str) -> str:

@@ -111,7 +111,7 @@ def load_script(path: Path) -> Script:
         key = None  # let the loader say what is wrong
     if key is not None and key in _parsed:
         return _parsed[key]
-    script = validate(load_file(path), Script)
+    script = validate(load_file(path, cached=True), Script)
     if key is not None:
         _parsed[key] = script
     return script

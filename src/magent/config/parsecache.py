@@ -1,0 +1,118 @@
+"""Big YAML files parsed once for every process: their plain data kept as JSON under the home.
+
+A scripted model's script of a thousand replies takes PyYAML tens of milliseconds to build even
+with libyaml (every scalar's type is resolved in Python), and every ``magent run`` and
+``magent resume`` of it parsed it again. JSON of the same data loads in about a millisecond.
+
+``$MAGENT_HOME/cache/parsed/SHA.json`` holds the data built from the file whose bytes hash to
+SHA, so a changed file is simply another entry and nothing can go stale. Only data that JSON
+gives back exactly is kept (text keys; text, numbers, booleans, null, lists and mappings): a
+YAML date or an integer key is parsed anew each time. The data is as written (``${VAR}`` not
+yet resolved), so no value from the environment reaches the cache.
+
+Like the task index it is a cache and nothing else: not synced, never through a link, and a
+missing, damaged or foreign entry only means parsing the YAML again. At most ``KEEP`` entries
+are kept; the oldest go first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from magent import paths
+
+VERSION = 1
+"""Bumped whenever what the YAML reader builds changes: entries of another version are ignored."""
+MIN_BYTES = 32 * 1024
+"""Files smaller than this are parsed every time: for them the cache would not be quicker."""
+KEEP = 16
+
+
+def _entry(data: bytes) -> Path:
+    return paths.home() / "cache" / "parsed" / f"{hashlib.sha256(data).hexdigest()}.json"
+
+
+def get(data: bytes) -> bytes | None:
+    """The kept entry of the file whose bytes are ``data`` (for ``raw``), or None."""
+    if len(data) < MIN_BYTES:
+        return None
+    try:
+        fd = os.open(_entry(data), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def raw(entry: bytes) -> tuple[bool, Any]:
+    """``(True, data)`` from an entry ``get`` returned; ``(False, None)`` when it is damaged or
+    of another version. Each call builds new objects."""
+    try:
+        doc = json.loads(entry)
+    except ValueError:
+        return False, None
+    if isinstance(doc, dict) and doc.get("version") == VERSION and "raw" in doc:
+        return True, doc["raw"]
+    return False, None
+
+
+def put(data: bytes, raw: Any) -> None:
+    """Keep ``raw`` as the data built from ``data`` when JSON holds it exactly; a home that
+    cannot take it (missing, read-only, full) goes without."""
+    if len(data) < MIN_BYTES or not _plain(raw, 0):
+        return
+    path = _entry(data)
+    folder = path.parent
+    try:
+        if not folder.parent.parent.is_dir():  # never create the home
+            return
+        for made in (folder.parent, folder):  # nor write through a link planted for a folder
+            made.mkdir(mode=0o700, exist_ok=True)
+            if not stat.S_ISDIR(os.stat(made, follow_symlinks=False).st_mode):
+                return
+        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(json.dumps({"version": VERSION, "raw": raw}, ensure_ascii=False).encode())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _trim(folder)
+    except OSError:
+        return
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """True when ``json.loads(json.dumps(value)) == value`` with the same types throughout."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return True
+    if depth > 200:
+        return False
+    if kind is list:
+        return all(_plain(v, depth + 1) for v in value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _trim(folder: Path) -> None:
+    entries = []
+    for item in os.scandir(folder):
+        if item.name.endswith(".json") and item.is_file(follow_symlinks=False):
+            entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
+    for _, old in sorted(entries)[:-KEEP]:
+        try:
+            os.unlink(old)
+        except OSError:
+            pass
