@@ -12,7 +12,7 @@ from magent.errors import (
 from magent.ids import new_id
 from magent.models import SCHEMA_VERSION, Checkpoint, State
 from magent.store import CheckpointLog
-from magent.store.checkpoints import canonical_hash
+from magent.store.checkpoints import canonical_hash, content_hash
 from support.homes import HomeBuilder, snapshot_tree
 
 
@@ -46,7 +46,8 @@ def test_files_are_numbered_and_chained_by_parent_id(task):
     for d in docs:
         assert d["schema_version"] == SCHEMA_VERSION
         stored = d.pop("sha256")
-        assert stored == canonical_hash(d)
+        assert "task_id" not in d                       # the directory names it; it is hashed
+        assert stored == content_hash(d, task.id) != canonical_hash(d)
 
 
 def test_checkpoint_files_hold_no_messages(task):
@@ -123,11 +124,19 @@ def _edit_and_rehash_wrong_task(path):
     path.write_text(json.dumps(doc))
 
 
+def _written_for_another_task(path):
+    """A checkpoint as another task would have written it (its id is hashed, not stored)."""
+    doc = json.loads(path.read_text())
+    doc.pop("sha256")
+    doc["sha256"] = content_hash(doc, new_id())
+    path.write_text(json.dumps(doc))
+
+
 def _future_schema(path):
     doc = json.loads(path.read_text())
     doc.pop("sha256")
     doc["schema_version"] = SCHEMA_VERSION + 1
-    doc["sha256"] = canonical_hash(doc)
+    doc["sha256"] = content_hash(doc, path.parent.name)
     path.write_text(json.dumps(doc))
 
 
@@ -135,7 +144,7 @@ def _bad_field(path):
     doc = json.loads(path.read_text())
     doc.pop("sha256")
     doc["sequence"] = "two"
-    doc["sha256"] = canonical_hash(doc)
+    doc["sha256"] = content_hash(doc, path.parent.name)
     path.write_text(json.dumps(doc))
 
 
@@ -160,6 +169,7 @@ DAMAGE = {
     "empty": (_empty, "not valid JSON"),
     "not an object": (_array, "not a JSON object"),
     "another task": (_edit_and_rehash_wrong_task, "belongs to another task"),
+    "another task's file": (_written_for_another_task, "does not match its sha256"),
     "newer schema": (_future_schema, "written by a newer magent"),
     "wrong type": (_bad_field, "sequence"),
 }

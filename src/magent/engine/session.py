@@ -481,7 +481,7 @@ def copy_state(src: TaskDir, dst: Path, cp) -> None:
     from magent.tools.kv import LEGACY_FILE as KV_LEGACY
     from magent.tools.pinning import LEGACY_FILE as PINS_LEGACY
 
-    if cp.journals:
+    if cp.journals is not None:
         copy_prefixes(src.path, dst, cp.journals)
     else:
         copy_prefixes(src.path, dst, journal_positions(src.path))

@@ -90,9 +90,10 @@ class Checkpoint(Document):
     position is the fields above)."""
     spent: dict[str, Spent] = Field(default_factory=dict)
     """What budgets count, so far: ``task`` for the whole task, ``agent:NAME`` per agent."""
-    journals: dict[str, int] = Field(default_factory=dict)
+    journals: dict[str, int] | None = None
     """Length in bytes of each journal beside the checkpoints (``kv.jsonl``, ``tool_pins.jsonl``)
-    when this checkpoint was written: the task's tool state at this point is those prefixes."""
+    when this checkpoint was written: the task's tool state at this point is those prefixes (a
+    journal not named was empty). None: written by a magent older than journals."""
     sha256: str | None = None
     """Hash of the document without this field; a mismatch means the file is corrupt."""
 

@@ -21,9 +21,6 @@ from magent.store.migrations import migrate
 if TYPE_CHECKING:
     from magent.store.commit import Committer
 
-_OMITTED_WHEN_EMPTY = ("awaiting_human", "node_done", "node_progress", "visits", "cursors",
-                      "usage_by_model", "sessions", "journals")
-_SESSION_REQUIRED = ("session_id", "kind", "parent", "key", "node")
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 
 
@@ -34,6 +31,48 @@ made once (one checkpoint per model turn is hashed when written and when read)."
 
 def canonical_hash(doc: dict) -> str:
     return hashlib.sha256(_CANONICAL.encode(doc).encode()).hexdigest()
+
+
+def content_hash(doc: dict, task_id: str) -> str:
+    """A checkpoint file's ``sha256``: of its document without it, the task id included (since
+    schema 5 the id is not stored, but a checkpoint copied into another task's directory must
+    still fail its hash)."""
+    return canonical_hash(doc if "task_id" in doc else {**doc, "task_id": task_id})
+
+
+def to_disk(checkpoint: Checkpoint) -> dict:
+    """The checkpoint as its file holds it (without ``sha256``).
+
+    One is written per model turn, so every byte counts a thousand times on a long run: fields at
+    their defaults are left out, at any depth (they come back on read); so is ``task_id`` (the
+    directory names it; it is still hashed); a journal still empty is not named; and an agent's
+    ``spent`` that equals the whole task's (the usual case: one agent) is written ``"task"``.
+    """
+    doc = {"schema_version": checkpoint.schema_version,
+           **checkpoint.model_dump(mode="json", exclude={"sha256": True, "task_id": True, "state": {"messages"}},
+                                   exclude_defaults=True)}
+    if checkpoint.journals is not None:
+        doc["journals"] = {name: size for name, size in checkpoint.journals.items() if size}
+    spent = doc.get("spent")
+    if spent and "task" in spent:
+        for key, value in spent.items():
+            if key != "task" and value == spent["task"]:
+                spent[key] = "task"
+    return doc
+
+
+def from_disk(doc: dict, task_id: str) -> dict:
+    """What ``to_disk`` left out or wrote by reference, put back (a migrated document of any
+    version). Raises ``ValueError`` for a reference that names nothing."""
+    doc.setdefault("task_id", task_id)
+    spent = doc.get("spent")
+    if isinstance(spent, dict):
+        for key, value in spent.items():
+            if isinstance(value, str):
+                if not isinstance(spent.get(value), dict):
+                    raise ValueError(f"spent.{key}: refers to {value!r}, which is not there")
+                spent[key] = spent[value]
+    return doc
 
 
 def file_name(sequence: int) -> str:
@@ -97,23 +136,15 @@ class CheckpointLog:
             raise CheckpointSequenceError(
                 f"task {self.task_id[:8]}: checkpoint sequence {checkpoint.sequence} out of order "
                 f"(next is {expected})")
-        doc = checkpoint.model_dump(mode="json", exclude={"sha256": True, "state": {"messages"}},
-                                    exclude_none=True)
-        # Fields at their defaults are left out (they come back on read): one is written per
-        # model turn, so every byte counts a thousand times on a long run.
-        for key in _OMITTED_WHEN_EMPTY:
-            if not doc.get(key):
-                doc.pop(key, None)
-        for session in doc.get("sessions", ()):
-            for key in [k for k, v in session.items() if not v and k not in _SESSION_REQUIRED]:
-                del session[key]
-        doc["sha256"] = canonical_hash(doc)
+        doc = to_disk(checkpoint)
+        digest = content_hash(doc, self.task_id)
+        doc["sha256"] = digest
         if self.committer is not None:
             path = self.path(checkpoint.sequence)
             fd, temp = write_temp(path, dumps(doc))
             self.committer.add_checkpoint(fd, temp, path, on_error=self._forget)
             self._last = checkpoint.sequence
-            return checkpoint.model_copy(update={"sha256": doc["sha256"]})
+            return checkpoint.model_copy(update={"sha256": digest})
         try:
             create_immutable(self.path(checkpoint.sequence), dumps(doc))
         except FileExistsError:
@@ -123,7 +154,7 @@ class CheckpointLog:
                 f"task {self.task_id[:8]}: {file_name(checkpoint.sequence)} already exists; "
                 "checkpoints are never overwritten") from None
         self._last = checkpoint.sequence
-        return checkpoint.model_copy(update={"sha256": doc["sha256"]})
+        return checkpoint.model_copy(update={"sha256": digest})
 
     def _forget(self) -> None:
         self._last = None
@@ -148,7 +179,7 @@ class CheckpointLog:
         if not isinstance(doc, dict):
             raise CheckpointCorruptError(f"{where}: not a JSON object")
         stored = doc.pop("sha256", None)
-        if stored != canonical_hash(doc):
+        if stored != content_hash(doc, self.task_id):
             raise CheckpointCorruptError(f"{where}: content does not match its sha256 (edited or damaged)")
         version = doc.get("schema_version")
         if type(version) is not int or version < 1:
@@ -156,7 +187,7 @@ class CheckpointLog:
         if version > SCHEMA_VERSION:
             raise CheckpointCorruptError(f"{where}: written by a newer magent (schema {version})")
         try:
-            doc = migrate("checkpoint", doc)
+            doc = from_disk(migrate("checkpoint", doc), self.task_id)
         except ValueError as exc:
             raise CheckpointCorruptError(f"{where}: {exc}") from None
         try:

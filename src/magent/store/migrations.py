@@ -51,6 +51,23 @@ def same_format_to_4(doc: dict[str, Any]) -> dict[str, Any]:
     traces did not change."""
     return {**doc, "schema_version": 4}
 
+
+def checkpoint_4_to_5_journals_or_none(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 5 leaves out of the file what it can put back (defaults at any depth, the task id,
+    empty journals, an agent's ``spent`` equal to the task's: see ``store.checkpoints.to_disk``),
+    so "no journals recorded" (written before version 4) is now ``journals: null``, and an empty
+    ``journals`` means every journal was empty."""
+    doc = dict(doc)
+    if not doc.get("journals"):
+        doc.pop("journals", None)
+    doc["schema_version"] = 5
+    return doc
+
+
+def same_format_to_5(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks and traces did not change in version 5."""
+    return {**doc, "schema_version": 5}
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -61,6 +78,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 3): same_format_to_4,
     ("task", 3): task_3_to_4_drop_steps,
     ("trace", 3): same_format_to_4,
+    ("checkpoint", 4): checkpoint_4_to_5_journals_or_none,
+    ("task", 4): same_format_to_5,
+    ("trace", 4): same_format_to_5,
 }
 """(document kind, from version) → migration to the next version."""
 

@@ -92,6 +92,10 @@ def _mtime(path: Any) -> float | None:
         return None
 
 
+TRACE_READABLE_FROM = 4
+"""The oldest trace.json version read as it is (migrated); an older one is rebuilt from the events."""
+
+
 def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
     """trace.json as a dict if it is current; otherwise None with the reason in ``notes``."""
     from magent.models import SCHEMA_VERSION
@@ -109,7 +113,11 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
         notes.append("trace.json is not a TraceLog (no steps list)")
         return None
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is int and TRACE_READABLE_FROM <= version < SCHEMA_VERSION:
+        from magent.store.migrations import migrate
+
+        doc = migrate("trace", doc)
+    elif version != SCHEMA_VERSION:
         age = "an older" if not isinstance(version, int) or version < SCHEMA_VERSION else "a newer"
         notes.append(f"trace.json has {age} schema version ({version}; this magent writes {SCHEMA_VERSION})")
         doc["_unusable"] = True
