@@ -9,6 +9,7 @@ from magent.models import TraceLog
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider, ToolFailure
 from magent.trace import attempts, build_trace, compress_actions, hydrate, write_trace
+from magent.models.tracedisk import compact, expand
 from support.cli import invoke
 from support.engine import agent_yaml, events, resume_with, run_with, task_dir, write
 
@@ -58,14 +59,20 @@ def test_action_records_are_one_per_react_turn_and_attempts_are_derived() -> Non
     assert trace.actions[0].thinking == "Let me save a working title before drafting."
     assert [c.name for c in trace.actions[0].tool_calls] == ["kv.set"]
     assert attempts(trace) == ['kv.set(key="title", value="Tidy") → SUCCESS']
-    # On disk the action's copy of the result is not stored (the step's record has it) ...
+    # On disk the action record holds only what its turn's step cannot tell (the step's record
+    # has the call, its arguments and result; its name, message and kind follow from it) ...
     raw = json.loads(task_dir(task_id).trace_file.read_text())
-    assert raw["actions"][0]["tool_calls"] == [{"name": "kv.set", "args": {"key": "title", "value": "Tidy"}}]
+    assert raw["actions"][0] == {"thinking": "Let me save a working title before drafting."}
+    turn = next(s for s in raw["steps"] if s.get("iteration") == 0)
+    assert not {"step_name", "message", "kind"} & set(turn)
     assert "attempts" not in raw
     # ... and reading fills them back in.
-    doc = hydrate(raw)
+    doc = hydrate(expand(raw))
     assert doc["actions"][0]["tool_calls"][0] == {"name": "kv.set", "args": {"key": "title", "value": "Tidy"},
                                                   "result": "stored title", "outcome": "SUCCESS"}
+    assert doc["actions"][0]["iteration"] == 0 and doc["actions"][0]["timestamp"] == trace.actions[0].timestamp \
+        .isoformat().replace("+00:00", "Z")
+    assert (turn["step_name"], turn["message"], turn["kind"]) == ("write:0", "calls kv.set", "agent")
 
 
 def test_results_are_stored_once_and_read_back_at_about_1000_characters(tmp_path: Path) -> None:
@@ -76,8 +83,8 @@ def test_results_are_stored_once_and_read_back_at_about_1000_characters(tmp_path
     td = task_dir(outcome.task_id)
     on_disk = json.loads(td.trace_file.read_text())
     stored = on_disk["steps"][1]["tool_calls"][0]["result"]
-    # trace.json keeps a preview and the entry's id: the full text is stored once, in the entry
-    assert stored["preview"] is True and len(stored["text"]) < 400 and "x" * 1000 not in td.trace_file.read_text()
+    # trace.json keeps the entry's id: the text is stored once, in the entry
+    assert stored == {"entry_id": stored["entry_id"]} and "x" * 100 not in td.trace_file.read_text()
     assert td.entries.load()[stored["entry_id"]].content.endswith("THE END")
     # what magent shows (and prints with --json) carries the seed's ~1,000 characters
     shown = invoke("trace", outcome.task_id, "--json")
@@ -161,3 +168,44 @@ def test_errors_warnings_and_failed_runs_are_steps(tmp_path: Path) -> None:
     assert trace.steps[0].status == "error" and "did not finish" in trace.steps[0].message
     refused = trace.steps[1].tool_calls[0]
     assert refused.outcome == "ERROR" and refused.tool == "missing"
+
+
+def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
+    """trace.json leaves out only what reading gives back exactly: a step named after its agent
+    (a sub-agent's turn), a call the run routed to another tool, an action whose answer came
+    after failed attempts, and a short result keep what differs."""
+    import copy
+
+    def turn(name: str, message: str, ts: str, calls: list, llm: list) -> dict:
+        return {"step_name": name, "message": message, "timestamp": ts, "kind": "agent", "node": "n",
+                "iteration": 0, "tool_calls": calls, "llm_calls": llm}
+
+    call = {"call_id": "c1", "server": "kv", "tool": "get", "arguments": {"key": "a"},
+            "result": {"text": "y" * 500, "entry_id": "e1"}}
+    moved = {"call_id": "c2", "server": "kv", "tool": "get_v2", "arguments": {"key": "a"},
+             "result": {"text": "short", "entry_id": "e2", "requested": "kv.get"}}
+    doc = {"steps": [
+        {"step_name": "n", "message": "→ END", "timestamp": "2026-01-01T00:00:00Z", "kind": "agent", "node": "n"},
+        turn("n:0", "calls kv.get", "2026-01-01T00:00:01.500000Z", [call], [{"model": "m", "latency_ms": 250}]),
+        turn("helper:0", "calls kv.get", "2026-01-01T00:00:02Z", [moved],
+             [{"model": "m", "error": "timeout", "latency_ms": 9}, {"model": "m", "latency_ms": 10}]),
+    ], "actions": [
+        {"iteration": 0, "timestamp": "2026-01-01T00:00:01.750000Z", "thinking": "a",
+         "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "y" * 500}]},
+        {"iteration": 0, "timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",
+         "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "short"}]},
+    ]}
+    small = compact(copy.deepcopy(doc))
+    first, second = small["steps"][1], small["steps"][2]
+    assert not {"step_name", "message", "kind"} & set(first) and "text" not in first["tool_calls"][0]["result"]
+    assert (second["step_name"], second["message"]) == ("helper:0", "calls kv.get")
+    assert second["tool_calls"][0]["result"]["text"] == "short"
+    assert small["actions"][0] == {"thinking": "a"}
+    assert small["actions"][1] == {"timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",
+                                   "tool_calls": [{"name": "kv.get", "args": {"key": "a"}}]}
+    back = expand(small)
+    for want in doc["actions"]:
+        for c in want["tool_calls"]:
+            del c["result"]                                  # the actions' copies: hydrate's part
+    doc["steps"][1]["tool_calls"][0]["result"].pop("text")   # the entry's text: restore_results' part
+    assert back == doc

@@ -68,6 +68,19 @@ def same_format_to_5(doc: dict[str, Any]) -> dict[str, Any]:
     """Tasks and traces did not change in version 5."""
     return {**doc, "schema_version": 5}
 
+
+def trace_5_to_6_compact_turns(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 6 leaves out of trace.json what a model turn's step and action record can be told
+    from, and the text of long results that are entries (``models.tracedisk``); readers put them
+    back, and a version 5 trace has them all (its results' previews are marked ``preview``)."""
+    return {**doc, "schema_version": 6}
+
+
+def same_format_to_6(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints and tasks did not change in version 6."""
+    return {**doc, "schema_version": 6}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -81,6 +94,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 4): checkpoint_4_to_5_journals_or_none,
     ("task", 4): same_format_to_5,
     ("trace", 4): same_format_to_5,
+    ("checkpoint", 5): same_format_to_6,
+    ("task", 5): same_format_to_6,
+    ("trace", 5): trace_5_to_6_compact_turns,
 }
 """(document kind, from version) → migration to the next version."""
 

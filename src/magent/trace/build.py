@@ -23,11 +23,11 @@ Layout of ``steps`` (numbered from 1 by ``magent trace``):
 A tool call's result is kept once, truncated to about 1,000 characters, in its
 ``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
 is the entry ``entry_id`` in ``entries.jsonl`` (and ``artifact`` for big
-outputs). The action records on disk hold each call's name, args and outcome
-(all ``compress_actions`` needs); their ``result`` is filled from the iteration
-step's record when the trace is read (``hydrate``), because action *k* and the
-*k*-th agent iteration step describe the same turn and list the same calls in
-the same order.
+outputs). trace.json leaves out what a turn's step and action record can be
+told from (``models.tracedisk``); the action records' ``result`` is filled from the
+iteration step's record when the trace is read (``hydrate``), because action *k*
+and the *k*-th agent iteration step describe the same turn and list the same
+calls in the same order.
 """
 
 from __future__ import annotations
@@ -49,14 +49,9 @@ if TYPE_CHECKING:
 THINKING_LIMIT = 4000
 """Characters of a model turn's text kept in its action record (the whole text is an entry)."""
 RESULT_LIMIT = 1000
-"""Characters of a tool result in the trace (seed 003: about 1,000)."""
-DISK_PREVIEW = 100
-"""Characters of a tool result that trace.json itself keeps when the result is an entry.
-
-The history is stored once: the result's text is in entries.jsonl, so trace.json keeps a
-preview (a line's worth, for a reader of the file alone) and the entry's id, and reading the
-trace (``magent trace``, ``--json``) restores the seed's ~1,000 characters from the entry
-(``trace.load.restore_results``)."""
+"""Characters of a tool result in the trace (seed 003: about 1,000). trace.json leaves out the
+text of a long result that is an entry, and reading the trace puts this much back from the
+entry (``models.tracedisk``, ``trace.load.restore_results``): the history is stored once."""
 
 
 ENDS_A_CALL = frozenset({"error", "interrupted", "run_started", "run_finished", "session_finished", "node_started",
@@ -585,19 +580,11 @@ def build_trace(task_id: str, events: Iterable[Any], created_at: datetime | None
 
 
 def dump_for_disk(trace: "TraceLog") -> bytes:
-    """Compact JSON of ``trace``: defaults are left out inside records (they come back on
-    load), and so are the action records' copies of call results (see ``hydrate``)."""
-    doc = trace.model_dump(mode="json", exclude_defaults=True)
-    for action in doc.get("actions") or []:
-        for call in action.get("tool_calls") or []:
-            call.pop("result", None)
-    for step in doc.get("steps") or []:
-        for record in step.get("tool_calls") or []:
-            result = record.get("result") or {}
-            text = result.get("text") or ""
-            if result.get("entry_id") and len(text) > DISK_PREVIEW + 64:
-                result["text"] = text[:DISK_PREVIEW] + "…"
-                result["preview"] = True
+    """Compact JSON of ``trace``: defaults are left out inside records, and so is what a turn's
+    step and action record can be told from (``models.tracedisk``); reading puts them back."""
+    from magent.models.tracedisk import compact
+
+    doc = compact(trace.model_dump(mode="json", exclude_defaults=True))
     out = {"schema_version": trace.schema_version, "task_id": trace.task_id, "steps": doc.get("steps", []),
            "sub_agent_sessions": doc.get("sub_agent_sessions", {}), "actions": doc.get("actions", []),
            "usage_by_model": doc.get("usage_by_model", {}),

@@ -17,6 +17,7 @@ from magent.store.files import loads, read_bytes
 from magent.trace.actions import hydrate
 from magent.engine.events import read_events
 from magent.trace.build import TraceDoc, build_trace_doc
+from magent.models.tracedisk import expand
 
 if TYPE_CHECKING:
     from magent.store import TaskDir
@@ -127,20 +128,23 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
         notes.append("trace.json is older than events.jsonl (the run stopped without writing it)")
         doc["_unusable"] = True
         return doc
-    return doc
+    return expand(doc)
 
 
 def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
-    """Put back the ~1,000 characters of the results trace.json keeps as a preview (from their
-    entries). Returns ``doc``, changed in place."""
+    """Put back the ~1,000 characters of the results trace.json leaves to their entries (from
+    those entries). Returns ``doc``, changed in place."""
     from magent.store.files import read_jsonl
     from magent.trace.build import RESULT_LIMIT, _truncate
 
     cut = {}
     for step in doc.get("steps") or []:
         for record in step.get("tool_calls") or []:
-            result = record.get("result") or {}
-            if result.pop("preview", False) and result.get("entry_id"):
+            result = record.get("result")
+            if not result or not result.get("entry_id"):
+                continue
+            # schema 6 leaves the text out; 4 and 5 kept a short preview marked ``preview``
+            if result.pop("preview", False) or "text" not in result:
                 cut.setdefault(result["entry_id"], []).append(result)
     if cut:
         for raw in read_jsonl(td.entries.path):
@@ -189,9 +193,10 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
         stored = _read_trace_file(td, trace_notes)
     if stored is not None:
         stored.pop("_unusable", None)
+        expand(stored)
         notes.extend(f"{n}; showing what it holds" for n in trace_notes)
-        return TraceView(td=td, task=task, doc=hydrate(stored), source="trace.json", live=live,
-                         notes=notes)
+        return TraceView(td=td, task=task, doc=hydrate(restore_results(stored, td)), source="trace.json",
+                         live=live, notes=notes)
     notes.extend(trace_notes)
     return TraceView(td=td, task=task, doc={"task_id": td.id, "steps": []}, source="nothing",
                      live=live, notes=notes)

@@ -1,0 +1,105 @@
+"""trace.json's compact form: what a model turn's step and action record can be told from, left out.
+
+A long run writes a step and an action record per model turn, so every byte of them counts a
+thousand times. ``compact`` (on the TraceLog's JSON form, defaults already left out) drops what
+``expand`` puts back exactly:
+
+- a turn step's ``step_name`` when it is ``node:iteration``, its ``message`` when it is ``calls``
+  and the names of its tool calls, its ``kind`` (always ``agent``);
+- a long tool result's text when the result is an entry (``entry_id``): reading the trace puts
+  back its first ~1,000 characters from the entry (``trace.load.restore_results``);
+- an action record's ``iteration``, ``timestamp`` and tool calls' names and arguments when its
+  turn step says the same (the k-th action is the k-th agent turn step).
+
+Each field is dropped only when ``expand`` gives back the same value, so a step written some
+other way (a renamed tool, failed attempts before the answer) keeps what differs. Validating a
+``TraceLog`` expands its input, so trace.json read as it is is the whole TraceLog (but for the
+long results' texts, which are their entries').
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+LONG_RESULT = 164
+"""Results longer than this (characters) that are entries are not kept in trace.json."""
+
+
+def _turns(doc: dict[str, Any], *, compacted: bool) -> list[dict[str, Any]]:
+    """The agent turn steps (``compacted``: their ``kind`` may have been left out)."""
+    kinds = (None, "agent") if compacted else ("agent",)
+    return [s for s in doc.get("steps") or [] if s.get("iteration") is not None and s.get("kind") in kinds]
+
+
+def _name(record: dict[str, Any]) -> str:
+    server, tool = record.get("server") or "", record.get("tool") or ""
+    return f"{server}.{tool}" if server else tool
+
+
+def _step_fields(step: dict[str, Any]) -> dict[str, Any]:
+    """What a turn step's own fields say of its name, message and kind."""
+    calls = step.get("tool_calls") or []
+    out = {"step_name": f"{step.get('node')}:{step.get('iteration')}", "kind": "agent"}
+    if calls:
+        out["message"] = "calls " + ", ".join(_name(c) for c in calls)
+    return out
+
+
+def _action_fields(step: dict[str, Any]) -> dict[str, Any]:
+    """What a turn step says of its action record (the answer's time: the step's start plus the
+    answer's latency, when the step is that one call)."""
+    out: dict[str, Any] = {"iteration": step.get("iteration"),
+                           "tool_calls": [{"name": _name(c), "args": c.get("arguments") or {}}
+                                          for c in step.get("tool_calls") or []]}
+    llm = step.get("llm_calls") or []
+    if len(llm) == 1 and step.get("timestamp"):
+        try:
+            began = datetime.fromisoformat(str(step["timestamp"]).replace("Z", "+00:00"))
+        except ValueError:
+            return out
+        answered = began + timedelta(milliseconds=llm[0].get("latency_ms") or 0)
+        out["timestamp"] = answered.isoformat().replace("+00:00", "Z")
+    return out
+
+
+def compact(doc: dict[str, Any]) -> dict[str, Any]:
+    """Leave out of ``doc`` (changed in place and returned) what ``expand`` puts back."""
+    turns = _turns(doc, compacted=False)
+    for step in doc.get("steps") or []:
+        for record in step.get("tool_calls") or []:
+            result = record.get("result") or {}
+            if result.get("entry_id") and len(result.get("text") or "") > LONG_RESULT:
+                del result["text"]
+    for step in turns:
+        for key, value in _step_fields(step).items():
+            if step.get(key) == value:
+                del step[key]
+    actions = doc.get("actions") or []
+    if len(actions) == len(turns):
+        for step, action in zip(turns, actions):
+            derived = _action_fields({**step, "tool_calls": step.get("tool_calls") or []})
+            for call in action.get("tool_calls") or []:
+                call.pop("result", None)
+            for key, value in derived.items():
+                if action.get(key, [] if key == "tool_calls" else None) == value:
+                    action.pop(key, None)
+    else:
+        for action in actions:
+            for call in action.get("tool_calls") or []:
+                call.pop("result", None)
+    return doc
+
+
+def expand(doc: dict[str, Any]) -> dict[str, Any]:
+    """Put back what ``compact`` left out (a no-op on a trace that has it all). Returns ``doc``."""
+    turns = _turns(doc, compacted=True)
+    for step in turns:
+        for key, value in _step_fields(step).items():
+            step.setdefault(key, value)
+    actions = doc.get("actions") or []
+    if len(actions) == len(turns):
+        for step, action in zip(turns, actions):
+            for key, value in _action_fields(step).items():
+                action.setdefault(key, value)
+    return doc
