@@ -30,7 +30,13 @@ def compactions(task_id: str) -> list:
 
 
 def model_calls(task_id: str) -> list[dict]:
-    return [e.model_dump() for e in events(task_id) if e.type == "llm_call" and not e.field("error")]
+    """The answered model calls' events, each ``request`` with its parameters put back (events
+    name them by hash in requests.jsonl)."""
+    pieces = task_dir(task_id).requests.load()
+    calls = [e.model_dump() for e in events(task_id) if e.type == "llm_call" and not e.field("error")]
+    for call in calls:
+        call["request"] = {**pieces[call["request"]["params"]], **call["request"]}
+    return calls
 
 
 def archivist(tmp_path: Path, strategy: str = "fifo", max_tokens: int = 600, extra: str = "") -> Path:

@@ -58,7 +58,7 @@ def test_three_turns_store_the_system_prompt_and_the_tool_set_once(magent_home: 
     calls = [_request(task_id, n)[0] for n in (2, 3, 4)]
     assert len({c["stored"]["system"] for c in calls}) == 1 and len({c["stored"]["tools"] for c in calls}) == 1
     assert [len(c["request"]["messages"]) for c in calls] == [2, 4, 6]
-    assert sorted(p["kind"] for p in _pieces(magent_home, task_id)) == ["system", "tools"]
+    assert sorted(p["kind"] for p in _pieces(magent_home, task_id)) == ["params", "system", "tools"]
 
 
 def test_a_resumed_task_does_not_store_its_prompts_again(magent_home: Path) -> None:

@@ -1,6 +1,6 @@
 """The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Version of every on-disk document magent writes. Bump with a named migration
 (``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``; 3 added
 sessions (checkpoints list the open ones, trace steps and sessions name theirs); 4 dropped
@@ -8,4 +8,5 @@ tasks' ``steps`` (``usage.calls`` counts model calls), added the ``interrupted``
 checkpoints' ``journals``; 5 leaves out of checkpoints what can be put back (defaults at any
 depth, the task id, empty journals, an agent's ``spent`` equal to the task's); 6 leaves out of
 trace.json what a model turn's step and action record can be told from, and long results that
-are entries (``models.tracedisk``)."""
+are entries (``models.tracedisk``); 7: ``llm_call`` events name their parameters by hash
+(``params``, in ``requests.jsonl``)."""

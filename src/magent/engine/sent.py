@@ -1,15 +1,18 @@
 """What a model call sent, as its ``llm_call`` event records it (``magent trace --request``).
 
-The record is small: the call's parameters, and the system prompt, tool set and
-messages by reference — the first two (and a one-off prompt such as a critic's)
-by hash into the task's ``requests.jsonl``, where each distinct one is stored
-once, the conversation by its last entry in ``entries.jsonl``. Everything goes
+The record is small: the call's parameters, system prompt, tool set and messages
+by reference — the parameters (which name the prompt and tools), the prompt, the
+tools (and a one-off prompt such as a critic's) by hash into the task's
+``requests.jsonl``, where each distinct one is stored once, the conversation by
+its last entry in ``entries.jsonl``. Everything goes
 through the run's redactor first, like every other file of the task.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from pydantic_core import to_jsonable_python
 
 from magent.llm.base import LLMRequest
 
@@ -37,6 +40,9 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
         tools = [{"name": t.name, "description": t.description, "parameters": t.parameters}
                  for t in request.tools]
         out["tools"] = pieces.put("tools", redactor.data(tools))
+    # The same for every turn of an agent: stored once, like the prompt and tools it names
+    # (masked like the event it would have been part of).
+    out = {"params": pieces.put("params", redactor.data(to_jsonable_python(out)))}
     if not keep_messages:
         out["messages_withheld"] = True
     elif request.conversation_leaf is not None:

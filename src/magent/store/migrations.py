@@ -81,6 +81,14 @@ def same_format_to_6(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 6}
 
 
+
+def same_format_to_7(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints, tasks and traces did not change in version 7: ``llm_call`` events name their
+    parameters by hash (``request.params``, a line of ``requests.jsonl``), and the readers of
+    events take both that and the parameters written out, as older events have them."""
+    return {**doc, "schema_version": 7}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -97,6 +105,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 5): same_format_to_6,
     ("task", 5): same_format_to_6,
     ("trace", 5): trace_5_to_6_compact_turns,
+    ("checkpoint", 6): same_format_to_7,
+    ("task", 6): same_format_to_7,
+    ("trace", 6): same_format_to_7,
 }
 """(document kind, from version) → migration to the next version."""
 

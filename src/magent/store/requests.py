@@ -1,10 +1,11 @@
 """What was sent to models, each distinct piece once: ``requests.jsonl``.
 
-A model call's ``llm_call`` event names its system prompt and tool set by hash
-(and a one-off prompt, such as a critic's, the same way); the text behind each
-hash is one line of this journal, written the first time it is sent. A ReAct
-agent sends the same system prompt and tools on every turn, so a long run adds
-one line, not one per turn. The conversation itself is in ``entries.jsonl``: an
+A model call's ``llm_call`` event names its parameters by hash (model, temperature,
+timeouts, and the hashes of its system prompt and tool set; since schema 7), and a
+one-off prompt, such as a critic's, the same way; the value behind each hash is
+one line of this journal, written the first time it is sent. A ReAct agent sends
+the same parameters, prompt and tools on every turn, so a long run adds three
+lines, not three per turn. The conversation itself is in ``entries.jsonl``: an
 event points at the last entry sent instead of copying it.
 
 Lines are appended before the event that names them, so a reader that finds a
@@ -21,7 +22,7 @@ from typing import Any
 
 from magent.store.files import AppendLog, read_jsonl
 
-KINDS = ("system", "tools", "messages")
+KINDS = ("system", "tools", "messages", "params")
 
 
 def digest(value: Any) -> str:
@@ -38,8 +39,8 @@ class RequestLog(AppendLog):
         self._known: set[str] | None = None
 
     def put(self, kind: str, value: Any) -> str:
-        """Store ``value`` (a ``system`` prompt, a ``tools`` list, a ``messages`` list) unless
-        an identical one is there already; return its hash."""
+        """Store ``value`` (a ``system`` prompt, a ``tools`` list, a ``messages`` list, a call's
+        ``params``) unless an identical one is there already; return its hash."""
         if kind not in KINDS:
             raise ValueError(f"unknown request piece {kind!r}")
         key = digest([kind, value])

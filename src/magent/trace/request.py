@@ -46,6 +46,13 @@ def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], l
             item["note"] = "not recorded: this call was made by a magent that did not keep requests"
             out.append(item)
             continue
+        if "params" in sent:  # schema 7: the parameters by hash (older events carry them)
+            params = pieces.get(sent["params"])
+            if not isinstance(params, dict):
+                item["note"] = f"its parameters ({sent['params']}) are missing from requests.jsonl"
+                out.append(item)
+                continue
+            sent = {**params, **{k: v for k, v in sent.items() if k != "params"}}
         if "conversation" in sent and entries is None:
             entries = view.td.entries.load(problems)
         item.update(_rebuild(sent, pieces, entries or {}, view.td.entries))
