@@ -306,3 +306,29 @@ def test_a_secret_added_later_shorter_than_the_patterns_is_masked_in_short_texts
     redactor.add({"abcd"})
     assert redactor.text("pw=abcd") == f"pw={MASK}"
     assert redactor.data({"abcd": ["abcd", 1]}) == {MASK: [MASK, 1]}
+
+
+QUOTED = 'pa"ss\\wo\nrd'
+"""A secret with characters JSON escapes (a quote, a backslash, a newline)."""
+
+
+@pytest.mark.parametrize("doc", [
+    {"type": "tool_result", "seq": 3, "ts": "2026-01-01T00:00:00.000+00:00", "outcome": "SUCCESS"},
+    {"type": "llm_call", "request": {"system": "abc", "tools": ["def"]}, "cost": 0.25, "tokens_in": 7},
+    {"type": "x", "error": f"it said {KEY} and stopped", "notes": ["fine", f"auth: Bearer {'t' * 20}"]},
+    {"type": "x", KEY: 1, "nested": [{f"k {KEY}": [1, 2.5, None, True]}]},
+    {"type": "x", "message": f"the password is {QUOTED}!", "quoted": '"quotes" and \\ backslashes'},
+    {"type": "x", "key": "AKIA" + "A" * 16, "unicode": "café ✓ \u2028 line"},
+    {"type": "x", "when": __import__("datetime").datetime(2026, 1, 1), "where": Path("/tmp/x"), "n": float("nan")},
+    {"type": "x", "tuple": ("a", KEY), 3: "int key", "ok": "ACME-12345678 and tok_1234"},
+])
+def test_an_event_line_is_what_masking_field_by_field_then_dumping_gives(doc: dict) -> None:
+    """``json_line`` screens an event's JSON whole and walks its fields only when something may
+    need masking: its line is always exactly the one masking every field and dumping gives."""
+    from pydantic_core import to_jsonable_python
+
+    from magent.store.files import dumps
+
+    for redactor in (Redactor(), Redactor({QUOTED, "ssw"}), Redactor({"stopped"}, patterns=SCREENED)):
+        assert redactor.json_line(doc) == dumps(to_jsonable_python(redactor.data(doc)))
+    assert MASK.encode() in Redactor({QUOTED}).json_line(doc) or QUOTED not in json.dumps(doc, default=str)

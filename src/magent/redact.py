@@ -17,6 +17,7 @@ The conversation (``entries.jsonl``) keeps tool results whatever
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,7 @@ class Redactor:
         """Texts already masked, with their masked form: the same text reaches disk several
         times (an entry, its event, the trace, each checkpoint's metadata), so it is scanned
         once, when it is first written."""
+        self._needles: list[str] | None = self._json_needles()
 
     @classmethod
     def configured(cls, secrets: set[str] | None = None, root: Path | None = None) -> "Redactor":
@@ -135,6 +137,7 @@ class Redactor:
                               key=len, reverse=True)
         self._seen.clear()
         self._floor = self._shortest()
+        self._needles = self._json_needles()
 
     def _shortest(self) -> float:
         """The length of the shortest text that can hold something to mask (most texts an
@@ -172,6 +175,33 @@ class Redactor:
         if isinstance(value, list):
             return [self.data(v) for v in value]
         return value
+
+    def json_line(self, doc: dict[str, Any]) -> bytes:
+        """``doc`` masked as ``data`` masks it, as compact JSON (``ensure_ascii=False``; values
+        JSON has no form for turned into JSON as pydantic does): dumped once, and the JSON
+        screened whole, so a document with nothing to mask (most events) is not walked field by
+        field. The screen never passes what ``data`` would change: every text to mask holds a
+        secret or a pattern's literal start, and JSON keeps each text whole, escaped character
+        by character, so the JSON holds that secret or start escaped the same way."""
+        if self._needles is not None:
+            try:
+                text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                                  default=_jsonable)
+            except (ValueError, TypeError):  # NaN, infinity, keys JSON cannot have: as below
+                pass
+            else:
+                if not any(needle in text for needle in self._needles):
+                    return text.encode()
+        return json.dumps(_jsonable(self.data(doc)), ensure_ascii=False, separators=(",", ":")).encode()
+
+    def _json_needles(self) -> list[str] | None:
+        """What ``json_line`` looks for in a JSON text: each secret and each pattern's literal
+        start as JSON writes them; None when a pattern has no literal start (it could match
+        across what JSON escapes: such documents are masked field by field)."""
+        if self._re is not None and (not self._screen.exact or self._screen.others):
+            return None
+        texts = [*self.secrets, *(self._screen.prefixes if self._re is not None else ())]
+        return [json.dumps(t, ensure_ascii=False)[1:-1] for t in texts]
 
     def event(self, doc: dict[str, Any]) -> dict[str, Any]:
         """An event as it may be written: masked, and without tool I/O when ``tool_io`` is off."""
@@ -271,3 +301,9 @@ def strip_tool_io(doc: dict[str, Any]) -> dict[str, Any]:
         if doc.get("output"):
             doc["output"] = TOOL_IO_OMITTED
     return doc
+
+
+def _jsonable(value: Any) -> Any:
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)

@@ -272,14 +272,18 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     def deliver(event: Event) -> None:
         if not sinks and event.type in LIVE_ONLY:
             return  # nobody is watching and events.jsonl does not keep it
-        # Masked once for every sink: events.jsonl (which telemetry follows), the terminal and
-        # --json show the same thing, and a secret a person typed or a model repeated reaches none.
-        # The event is dumped once; what events.jsonl gets is that dump in its JSON form (as
-        # Event.model_dump(mode="json") would give it), with no second validation.
-        doc = redactor.data(event.model_dump(exclude_none=True))
-        kept = for_disk(doc, lean=redactor.tool_io)
-        if kept is not None:
-            td.append_event_doc(to_jsonable_python(redactor.event(kept) if not redactor.tool_io else kept))
+        # Masked for every sink: events.jsonl (which telemetry follows), the terminal and --json
+        # show the same thing, and a secret a person typed or a model repeated reaches none. The
+        # event is dumped once; what events.jsonl keeps of it is turned into its line of JSON
+        # once, and masked field by field only when that line may hold something to mask.
+        raw = event.model_dump(exclude_none=True)
+        doc = redactor.data(raw) if sinks or not redactor.tool_io else None
+        if redactor.tool_io:
+            kept = for_disk(raw)
+            if kept is not None:
+                td.append_event_line(redactor.json_line(kept))
+        elif (kept := for_disk(doc, lean=False)) is not None:
+            td.append_event_doc(to_jsonable_python(redactor.event(kept)))
         if sinks:
             shown = Event.model_validate(doc)
             for sink in sinks:

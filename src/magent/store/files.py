@@ -262,8 +262,11 @@ class JsonlWriter:
         os.fsync(self._fd)
 
     def append(self, obj: Any) -> None:
-        line = dumps(obj) + b"\n"
-        view = memoryview(line)
+        self.append_line(dumps(obj))
+
+    def append_line(self, line: bytes) -> None:
+        """Append one line of JSON already made (``line`` without its newline)."""
+        view = memoryview(line + b"\n")
         try:
             while view:
                 n = os.write(self._fd, view)

@@ -143,6 +143,12 @@ class TaskDir:
             self._events = JsonlWriter(self.events_file)
         self._events.append(doc)
 
+    def append_event_line(self, line: bytes) -> None:
+        """Append an event already turned into its line of JSON (without the newline)."""
+        if self._events is None:
+            self._events = JsonlWriter(self.events_file)
+        self._events.append_line(line)
+
     def sync(self) -> None:
         """Make appended entries, request pieces and events durable (with a run's group commit:
         everything it wrote, checkpoints linked)."""
