@@ -126,3 +126,34 @@ def test_a_commit_that_fails_says_which_file(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(commit_mod.os, "fsync", broken)
     with pytest.raises(StoreError, match="entries.jsonl.*Input/output error"):
         asyncio.run(committer.durable())
+
+
+def test_what_a_failed_commit_held_is_synced_by_the_next_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit whose fsync fails leaves nothing of it known durable: the next commit syncs the
+    entries, the checkpoint (by its name: the failed commit closed its descriptor) and the
+    directory again."""
+    from magent.errors import StoreError
+
+    log, checkpoints, committer = setup(tmp_path, "sync")
+    log.append({"id": "e1"})
+    checkpoints.write(checkpoint(0))
+    calls: list[str] = []
+    failures = [1]
+    real = commit_mod._fsync
+
+    def failing_once(fd: int, what: str) -> None:
+        calls.append(Path(what).name)
+        if failures and Path(what).name == "entries.jsonl":
+            failures.pop()
+            raise StoreError(f"cannot make {what} durable: Input/output error")
+        real(fd, what)
+
+    monkeypatch.setattr(commit_mod, "_fsync", failing_once)
+    with pytest.raises(StoreError, match="Input/output error"):
+        asyncio.run(committer.durable())
+    assert committer.pending()
+    first = set(calls)
+    calls.clear()
+    asyncio.run(committer.durable())
+    assert set(calls) == first == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
+    assert not committer.pending()

@@ -20,6 +20,10 @@ What holds:
   fails its hash, is moved aside, and the run continues from the one before, which a commit
   synced, with the entries a commit synced after it.
 
+A commit is a future settled by its last fsync: no task of its own, and one wake-up of the loop
+when the last of its fsyncs is done. The fsync threads close the commit's descriptors themselves,
+so a waiter that stops waiting (cancelled) never closes a descriptor a thread still syncs.
+
 In mode ``exit`` nothing is synced until the run stops: checkpoints are linked as soon as they
 are written (a kill -9 loses nothing; only a power loss can), and the end of the run syncs
 everything the run wrote.
@@ -31,11 +35,10 @@ import asyncio
 import os
 import threading
 from collections import deque
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from magent import failpoints
 from magent.errors import StoreError
@@ -83,7 +86,9 @@ class Committer:
         """Checkpoints linked but not yet synced, with the descriptor they were written through
         (kept open for the next commit in modes ``sync`` and ``step``, which comes within the
         step; closed in mode ``exit``, which syncs them by name when the run ends)."""
-        self._running: list[asyncio.Future[None]] = []
+        self._running: list[_Commit] = []
+        self._next: asyncio.Future[None] | None = None
+        """The commit ``durable()`` begins at the loop's next turn, while it waits to begin."""
 
     # what the writers hand over
     def add_checkpoint(self, fd: int, temp: Path, final: Path, on_error: Callable[[], None]) -> None:
@@ -111,35 +116,74 @@ class Committer:
                     or any(w.dirty and w.appended > self._covered.get(w, 0) for w in self._writers()))
 
     # making it durable
+    def _start(self) -> None:
+        """Begin a commit of what is in none yet (its fsyncs run while the caller goes on)."""
+        if self._uncovered():
+            self._snapshot(everything=False).launch()
+
     async def durable(self) -> None:
         """Return once everything written before the call is durable and its checkpoints linked.
 
-        What is in no commit yet goes into a new one, started at once: commits overlap (the
-        filesystem folds their fsyncs together), and the caller waits for every commit started
-        up to its own, so checkpoints are linked in order. A link is made durable by the next
-        commit (the directory's sync), which ``sync`` mode makes before any tool runs.
+        What is in no commit yet goes into a new one, begun at the loop's next turn (the
+        sessions that reach a wait in this turn share it): commits overlap (the filesystem folds
+        their fsyncs together), and the caller waits for every commit begun up to its own.
         """
-        if self._uncovered():
-            self._running.append(asyncio.ensure_future(self._run_commit()))
-        if self._running:
-            await asyncio.shield(asyncio.gather(*self._running))
+        self._soon()
+        waits = [c.future for c in self._running if c.future is not None]
+        if self._next is not None:
+            waits.append(self._next)
+        if len(waits) == 1:
+            await asyncio.shield(waits[0])
+        elif waits:
+            await asyncio.shield(asyncio.gather(*waits))
 
-    async def _run_commit(self) -> None:
-        try:
-            commit = self._snapshot(everything=False)
-            with commit.settling():
-                await _fsync_together(commit.fds)
-        finally:
-            self._running.remove(asyncio.current_task())  # type: ignore[arg-type]
+    def _soon(self) -> None:
+        if self._next is None and self._uncovered():
+            loop = asyncio.get_running_loop()
+            self._next = loop.create_future()
+            self._next.add_done_callback(_retrieved)
+            loop.call_soon(self._begin_next)
+
+    def _begin_next(self) -> None:
+        """Begin the commit ``_soon`` asked for; its future is done when every commit under
+        way then is."""
+        future, self._next = self._next, None
+        assert future is not None
+        self._start()
+        running = [c.future for c in self._running if c.future is not None]
+        if not running:
+            future.set_result(None)
+            return
+
+        def copy(settled: "asyncio.Future[object]") -> None:
+            if future.done():
+                return
+            error = None if settled.cancelled() else settled.exception()
+            future.set_exception(error) if error is not None else future.set_result(None)
+
+        (running[0] if len(running) == 1 else asyncio.gather(*running)).add_done_callback(copy)
+
+    def _settle_running(self) -> None:
+        """Wait (blocking) for the commits under way, and note what they made durable."""
+        for commit in list(self._running):
+            commit.finished.wait()
+            commit.settle()
 
     def flush(self) -> None:
         """``durable()`` for code that cannot await (the end of a run, a reader of checkpoints):
-        everything written so far, synced and linked, the directory included (what a commit
-        under way also syncs is synced again here: no wait on it)."""
+        everything written so far, synced and linked, the directory included (the commits
+        under way are waited for first)."""
+        self._settle_running()
         while self.pending():  # a round's links dirty the directory: the next round syncs it
             commit = self._snapshot(everything=True)
-            with commit.settling():
+            try:
                 list(_POOL.map(lambda job: _fsync(*job), commit.fds))
+            except BaseException as exc:
+                commit.error = exc
+                raise
+            finally:
+                commit.release()
+                commit.settle()
 
     def _snapshot(self, *, everything: bool) -> "_Commit":
         """What one commit syncs: every file with lines no commit syncs yet, every checkpoint
@@ -164,6 +208,7 @@ class Committer:
         # the descriptors held open stay few.
         unsynced, self._unsynced = self._unsynced[:_FILES_PER_ROUND], self._unsynced[_FILES_PER_ROUND:]
         for path, fd in unsynced:
+            commit.checkpoints.append(path)
             if fd is None:
                 try:
                     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -197,7 +242,8 @@ class Committer:
 
     def close(self) -> None:
         """Let go of the descriptors still held for a sync that will not come (a run that
-        stopped on an error before its last commit)."""
+        stopped on an error before its last commit), once the commits under way are done."""
+        self._settle_running()
         held, self._unsynced = self._unsynced, []
         for _, fd in held:
             if fd is not None:
@@ -212,7 +258,13 @@ class _Commit:
         self.fds: list[tuple[int, str]] = []
         self.marks: list[tuple["JsonlWriter", int]] = []
         self.links: list[_Pending] = []
+        self.checkpoints: list[Path] = []
         self.synced_dir = False
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+        """Set by the thread of its last fsync, once every descriptor is closed."""
+        self.future: asyncio.Future[None] | None = None
+        self._settled = False
 
     def add(self, fd: int, what: str) -> None:
         self.fds.append((fd, what))
@@ -221,19 +273,57 @@ class _Commit:
         for fd, _ in self.fds:
             os.close(fd)
 
-    @contextmanager
-    def settling(self) -> Iterator[None]:
-        """Around the syncs of this commit: its descriptors are closed whatever happens, then it
-        is ``done`` or, if the syncs raised, ``failed`` (and the error goes on)."""
-        try:
+    def launch(self) -> None:
+        """Fsync its descriptors at once, one pool thread each. The last thread to finish closes
+        them and wakes the loop once (rather than once per file: each wake-up is a turn of the
+        loop and a pipe write), which settles the commit and its ``future``."""
+        loop = asyncio.get_running_loop()
+        self.future = loop.create_future()
+        self.future.add_done_callback(_retrieved)
+        self.committer._running.append(self)
+        left = [len(self.fds)]
+        lock = threading.Lock()
+
+        def job(fd: int, what: str) -> None:
             try:
-                yield
-            finally:
+                _fsync(fd, what)
+            except BaseException as exc:  # handed to the waiting task
+                self.error = self.error or exc
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
                 self.release()
-        except BaseException:
-            self.failed()
-            raise
-        self.done()
+                self.finished.set()
+                try:
+                    loop.call_soon_threadsafe(self.settle)
+                except RuntimeError:  # the loop closed: whoever flushes next settles it
+                    pass
+
+        if not self.fds:
+            self.finished.set()
+            self.settle()
+            return
+        for fd, what in self.fds:
+            _POOL.submit(job, fd, what)
+
+    def settle(self) -> None:
+        """Note what it made durable (or, if an fsync failed, that nothing of it is known to
+        be), once; then its waiters go on, with the error if there was one."""
+        if self._settled:
+            return
+        self._settled = True
+        if self in self.committer._running:
+            self.committer._running.remove(self)
+        try:
+            self.failed() if self.error is not None else self.done()
+        except BaseException as exc:  # a link that could not be made
+            self.error = self.error or exc
+        if self.future is not None and not self.future.done():
+            if self.error is not None:
+                self.future.set_exception(self.error)
+            else:
+                self.future.set_result(None)
 
     def done(self) -> None:
         for writer, count in self.marks:
@@ -249,45 +339,17 @@ class _Commit:
             committer._covered[writer] = writer.synced
         for pending in self.links:
             pending.covered = False
+        # its checkpoints are synced again by name (its descriptors are closed)
+        committer._unsynced[:0] = [(path, None) for path in self.checkpoints]
         if self.synced_dir:
             committer._dir_dirty = True
 
 
-def _fsync_together(fds: list[tuple[int, str]]) -> "asyncio.Future[None]":
-    """Fsync ``fds`` at once, one pool thread each; the returned future is done when all are
-    (with the first error, if any). The loop is woken once, by the last to finish, rather than
-    once per file through a future of its own (each wake-up is a turn of the loop and a pipe
-    write: most of what a step's commits cost the process besides the fsyncs themselves)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-    if not fds:
-        done.set_result(None)
-        return done
-    left = [len(fds)]
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def settle() -> None:
-        if not done.done():
-            done.set_exception(errors[0]) if errors else done.set_result(None)
-
-    def job(fd: int, what: str) -> None:
-        try:
-            _fsync(fd, what)
-        except BaseException as exc:  # handed to the waiting task
-            errors.append(exc)
-        with lock:
-            left[0] -= 1
-            last = left[0] == 0
-        if last:
-            try:
-                loop.call_soon_threadsafe(settle)
-            except RuntimeError:  # the loop closed while the disk was being waited for
-                pass
-
-    for fd, what in fds:
-        _POOL.submit(job, fd, what)
-    return done
+def _retrieved(future: "asyncio.Future[None]") -> None:
+    """A commit whose waiters all stopped waiting (cancelled) fails quietly: the next commit or
+    the run's last flush takes its writes again and reports the error."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _fsync(fd: int, what: str) -> None:
