@@ -217,8 +217,12 @@ class _Screen:
     only on texts that may hold a secret. It never says no where the patterns would match:
 
     - a text shorter than the shortest match cannot match;
-    - a pattern that starts with literal text (``sk-``, ``AKIA``, ``[Bb]earer``) can match only
-      a text that contains one of its prefixes, which ``str.__contains__`` finds far faster;
+    - a pattern that starts with literal text (``sk-``, ``AKIA``, ``[Bb]earer``, ``gh[pousr]_``)
+      can match only a text that contains one of its prefixes, which ``str.__contains__`` finds
+      far faster; and a text that lacks the prefix's rarest character (``-`` of ``xoxb-``, found
+      by ``memchr``) cannot contain the prefix, so the prefix is not looked for at all (most
+      texts lack most of them: a prefix looked for in a long run of a letter it repeats costs
+      a pass per character);
     - any other pattern is searched on its own (still cheaper than the alternation).
 
     The patterns are read with ``re``'s own parser (``re._parser``, ``sre_parse`` before 3.11);
@@ -227,6 +231,8 @@ class _Screen:
     def __init__(self, patterns: tuple[str, ...]):
         self.shortest = 0
         self.prefixes: list[str] = []
+        self.keyed: list[tuple[str, str]] = []
+        """Each prefix with its rarest character."""
         self.others: list[re.Pattern[str]] = []
         self.exact = False
         """False: no screen, every text is searched."""
@@ -248,6 +254,7 @@ class _Screen:
                 else:
                     self.prefixes.extend(starts)
             self.shortest = min(shortest)
+            self.keyed = [(min(p, key=_rarity), p) for p in self.prefixes]
             self.exact = True
         except Exception:  # re's internals changed: search every text
             self.exact = False
@@ -257,7 +264,20 @@ class _Screen:
             return True
         if len(text) < self.shortest:
             return False
-        return any(p in text for p in self.prefixes) or any(o.search(text) for o in self.others)
+        return (any(key in text and p in text for key, p in self.keyed)
+                or any(o.search(text) for o in self.others))
+
+
+_COMMON = " etaoinshrdlcumwfgypbvkjxqz"
+"""Letters by how often they occur in ordinary text, most often first."""
+
+
+def _rarity(ch: str) -> int:
+    """Sorts a prefix's characters rarest first (in ordinary text): punctuation and digits,
+    then capitals, then small letters from the rarest up."""
+    if ch.lower() in _COMMON:
+        return (100 if ch.islower() or ch == " " else 50) - _COMMON.index(ch.lower())
+    return 0
 
 
 def _literal_starts(parsed: Any, c: Any) -> list[str] | None:
@@ -269,7 +289,8 @@ def _literal_starts(parsed: Any, c: Any) -> list[str] | None:
     for op, arg in parsed:
         if op is c.LITERAL:
             starts = [s + chr(arg) for s in starts]
-        elif op is c.IN and 0 < len(arg) <= 4 and all(kind is c.LITERAL for kind, _ in arg):
+        elif (op is c.IN and 0 < len(arg) <= 8 and len(starts) * len(arg) <= 32
+              and all(kind is c.LITERAL for kind, _ in arg)):
             starts = [s + chr(ch) for s in starts for _, ch in arg]
         else:
             break
