@@ -157,3 +157,28 @@ def test_what_a_failed_commit_held_is_synced_by_the_next_one(tmp_path: Path, mon
     asyncio.run(committer.durable())
     assert set(calls) == first == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
     assert not committer.pending()
+
+
+def test_a_commit_makes_the_next_checkpoints_file_ready_and_closing_removes_an_unused_one(
+        tmp_path: Path, recorded) -> None:
+    """Creating a file is the costliest call of a step's writes: a commit's thread makes the
+    next checkpoint's temp file once its syncs are done, the checkpoint is written into it and
+    linked to its name, and the end of the run removes one left unused."""
+    def temps() -> list[Path]:
+        return [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+    log, checkpoints, committer = setup(tmp_path, "sync")
+    log.append({"id": "e1"})
+    checkpoints.write(checkpoint(0))
+    asyncio.run(committer.durable())
+    committer.flush()                                  # waits for the commit's thread too
+    [spare] = temps()
+    assert spare.stat().st_size == 0
+    checkpoints.write(checkpoint(1))
+    assert temps() == [] and checkpoints.read(1).sequence == 1
+    asyncio.run(committer.durable())
+    assert ("fsync", "checkpoint_001.json") in recorded
+    committer.flush()
+    assert len(temps()) == 1
+    committer.close()
+    assert temps() == []

@@ -15,7 +15,7 @@ from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
-from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes, write_temp
+from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class CheckpointLog:
         doc["sha256"] = digest
         if self.committer is not None:
             path = self.path(checkpoint.sequence)
-            fd, temp = write_temp(path, dumps(doc))
+            fd, temp = self.committer.write_temp(path, dumps(doc))
             self.committer.add_checkpoint(fd, temp, path, on_error=self._forget)
             self._last = checkpoint.sequence
             return checkpoint.model_copy(update={"sha256": digest})

@@ -21,7 +21,9 @@ What holds:
   synced, with the entries a commit synced after it.
 
 A commit is a future settled by its last fsync: no task of its own, and one wake-up of the loop
-when the last of its fsyncs is done. The fsync threads close the commit's descriptors themselves,
+when the last of its fsyncs is done. That thread then makes the temp file the next checkpoint
+will be written to (``write_temp``: creating a file is the costliest call of a step's writes,
+and there it costs the run nothing while the run goes on). The fsync threads close the commit's descriptors themselves,
 so a waiter that stops waiting (cancelled) never closes a descriptor a thread still syncs.
 
 In mode ``exit`` nothing is synced until the run stops: checkpoints are linked as soon as they
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from magent import failpoints
 from magent.errors import StoreError
+from magent.store.files import create_temp, fill_temp, write_temp
 
 if TYPE_CHECKING:
     from magent.store.files import JsonlWriter
@@ -87,8 +90,14 @@ class Committer:
         (kept open for the next commit in modes ``sync`` and ``step``, which comes within the
         step; closed in mode ``exit``, which syncs them by name when the run ends)."""
         self._running: list[_Commit] = []
+        self._launched: list[_Commit] = []
+        """Commits whose threads are still at work (syncing, or making a temp file ready)."""
         self._next: asyncio.Future[None] | None = None
         """The commit ``durable()`` begins at the loop's next turn, while it waits to begin."""
+        self._spares: deque[tuple[int, Path]] = deque()
+        """Empty temp files made ready for the next checkpoints, open for writing."""
+        self._spare_lock = threading.Lock()
+        self._closed = False
 
     # what the writers hand over
     def add_checkpoint(self, fd: int, temp: Path, final: Path, on_error: Callable[[], None]) -> None:
@@ -100,6 +109,26 @@ class Committer:
         pending = _Pending(fd, temp, final, on_error, synced=True)
         self._links.append(pending)
         self._link_ready()
+
+    def write_temp(self, path: Path, data: bytes) -> tuple[int, Path]:
+        """``files.write_temp(path, data)``, into a temp file made ready by a commit's thread
+        when there is one."""
+        try:
+            fd, temp = self._spares.popleft()
+        except IndexError:
+            return write_temp(path, data)
+        fill_temp(fd, temp, data)
+        return fd, temp
+
+    def _make_spare(self) -> None:
+        """(In a commit's thread) make the next checkpoint's temp file ready, if none is."""
+        with self._spare_lock:
+            if self._spares or self._closed or self.mode == "exit":
+                return
+            try:
+                self._spares.append(create_temp(self.dir / "checkpoint"))
+            except OSError:
+                pass  # the checkpoint's own write makes its file and reports the error
 
     def waiting_links(self) -> bool:
         """True while a checkpoint written is not yet linked to its name."""
@@ -164,8 +193,9 @@ class Committer:
         (running[0] if len(running) == 1 else asyncio.gather(*running)).add_done_callback(copy)
 
     def _settle_running(self) -> None:
-        """Wait (blocking) for the commits under way, and note what they made durable."""
-        for commit in list(self._running):
+        """Wait (blocking) for the commits under way and their threads, and note what they
+        made durable."""
+        for commit in [*self._launched, *self._running]:
             commit.finished.wait()
             commit.settle()
 
@@ -244,6 +274,12 @@ class Committer:
         """Let go of the descriptors still held for a sync that will not come (a run that
         stopped on an error before its last commit), once the commits under way are done."""
         self._settle_running()
+        with self._spare_lock:
+            self._closed = True
+            while self._spares:
+                fd, temp = self._spares.popleft()
+                os.close(fd)
+                temp.unlink(missing_ok=True)
         held, self._unsynced = self._unsynced, []
         for _, fd in held:
             if fd is not None:
@@ -281,6 +317,7 @@ class _Commit:
         self.future = loop.create_future()
         self.future.add_done_callback(_retrieved)
         self.committer._running.append(self)
+        self.committer._launched.append(self)
         left = [len(self.fds)]
         lock = threading.Lock()
 
@@ -294,14 +331,18 @@ class _Commit:
                 last = left[0] == 0
             if last:
                 self.release()
-                self.finished.set()
                 try:
                     loop.call_soon_threadsafe(self.settle)
                 except RuntimeError:  # the loop closed: whoever flushes next settles it
                     pass
+                if self.error is None:
+                    self.committer._make_spare()
+                self.finished.set()
+                self.committer._launched.remove(self)
 
         if not self.fds:
             self.finished.set()
+            self.committer._launched.remove(self)
             self.settle()
             return
         for fd, what in self.fds:

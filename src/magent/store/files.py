@@ -141,8 +141,19 @@ def _write_temp(path: Path, data: bytes) -> Path:
 def write_temp(path: Path, data: bytes) -> tuple[int, Path]:
     """Write ``data`` to a new temp file beside ``path``, not synced; returns its open
     descriptor (the caller syncs and closes it) and its path."""
+    fd, tmp = create_temp(path)
+    fill_temp(fd, tmp, data)
+    return fd, tmp
+
+
+def create_temp(path: Path) -> tuple[int, Path]:
+    """A new empty temp file beside ``path`` (named after it), open for writing."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), tmp
+
+
+def fill_temp(fd: int, tmp: Path, data: bytes) -> None:
+    """Write ``data`` to the temp file ``tmp`` open as ``fd``; on failure it is closed and removed."""
     try:
         view = memoryview(data)
         while view:
@@ -152,7 +163,6 @@ def write_temp(path: Path, data: bytes) -> tuple[int, Path]:
         os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
-    return fd, tmp
 
 
 def _store_error(exc: OSError, verb: str, path: Path) -> StoreError:
