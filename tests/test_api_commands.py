@@ -5,8 +5,6 @@ typed for mypy --strict."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -202,6 +200,7 @@ def test_retention_plan_shows_the_policy_and_when_each_task_may_go(magent_home: 
 
 # typing -----------------------------------------------------------------------------------
 
+# Type-checked under mypy --strict by tests/test_api.py (one mypy run checks all the API's uses).
 TYPED_USE = '''
 from pathlib import Path
 
@@ -279,18 +278,6 @@ async def later() -> bool:
     return bool(listed.tools) and (await magent.acall_tool("kv.get", {"key": "x"})).ok \
         and (await magent.areplay("3f2a")).matched and resumed.stopped_by is None
 '''
-
-
-@pytest.mark.slow
-def test_the_new_api_type_checks_strictly(tmp_path: Path) -> None:
-    use = tmp_path / "use.py"
-    use.write_text(TYPED_USE)
-    src = ROOT / "src" / "magent"
-    p = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--no-incremental",
-                        "--cache-dir", str(tmp_path / "cache"), "--strict", str(src / "api"),
-                        str(src / "__init__.py"), str(use)],
-                       capture_output=True, text=True, timeout=280, cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
 
 
 def test_no_api_name_is_shadowed_by_a_module_of_the_same_name() -> None:
