@@ -1,13 +1,16 @@
-"""How long a magent process takes to exit, against what Python's own teardown costs.
+"""How a magent process exits.
 
-Exit latency is measured relative to a baseline taken in the same test, so the verdict
-does not depend on how fast or how loaded the machine is: the baseline is a plain
-interpreter that has imported what a run imports (litellm included) and then exits
-normally, which is what a magent process did before it skipped that teardown.
+For tests: what is still alive in it when it leaves, and whether it skipped Python's own
+teardown (``watched_magent``, ``exit_report``): facts, not timings. For
+benchmarks/run_exit.py: how long it takes to exit, against a baseline taken in the same run
+(a plain interpreter that imported what a run imports, litellm included, and exits normally,
+which is what a magent process did before it skipped that teardown).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -45,3 +48,61 @@ def seconds_until_exit(proc: subprocess.Popen, until: Callable[[str], bool],
     if started is None:
         raise AssertionError("the process never printed the line waited for:\n" + "".join(lines))
     return time.monotonic() - started, lines
+
+
+# Runs ``python -m magent ARGS`` (argv: REPORT ARGS...) with a watch on how it leaves: os._exit
+# writes what is still alive in the process to REPORT before exiting; an exit handler that
+# only Python's own teardown would run leaves REPORT.teardown behind.
+_WATCH = """
+import atexit, json, os, runpy, sys, threading
+
+report = sys.argv.pop(1)
+real_exit = os._exit
+
+
+def children():
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found.append(int(pid))
+    return found
+
+
+def watched_exit(code):
+    # a thread pool's idle worker waits for work in _worker itself; any other thread, or a
+    # worker inside a job (an fsync, a write), is still doing something os._exit would cut short
+    frames = sys._current_frames()
+    busy = [t.name for t in threading.enumerate()
+            if t is not threading.main_thread() and t.ident in frames
+            and not (frames[t.ident].f_code.co_name == "_worker"
+                     and frames[t.ident].f_code.co_filename.endswith(os.path.join("concurrent", "futures", "thread.py")))]
+    with open(report, "w") as f:
+        json.dump({"code": code, "threads": busy, "children": children()}, f)
+    real_exit(code)
+
+
+os._exit = watched_exit
+atexit.register(lambda: open(report + ".teardown", "w").close())
+runpy.run_module("magent", run_name="__main__", alter_sys=True)
+"""
+
+
+def watched_magent(report: str, *args: str) -> list[str]:
+    """The command line of ``python -m magent ARGS`` watched as it leaves (see ``exit_report``)."""
+    return [sys.executable, "-c", _WATCH, report, *args]
+
+
+def exit_report(report: str) -> dict[str, object]:
+    """How a watched magent process left: its exit code, the threads still at work (all but
+    the main thread and idle pool workers) and its child processes alive at that moment. It fails if the process went through Python's
+    teardown (exit handlers, final garbage collections, freeing every module: the seconds a
+    run once spent after its answer) instead of ending at once."""
+    assert not os.path.exists(report + ".teardown"), "the process ran Python's teardown at exit"
+    assert os.path.exists(report), "the process did not end through magent's immediate exit"
+    with open(report) as f:
+        return json.load(f)
