@@ -17,6 +17,7 @@ if mode == "banner":
     import toolbox
 
     toolbox.server.run("stdio")
+    toolbox.leave()
 else:
     for line in sys.stdin:  # answer every request with more noise
         print(f"??? {line.strip()[:20]}", flush=True)

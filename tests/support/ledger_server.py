@@ -42,3 +42,4 @@ async def nap(seconds: float) -> str:
 
 if __name__ == "__main__":
     server.run("stdio")
+    os._exit(0)  # served: skip Python's teardown of the mcp SDK (as tests/servers/toolbox.py does)

@@ -20,3 +20,4 @@ def stamp(label: str) -> str:
 
 if __name__ == "__main__":
     server.run("stdio")
+    os._exit(0)  # served: skip Python's teardown of the mcp SDK (as tests/servers/toolbox.py does)
