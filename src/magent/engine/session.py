@@ -26,7 +26,7 @@ from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
-from magent.engine.toolbox import RunNeeds, prepare
+from magent.engine.toolbox import RunNeeds, prepare, prepared
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
 from magent.models import Event, ForkRef, HumanFeedback, Message, Task, TaskStatus
@@ -59,42 +59,44 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     The order makes every task on disk continuable: the lock is taken before the task's
     directory exists (so a ``pending`` or ``running`` task with a free lock is a dead one),
     and checkpoint 0 is written before anything slow (tool servers, the model library), so a
-    kill during start-up leaves a task ``magent resume`` continues like any other.
+    kill during start-up leaves a task ``magent resume`` continues like any other. (A real
+    model's checks import the model library before the task exists, as they must to fail
+    with nothing written; the servers start meanwhile: ``toolbox.prepared``.)
     """
     options = options or RunOptions()
-    needs = prepare(graph, options)
-    redactor = Redactor.configured(needs.secrets)
-    templating.require(graph.templates, initial)  # a value a template needs: before anything is written
-    gate = await guard.screen_task(graph, description, options)  # before anything is written
-    store = Store().ensure()
-    entry = graph.nodes[graph.workflow.entry_point]
-    # What the person typed (the task, --set values) is kept masked like everything on disk;
-    # the run itself uses it as given.
-    task = Task(id=new_id(), description=redactor.text(gate.description),
-                status=TaskStatus.pending,
-                assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
-                tags=tags or [], retention_days=retention_days,
-                config_snapshot={**graph.snapshot, "options": {
-                    "model_override": options.model_override, "initial": redactor.data(initial or {}),
-                    "durability": durability_of(options, graph),
-                    **({"budget": budget} if budget else {})}})
-    lock = TaskDir(store, task.id).lock().acquire()
-    try:
-        td = store.create_task(task)
-        failpoints.hit("after_task_created")
-        if on_task:
-            on_task(task)
-        ctx = _context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
+    async with prepared(graph, options) as needs:
+        redactor = Redactor.configured(needs.secrets)
+        templating.require(graph.templates, initial)  # a value a template needs: before anything is written
+        gate = await guard.screen_task(graph, description, options)  # before anything is written
+        store = Store().ensure()
+        entry = graph.nodes[graph.workflow.entry_point]
+        # What the person typed (the task, --set values) is kept masked like everything on disk;
+        # the run itself uses it as given.
+        task = Task(id=new_id(), description=redactor.text(gate.description),
+                    status=TaskStatus.pending,
+                    assigned_agent=entry.agent_name or entry.name, workflow=graph.name, target=target,
+                    tags=tags or [], retention_days=retention_days,
+                    config_snapshot={**graph.snapshot, "options": {
+                        "model_override": options.model_override, "initial": redactor.data(initial or {}),
+                        "durability": durability_of(options, graph),
+                        **({"budget": budget} if budget else {})}})
+        lock = TaskDir(store, task.id).lock().acquire()
         try:
-            _begin(ctx, gate, initial, target=target)
-            if gate.blocked:
-                return Executor(ctx).fail(gate.failure, "guardrail")
-            failpoints.hit("after_run_start")
-            return await _first_node(ctx, gate)
+            td = store.create_task(task)
+            failpoints.hit("after_task_created")
+            if on_task:
+                on_task(task)
+            ctx = _context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
+            try:
+                _begin(ctx, gate, initial, target=target)
+                if gate.blocked:
+                    return Executor(ctx).fail(gate.failure, "guardrail")
+                failpoints.hit("after_run_start")
+                return await _first_node(ctx, gate)
+            finally:
+                await _close(ctx)
         finally:
-            await _close(ctx)
-    finally:
-        lock.release()
+            lock.release()
 
 
 async def _first_node(ctx: RunContext, gate: guard.TaskGate) -> RunOutcome:
@@ -150,22 +152,22 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         if budget:  # a person raises the limit that was reached (kept in task.json)
             snapshot = budgets.raise_limits(snapshot, budgets.scope_reached(cp, later), budget)
         budgets.check_answer(cp, graph, snapshot, decision.action if decision else None)
-        needs = prepare(graph, options)
-        retry = task.status == TaskStatus.failed
-        task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
-                                                    "completed_at": None, "config_snapshot": snapshot}))
-        ctx = _context(needs, td, task, options, sinks, start_seq=seq)
-        try:
-            recover(ctx, cp, entries, later)
-            for note in notes:
-                ctx.bus.emit("warning", None, message=note)
-            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
-                         from_checkpoint=cp.sequence, retry=retry or None,
-                         description=ctx.redactor.text(task.description))
-            await _start_tools(ctx)
-            return await _go_on(ctx, cp, feedback, new_state)
-        finally:
-            await _close(ctx)
+        async with prepared(graph, options) as needs:
+            retry = task.status == TaskStatus.failed
+            task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
+                                                        "completed_at": None, "config_snapshot": snapshot}))
+            ctx = _context(needs, td, task, options, sinks, start_seq=seq)
+            try:
+                recover(ctx, cp, entries, later)
+                for note in notes:
+                    ctx.bus.emit("warning", None, message=note)
+                ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                             from_checkpoint=cp.sequence, retry=retry or None,
+                             description=ctx.redactor.text(task.description))
+                await _start_tools(ctx)
+                return await _go_on(ctx, cp, feedback, new_state)
+            finally:
+                await _close(ctx)
     finally:
         lock.release()
 

@@ -10,9 +10,10 @@ context carries that value; nothing re-derives it from the graph.
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import AsyncIterator, Callable
 
 from magent.engine.context import RunOptions
 from magent.engine.graph import Graph
@@ -68,28 +69,76 @@ class RunNeeds:
 def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
     """Resolve what the run needs and check it: model configs (scripts, model names, keys) and
     that every tool pattern names a configured server. Raises ``ConfigError`` (exit 2)."""
+    needs = _settings_checked(graph, options)
+    check_models(needs, options)
+    prepare_registry(needs, None, options)
+    return needs
+
+
+@asynccontextmanager
+async def prepared(graph: Graph, options: RunOptions) -> AsyncIterator[RunNeeds]:
+    """``prepare`` for a run that starts inside the block, with its MCP servers started early.
+
+    A real model's checks import litellm, which takes seconds; the MCP servers the run can
+    reach take about as long to come up. So the servers are started first, in the background,
+    and the import and the model checks run in a thread meanwhile: the run's registry then
+    takes the servers as a batch's rows take a batch's (``tools.shared``), already up or
+    coming up. They stop when the block ends, and at once if a check fails (exit 2 as
+    before, nothing written). Scripted runs, runs inside a batch and servers marked
+    ``shared: false`` start their servers with the run, as ``prepare`` leaves them.
+    """
+    from magent.tools.shared import SharedServers, current, sharing
+
+    needs = _settings_checked(graph, options)
+    if not needs.real_model or current() is not None:
+        check_models(needs, options)
+        prepare_registry(needs, None, options)
+        yield needs
+        return
+    pool = SharedServers()
+    early: asyncio.Task[None] | None = None
+    with sharing(pool):
+        try:
+            registry = prepare_registry(needs, None, options)
+            wanted = set(registry.servers_for(list(needs.tool_patterns))) & registry.shared
+            if wanted:
+                early = asyncio.create_task(registry.start(only=wanted))
+            await asyncio.to_thread(check_models, needs, options)
+            yield needs
+        finally:
+            if early is not None and not early.done():
+                early.cancel()
+                await asyncio.gather(early, return_exceptions=True)
+            await pool.close()
+
+
+def _settings_checked(graph: Graph, options: RunOptions) -> RunNeeds:
     from magent.redact import load_settings
 
     load_settings()  # a broken redaction.yaml fails here, before a task exists
     from magent.trace.telemetry import configured
 
     configured()  # and so does a broken config/otel.yaml or OTLP endpoint variable
-    needs = RunNeeds.of(graph, options)
-    if options.llm_factory is None:
-        from magent.llm.factory import preflight
+    return RunNeeds.of(graph, options)
 
-        for name, config in needs.models.items():
-            preflight(config, agent=name, base_dir=graph.agents[name].base_dir)
-        for rail in graph.rails:  # a guardrail's judge keeps its own model whatever --model says
-            for config in rail.models():
-                try:
-                    preflight(config, agent=rail.key, base_dir=rail.base_dir)
-                except ConfigError as exc:
-                    raise ConfigError(exc.reason.replace(f"agent {rail.key!r}", f"guardrail {rail.name!r} "
-                                                         f"({rail.key})"), path=exc.path, line=exc.line,
-                                      column=exc.column, field=exc.field) from None
-    prepare_registry(needs, None, options)
-    return needs
+
+def check_models(needs: RunNeeds, options: RunOptions) -> None:
+    """Every model config of the run can work (``llm.factory.preflight``), judges' included."""
+    if options.llm_factory is not None:
+        return
+    from magent.llm.factory import preflight
+
+    graph = needs.graph
+    for name, config in needs.models.items():
+        preflight(config, agent=name, base_dir=graph.agents[name].base_dir)
+    for rail in graph.rails:  # a guardrail's judge keeps its own model whatever --model says
+        for config in rail.models():
+            try:
+                preflight(config, agent=rail.key, base_dir=rail.base_dir)
+            except ConfigError as exc:
+                raise ConfigError(exc.reason.replace(f"agent {rail.key!r}", f"guardrail {rail.name!r} "
+                                                     f"({rail.key})"), path=exc.path, line=exc.line,
+                                  column=exc.column, field=exc.field) from None
 
 
 def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
