@@ -29,7 +29,8 @@ LONG_RESULT = 164
 def _turns(doc: dict[str, Any], *, compacted: bool) -> list[dict[str, Any]]:
     """The agent turn steps (``compacted``: their ``kind`` may have been left out)."""
     kinds = (None, "agent") if compacted else ("agent",)
-    return [s for s in doc.get("steps") or [] if s.get("iteration") is not None and s.get("kind") in kinds]
+    return [s for s in doc.get("steps") or []
+            if isinstance(s, dict) and s.get("iteration") is not None and s.get("kind") in kinds]
 
 
 def _name(record: dict[str, Any]) -> str:
@@ -92,7 +93,10 @@ def compact(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def expand(doc: dict[str, Any]) -> dict[str, Any]:
-    """Put back what ``compact`` left out (a no-op on a trace that has it all). Returns ``doc``."""
+    """Put back what ``compact`` left out (a no-op on a trace that has it all, and on steps and
+    records given as models: those were built in memory, never compacted). Returns ``doc``."""
+    if not all(isinstance(s, dict) for s in [*(doc.get("steps") or []), *(doc.get("actions") or [])]):
+        return doc
     turns = _turns(doc, compacted=True)
     for step in turns:
         for key, value in _step_fields(step).items():
