@@ -20,11 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from magent import paths
+from magent.store.files import write_cache
 
 VERSION = 1
 """Bumped whenever what the YAML reader builds changes: entries of another version are ignored."""
@@ -70,26 +70,8 @@ def put(data: bytes, raw: Any) -> None:
     if len(data) < MIN_BYTES or not _plain(raw, 0):
         return
     path = _entry(data)
-    folder = path.parent
-    try:
-        if not folder.parent.parent.is_dir():  # never create the home
-            return
-        for made in (folder.parent, folder):  # nor write through a link planted for a folder
-            made.mkdir(mode=0o700, exist_ok=True)
-            if not stat.S_ISDIR(os.stat(made, follow_symlinks=False).st_mode):
-                return
-        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(json.dumps({"version": VERSION, "raw": raw}, ensure_ascii=False).encode())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _trim(folder)
-    except OSError:
-        return
+    if write_cache(path, json.dumps({"version": VERSION, "raw": raw}, ensure_ascii=False).encode(), folders=2):
+        _trim(path.parent)
 
 
 def _plain(value: Any, depth: int) -> bool:

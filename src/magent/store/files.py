@@ -165,6 +165,32 @@ def fill_temp(fd: int, tmp: Path, data: bytes) -> None:
         raise
 
 
+def write_cache(path: Path, data: bytes, *, folders: int = 1) -> bool:
+    """Replace ``path`` (a cache file under the home) with ``data``: renamed into place, not
+    synced. The last ``folders`` folders of its path are made (0700) when missing; the home
+    itself never is, and a folder that is a planted link or not a folder is left alone.
+    False when nothing was written (that, or a read-only or full home): a cache goes without."""
+    made = [path.parents[i] for i in reversed(range(folders))]
+    try:
+        if not made[0].parent.is_dir():
+            return False
+        for folder in made:
+            if not folder.exists():
+                folder.mkdir(mode=0o700)
+            if not stat.S_ISDIR(os.stat(folder, follow_symlinks=False).st_mode):
+                return False
+        fd, tmp = write_temp(path, data)
+        os.close(fd)
+        try:
+            os.replace(tmp, path)   # replaces a planted link itself, never writes through it
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError:
+        return False
+    return True
+
+
 def _store_error(exc: OSError, verb: str, path: Path) -> StoreError:
     reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
     return StoreError(f"cannot {verb} {path}: {reason}")

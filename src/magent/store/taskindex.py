@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from magent.errors import StoreError
-from magent.store.files import dumps, loads, read_bytes, write_temp
+from magent.store.files import dumps, loads, read_bytes, write_cache
 
 VERSION = 2
 """Bumped whenever what a row holds changes: an index of another version is rebuilt."""
@@ -99,19 +99,6 @@ class TaskIndex:
         """Write the index back when anything changed; a home that cannot take it goes without."""
         if not self.changed:
             return
-        folder = self.path.parent
-        try:
-            if not folder.exists():
-                folder.mkdir(mode=0o700)
-            if not stat.S_ISDIR(os.stat(folder, follow_symlinks=False).st_mode):
-                return   # something else planted there: leave it alone
-            fd, tmp = write_temp(self.path, dumps({"version": VERSION, "shapes": self.shapes, "tasks": self.rows}))
-            os.close(fd)
-            try:
-                os.replace(tmp, self.path)   # replaces a planted link itself, never writes through it
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-        except OSError:
-            return   # read-only home, full disk: the listing still worked
+        if not write_cache(self.path, dumps({"version": VERSION, "shapes": self.shapes, "tasks": self.rows})):
+            return   # read-only home, full disk, a planted folder: the listing still worked
         self.changed = False
