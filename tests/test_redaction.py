@@ -46,6 +46,20 @@ def test_configured_patterns_are_added_to_the_defaults_or_replace_them(magent_ho
     assert redactor.text(f"ACME-12345678 {KEY} {SECRET}") == f"{MASK} {KEY} {MASK}"  # env values always
 
 
+def test_a_pattern_that_sets_its_own_flags_masks_in_a_run(magent_home: Path, tmp_path: Path) -> None:
+    # '(?i)' applies to its own pattern only: the run used to stop with an internal error, as all
+    # patterns are searched as one alternation, where re refuses flags that are not at the start.
+    settings_file(magent_home, "patterns: ['(?i)acme-[0-9]{4}', '(?x) zz [0-9]{3}  # verbose']\n")
+    write(tmp_path, "keeper.yaml", KEEPER)
+    write(tmp_path, "keeper.script.yaml", SCRIPT)
+    done = invoke("run", str(tmp_path / "keeper.yaml"), "-t", "file acme-1234, ACME-5678 and zz123", "--no-input",
+                  env={"MY_SECRET": SECRET})
+    assert done.code == 0, done.err
+    for needle in ("acme-1234", "ACME-5678", "zz123"):
+        assert files_containing(magent_home, needle) == [], needle
+    assert Redactor.configured().text("Acme-0000 and ACME-1") == f"{MASK} and ACME-1"
+
+
 @pytest.mark.parametrize("text, message", [
     ("patterns: ['ok', '(unclosed']\n", "redaction.yaml:1:18: patterns[1]: not a regular expression"),
     ("patterns: ['a*']\n", "patterns[0]: matches the empty string"),

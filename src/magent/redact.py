@@ -37,6 +37,23 @@ OMITTED_ARGS = {"_omitted": TOOL_IO_OMITTED}
 SETTINGS_FILE = "redaction.yaml"
 _FIELDS = ("default_patterns", "patterns", "trace_tool_io")
 
+_LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def alternative(pattern: str) -> str:
+    """``pattern`` as one branch of the alternation all patterns are searched with at once.
+
+    Flags a pattern sets for itself at its start (``(?i)acme-[0-9]+``) would apply to the whole
+    alternation, which ``re`` refuses; they are scoped to the pattern instead (``(?i:acme-[0-9]+)``).
+    A verbose pattern's comment could swallow the closing parenthesis: a newline ends it first."""
+    flags = ""
+    while match := _LEADING_FLAGS.match(pattern):
+        flags += match.group(1)
+        pattern = pattern[match.end():]
+    if not flags:
+        return f"(?:{pattern})"
+    return f"(?{flags}:{pattern}\n)" if "x" in flags else f"(?{flags}:{pattern})"
+
 
 @dataclass(frozen=True)
 class RedactionSettings:
@@ -89,6 +106,7 @@ def load_settings(root: Path | None = None) -> RedactionSettings:
             raise source.error("must be a non-empty string (a regular expression)", ("patterns", i))
         try:
             compiled = re.compile(pattern)
+            re.compile(alternative(pattern))
         except re.error as exc:
             raise source.error(f"not a regular expression: {exc}", ("patterns", i)) from None
         if compiled.fullmatch(""):
@@ -116,7 +134,7 @@ class Redactor:
         # Longest first so a secret that contains another is replaced whole.
         self.secrets = sorted({s for s in (secrets or set()) if len(s) >= 4}, key=len, reverse=True)
         self.patterns_in_use = tuple(patterns)
-        self._re = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        self._re = re.compile("|".join(alternative(p) for p in patterns)) if patterns else None
         self._screen = _Screen(patterns)
         self.tool_io = tool_io
         self._floor = self._shortest()
