@@ -1,13 +1,13 @@
 """One writer per task: an OS file lock in ``locks/``, released by the kernel if the holder dies.
 
-The lock itself is ``flock(2)``, taken here directly (``fcntl``), so a process killed with
-SIGKILL releases it without cleanup. Beside it a small JSON file names the holder, so a
+The lock itself is ``flock(2)`` (via filelock), so a process killed with SIGKILL
+releases it without cleanup. Beside it a small JSON file names the holder, so a
 second run can say who has the task.
 
 Both files exist only while the lock is held: ``release`` removes them first, so
 ``locks/`` does not keep a file for every task ever run. That is safe with flock:
 a process that opened the file just before it went finds, once it has the lock,
-that its file has no name any more (``_flock`` drops such a descriptor and opens the
+that its file has no name any more (filelock drops such a descriptor and opens the
 path afresh), so two holders can never each lock a different file. What a killed
 process leaves goes at the task's next release, or as soon as a command that reads the
 task (``magent tasks list``, ``tasks show``, ``trace``, ``retention sweep``) finds its lock
@@ -16,61 +16,21 @@ file held by nobody: ``clear_dead`` takes the lock and removes the files the sam
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
 from magent.errors import StoreError, SymlinkError, TaskLockedError
 from magent.ids import now
 from magent.store.files import FILE_MODE, atomic_write, dumps, ensure_dir, link_error, loads, read_bytes
 
 LOCK_HINT = "remove it: lock files are made afresh"
 
-_BUSY = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
-"""What a non-blocking ``flock`` fails with when another descriptor holds the lock (some file
-systems say EACCES)."""
-
-
-def _flock(path: Path) -> int | None:
-    """An exclusive, non-blocking ``flock(2)`` on ``path``, made (0600) when missing and never
-    opened through a link (``O_NOFOLLOW``: a planted link fails with ``OSError``). Returns the
-    locked descriptor, or None when another process holds the lock, or when the file lost its
-    name between open and lock (a holder's release removes it: the lock is on a file nobody
-    else will open, so it is worth nothing; try again).
-
-    Done here rather than with the filelock package: importing it (its asyncio, read-write,
-    soft and lease locks, sqlite3) was about a tenth of a ``magent run``'s start-up, for the
-    dozen lines below.
-    """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in _BUSY:
-            return None
-        raise
-    try:
-        if os.fstat(fd).st_nlink == 0:
-            os.close(fd)
-            return None
-        try:
-            os.fchmod(fd, FILE_MODE)  # whatever the umask made of it
-        except PermissionError:
-            pass
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _unlock(fd: int) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 
 class Lock:
@@ -82,33 +42,37 @@ class Lock:
         self.what = what
         self.path = locks_dir / f"{name}.lock"
         self.holder_path = locks_dir / f"{name}.holder.json"
-        self._fd: int | None = None
+        self._lock: "FileLock | None" = None
 
     def acquire(self) -> "Lock":
         """Take the lock now or raise ``TaskLockedError`` naming the holder; never waits."""
+        # Imported here: filelock costs ~0.1 s to import, and read commands only probe (is_free).
+        from filelock import FileLock, Timeout
+
         import time
 
         ensure_dir(self.locks_dir)
         tries, brief = 0, time.monotonic() + 1.0
         while True:
+            lock = FileLock(self.path, timeout=0, mode=FILE_MODE, is_singleton=False)
             try:
-                fd = _flock(self.path)
-            except OSError as exc:  # opened with O_NOFOLLOW: a planted link fails here
+                lock.acquire()
+                break
+            except Timeout:
+                # A holder that released and removed the file in between is no holder: try
+                # again. A holder with no note is there for a moment only (a run that has just
+                # taken it, or ``clear_dead`` removing a dead run's files): wait for it, briefly.
+                tries += 1
+                if is_held(self.path):
+                    if os.path.lexists(self.holder_path) or time.monotonic() > brief:
+                        raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
+                    time.sleep(0.02)
+                elif tries >= 3:
+                    raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}") from None
+            except OSError as exc:  # filelock opens with O_NOFOLLOW: a planted link fails here
                 if os.path.islink(self.path):
                     raise link_error(self.path, LOCK_HINT) from None
                 raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
-            if fd is not None:
-                break
-            # A holder that released and removed the file in between is no holder: try
-            # again. A holder with no note is there for a moment only (a run that has just
-            # taken it, or ``clear_dead`` removing a dead run's files): wait for it, briefly.
-            tries += 1
-            if is_held(self.path):
-                if os.path.lexists(self.holder_path) or time.monotonic() > brief:
-                    raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}")
-                time.sleep(0.02)
-            elif tries >= 3:
-                raise TaskLockedError(f"{self.what} is in use by {self.describe_holder()}")
         try:
             atomic_write(self.holder_path, dumps({
                 "pid": os.getpid(), "host": socket.gethostname(),
@@ -116,26 +80,24 @@ class Lock:
                 "since": now().isoformat(timespec="seconds"),
             }))
         except BaseException as exc:
-            _unlock(fd)
+            lock.release()
             if isinstance(exc, SymlinkError):
                 raise link_error(self.holder_path, LOCK_HINT) from None
             raise
-        self._fd = fd
+        self._lock = lock
         return self
 
     def release(self) -> None:
-        if self._fd is not None:
+        if self._lock is not None:
             # Both files go while the lock is still held (see the module docstring).
-            try:
-                self.holder_path.unlink(missing_ok=True)
-                self.path.unlink(missing_ok=True)
-            finally:
-                fd, self._fd = self._fd, None
-                _unlock(fd)
+            self.holder_path.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._lock is not None
 
     def describe_holder(self) -> str:
         try:
@@ -187,11 +149,12 @@ def clear_dead(locks_dir: Path, name: str) -> bool:
     path = locks_dir / f"{name}.lock"
     if not os.path.lexists(path) or os.path.islink(path) or is_held(path):
         return False
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(path, timeout=0, mode=FILE_MODE, is_singleton=False)
     try:
-        fd = _flock(path)
-    except OSError:
-        return False
-    if fd is None:
+        lock.acquire()
+    except (Timeout, OSError):
         return False
     try:
         (locks_dir / f"{name}.holder.json").unlink(missing_ok=True)
@@ -199,5 +162,5 @@ def clear_dead(locks_dir: Path, name: str) -> bool:
     except OSError:
         return False
     finally:
-        _unlock(fd)
+        lock.release()
     return True
