@@ -173,12 +173,14 @@ def test_errors_warnings_and_failed_runs_are_steps(tmp_path: Path) -> None:
 def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
     """trace.json leaves out only what reading gives back exactly: a step named after its agent
     (a sub-agent's turn), a call the run routed to another tool, an action whose answer came
-    after failed attempts, and a short result keep what differs."""
+    after failed attempts, and a short result keep what differs; a turn's agent, model, provider
+    and stop reason are left out only when they are its node, the previous call's, and what its
+    tool calls tell (schema 8), and written even as defaults when they differ."""
     import copy
 
-    def turn(name: str, message: str, ts: str, calls: list, llm: list) -> dict:
-        return {"step_name": name, "message": message, "timestamp": ts, "kind": "agent", "node": "n",
-                "iteration": 0, "tool_calls": calls, "llm_calls": llm}
+    def turn(name: str, message: str, ts: str, calls: list, llm: list, agent: str = "n") -> dict:
+        return {"step_name": name, "message": message, "timestamp": ts, "agent": agent, "kind": "agent",
+                "node": "n", "iteration": 0, "tool_calls": calls, "llm_calls": llm}
 
     call = {"call_id": "c1", "server": "kv", "tool": "get", "arguments": {"key": "a"},
             "result": {"text": "y" * 500, "entry_id": "e1"}}
@@ -186,19 +188,29 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
              "result": {"text": "short", "entry_id": "e2", "requested": "kv.get"}}
     doc = {"steps": [
         {"step_name": "n", "message": "→ END", "timestamp": "2026-01-01T00:00:00Z", "kind": "agent", "node": "n"},
-        turn("n:0", "calls kv.get", "2026-01-01T00:00:01.500000Z", [call], [{"model": "m", "latency_ms": 250}]),
+        turn("n:0", "calls kv.get", "2026-01-01T00:00:01.500000Z", [call],
+             [{"model": "m", "provider": "p", "latency_ms": 250, "stop_reason": "tool_calls"}]),
         turn("helper:0", "calls kv.get", "2026-01-01T00:00:02Z", [moved],
-             [{"model": "m", "error": "timeout", "latency_ms": 9}, {"model": "m", "latency_ms": 10}]),
+             [{"model": "m", "provider": "p", "error": "timeout", "latency_ms": 9, "stop_reason": None},
+              {"model": "m2", "provider": "p", "latency_ms": 10, "stop_reason": None}], agent="helper"),
+        turn("n:0", "", "2026-01-01T00:00:03Z", [],
+             [{"model": "m2", "provider": "", "latency_ms": 10, "stop_reason": "stop"}], agent=""),
     ], "actions": [
         {"iteration": 0, "timestamp": "2026-01-01T00:00:01.750000Z", "thinking": "a",
          "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "y" * 500}]},
         {"iteration": 0, "timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",
          "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "short"}]},
+        {"iteration": 0, "timestamp": "2026-01-01T00:00:03.010000Z", "thinking": "c", "tool_calls": []},
     ]}
     small = compact(copy.deepcopy(doc))
     first, second = small["steps"][1], small["steps"][2]
     assert not {"step_name", "message", "kind"} & set(first) and "text" not in first["tool_calls"][0]["result"]
     assert (second["step_name"], second["message"]) == ("helper:0", "calls kv.get")
+    assert "agent" not in first and first["llm_calls"] == [{"model": "m", "provider": "p", "latency_ms": 250}]
+    assert second["agent"] == "helper" and second["llm_calls"] == [
+        {"error": "timeout", "latency_ms": 9}, {"model": "m2", "latency_ms": 10, "stop_reason": None}]
+    third = small["steps"][3]
+    assert third["agent"] == "" and third["llm_calls"] == [{"provider": "", "latency_ms": 10}]
     assert second["tool_calls"][0]["result"]["text"] == "short"
     assert small["actions"][0] == {"thinking": "a"}
     assert small["actions"][1] == {"timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",

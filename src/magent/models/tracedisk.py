@@ -9,7 +9,11 @@ thousand times. ``compact`` (on the TraceLog's JSON form, defaults already left 
 - a long tool result's text when the result is an entry (``entry_id``): reading the trace puts
   back its first ~1,000 characters from the entry (``trace.load.restore_results``);
 - an action record's ``iteration``, ``timestamp`` and tool calls' names and arguments when its
-  turn step says the same (the k-th action is the k-th agent turn step).
+  turn step says the same (the k-th action is the k-th agent turn step);
+- (schema 8) a turn step's ``agent`` when it is its ``node``; a turn's model call's ``model`` and
+  ``provider`` when they are the previous turn's call's, and its ``stop_reason`` when it is what
+  the step says (``tool_calls`` when it made tool calls, else ``stop``; none for a failed attempt).
+  A value that differs is written, even a default (``"agent": ""``, ``"stop_reason": null``).
 
 Each field is dropped only when ``expand`` gives back the same value, so a step written some
 other way (a renamed tool, failed attempts before the answer) keeps what differs. Validating a
@@ -64,9 +68,57 @@ def _action_fields(step: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _stop_reason(step: dict[str, Any], call: dict[str, Any]) -> str | None:
+    """The stop reason a turn's model call is read back with when trace.json leaves it out."""
+    if call.get("error"):
+        return None
+    return "tool_calls" if step.get("tool_calls") else "stop"
+
+
+def _compact_turn_fields(turns: list[dict[str, Any]]) -> None:
+    """Schema 8: a turn step's agent, its model calls' model, provider and stop reason (see the
+    module's docstring); what differs from the value read back is written, defaults included."""
+    previous: dict[str, Any] = {}
+    for step in turns:
+        agent = step.get("agent", "")
+        if step.get("node") is not None and agent == step["node"]:
+            step.pop("agent", None)
+        else:
+            step["agent"] = agent
+        for call in step.get("llm_calls") or []:
+            derived = {"stop_reason": _stop_reason(step, call)}
+            if previous:
+                derived.update(previous)
+            current = {"model": call.get("model"), "provider": call.get("provider", ""),
+                       "stop_reason": call.get("stop_reason")}
+            for key, value in current.items():
+                if key not in derived:
+                    continue  # absent is the model's default, as before
+                if derived[key] == value:
+                    call.pop(key, None)
+                else:
+                    call[key] = value  # even a default: the reader would give back another
+            previous = {"model": current["model"], "provider": current["provider"]}
+
+
+def _expand_turn_fields(turns: list[dict[str, Any]]) -> None:
+    previous: dict[str, Any] = {}
+    for step in turns:
+        if step.get("node") is not None:
+            step.setdefault("agent", step["node"])
+        for call in step.get("llm_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            for key, value in previous.items():
+                call.setdefault(key, value)
+            call.setdefault("stop_reason", _stop_reason(step, call))
+            previous = {"model": call.get("model"), "provider": call.get("provider", "")}
+
+
 def compact(doc: dict[str, Any]) -> dict[str, Any]:
     """Leave out of ``doc`` (changed in place and returned) what ``expand`` puts back."""
     turns = _turns(doc, compacted=False)
+    _compact_turn_fields(turns)
     for step in doc.get("steps") or []:
         for record in step.get("tool_calls") or []:
             result = record.get("result") or {}
@@ -98,6 +150,7 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
     if not all(isinstance(s, dict) for s in [*(doc.get("steps") or []), *(doc.get("actions") or [])]):
         return doc
     turns = _turns(doc, compacted=True)
+    _expand_turn_fields(turns)
     for step in turns:
         for key, value in _step_fields(step).items():
             step.setdefault(key, value)

@@ -89,6 +89,29 @@ def same_format_to_7(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 7}
 
 
+def trace_7_to_8_turn_defaults_written(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 8 reads a turn step without ``agent`` as its node's, and a turn's model call
+    without ``provider`` or ``stop_reason`` as the previous call's provider and the stop the step
+    tells (``models.tracedisk``); in a version 7 trace they were absent only as defaults, so the
+    defaults are written out."""
+    doc = dict(doc)
+    steps = []
+    for step in doc.get("steps") or []:
+        if isinstance(step, dict) and step.get("iteration") is not None and step.get("kind") in (None, "agent"):
+            step = {**step, "agent": step.get("agent", ""),
+                    "llm_calls": [{**c, "provider": c.get("provider", ""), "stop_reason": c.get("stop_reason")}
+                                  if isinstance(c, dict) else c for c in step.get("llm_calls") or []]}
+        steps.append(step)
+    doc["steps"] = steps
+    doc["schema_version"] = 8
+    return doc
+
+
+def same_format_to_8(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints and tasks did not change in version 8."""
+    return {**doc, "schema_version": 8}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -108,6 +131,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 6): same_format_to_7,
     ("task", 6): same_format_to_7,
     ("trace", 6): same_format_to_7,
+    ("checkpoint", 7): same_format_to_8,
+    ("task", 7): same_format_to_8,
+    ("trace", 7): trace_7_to_8_turn_defaults_written,
 }
 """(document kind, from version) → migration to the next version."""
 
