@@ -9,22 +9,32 @@ judge without a script, a custom callable that cannot be imported.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from magent.config.validate import validate
-from magent.config.yamlfile import SourceFile
 from magent.guardrails.base import Rail, RailConfigError
-from magent.guardrails.custom import CustomRail
-from magent.guardrails.judge import JudgeRail, TopicRail
-from magent.guardrails.patterns import PIIRail, RegexRail
-from magent.guardrails.shape import JsonSchemaRail, MaxLengthRail
-from magent.models.guardrails import Guardrails
 
-RAIL_KINDS: dict[str, type[Rail]] = {cls.kind: cls for cls in (
-    RegexRail, PIIRail, MaxLengthRail, JsonSchemaRail, TopicRail, JudgeRail, CustomRail)}
-"""Rail kind → class. Adding a kind is a module and a line here."""
+if TYPE_CHECKING:
+    from magent.config.yamlfile import SourceFile
+    from magent.models.guardrails import Guardrails
+
+
+@functools.cache
+def rail_kinds() -> dict[str, type[Rail]]:
+    """Rail kind → class. Adding a kind is a module and a line here.
+
+    Imported when a file declares a rail: a run without guardrails (most) does not load the
+    kinds' modules (their patterns, PII validators, schema checks), a few ms of its start-up."""
+    from magent.guardrails.custom import CustomRail
+    from magent.guardrails.judge import JudgeRail, TopicRail
+    from magent.guardrails.patterns import PIIRail, RegexRail
+    from magent.guardrails.shape import JsonSchemaRail, MaxLengthRail
+
+    return {cls.kind: cls for cls in (
+        RegexRail, PIIRail, MaxLengthRail, JsonSchemaRail, TopicRail, JudgeRail, CustomRail)}
 
 
 @dataclass
@@ -67,17 +77,18 @@ def compile_rails(source: SourceFile, owner: str, guardrails: Guardrails | None,
     if guardrails is None:
         return out
     base_dir = base_dir or source.path.parent
+    kinds = rail_kinds()
     data = source.data
     for part in prefix:
         data = data[part]
     for stage in ("input", "output"):
         for i, raw in enumerate(getattr(guardrails, stage)):
             at = (*prefix, "guardrails", stage, i)
-            cls = RAIL_KINDS.get(raw.type)
+            cls = kinds.get(raw.type)
             if cls is None:
-                close = difflib.get_close_matches(raw.type, RAIL_KINDS, n=1)
+                close = difflib.get_close_matches(raw.type, kinds, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise source.error(f"unknown rail type {raw.type!r}{hint}; types: {', '.join(RAIL_KINDS)}",
+                raise source.error(f"unknown rail type {raw.type!r}{hint}; types: {', '.join(kinds)}",
                                    at + ("type",))
             config = validate(source, cls.Config, data=data["guardrails"][stage][i], prefix=at)
             if config.action == "revise" and stage == "input":

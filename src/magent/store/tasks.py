@@ -23,9 +23,7 @@ from magent.errors import (
     AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
 )
 from magent.ids import is_uuid4, now
-from magent.models import (
-    Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog, Usage,
-)
+from magent.models import Checkpoint, Event, Message, State, Task, TaskStatus, Usage
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
@@ -38,6 +36,7 @@ from magent.store.requests import RequestLog
 from magent.store.migrations import migrate
 
 if TYPE_CHECKING:
+    from magent.models import TraceLog
     from magent.store.commit import Committer
 
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")

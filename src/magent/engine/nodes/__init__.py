@@ -1,22 +1,39 @@
-"""Node kinds. Adding one: a module with a ``Node`` subclass, and one line below."""
+"""Node kinds. Adding one: a module with a ``Node`` subclass, and one line in ``_WHERE``."""
 
-from magent.engine.nodes.agent import AgentNode
+from __future__ import annotations
+
+import importlib
+from typing import Iterator, Mapping
+
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.engine.nodes.condition import ConditionNode
-from magent.engine.nodes.human import HumanNode
-from magent.engine.nodes.map import MapNode
-from magent.engine.nodes.plan import PlanNode
-from magent.engine.nodes.reflection import ReflectionNode
-from magent.engine.nodes.tool import ToolNode
 
-NODE_KINDS: dict[str, type[Node]] = {
-    "agent": AgentNode,
-    "reflection": ReflectionNode,
-    "tool": ToolNode,
-    "condition": ConditionNode,
-    "human": HumanNode,
-    "map": MapNode,
-    "plan": PlanNode,
+_WHERE = {
+    "agent": ("agent", "AgentNode"),
+    "reflection": ("reflection", "ReflectionNode"),
+    "tool": ("tool", "ToolNode"),
+    "condition": ("condition", "ConditionNode"),
+    "human": ("human", "HumanNode"),
+    "map": ("map", "MapNode"),
+    "plan": ("plan", "PlanNode"),
 }
+"""Node kind → its module under ``magent.engine.nodes`` and its class."""
+
+
+class _Kinds(Mapping[str, "type[Node]"]):
+    """Node kind → class, each kind's module imported when a graph first has such a node: a run
+    of one agent loads neither the map and plan nodes (their child sessions) nor the others."""
+
+    def __getitem__(self, kind: str) -> type[Node]:
+        module, name = _WHERE[kind]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
+
+NODE_KINDS: Mapping[str, type[Node]] = _Kinds()
 
 __all__ = ["NODE_KINDS", "Node", "NodeConfig", "NodeResult"]
