@@ -1,6 +1,6 @@
 """The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """Version of every on-disk document magent writes. Bump with a named migration
 (``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``; 3 added
 sessions (checkpoints list the open ones, trace steps and sessions name theirs); 4 dropped
@@ -11,4 +11,6 @@ trace.json what a model turn's step and action record can be told from, and long
 are entries (``models.tracedisk``); 7: ``llm_call`` events name their parameters by hash
 (``params``, in ``requests.jsonl``); 8 leaves out of trace.json a turn step's agent when it
 is its node, and its model calls' model and provider when they are the previous turn's, and stop
-reason when the step tells it."""
+reason when the step tells it; 9 leaves out of checkpoints what their other fields tell (a
+model turn's ``reason``, ``state.current_agent`` equal to the position, ``turn_index`` equal to
+the node's iteration, the task's spent tokens, calls and cost equal to the usage's sums)."""

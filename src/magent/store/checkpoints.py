@@ -47,6 +47,11 @@ def to_disk(checkpoint: Checkpoint) -> dict:
     their defaults are left out, at any depth (they come back on read); so is ``task_id`` (the
     directory names it; it is still hashed); a journal still empty is not named; and an agent's
     ``spent`` that equals the whole task's (the usual case: one agent) is written ``"task"``.
+    Since schema 9 a field is also left out when it is what the checkpoint's other fields tell
+    (``from_disk`` puts it back; a value that differs is written, even a default): ``reason``
+    when it is ``llm_turn`` (one per model turn), ``state.current_agent`` when it is the
+    ``position``, ``turn_index`` when it is ``node_progress.iteration``, and the task's spent
+    ``tokens``, ``model_calls`` and ``cost_usd`` when they are the sums of ``usage_by_model``.
     """
     doc = {"schema_version": checkpoint.schema_version,
            **checkpoint.model_dump(mode="json", exclude={"sha256": True, "task_id": True, "state": {"messages"}},
@@ -58,13 +63,79 @@ def to_disk(checkpoint: Checkpoint) -> dict:
         for key, value in spent.items():
             if key != "task" and value == spent["task"]:
                 spent[key] = "task"
+    told = _told(doc)
+    for path, value in (("reason", checkpoint.reason), ("state.current_agent", checkpoint.state.current_agent),
+                        ("turn_index", checkpoint.turn_index)):
+        _leave_out_if_told(doc, path, value, told)
+    if spent and isinstance(spent.get("task"), dict):
+        task = checkpoint.spent["task"]
+        for key in ("tokens", "model_calls", "cost_usd"):
+            _leave_out_if_told(doc, f"spent.task.{key}", getattr(task, key), told)
     return doc
+
+
+_TOLD_FIELDS = ("reason", "state.current_agent", "turn_index", "spent.task.tokens",
+                "spent.task.model_calls", "spent.task.cost_usd")
+"""The fields schema 9 leaves out when the checkpoint's other fields tell them (``_told``)."""
+
+
+def _told(doc: dict) -> dict[str, object]:
+    """What a checkpoint's other fields tell of the fields in ``_TOLD_FIELDS``: a model turn's
+    reason, the position's agent, the node's iteration as the task's turn count, and usage summed
+    over the models as what the task spent."""
+    progress = doc.get("node_progress")
+    usage = [u for u in (doc.get("usage_by_model") or {}).values() if isinstance(u, dict)]
+    cost = 0.0
+    for u in usage:
+        cost += u.get("cost", 0.0)
+    return {"reason": "llm_turn", "state.current_agent": doc.get("position"),
+            "turn_index": progress.get("iteration", 0) if isinstance(progress, dict) else 0,
+            "spent.task.tokens": sum(u.get("input", 0) + u.get("output", 0) for u in usage),
+            "spent.task.model_calls": sum(u.get("calls", 0) for u in usage),
+            "spent.task.cost_usd": cost}
+
+
+def _parent(doc: dict, path: str, make: bool) -> tuple[dict | None, str]:
+    *heads, last = path.split(".")
+    for head in heads:
+        nxt = doc.get(head)
+        if not isinstance(nxt, dict):
+            if not make:
+                return None, last
+            nxt = doc[head] = {}
+        doc = nxt
+    return doc, last
+
+
+def _leave_out_if_told(doc: dict, path: str, value: object, told: dict[str, object]) -> None:
+    """Leave ``path`` out of ``doc`` when ``from_disk`` tells it back, else write ``value``
+    (even a default, which absence no longer means)."""
+    holder, key = _parent(doc, path, make=True)
+    assert holder is not None
+    if told[path] == value:
+        holder.pop(key, None)
+        if not holder and path == "state.current_agent":
+            doc.pop("state", None)
+    else:
+        holder[key] = value
+
+
+def _tell(doc: dict) -> None:
+    """Put back what ``_leave_out_if_told`` left out (schema 9 onwards)."""
+    told = _told(doc)
+    for path in _TOLD_FIELDS:
+        if path.startswith("spent.task.") and not isinstance((doc.get("spent") or {}).get("task"), dict):
+            continue
+        holder, key = _parent(doc, path, make=True)
+        if holder is not None:
+            holder.setdefault(key, told[path])
 
 
 def from_disk(doc: dict, task_id: str) -> dict:
     """What ``to_disk`` left out or wrote by reference, put back (a migrated document of any
     version). Raises ``ValueError`` for a reference that names nothing."""
     doc.setdefault("task_id", task_id)
+    _tell(doc)
     spent = doc.get("spent")
     if isinstance(spent, dict):
         for key, value in spent.items():

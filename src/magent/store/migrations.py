@@ -112,6 +112,27 @@ def same_format_to_8(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 8}
 
 
+def checkpoint_8_to_9_told_fields_written(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 9 reads a checkpoint without ``reason`` as a model turn's, without
+    ``state.current_agent`` as its position's agent, without ``turn_index`` as its node's
+    iteration, and the task's spent without tokens, model calls or cost as the sums of its usage
+    (``store.checkpoints.to_disk``); in a version 8 checkpoint they were absent only as defaults,
+    so the defaults are written out."""
+    doc = {**doc, "schema_version": 9}
+    doc.setdefault("reason", "node_end")
+    doc["state"] = {"current_agent": "", **(doc.get("state") or {})}
+    doc.setdefault("turn_index", 0)
+    spent = doc.get("spent")
+    if isinstance(spent, dict) and isinstance(spent.get("task"), dict):
+        doc["spent"] = {**spent, "task": {"tokens": 0, "model_calls": 0, "cost_usd": 0.0, **spent["task"]}}
+    return doc
+
+
+def same_format_to_9(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks and traces did not change in version 9."""
+    return {**doc, "schema_version": 9}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -134,6 +155,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 7): same_format_to_8,
     ("task", 7): same_format_to_8,
     ("trace", 7): trace_7_to_8_turn_defaults_written,
+    ("checkpoint", 8): checkpoint_8_to_9_told_fields_written,
+    ("task", 8): same_format_to_9,
+    ("trace", 8): same_format_to_9,
 }
 """(document kind, from version) → migration to the next version."""
 
