@@ -226,6 +226,44 @@ def test_the_program_builds_only_the_command_it_runs():
     assert len(app.registered_commands) > 5  # the whole app is left as it was
 
 
+def test_the_command_table_names_what_each_module_adds():
+    """`magent NAME ...` imports only the module `_PARTS` names for NAME: each module adds
+    exactly the commands or group listed for it, and together they are the whole app."""
+    import typer
+    from typer.main import get_command_name
+
+    from magent.cli.app import _PARTS, _add, app
+
+    for module_name, names in _PARTS:
+        one = typer.Typer()
+        _add(one, module_name)
+        added = [c.name or get_command_name(c.callback.__name__) for c in one.registered_commands]
+        added += [g.name for g in one.registered_groups]
+        assert tuple(added) == names, module_name
+    whole = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    assert sorted(whole) == sorted(n for _, names in _PARTS for n in names)
+
+
+RUN_ONLY = """
+import sys
+sys.argv = ["magent", "run", "--help"]
+import magent.cli.app as cli
+try:
+    cli.main()
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m.startswith("magent.cli.")))
+"""
+
+
+def test_a_command_imports_its_own_module_only():
+    p = subprocess.run([sys.executable, "-c", RUN_ONLY], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    loaded = eval(p.stdout.splitlines()[-1])
+    assert "magent.cli.run" in loaded and "Usage: magent run" in p.stdout
+    assert not {"magent.cli.tasks", "magent.cli.batch", "magent.cli.memory", "magent.cli.trace"} & set(loaded)
+
+
 ENTRY = """
 import os, sys
 import magent.cli.app as cli

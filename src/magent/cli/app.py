@@ -7,6 +7,7 @@ loads neither pydantic models nor litellm nor mcp.
 from __future__ import annotations
 
 import copy
+import importlib
 import os
 import sys
 from typing import Annotated, Any, Optional
@@ -80,7 +81,7 @@ def _error(message: str) -> None:
     print(f"magent: error: {message}", file=sys.stderr)
 
 
-app = typer.Typer(
+_root = typer.Typer(
     name="magent",
     cls=MagentGroup,
     help="Run agents and workflows from the terminal; every step is kept as plain files "
@@ -99,7 +100,7 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
+@_root.callback()
 def root(
     version: Annotated[Optional[bool], typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
@@ -107,35 +108,54 @@ def root(
     """magent: a local-first agent runner."""
 
 
-def _register() -> None:
-    from magent.cli import checkpoints, run, setup, tasks
+_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("setup", ("init", "validate")),
+    ("run", ("run", "resume", "replay")),
+    ("chat", ("chat",)),
+    ("tasks", ("tasks",)),
+    ("checkpoints", ("checkpoints",)),
+    ("retention", ("retention",)),
+    ("tools", ("tools",)),
+    ("mcp", ("mcp",)),
+    ("trace", ("trace",)),
+    ("graph", ("graph",)),
+    ("new", ("new",)),
+    ("examples", ("examples",)),
+    ("memory", ("memory",)),
+    ("prompts", ("prompts",)),
+    ("config", ("config",)),
+    ("batch", ("batch",)),
+)
+"""The modules of ``magent.cli`` that add commands, in the order ``--help`` lists them, with
+the names each adds: its commands (a ``register(app)`` function), or its group (an ``app`` of
+its own, mounted under the module's name). tests/test_startup.py checks the names."""
 
-    setup.register(app)
-    run.register(app)
-    from magent.cli import chat
-    chat.register(app)
-    app.add_typer(tasks.app, name="tasks")
-    app.add_typer(checkpoints.app, name="checkpoints")
-    from magent.cli import retention
-    app.add_typer(retention.app, name="retention")
-    from magent.cli import mcp, tools
-    app.add_typer(tools.app, name="tools")
-    app.add_typer(mcp.app, name="mcp")
-    from magent.cli import graph, trace
-    trace.register(app)
-    graph.register(app)
-    from magent.cli import config, examples, new
-    app.add_typer(new.app, name="new")
-    app.add_typer(examples.app, name="examples")
-    from magent.cli import memory, prompts
-    app.add_typer(memory.app, name="memory")
-    app.add_typer(prompts.app, name="prompts")
-    app.add_typer(config.app, name="config")
-    from magent.cli import batch
-    app.add_typer(batch.app, name="batch")
+_whole: typer.Typer | None = None
 
 
-_register()
+def _add(app: typer.Typer, module_name: str) -> None:
+    module = importlib.import_module(f"magent.cli.{module_name}")
+    register = getattr(module, "register", None)
+    if register is not None:
+        register(app)
+    else:
+        app.add_typer(module.app, name=module_name)
+
+
+def _full() -> typer.Typer:
+    """The ``magent`` app with every command (what ``--help`` lists), registered on first use."""
+    global _whole
+    if _whole is None:
+        for module_name, _ in _PARTS:
+            _add(_root, module_name)
+        _whole = _root
+    return _whole
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # ``from magent.cli.app import app``: the whole app
+        return _full()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -144,22 +164,25 @@ def main() -> None:
 
 
 def _narrowed(args: list[str]) -> typer.Typer:
-    """``app`` with only the command ``args`` start with: Typer turns every registered command
-    into a click command (its parameters, their converters) before it looks at the arguments,
-    and the one that runs is all a run needs. With anything else first (``--help``, an option,
-    a misspelt command) or while completing, every command is there to list or suggest."""
+    """The app with only the command ``args`` start with, its module alone imported: Typer turns
+    every registered command into a click command (its parameters, their converters) before it
+    looks at the arguments, and the one that runs is all a run needs. With anything else first
+    (``--help``, an option, a misspelt command) or while completing, the whole app, to list or
+    suggest every command."""
     if not args or args[0].startswith("-") or os.environ.get("_MAGENT_COMPLETE"):
-        return app
+        return _full()
     from typer.main import get_command_name
 
     name = args[0]
-    commands = [c for c in app.registered_commands
-                if (c.name or get_command_name(c.callback.__name__)) == name]  # type: ignore[union-attr]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if not commands and not groups:
-        return app
-    narrow = copy.copy(app)
-    narrow.registered_commands, narrow.registered_groups = commands, groups
+    module_name = next((module for module, names in _PARTS if name in names), None)
+    if module_name is None:
+        return _full()
+    narrow = copy.copy(_root)
+    narrow.registered_commands, narrow.registered_groups = [], []
+    _add(narrow, module_name)
+    narrow.registered_commands = [c for c in narrow.registered_commands
+                                  if (c.name or get_command_name(c.callback.__name__)) == name]  # type: ignore[union-attr]
+    narrow.registered_groups = [g for g in narrow.registered_groups if g.name == name]
     return narrow
 
 
