@@ -182,3 +182,27 @@ def test_a_commit_makes_the_next_checkpoints_file_ready_and_closing_removes_an_u
     assert len(temps()) == 1
     committer.close()
     assert temps() == []
+
+
+def test_a_commit_begun_early_is_the_one_the_next_wait_waits_for(tmp_path: Path, recorded) -> None:
+    """``begin`` starts the fsyncs of what is written at once (a lone session's step, while it
+    builds its next request); the wait that follows finds it all covered and starts no commit
+    of its own, and a waiter that is cancelled leaves the commit to finish."""
+    log, checkpoints, committer = setup(tmp_path, "sync")
+
+    async def main() -> None:
+        log.append({"id": "e1"})
+        checkpoints.write(checkpoint(0))
+        committer.begin()
+        assert {name for kind, name in recorded if kind == "fsync"} <= {
+            "entries.jsonl", "checkpoint_000.json", tmp_path.name}
+        assert committer._running                          # under way before anyone waits
+        waiter = asyncio.ensure_future(committer.durable())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        await committer.durable()
+
+    asyncio.run(main())
+    synced = [name for kind, name in recorded if kind == "fsync"]
+    assert sorted(synced) == sorted(["entries.jsonl", "checkpoint_000.json", tmp_path.name])  # one commit
+    assert not committer.pending()

@@ -404,6 +404,17 @@ class RunContext:
         if before == "model" or committer.mode == "sync" or not idempotent:
             await committer.durable()
 
+    def begin_commit(self, before: str) -> None:
+        """Begin now, without waiting, the commit the next ``durable(before)`` will wait for,
+        when nothing else could share it (no child session open): its fsyncs then run while
+        the run gets on with what comes before that wait."""
+        committer = self.td.committer
+        if committer is None or committer.mode == "exit" or (before == "tool" and committer.mode != "sync"):
+            return
+        if len(self.sessions) > 1 and self.open_children():
+            return
+        committer.begin()
+
     # checkpoints
     def checkpoint(self, reason: str, *, request: HumanRequest | None = None,
                    feedback: HumanFeedback | None = None) -> Checkpoint:
@@ -446,6 +457,7 @@ class RunContext:
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
         failpoints.hit("after_checkpoint")
+        self.begin_commit("model")
         return self.last_checkpoint
 
     def masked(self, request: HumanRequest) -> HumanRequest:

@@ -11,6 +11,7 @@ call — is finished first when the loop is entered again.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from magent.engine import budget, compaction, guard, structured, templating, textmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
@@ -78,6 +79,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
         if message.tool_calls:
             p["turn_open"] = entry_id
+            ctx.begin_commit("tool")  # the reply and its record: on disk before its tools run
             continue
         p["iteration"] = iteration + 1
         if not final.strip():
@@ -149,7 +151,7 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
             check_before_call(ctx, node, call.id, call.full_name, call.arguments, f"Agent '{agent.name}'")
     budget.before_tool_calls(ctx, agent.name, node, sum(
         1 for c in pending if c.id not in refused and c.full_name not in delegates and not declined(ctx, c.id)))
-    jobs = []
+    jobs: list[Any] = []
     for call in pending:
         reason = refused.get(call.id) or declined(ctx, call.id)
         if reason:
@@ -160,7 +162,14 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
             jobs.append(run_tool_call(ctx, node, call, policy))
     # Every call of the turn settles before a pause or a stop goes up: a sub-agent that
     # paused must not leave its siblings running unobserved.
-    outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+    outcomes: list[Any]
+    if len(jobs) == 1:  # the usual turn: awaited as it is (no task, no extra turns of the loop)
+        try:
+            outcomes = [await jobs[0]]
+        except Exception as exc:
+            outcomes = [exc]
+    else:
+        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
     raise_first(outcomes)
     guard.settle_turn(ctx, node)  # a blocked result fails the node; a held one pauses
 

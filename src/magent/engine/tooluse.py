@@ -85,11 +85,18 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     """Run one call the model asked for; its result becomes an entry whatever happens."""
     name = call.full_name
     in_flight(ctx, call.id)
+    idempotent = policy.is_idempotent(name)
+    # The turn that asked for the call on disk before it runs, and, for a tool that is not
+    # idempotent, its intent too (the intent is written before the call either way: a kill -9
+    # keeps it). Waiting before writing the intent of an idempotent call lets the wait share the
+    # commit the turn began when its reply was written (``RunContext.begin_commit``).
+    if idempotent:
+        await ctx.durable("tool")
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
                  arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
                  else {"_raw": ctx.redactor.text(call.raw_arguments)})
-    # The turn that asked for the call, and (not idempotent) its intent, on disk before it runs.
-    await ctx.durable("tool", idempotent=policy.is_idempotent(name))
+    if not idempotent:
+        await ctx.durable("tool", idempotent=False)
     failpoints.hit("after_tool_intent")
     if call.raw_arguments is not None:
         result = ToolResult(outcome="ERROR", tool=name,

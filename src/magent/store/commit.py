@@ -23,8 +23,12 @@ What holds:
 A commit is a future settled by its last fsync: no task of its own, and one wake-up of the loop
 when the last of its fsyncs is done. That thread then makes the temp file the next checkpoint
 will be written to (``write_temp``: creating a file is the costliest call of a step's writes,
-and there it costs the run nothing while the run goes on). The fsync threads close the commit's descriptors themselves,
-so a waiter that stops waiting (cancelled) never closes a descriptor a thread still syncs.
+and there it costs the run nothing while the run goes on). Each caller of ``durable()`` waits on
+a future of its own, which that wake-up settles directly: the caller goes on at the next turn of
+the loop. The files appended to and the directory are synced through the descriptors the run
+holds (closed only after the commits under way); a checkpoint's descriptor is closed by the
+thread of the commit's last fsync. A lone session begins its commit as soon as its step's writes
+are done (``begin``), so the fsyncs run while it builds its next request.
 
 In mode ``exit`` nothing is synced until the run stops: checkpoints are linked as soon as they
 are written (a kill -9 loses nothing; only a power loss can), and the end of the run syncs
@@ -92,8 +96,11 @@ class Committer:
         self._running: list[_Commit] = []
         self._launched: list[_Commit] = []
         """Commits whose threads are still at work (syncing, or making a temp file ready)."""
-        self._next: asyncio.Future[None] | None = None
-        """The commit ``durable()`` begins at the loop's next turn, while it waits to begin."""
+        self._waiting: list[_Wait] = []
+        """Waits for the commit ``durable()`` begins at the loop's next turn (``_begin_next``)."""
+        self._begin_soon = False
+        self._dir_fd = -1
+        """The directory, open for its syncs while the run lasts (closed by ``close``)."""
         self._spares: deque[tuple[int, Path]] = deque()
         """Empty temp files made ready for the next checkpoints, open for writing."""
         self._spare_lock = threading.Lock()
@@ -150,47 +157,52 @@ class Committer:
         if self._uncovered():
             self._snapshot(everything=False).launch()
 
+    def begin(self) -> None:
+        """Begin a commit of what is written now, without waiting for it: a lone session calls
+        this as soon as its step's writes are done, so the fsyncs run while it builds its next
+        request (its ``durable()`` then finds them covered and only waits for the commit)."""
+        if self.mode == "exit" or self._begin_soon or self._closed:
+            return  # a wait already asked for the next commit: it is shared as usual
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._start()
+
     async def durable(self) -> None:
         """Return once everything written before the call is durable and its checkpoints linked.
 
         What is in no commit yet goes into a new one, begun at the loop's next turn (the
         sessions that reach a wait in this turn share it): commits overlap (the filesystem folds
         their fsyncs together), and the caller waits for every commit begun up to its own.
+        Each caller waits on a future of its own, settled by the commit's last fsync (a caller
+        cancelled stops waiting; the commit goes on).
         """
-        self._soon()
-        waits = [c.future for c in self._running if c.future is not None]
-        if self._next is not None:
-            waits.append(self._next)
-        if len(waits) == 1:
-            await asyncio.shield(waits[0])
-        elif waits:
-            await asyncio.shield(asyncio.gather(*waits))
-
-    def _soon(self) -> None:
-        if self._next is None and self._uncovered():
-            loop = asyncio.get_running_loop()
-            self._next = loop.create_future()
-            self._next.add_done_callback(_retrieved)
-            loop.call_soon(self._begin_next)
+        loop = asyncio.get_running_loop()
+        wait = _Wait(loop.create_future())
+        if self._begin_soon or self._uncovered():
+            self._waiting.append(wait)
+            if not self._begin_soon:
+                self._begin_soon = True
+                loop.call_soon(self._begin_next)
+        else:
+            for commit in self._running:
+                wait.attach(commit)
+            if not wait.left:
+                return
+        await wait.future
 
     def _begin_next(self) -> None:
-        """Begin the commit ``_soon`` asked for; its future is done when every commit under
+        """Begin the commit ``durable`` asked for; each wait is done when every commit under
         way then is."""
-        future, self._next = self._next, None
-        assert future is not None
+        self._begin_soon = False
+        waiting, self._waiting = self._waiting, []
         self._start()
-        running = [c.future for c in self._running if c.future is not None]
-        if not running:
-            future.set_result(None)
-            return
-
-        def copy(settled: "asyncio.Future[object]") -> None:
-            if future.done():
-                return
-            error = None if settled.cancelled() else settled.exception()
-            future.set_exception(error) if error is not None else future.set_result(None)
-
-        (running[0] if len(running) == 1 else asyncio.gather(*running)).add_done_callback(copy)
+        for wait in waiting:
+            for commit in self._running:
+                wait.attach(commit)
+            if not wait.left and not wait.future.done():
+                wait.future.set_result(None)
 
     def _settle_running(self) -> None:
         """Wait (blocking) for the commits under way and their threads, and note what they
@@ -218,21 +230,24 @@ class Committer:
     def _snapshot(self, *, everything: bool) -> "_Commit":
         """What one commit syncs: every file with lines no commit syncs yet, every checkpoint
         not yet synced, the directory if a link was made since its last sync (``everything``:
-        also what commits under way sync). Each gets a descriptor of its own (a duplicate), so
-        closing the original while a thread syncs it is harmless."""
+        also what commits under way sync). The writers' descriptors and the directory's are
+        synced as they are (they are closed only once the commits under way are done:
+        ``close``); a checkpoint's is the commit's own, closed by it."""
         commit = _Commit(self)
         for writer in self._writers():
             if writer.dirty and (everything or writer.appended > self._covered.get(writer, 0)):
                 commit.marks.append((writer, writer.appended))
                 self._covered[writer] = max(self._covered.get(writer, 0), writer.appended)
-                commit.add(os.dup(writer.fd), str(writer.path))
+                commit.add(writer.fd, str(writer.path), own=False)
         commit.links = [p for p in self._links if not p.synced and (everything or not p.covered)]
         for pending in commit.links:
             pending.covered = True
             commit.add(os.dup(pending.fd), str(pending.final))
         if self._dir_dirty:
             commit.synced_dir = True
-            commit.add(os.open(self.dir, os.O_RDONLY), str(self.dir))
+            if self._dir_fd < 0:
+                self._dir_fd = os.open(self.dir, os.O_RDONLY)
+            commit.add(self._dir_fd, str(self.dir), own=False)
             self._dir_dirty = False
         # Mode exit syncs a long run's checkpoints at its end: a bounded number per round, so
         # the descriptors held open stay few.
@@ -284,6 +299,9 @@ class Committer:
         for _, fd in held:
             if fd is not None:
                 os.close(fd)
+        if self._dir_fd >= 0:
+            os.close(self._dir_fd)
+            self._dir_fd = -1
 
 
 class _Commit:
@@ -292,21 +310,25 @@ class _Commit:
     def __init__(self, committer: Committer):
         self.committer = committer
         self.fds: list[tuple[int, str]] = []
+        self.owned: list[int] = []
+        """The descriptors it closes once synced (the others are the writers' and the directory's)."""
+        self.waits: list[_Wait] = []
         self.marks: list[tuple["JsonlWriter", int]] = []
         self.links: list[_Pending] = []
         self.checkpoints: list[Path] = []
         self.synced_dir = False
         self.error: BaseException | None = None
         self.finished = threading.Event()
-        """Set by the thread of its last fsync, once every descriptor is closed."""
-        self.future: asyncio.Future[None] | None = None
+        """Set by the thread of its last fsync, once every descriptor it owns is closed."""
         self._settled = False
 
-    def add(self, fd: int, what: str) -> None:
+    def add(self, fd: int, what: str, *, own: bool = True) -> None:
         self.fds.append((fd, what))
+        if own:
+            self.owned.append(fd)
 
     def release(self) -> None:
-        for fd, _ in self.fds:
+        for fd in self.owned:
             os.close(fd)
 
     def launch(self) -> None:
@@ -314,8 +336,6 @@ class _Commit:
         them and wakes the loop once (rather than once per file: each wake-up is a turn of the
         loop and a pipe write), which settles the commit and its ``future``."""
         loop = asyncio.get_running_loop()
-        self.future = loop.create_future()
-        self.future.add_done_callback(_retrieved)
         self.committer._running.append(self)
         self.committer._launched.append(self)
         left = [len(self.fds)]
@@ -360,11 +380,9 @@ class _Commit:
             self.failed() if self.error is not None else self.done()
         except BaseException as exc:  # a link that could not be made
             self.error = self.error or exc
-        if self.future is not None and not self.future.done():
-            if self.error is not None:
-                self.future.set_exception(self.error)
-            else:
-                self.future.set_result(None)
+        waits, self.waits = self.waits, []
+        for wait in waits:
+            wait.settled(self.error)
 
     def done(self) -> None:
         for writer, count in self.marks:
@@ -386,11 +404,32 @@ class _Commit:
             committer._dir_dirty = True
 
 
-def _retrieved(future: "asyncio.Future[None]") -> None:
-    """A commit whose waiters all stopped waiting (cancelled) fails quietly: the next commit or
-    the run's last flush takes its writes again and reports the error."""
-    if not future.cancelled():
-        future.exception()
+class _Wait:
+    """One caller of ``durable()``: its future is done when every commit it waits for has
+    settled (with the first error one of them had). A caller that stops waiting (cancelled)
+    leaves the commits alone: the next commit or the run's last flush takes a failed one's
+    writes again and reports the error."""
+
+    __slots__ = ("future", "left")
+
+    def __init__(self, future: "asyncio.Future[None]"):
+        self.future = future
+        self.left = 0
+
+    def attach(self, commit: "_Commit") -> None:
+        self.left += 1
+        commit.waits.append(self)
+
+    def settled(self, error: BaseException | None) -> None:
+        future = self.future
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+            return
+        self.left -= 1
+        if self.left <= 0:
+            future.set_result(None)
 
 
 def _fsync(fd: int, what: str) -> None:

@@ -34,6 +34,10 @@ def result_text(value: Any) -> str:
 class FunctionProvider:
     """A named group of Python functions offered as tools ``name.fn``."""
 
+    bounds_its_calls = True
+    """A call returns within its timeout or not at all: a coroutine is awaited under it, a plain
+    function runs to its end (no outer wait could stop it either)."""
+
     def __init__(self, name: str, tools: list[FunctionTool] | None = None):
         self.name = name
         self._tools: dict[str, FunctionTool] = {}

@@ -206,9 +206,14 @@ class ToolRegistry:
         timeout = float(tool.timeout_seconds)
         try:
             # Providers enforce the timeout themselves (and clean up after it); this
-            # outer bound only guards against one that does not.
-            result = await asyncio.wait_for(provider.call(tool.name, arguments, timeout),
-                                            timeout + PROVIDER_GRACE_SECONDS)
+            # outer bound only guards against one that does not (an in-process provider's
+            # call is bounded by its own wait, or is a plain function nothing can interrupt:
+            # awaited as it is, with no task and timer of its own).
+            if getattr(provider, "bounds_its_calls", False):
+                result = await provider.call(tool.name, arguments, timeout)
+            else:
+                result = await asyncio.wait_for(provider.call(tool.name, arguments, timeout),
+                                                timeout + PROVIDER_GRACE_SECONDS)
         except asyncio.TimeoutError:
             msg = f"timed out after {timeout:g}s"
             result = ToolResult(outcome="TIMEOUT", content=msg, error=msg)
