@@ -255,6 +255,10 @@ def main() -> int:
                 table.add(label, f"{s[key]:.3f} s", f"{s[key] / s['bare']:.1f}x bare python ({s['bare']:.3f} s)",
                           f"{lg_spawn:.3f} s{rel}" if lg_spawn else "-", "<= 0.35 s, <= 0.3x LangGraph",
                           s[key] <= 0.35 and (lg_spawn is None or s[key] <= 0.3 * lg_spawn))
+            rel = f"; the floor alone {s['floor'] / lg_spawn:.2f}x" if lg_spawn else ""
+            table.add("  of which the stack's imports alone (startup.STACK)", f"{s['floor']:.3f} s",
+                      f"{s['floor'] / s['bare']:.1f}x bare python", f"{lg_spawn:.3f} s{rel}" if lg_spawn else "-",
+                      "-", None)
             rel = f"; magent {s['run_1000_new'] / lg_spawn:.2f}x" if lg_spawn else ""
             table.add("  the same, a script new to the home (parsed)", f"{s['run_1000_new']:.3f} s",
                       f"{s['run_1000_new'] / s['bare']:.1f}x bare python", f"{lg_spawn:.3f} s{rel}" if lg_spawn else "-",

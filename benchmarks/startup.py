@@ -12,7 +12,11 @@ answers at once, so that is when the first model call happened); the process is 
   N = 1000 with a script new to that home, which is parsed from its YAML;
 - resume: a run is killed with SIGKILL (``MAGENT_FAILPOINT``) just after its 500th tool result
   of 1000, then ``magent resume ID`` is spawned and timed to its first new model call;
-- baseline, measured in the same run: a bare interpreter, ``python -c pass``.
+- baselines, measured in the same run: a bare interpreter, ``python -c pass``; and the stack's
+  floor, an interpreter that only imports what any ``magent run`` must load from its chosen
+  libraries (``STACK``: asyncio, typer with its pydantic adapters, pydantic's models and plugin
+  loader, pyyaml, filelock). What a run takes beyond the floor is magent's own: its modules, its
+  models' schemas, its work before the first call.
 
     python benchmarks/startup.py [--runs 5] [--json]
 """
@@ -107,6 +111,24 @@ def resume_to_first_call(home: Path, task_id: str, cwd: Path) -> float:
     return _stamp(first) - began
 
 
+STACK = ("import asyncio, typer, typer.main, typer._adapters, pydantic, pydantic.main, pydantic.fields, "
+         "pydantic.type_adapter, pydantic.plugin._loader, yaml, filelock")
+"""What every ``magent run`` imports from the libraries it is built on before its first model call
+(typer loads pydantic to convert parameters; pydantic loads its plugin loader, and with it
+importlib.metadata, when it builds its first validator, plugins off or not)."""
+
+
+def stack_floor(runs: int) -> float:
+    """Median seconds of an interpreter that imports ``STACK`` and nothing of magent."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", STACK], env=env, check=True)
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
 def bare_interpreter(runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -118,7 +140,8 @@ def bare_interpreter(runs: int) -> float:
 
 def measure(runs: int = 5, *, resume_n: int = 1000, kill_at: int = 500) -> dict:
     """Medians over ``runs`` of each figure, each run type interleaved with the baseline."""
-    out: dict[str, list[float]] = {"bare": [], "run_10": [], "run_1000": [], "run_1000_new": [], "resume": []}
+    out: dict[str, list[float]] = {"bare": [], "floor": [], "run_10": [], "run_1000": [], "run_1000_new": [],
+                                   "resume": []}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         home = root / "home"
@@ -129,6 +152,7 @@ def measure(runs: int = 5, *, resume_n: int = 1000, kill_at: int = 500) -> dict:
             spawn_to_first_call(agent, home)
         for r in range(runs):
             out["bare"].append(bare_interpreter(1))
+            out["floor"].append(stack_floor(1))
             for n in (10, 1000):
                 out[f"run_{n}"].append(spawn_to_first_call(agents[n], home)[0])
             new = write_agent(root / f"new{r}", 1000, tag=f" of run {r}")
@@ -149,12 +173,14 @@ def main() -> None:
         print(json.dumps(res))
         return
     bare = res["bare"]
-    print(f"start-up, medians of {res['runs']} runs (bare interpreter `python -c pass`: {bare:.3f} s)")
+    print(f"start-up, medians of {res['runs']} runs (bare interpreter `python -c pass`: {bare:.3f} s; "
+          f"the stack's imports alone: {res['floor']:.3f} s)")
     for key, label, goal in (("run_10", "magent run, N=10: spawn -> first model call", GOALS["run"]),
                              ("run_1000", "magent run, N=1000: spawn -> first model call", GOALS["run"]),
                              ("run_1000_new", "  the same, a script new to the home", GOALS["run"]),
                              ("resume", "magent resume (killed at 500/1000) -> first new call", GOALS["resume"])):
-        print(f"  {label:55} {res[key]:6.3f} s  {res[key] / bare:5.1f}x bare   goal <= {goal} s")
+        print(f"  {label:55} {res[key]:6.3f} s  {res[key] / bare:5.1f}x bare  "
+              f"{res[key] - res['floor']:+6.3f} s beyond the stack   goal <= {goal} s")
 
 
 if __name__ == "__main__":
