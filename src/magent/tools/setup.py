@@ -51,8 +51,9 @@ def load_tool_config(mcp_files: Iterable[Path] = (), *, home_config: bool = True
 
     out = ToolConfig()
     loaded = []
-    if home_config:
-        loaded.append(load_mcp_servers(paths.mcp_servers_file(), missing_ok=True))
+    home_file = paths.mcp_servers_file()
+    if home_config and home_file.exists():  # none: nothing to add (and no model to build for it)
+        loaded.append(load_mcp_servers(home_file))
     loaded.extend(load_mcp_servers(Path(f)) for f in mcp_files)
     for item in loaded:
         cfg: MCPServersFile = item.config
