@@ -116,3 +116,29 @@ def test_a_call_recorded_without_its_request_says_so(magent_home: Path) -> None:
     events.write_text("".join(json.dumps(line) + "\n" for line in lines))
     shown = invoke("trace", task_id, "--step", "2", "--request")
     assert shown.code == 0 and "not recorded" in shown.out
+
+
+def test_a_prompt_stored_once_is_stored_again_when_it_changes_or_a_new_secret_must_be_masked(tmp_path: Path) -> None:
+    """The record of a call knows the prompt, tools and parameters it stored before by what they
+    were made from: a changed prompt, and the same prompt once the run learns a secret it holds,
+    are new pieces (masked)."""
+    from magent.engine.sent import record
+    from magent.llm.base import LLMRequest, ToolSpec
+    from magent.redact import Redactor
+    from magent.store.requests import RequestLog
+
+    pieces, redactor = RequestLog(tmp_path / "requests.jsonl"), Redactor(set(), ())
+    tools = [ToolSpec(name="kv.get", description="Read a key.", parameters={"type": "object"})]
+
+    def sent(system: str) -> dict:
+        return record(LLMRequest(model="scripted", messages=[], system=system, tools=tools,
+                                 conversation_leaf="e1"), pieces, redactor)
+
+    first, again = sent("Use the token tok-12345678."), sent("Use the token tok-12345678.")
+    assert first == again and len(pieces.load()) == 3
+    changed = sent("Use no token.")
+    assert changed != first and len(pieces.load()) == 5       # a new prompt, new parameters
+    redactor.add({"tok-12345678"})
+    masked = sent("Use the token tok-12345678.")
+    assert masked != first and "Use the token [REDACTED]." in pieces.load().values()
+    pieces.close()

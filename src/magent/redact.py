@@ -123,6 +123,9 @@ _REMEMBERED_MAX = 65_536
 _SEEN_LIMIT = 256
 
 
+_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=lambda o: _jsonable(o))
+"""``Redactor.json_line``'s first try, made once: compact, and refusing what JSON has no form for."""
+
 class Redactor:
     """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
 
@@ -203,8 +206,7 @@ class Redactor:
         by character, so the JSON holds that secret or start escaped the same way."""
         if self._needles is not None:
             try:
-                text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                                  default=_jsonable)
+                text = _STRICT.encode(doc)
             except (ValueError, TypeError):  # NaN, infinity, keys JSON cannot have: as below
                 pass
             else:

@@ -16,6 +16,8 @@ from pydantic_core import to_jsonable_python
 
 from magent.llm.base import LLMRequest
 
+_PLAIN = (str, int, float, bool)
+
 
 def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bool = True) -> dict[str, Any]:
     """The ``request`` field of an ``llm_call`` event; stores new pieces in ``pieces``
@@ -34,15 +36,34 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
         out["api_key"] = "set"  # never the key itself
     if request.text_mode:
         out["text_mode"] = True
+    # An agent sends the same prompt, tools and parameters on every turn: each is masked, hashed
+    # and stored the first time, and known by what it was made from after that (while the
+    # redactor masks the same secrets).
+    masking = (id(redactor), len(redactor.secrets))
+    memo = pieces.memo
     if request.system:
-        out["system"] = pieces.put("system", redactor.text(request.system))
+        key = ("system", masking, request.system)
+        if (known := memo.get(key)) is None:
+            known = memo[key] = (pieces.put("system", redactor.text(request.system)), None)
+        out["system"] = known[0]
     if request.tools:
-        tools = [{"name": t.name, "description": t.description, "parameters": t.parameters}
-                 for t in request.tools]
-        out["tools"] = pieces.put("tools", redactor.data(tools))
+        key = ("tools", masking, tuple((t.name, t.description, id(t.parameters)) for t in request.tools))
+        if (known := memo.get(key)) is None:
+            tools = [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                     for t in request.tools]
+            # (the schemas are held, so the ids in the key stay theirs)
+            known = memo[key] = (pieces.put("tools", redactor.data(tools)), [t.parameters for t in request.tools])
+        out["tools"] = known[0]
     # The same for every turn of an agent: stored once, like the prompt and tools it names
     # (masked like the event it would have been part of).
-    out = {"params": pieces.put("params", redactor.data(to_jsonable_python(out)))}
+    key = ("params", masking, tuple(out.items())) if all(
+        v is None or type(v) in _PLAIN for v in out.values()) else None  # (a fallback's settings: not kept)
+    known = memo.get(key) if key is not None else None
+    if known is None:
+        known = (pieces.put("params", redactor.data(to_jsonable_python(out))), None)
+        if key is not None:
+            memo[key] = known
+    out = {"params": known[0]}
     if not keep_messages:
         out["messages_withheld"] = True
     elif request.conversation_leaf is not None:

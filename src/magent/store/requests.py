@@ -23,11 +23,12 @@ from typing import Any
 from magent.store.files import AppendLog, read_jsonl
 
 KINDS = ("system", "tools", "messages", "params")
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def digest(value: Any) -> str:
     """A short stable name for ``value``: sha256 of its canonical JSON, 16 hex digits."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = _CANONICAL.encode(value)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -37,6 +38,8 @@ class RequestLog(AppendLog):
     def __init__(self, path: Path):
         super().__init__(path)
         self._known: set[str] | None = None
+        self.memo: dict[Any, tuple[str, Any]] = {}
+        """Hashes of pieces already put, by what the caller made them from (``engine/sent.py``)."""
 
     def put(self, kind: str, value: Any) -> str:
         """Store ``value`` (a ``system`` prompt, a ``tools`` list, a ``messages`` list, a call's
