@@ -80,3 +80,56 @@ def test_a_resume_late_in_a_long_task_reads_only_the_end_of_its_events(tmp_path)
     assert last == 4000 and [e.seq for e in events] == list(range(3991, 4001))
     assert read < 1_000_000, read
 
+
+
+def _turns() -> list[dict]:
+    """Two model turns of one agent as a run emits them (a routed tool, a failed call, a call
+    whose result is not right after it, an agent that is not its node's), in full."""
+    ts = "2026-01-01T00:00:0{}.000+00:00"
+    return [
+        {"seq": 1, "ts": ts.format(0), "type": "llm_call", "node": "n", "agent": "n", "latency_ms": 0,
+         "entry_id": "e1", "request": {"params": "p", "conversation": {"leaf": "e0", "count": 1}}},
+        {"seq": 2, "ts": ts.format(1), "type": "tool_call", "node": "n", "call_id": "c1", "tool": "kv.get"},
+        {"seq": 3, "ts": ts.format(1), "type": "tool_result", "node": "n", "call_id": "c1", "tool": "kv.get_v2",
+         "outcome": "SUCCESS", "duration_ms": 0, "entry_id": "e2"},
+        {"seq": 5, "ts": ts.format(2), "type": "llm_call", "node": "n", "agent": "helper", "latency_ms": 7,
+         "entry_id": "e3", "request": {"params": "p", "conversation": {"leaf": "e2", "count": 3}}},
+        {"seq": 6, "ts": ts.format(3), "type": "tool_call", "node": "n", "call_id": "c2", "tool": "kv.get"},
+        {"seq": 7, "ts": ts.format(3), "type": "tool_call", "node": "n", "call_id": "c3", "tool": "kv.set"},
+        {"seq": 8, "ts": ts.format(4), "type": "tool_result", "node": "n", "call_id": "c2", "tool": "kv.get",
+         "outcome": "ERROR", "entry_id": "e4"},
+        {"seq": 9, "ts": ts.format(4), "type": "tool_result", "node": "n", "call_id": "c3", "tool": "kv.set",
+         "outcome": "SUCCESS", "entry_id": "e5"},
+        {"seq": 10, "ts": ts.format(5), "type": "llm_call", "node": "n", "agent": "n", "latency_ms": 3,
+         "entry_id": "e6", "request": {"params": "p", "conversation": {"leaf": "e0", "count": 6}}},
+    ]
+
+
+def test_compact_events_read_back_whole_from_any_point(tmp_path):
+    """Schema 10: what a line of events.jsonl can be told from, itself or the line before, is
+    left out, and every reader (the whole file, a follower, a resume from any checkpoint) gets
+    the events back whole; lines written in full (older files) read as they are."""
+    from magent.engine.events import pack, unpack_all
+    from magent.store.files import read_jsonl
+    from magent.trace.follow import Tail
+
+    events = _turns()
+    packed, previous = [], None
+    for ev in events:
+        packed.append(pack(ev, previous))
+        previous = ev
+    assert packed[0]["ts"].endswith(".000Z") and "agent" not in packed[0] and "latency_ms" not in packed[0]
+    assert packed[0]["request"]["conversation"] == {"leaf": "e0", "count": 1}    # nothing before it
+    assert packed[2] == {"seq": 3, "ts": "2026-01-01T00:00:01.000Z", "type": "tool_result",
+                         "tool": "kv.get_v2", "duration_ms": 0, "entry_id": "e2"}
+    assert packed[3]["agent"] == "helper" and packed[3]["request"]["conversation"] == {"count": 3}
+    assert packed[6]["call_id"] == "c2" and packed[6]["outcome"] == "ERROR"        # not after its call
+    assert "call_id" in packed[7] and packed[8]["request"]["conversation"]["leaf"] == "e0"
+    for lines in (packed, events):
+        path = tmp_path / "events.jsonl"
+        path.write_text("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in lines))
+        assert unpack_all(read_jsonl(path)) == events
+        assert Tail(path, events=True).read() == events
+        for ev in [{"seq": 0}, *events]:
+            last, later = events_after(path, ev["seq"])
+            assert [e.model_dump(exclude_none=True) for e in later] == [e for e in events if e["seq"] > ev["seq"]]

@@ -1,6 +1,6 @@
 """The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Version of every on-disk document magent writes. Bump with a named migration
 (``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``; 3 added
 sessions (checkpoints list the open ones, trace steps and sessions name theirs); 4 dropped
@@ -13,4 +13,8 @@ are entries (``models.tracedisk``); 7: ``llm_call`` events name their parameters
 is its node, and its model calls' model and provider when they are the previous turn's, and stop
 reason when the step tells it; 9 leaves out of checkpoints what their other fields tell (a
 model turn's ``reason``, ``state.current_agent`` equal to the position, ``turn_index`` equal to
-the node's iteration, the task's spent tokens, calls and cost equal to the usage's sums)."""
+the node's iteration, the task's spent tokens, calls and cost equal to the usage's sums); 10
+leaves out of events.jsonl what a line can be told from, itself or the line before it (UTC
+``ts`` as ``Z``, an llm_call's agent equal to its node, zero latency and the leaf the line
+before names, a tool_result's SUCCESS and the call, tool and node of the tool_call just before
+it: ``engine.events.pack``)."""

@@ -70,6 +70,104 @@ def for_disk(doc: dict[str, Any], *, lean: bool = True) -> dict[str, Any] | None
     return doc
 
 
+# events.jsonl's compact form (schema 10): what a line can be told from, left out.
+#
+# Four lines are written per model turn (llm_call, tool_call, tool_result), so what each repeats is
+# left out when reading puts it back exactly, from the line itself or from the line just before it
+# in the file (``pack``/``unpack``). Only fields that every older line carries are left out, so an
+# absent one can only mean the compact form:
+# - ``ts`` in UTC is written ``...Z`` instead of ``...+00:00`` (read back as ``+00:00``);
+# - an ``llm_call``'s ``agent`` when it is its ``node``, its ``latency_ms`` when 0, and its
+#   ``request.conversation.leaf`` when it is the ``entry_id`` of the line before (the tool
+#   result the call answers);
+# - a ``tool_result``'s ``outcome`` when ``SUCCESS``; and when the line before is its own
+#   ``tool_call``, its ``call_id``, and its ``tool`` and ``node`` when they are the call's.
+# A line is told only from fields the line before always writes (``entry_id``, a tool_call's
+# ``call_id``, ``tool``, ``node``), so one line of look-back reads any line back. The writer
+# compares with the line it wrote last (none yet: nothing is left out that needs it), so a run
+# that appends to an older file, or after another writer, writes in full what it cannot tell.
+
+_UTC = "+00:00"
+
+
+def pack(doc: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """``doc`` (a copy when anything is left out) as its line holds it; ``previous``: the event
+    of the line written just before it, in full (None when unknown)."""
+    out = dict(doc)
+    ts = out.get("ts")
+    if isinstance(ts, str) and ts.endswith(_UTC):
+        out["ts"] = ts[:-len(_UTC)] + "Z"
+    kind = out.get("type")
+    if kind == "llm_call":
+        if "agent" in out and out["agent"] == out.get("node") and out["agent"] is not None:
+            del out["agent"]
+        if out.get("latency_ms") == 0 and type(out["latency_ms"]) is int:
+            del out["latency_ms"]
+        request = out.get("request")
+        if previous is not None and isinstance(request, dict):
+            conversation = request.get("conversation")
+            if (isinstance(conversation, dict) and conversation.get("leaf") is not None
+                    and conversation["leaf"] == previous.get("entry_id")):
+                out["request"] = {**request, "conversation": {k: v for k, v in conversation.items() if k != "leaf"}}
+    elif kind == "tool_result":
+        if out.get("outcome") == "SUCCESS":
+            del out["outcome"]
+        if (previous is not None and previous.get("type") == "tool_call" and out.get("call_id") is not None
+                and out["call_id"] == previous.get("call_id")):
+            del out["call_id"]
+            for key in ("tool", "node"):
+                if key in out and out[key] == previous.get(key):
+                    del out[key]
+    return out
+
+
+def unpack(doc: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """Put back (in place) what ``pack`` left out of ``doc``; ``previous``: the event of the line
+    just before it in the file, as read (None when there is none, or it could not be read)."""
+    ts = doc.get("ts")
+    if isinstance(ts, str) and ts.endswith("Z"):
+        doc["ts"] = ts[:-1] + _UTC
+    kind = doc.get("type")
+    if kind == "llm_call":
+        if "agent" not in doc and doc.get("node") is not None:
+            doc["agent"] = doc["node"]
+        doc.setdefault("latency_ms", 0)
+        request = doc.get("request")
+        if previous is not None and isinstance(request, dict):
+            conversation = request.get("conversation")
+            if isinstance(conversation, dict) and "leaf" not in conversation and previous.get("entry_id"):
+                conversation["leaf"] = previous["entry_id"]
+    elif kind == "tool_result":
+        doc.setdefault("outcome", "SUCCESS")
+        if "call_id" not in doc and previous is not None and previous.get("type") == "tool_call":
+            doc["call_id"] = previous.get("call_id")
+            for key in ("tool", "node"):
+                if key not in doc and previous.get(key) is not None:
+                    doc[key] = previous[key]
+    return doc
+
+
+class Unpacker:
+    """``unpack`` for the lines of one file read in order: call it on each line's event, and with
+    None for a line that could not be read."""
+
+    def __init__(self) -> None:
+        self.previous: dict[str, Any] | None = None
+
+    def __call__(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
+        if doc is not None:
+            doc = unpack(doc, self.previous)
+        self.previous = doc
+        return doc
+
+
+def unpack_all(docs: Any) -> list[dict[str, Any]]:
+    """The events of ``docs`` (the readable lines of one file, in order) with what ``pack`` left
+    out put back."""
+    step = Unpacker()
+    return [step(doc) for doc in docs]  # type: ignore[misc]
+
+
 def with_texts(events: list[dict[str, Any]], entries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Put back the texts ``for_disk`` left out, from ``entries`` (raw entry dicts by id)."""
     out = []
@@ -99,7 +197,7 @@ def read_events(td: Any, problems: list[str] | None = None,
     (from ``entries``, raw entries by id, when the caller has read them already)."""
     from magent.store.files import read_jsonl
 
-    events = list(read_jsonl(td.events_file, problems))
+    events = unpack_all(read_jsonl(td.events_file, problems))
     wanted = needed_entries(events)
     if not wanted:
         return events

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from magent.engine.context import Recovery, RunContext
+from magent.engine.events import unpack
 from magent.engine.sessions import Session
 from magent.models import Checkpoint, Entry, Event
 from magent.models.session import MAIN_SESSION
@@ -42,21 +43,39 @@ def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
         return 0, []
     last = 0
     out: list[Event] = []
+    before: bytes | None = None  # the line just before, unread: what a line may be told from
+    previous: dict | None = None
     for line in tail.split(b"\n"):
         m = _SEQ.match(line)
         if m is None:
+            before, previous = None, None
             continue
         seq = int(m.group(1))
         if seq <= after:
             last = max(last, seq)
+            before = line
             continue
+        if before is not None:
+            previous, before = _read_line(before), None
+        doc = _read_line(line)
         try:
-            event = Event.model_validate(loads(line))
-        except (ValueError, ValidationError):
+            event = Event.model_validate(unpack(doc, previous)) if doc is not None else None
+        except ValidationError:
+            event = None
+        previous = doc
+        if event is None:
             continue
         last = max(last, event.seq)
         out.append(event)
     return last, out
+
+
+def _read_line(line: bytes) -> dict | None:
+    try:
+        doc = loads(line)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 _BLOCK = 1 << 16

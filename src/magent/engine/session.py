@@ -20,7 +20,7 @@ from magent import failpoints
 from magent.engine import budget as budgets
 from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
-from magent.engine.events import LIVE_ONLY, EventBus, for_disk
+from magent.engine.events import LIVE_ONLY, EventBus, for_disk, pack
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
@@ -283,9 +283,9 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
         if redactor.tool_io:
             kept = for_disk(raw)
             if kept is not None:
-                td.append_event_line(redactor.json_line(kept))
+                td.append_event_line(redactor.json_line(pack(kept, td.last_event)), kept)
         elif (kept := for_disk(doc, lean=False)) is not None:
-            td.append_event_doc(to_jsonable_python(redactor.event(kept)))
+            td.append_event_doc(to_jsonable_python(redactor.event(pack(kept, td.last_event))), kept)
         if sinks:
             shown = Event.model_validate(doc)
             for sink in sinks:

@@ -133,6 +133,13 @@ def same_format_to_9(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 9}
 
 
+def same_format_to_10(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints, tasks and traces did not change in version 10: events.jsonl's lines leave out
+    what they can be told from (``engine.events.pack``), and its readers put it back; older lines
+    carry every field so left out, so they read as before."""
+    return {**doc, "schema_version": 10}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -158,6 +165,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 8): checkpoint_8_to_9_told_fields_written,
     ("task", 8): same_format_to_9,
     ("trace", 8): same_format_to_9,
+    ("checkpoint", 9): same_format_to_10,
+    ("task", 9): same_format_to_10,
+    ("trace", 9): same_format_to_10,
 }
 """(document kind, from version) → migration to the next version."""
 

@@ -59,6 +59,9 @@ class TaskDir:
         self.entries = EntryLog(self.path / "entries.jsonl")
         self.requests = RequestLog(self.path / "requests.jsonl")
         self._events: JsonlWriter | None = None
+        self.last_event: dict[str, Any] | None = None
+        """The event of the line this process appended last to events.jsonl, in full (None:
+        none yet, or the append failed): what the next line may be told from."""
         self.committer: "Committer | None" = None
         """Set for a run (``commit_with``): how its writes become durable."""
 
@@ -135,18 +138,24 @@ class TaskDir:
     def append_event(self, event: Event) -> None:
         self.append_event_doc(event.model_dump(mode="json", exclude_none=True))
 
-    def append_event_doc(self, doc: dict[str, Any]) -> None:
+    def append_event_doc(self, doc: dict[str, Any], event: dict[str, Any] | None = None) -> None:
         """Append an event already in its JSON form (what ``Event.model_dump(mode="json",
-        exclude_none=True)`` gives), so the run's hot path serialises it once."""
+        exclude_none=True)`` gives), so the run's hot path serialises it once; ``event``: the
+        whole event when ``doc`` is its compact form (``engine.events.pack``)."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
+        self.last_event = None
         self._events.append(doc)
+        self.last_event = event if event is not None else doc
 
-    def append_event_line(self, line: bytes) -> None:
-        """Append an event already turned into its line of JSON (without the newline)."""
+    def append_event_line(self, line: bytes, event: dict[str, Any] | None) -> None:
+        """Append an event already turned into its line of JSON (without the newline); ``event``:
+        the event the line holds, in full (None: not known)."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
+        self.last_event = None
         self._events.append_line(line)
+        self.last_event = event
 
     def sync(self) -> None:
         """Make appended entries, request pieces and events durable (with a run's group commit:
@@ -160,8 +169,10 @@ class TaskDir:
             self._events.sync()
 
     def read_events(self, problems: list[str] | None = None) -> list[Event]:
+        from magent.engine.events import unpack_all
+
         out: list[Event] = []
-        for raw in read_jsonl(self.events_file, problems):
+        for raw in unpack_all(read_jsonl(self.events_file, problems)):
             try:
                 out.append(Event.model_validate(raw))
             except ValidationError:

@@ -25,10 +25,16 @@ REPLAY = 60
 class Tail:
     """Reads the complete lines appended to a JSON Lines file since the last read."""
 
-    def __init__(self, path: Any):
+    def __init__(self, path: Any, *, events: bool = False):
         self.path = path
         self.offset = 0
         self.partial = b""
+        self.unpack: Any = None
+        """For events.jsonl: what its lines leave out, put back (``engine.events.unpack``)."""
+        if events:
+            from magent.engine.events import Unpacker
+
+            self.unpack = Unpacker()
 
     def read(self) -> list[dict[str, Any]]:
         try:
@@ -36,6 +42,8 @@ class Tail:
                 size = os.fstat(fh.fileno()).st_size
                 if size < self.offset:  # truncated (a torn tail repaired): read its new end again
                     self.offset, self.partial = 0, b""
+                    if self.unpack is not None:
+                        self.unpack = type(self.unpack)()
                 fh.seek(self.offset)
                 data = fh.read()
         except FileNotFoundError:
@@ -51,9 +59,12 @@ class Tail:
             try:
                 doc = loads(line)
             except ValueError:
+                doc = None
+            if not isinstance(doc, dict):
+                if self.unpack is not None:
+                    self.unpack(None)
                 continue
-            if isinstance(doc, dict):
-                out.append(doc)
+            out.append(self.unpack(doc) if self.unpack is not None else doc)
         return out
 
 
@@ -80,7 +91,7 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
     from magent.engine.events import needed_entries, with_texts
     from magent.models import Event
 
-    tail = Tail(td.events_file)
+    tail = Tail(td.events_file, events=True)
     entry_tail = Tail(td.entries.path)
     recent: dict[str, dict[str, Any]] = {}  # the latest entries (a model's reply is written just
                                             # after its event), bounded: entries can be large

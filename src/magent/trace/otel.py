@@ -160,9 +160,10 @@ def export_events(task_id: str, events: Iterable[dict[str, Any]], target: OTLPTa
 
 def export_task(td: "TaskDir", target: OTLPTarget) -> dict[str, Any]:
     """Export a finished task (its ``events.jsonl``)."""
+    from magent.engine.events import unpack_all
     from magent.store.files import read_jsonl
 
-    return export_events(td.id, read_jsonl(td.events_file), target)
+    return export_events(td.id, unpack_all(read_jsonl(td.events_file)), target)
 
 
 class _Counting(SpanExporter):

@@ -34,7 +34,7 @@ def serve(config: dict, stdin_closed: threading.Event) -> dict:
     target = OTLPTarget(url=config["url"], headers=config.get("headers"), timeout=float(config["timeout"]))
     export = LiveExport(config["task_id"], target)
     before = int(config.get("after_seq") or 0)
-    tail = Tail(config["events_file"])
+    tail = Tail(config["events_file"], events=True)
     while True:
         ended = stdin_closed.wait(POLL)
         for event in tail.read():  # after the run closed stdin, this read gets its last events
