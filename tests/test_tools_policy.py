@@ -107,3 +107,40 @@ def test_servers_for_patterns(patterns, expected) -> None:
 
     reg = ToolRegistry([files_provider(), kv_provider()])
     assert reg.servers_for(patterns) == expected
+
+
+def test_the_quick_argument_check_never_passes_what_the_validator_refuses() -> None:
+    """The registry checks arguments against a tool's schema with jsonschema only when a quick
+    check of the usual shape cannot vouch for them: it must never pass arguments jsonschema finds
+    a problem in, nor stand in for a schema of another shape."""
+    import itertools
+
+    from magent.tools.registry import first_problem, make_validator, quick_check
+
+    schemas = [
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        {"type": "object", "properties": {"x": {"type": "number", "description": "x"}, "s": {"type": "string"},
+                                          "b": {"type": "boolean"}, "o": {"type": "object"}, "a": {"type": "array"},
+                                          "z": {"type": "null"}, "any": {}},
+         "required": ["x"], "additionalProperties": False},
+        {"type": "object", "properties": {}, "title": "none"},
+    ]
+    values = [0, 1, -5, 2**70, 1.0, 1.5, float("nan"), True, False, "", "s", None, {}, {"k": 1}, [], [1]]
+    checked = passed = 0
+    for schema in schemas:
+        quick, validator = quick_check(schema), make_validator(schema)
+        assert quick is not None
+        names = [*schema["properties"], "other"]
+        for name, value in itertools.product(names, values):
+            for args in ({name: value}, {name: value, "n": 1, "x": 2}, {}):
+                checked += 1
+                if quick(args):
+                    passed += 1
+                    assert first_problem(validator, args) is None, (schema, args)
+    assert checked > 500 and passed > 50
+    for other in ({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}},
+                  {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}},
+                  {"type": "object", "$schema": "http://json-schema.org/draft-03/schema#"},
+                  {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
+                  {"type": "array"}, {"anyOf": [{"type": "object"}]}):
+        assert quick_check(other) is None

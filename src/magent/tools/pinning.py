@@ -79,6 +79,9 @@ class PinStore:
         self.journal = Journal(path)
         self.warnings: list[str] = []
         self._pins: dict[str, dict[str, Any]] = self._load()
+        self._digests: dict[str, tuple[Tool, str]] = {}
+        """The hash of each tool definition checked, with the definition (a tool object is
+        replaced, never changed, when its server lists its tools again)."""
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if not self.journal.exists():
@@ -120,7 +123,12 @@ class PinStore:
 
     def check(self, tool: Tool) -> PinChange | None:
         """None when the tool is first seen (it is pinned now) or unchanged; else the change."""
-        digest = definition_hash(tool)
+        known = self._digests.get(tool.full_name)
+        if known is not None and known[0] is tool:
+            digest = known[1]
+        else:
+            digest = definition_hash(tool)
+            self._digests[tool.full_name] = (tool, digest)
         pin = self._pins.get(tool.full_name)
         if pin is None:
             self._pin(tool, digest)

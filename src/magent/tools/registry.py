@@ -234,8 +234,11 @@ class ToolRegistry:
     def _check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
         key = tool.full_name
         if key not in self._validators:
-            self._validators[key] = make_validator(tool.input_schema)
-        return first_problem(self._validators[key], arguments)
+            self._validators[key] = (make_validator(tool.input_schema), quick_check(tool.input_schema))
+        validator, quick = self._validators[key]
+        if quick is not None and quick(arguments):
+            return None
+        return first_problem(validator, arguments)
 
     def _limit(self, result: ToolResult, key: str) -> ToolResult:
         limit = self.limits.max_output_chars
@@ -300,6 +303,55 @@ def make_validator(schema: dict[str, Any]) -> Any:
         return cls(schema)
     except jsonschema.exceptions.SchemaError:
         return None  # a server's broken schema should not block the call
+
+
+_QUICK_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "object": (dict,), "array": (list,), "null": (type(None),)}
+"""A JSON Schema type and the Python types whose values are surely of it (``type(v)``, so a bool
+is no integer; an integral float, which is, is left to the validator)."""
+
+
+def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
+    """For an input schema of the usual shape (an object, properties that name only a type,
+    required names, additionalProperties true or false; annotations), a check that returns True
+    only when the validator would find nothing wrong (it costs about a microsecond, jsonschema
+    about 13 for one integer argument); False means: ask the validator. None for any other shape."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or not set(schema) <= {
+            "type", "properties", "required", "additionalProperties", "description", "title"}:
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(properties, dict) or not isinstance(required, list) or extra not in (True, False) \
+            or not all(isinstance(name, str) for name in required):
+        return None
+    types: dict[str, tuple[type, ...] | None] = {}
+    for name, sub in properties.items():
+        if not isinstance(sub, dict) or not set(sub) <= {"type", "description", "title"}:
+            return None
+        kind = sub.get("type")
+        if kind is None:
+            types[name] = None  # anything goes
+        elif isinstance(kind, str) and kind in _QUICK_TYPES:
+            types[name] = _QUICK_TYPES[kind]
+        else:
+            return None
+
+    def check(arguments: dict[str, Any]) -> bool:
+        for name in required:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            if name in types:
+                allowed = types[name]
+                if allowed is not None and type(value) not in allowed:
+                    return False
+            elif extra is False:
+                return False
+        return True
+
+    return check
 
 
 def first_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
