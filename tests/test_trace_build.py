@@ -175,7 +175,8 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
     (a sub-agent's turn), a call the run routed to another tool, an action whose answer came
     after failed attempts, and a short result keep what differs; a turn's agent, model, provider
     and stop reason are left out only when they are its node, the previous call's, and what its
-    tool calls tell (schema 8), and written even as defaults when they differ."""
+    tool calls tell (schema 8), and written even as defaults when they differ; its node when it
+    is the previous turn's (schema 11)."""
     import copy
 
     def turn(name: str, message: str, ts: str, calls: list, llm: list, agent: str = "n") -> dict:
@@ -211,6 +212,7 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
         {"error": "timeout", "latency_ms": 9}, {"model": "m2", "latency_ms": 10, "stop_reason": None}]
     third = small["steps"][3]
     assert third["agent"] == "" and third["llm_calls"] == [{"provider": "", "latency_ms": 10}]
+    assert first["node"] == "n" and "node" not in second and "node" not in third   # the turn before's
     assert second["tool_calls"][0]["result"]["text"] == "short"
     assert small["actions"][0] == {"thinking": "a"}
     assert small["actions"][1] == {"timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",

@@ -13,7 +13,8 @@ thousand times. ``compact`` (on the TraceLog's JSON form, defaults already left 
 - (schema 8) a turn step's ``agent`` when it is its ``node``; a turn's model call's ``model`` and
   ``provider`` when they are the previous turn's call's, and its ``stop_reason`` when it is what
   the step says (``tool_calls`` when it made tool calls, else ``stop``; none for a failed attempt).
-  A value that differs is written, even a default (``"agent": ""``, ``"stop_reason": null``).
+  A value that differs is written, even a default (``"agent": ""``, ``"stop_reason": null``);
+- (schema 11) a turn step's ``node`` when it is the previous turn step's (null is written).
 
 Each field is dropped only when ``expand`` gives back the same value, so a step written some
 other way (a renamed tool, failed attempts before the answer) keeps what differs. Validating a
@@ -115,6 +116,22 @@ def _expand_turn_fields(turns: list[dict[str, Any]]) -> None:
             previous = {"model": call.get("model"), "provider": call.get("provider", "")}
 
 
+def _compact_turn_nodes(turns: list[dict[str, Any]]) -> None:
+    """Schema 11: a turn step's node left out when it is the previous turn step's."""
+    nodes = [step.get("node") for step in turns]
+    for i, step in enumerate(turns):
+        if i and nodes[i] == nodes[i - 1]:
+            step.pop("node", None)
+        else:
+            step["node"] = nodes[i]
+
+
+def _expand_turn_nodes(turns: list[dict[str, Any]]) -> None:
+    for i, step in enumerate(turns):
+        if i and "node" not in step:
+            step["node"] = turns[i - 1].get("node")
+
+
 def compact(doc: dict[str, Any]) -> dict[str, Any]:
     """Leave out of ``doc`` (changed in place and returned) what ``expand`` puts back."""
     turns = _turns(doc, compacted=False)
@@ -141,6 +158,7 @@ def compact(doc: dict[str, Any]) -> dict[str, Any]:
         for action in actions:
             for call in action.get("tool_calls") or []:
                 call.pop("result", None)
+    _compact_turn_nodes(turns)
     return doc
 
 
@@ -150,6 +168,7 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
     if not all(isinstance(s, dict) for s in [*(doc.get("steps") or []), *(doc.get("actions") or [])]):
         return doc
     turns = _turns(doc, compacted=True)
+    _expand_turn_nodes(turns)
     _expand_turn_fields(turns)
     for step in turns:
         for key, value in _step_fields(step).items():

@@ -140,6 +140,20 @@ def same_format_to_10(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 10}
 
 
+def trace_10_to_11_turn_nodes_written(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 11 reads a turn step without ``node`` as being at the previous turn step's node
+    (``models.tracedisk``); in a version 10 trace it was absent only as null, so null is written."""
+    steps = [{**step, "node": step.get("node")}
+             if isinstance(step, dict) and step.get("iteration") is not None and step.get("kind") in (None, "agent")
+             else step for step in doc.get("steps") or []]
+    return {**doc, "steps": steps, "schema_version": 11}
+
+
+def same_format_to_11(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints and tasks did not change in version 11."""
+    return {**doc, "schema_version": 11}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -168,6 +182,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 9): same_format_to_10,
     ("task", 9): same_format_to_10,
     ("trace", 9): same_format_to_10,
+    ("checkpoint", 10): same_format_to_11,
+    ("task", 10): same_format_to_11,
+    ("trace", 10): trace_10_to_11_turn_nodes_written,
 }
 """(document kind, from version) → migration to the next version."""
 
