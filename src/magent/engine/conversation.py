@@ -7,6 +7,10 @@ conversation. From there the run walks the graph as any run does (edges, reviews
 so a follow-up is one more exchange of the same task: its checkpoints follow the old ones,
 its entries continue the conversation tree, and its events follow in the same trace.
 
+The message meets the input rails of the workflow and of the answering agent first, as a task
+text does: masked, flagged, held for a person (the exchange pauses) or blocked (the exchange
+fails, and the message is not kept).
+
 A follow-up is written like the start of a run: the message as an entry, then a checkpoint
 (reason ``follow_up``) positioned at the answering node; a kill after it leaves a task that
 ``magent resume`` (or ``magent chat ID``) continues like any other.
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from magent.engine import session as runs
+from magent.engine import guard, session as runs
 from magent.engine.context import RunOptions
 from magent.engine.graph import END, Graph, from_snapshot
 from magent.engine.react import unanswered_calls
@@ -47,6 +51,9 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         cp, entries = _latest(td, task)
         node = answering_node(graph, cp, entries, td)
         needs = prepare(graph, options)
+        # The message meets the input rails before anything of it is written, as a task text does.
+        gate = await guard.screen_task(graph, message, options, node=node, source="follow_up",
+                                       cursors=cp.cursors)
         if on_task:
             on_task(task)
         seq, later = events_after(td.events_file, cp.events_seq)
@@ -56,9 +63,15 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         try:
             recover(ctx, cp, entries, later)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
-                         from_checkpoint=cp.sequence, follow_up=ctx.redactor.text(message),
+                         from_checkpoint=cp.sequence, follow_up=ctx.redactor.text(gate.description),
                          answered_by=node, description=ctx.redactor.text(task.description))
-            _open_exchange(ctx, node, message)
+            gate.record(ctx)
+            if gate.blocked:  # the exchange fails and its message is not kept
+                return Executor(ctx).fail(gate.failure, "guardrail")
+            _open_exchange(ctx, node, gate.text)
+            request = gate.request(node)
+            if request is not None:  # approve: the node answers it; reject: the exchange fails
+                return Executor(ctx).pause(request)
             await runs._start_tools(ctx)
             return await Executor(ctx).run()
         finally:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from magent.engine.control import NodeFailed, PauseRun
 from magent.guardrails.base import Rail, RailInput
@@ -107,17 +107,26 @@ class Records:
         self.items.clear()
 
 
-# The task text: screened before the task exists, recorded once the run has its context.
+# The task text (or a follow-up's message): screened before anything of it is written, recorded
+# once the run has its context.
 
 @dataclass
 class TaskGate:
-    """The task text after its input rails, and what they did (recorded when the run opens)."""
+    """The task text after its input rails, and what they did (recorded when the run opens).
+
+    A follow-up's message meets the same rails (those of the workflow and of the agent that
+    answers it) and is kept, refused or held the same way: ``source`` says which it is."""
 
     text: str
+    source: Literal["task", "follow_up"] = "task"
     screening: Screening | None = None
     records: Records = field(default_factory=Records)
     cursors: dict[str, int] = field(default_factory=dict)
     """Where the rails' scripted models got to."""
+
+    @property
+    def subject(self) -> str:
+        return "the task text" if self.source == "task" else "the follow-up"
 
     @property
     def blocked(self) -> bool:
@@ -128,36 +137,41 @@ class TaskGate:
         """The task's description on disk: a blocked text is not kept."""
         if self.blocked:
             assert self.screening is not None and self.screening.rail is not None
-            return f"[withheld: the task text was blocked by {_label(self.screening.rail, 'input')}]"
+            return f"[withheld: {self.subject} was blocked by {_label(self.screening.rail, 'input')}]"
         return self.text
 
     @property
     def failure(self) -> str:
         assert self.screening is not None and self.screening.rail is not None
-        return f"{_label(self.screening.rail, 'input')} blocked the task text: {self.screening.message}"
+        return f"{_label(self.screening.rail, 'input')} blocked {self.subject}: {self.screening.message}"
 
-    def request(self, entry_point: str) -> HumanRequest | None:
-        """The pause to ask for, when a rail said ``pause``."""
+    def request(self, node: str) -> HumanRequest | None:
+        """The pause to ask for at ``node`` (the one the text goes to), when a rail said ``pause``."""
         s = self.screening
         if s is None or s.outcome != "pause" or s.rail is None:
             return None
-        return HumanRequest(kind="guardrail", node=entry_point, allowed_actions=PAUSE_ACTIONS,
-                            question=(f"{_label(s.rail, 'input').capitalize()} flagged the task text: {s.reason}. "
-                                      "Run the task (approve) or stop it (reject)?"),
-                            output=s.text, details={"stage": "input", "source": "task",
+        what = "the task" if self.source == "task" else "the follow-up"
+        return HumanRequest(kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS,
+                            question=(f"{_label(s.rail, 'input').capitalize()} flagged {self.subject}: {s.reason}. "
+                                      f"Run {what} (approve) or stop it (reject)?"),
+                            output=s.text, details={"stage": "input", "source": self.source,
                                                     "rail": _label(s.rail, "input"), "key": s.rail.key})
 
     def record(self, ctx) -> None:
         """Write what the rails did as events of the run (and count their model calls)."""
         ctx.cursors.update(self.cursors)
-        self.records.flush(ctx, None, RailInput("input", "task", task_id=ctx.task.id))
+        self.records.flush(ctx, None, RailInput("input", self.source, task_id=ctx.task.id))
 
 
-async def screen_task(graph, text: str, options) -> TaskGate:
-    """Run the workflow's input rails and the entry agent's over the task text."""
-    entry = graph.nodes[graph.workflow.entry_point]
+async def screen_task(graph, text: str, options, *, node: str | None = None,
+                      source: Literal["task", "follow_up"] = "task",
+                      cursors: dict[str, int] | None = None) -> TaskGate:
+    """Run the workflow's input rails and those of the agent at ``node`` (the entry point unless
+    told) over the task text, or over a follow-up's message (``source="follow_up"``, with the
+    ``cursors`` the task's scripted rails got to)."""
+    entry = graph.nodes[node or graph.workflow.entry_point]
     rails = graph.rails.input_for(entry.agent_name if entry.kind == "agent" else None)
-    gate = TaskGate(text)
+    gate = TaskGate(text, source=source, cursors=dict(cursors or {}))
     if not rails:
         return gate
     clients: dict[str, LLMClient] = {}
@@ -170,7 +184,7 @@ async def screen_task(graph, text: str, options) -> TaskGate:
             clients[rail.key] = factory(config, agent=rail.key, base_dir=rail.base_dir, cursors=gate.cursors)
         return clients[rail.key]
 
-    run = _Run(RailInput("input", "task", agent=entry.agent_name), client, gate.records.call,
+    run = _Run(RailInput("input", source, agent=entry.agent_name), client, gate.records.call,
                gate.records.attempt)
     gate.screening = await screen(text, rails, run, gate.records.check)
     gate.text = gate.screening.text
@@ -179,7 +193,8 @@ async def screen_task(graph, text: str, options) -> TaskGate:
 
 
 def task_refused(ctx) -> str | None:
-    """The failure to end with when a person rejected the task text at an input rail's pause."""
+    """The failure to end with when a person rejected the task text (or a follow-up) at an input
+    rail's pause."""
     return ctx.progress.get("task_refused")
 
 
@@ -407,7 +422,8 @@ def take_decision(ctx, request: HumanRequest, feedback: HumanFeedback) -> None:
         if held is not None:
             held["decision"] = decision
             held["text"] = request.output or ""
-    elif source == "task" and feedback.action == "reject":
+    elif source in ("task", "follow_up") and feedback.action == "reject":
         note = f": {feedback.message}" if feedback.message else ""
-        ctx.progress["task_refused"] = f"a person rejected the task text at {details.get('rail')}{note}"
+        subject = "the task text" if source == "task" else "the follow-up"
+        ctx.progress["task_refused"] = f"a person rejected {subject} at {details.get('rail')}{note}"
 

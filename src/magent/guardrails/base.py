@@ -56,7 +56,7 @@ class RailInput:
 
     stage: Stage
     """``input`` or ``output``."""
-    source: Literal["task", "tool_result", "answer"]
+    source: Literal["task", "follow_up", "tool_result", "answer"]
     agent: str = ""
     """The agent that will see (input) or gave (output) the text; empty for the task text."""
     node: str = ""

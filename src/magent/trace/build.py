@@ -523,8 +523,8 @@ class _Builder:
 
 def describe_guardrail(ev: dict[str, Any]) -> str:
     """One line for a rail's decision: ``input rail 'pii' masked the result of kb.get: found 1 email``."""
-    subject = {"task": "the task text", "answer": "the answer"}.get(str(ev.get("source")),
-                                                                   f"the result of {ev.get('tool')}")
+    subjects = {"task": "the task text", "follow_up": "the follow-up", "answer": "the answer"}
+    subject = subjects.get(str(ev.get("source")), f"the result of {ev.get('tool')}")
     name = f"{ev.get('stage')} rail '{ev.get('rail')}'" + (
         f" ({ev.get('kind')})" if ev.get("kind") != ev.get("rail") else "")
     outcome = str(ev.get("outcome"))
