@@ -192,3 +192,45 @@ def test_the_index_skips_what_load_skips(t):
     index = t.dir.entries.index()
     assert dict(index) == t.dir.entries.load()
     assert [e.content for e in t.dir.entries.path_to(reordered["id"], index)] == ["a", "b", "c"]
+
+
+def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_path):
+    """Schema 12: a tool result appended just after the reply that made its one call leaves out
+    that call's id and name (a name the call does not give is kept); after two calls, or from a
+    writer that did not append the reply, the result is written whole. Load and the index put
+    everything back."""
+    from magent.models import ToolCall
+
+    def entry(role: str, parent: Entry | None, **kw) -> Entry:
+        return Entry(id=new_id(), parent_id=parent.id if parent else None, role=role,
+                     created_at="2026-01-01T00:00:00Z", **kw)
+
+    path = tmp_path / "entries.jsonl"
+    log = EntryLog(path)
+    one = entry("assistant", None, tool_calls=[ToolCall(id="c1", server="kv", tool="get")])
+    r1 = entry("tool", one, content="1", tool_call_id="c1", name="kv.get")
+    two = entry("assistant", r1, tool_calls=[ToolCall(id="c2", server="kv", tool="get"),
+                                             ToolCall(id="c3", server="", tool="now")])
+    r2 = entry("tool", two, content="2", tool_call_id="c2", name="kv.get")
+    r3 = entry("tool", r2, content="3", tool_call_id="c3", name="now")
+    three = entry("assistant", r3, tool_calls=[ToolCall(id="c4", server="kv", tool="get")])
+    r4 = entry("tool", three, content="4", tool_call_id="c4", name="kv.get_v2")
+    four = entry("assistant", r4, tool_calls=[ToolCall(id="c5", server="kv", tool="get")])
+    written = [one, r1, two, r2, r3, three, r4, four]
+    for e in written:
+        log.append(e)
+    log.close()
+    later = EntryLog(path)                         # another run: it did not append ``four``
+    r5 = entry("tool", four, content="5", tool_call_id="c5", name="kv.get")
+    later.append(r5)
+    later.close()
+    written.append(r5)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert not {"tool_call_id", "name"} & set(lines[1])
+    assert (lines[3]["tool_call_id"], lines[4]["tool_call_id"]) == ("c2", "c3")
+    assert "tool_call_id" not in lines[6] and lines[6]["name"] == "kv.get_v2"
+    assert (lines[8]["tool_call_id"], lines[8]["name"]) == ("c5", "kv.get")
+    want = {e.id: e for e in written}
+    assert EntryLog(path).load() == want
+    assert dict(EntryLog(path).index()) == want
+    assert [e.id for e in EntryLog(path).path_to(r5.id)] == [e.id for e in written]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,9 +21,34 @@ _HEAD = re.compile(rb'\{"id":"([0-9a-f-]{36})"(?:,"parent_id":"([0-9a-f-]{36})")
 """The start of a line as ``EntryLog.append`` writes it: the id, the parent's id when there is one."""
 
 
+def _call_name(call: Mapping[str, Any]) -> str:
+    server, tool = call.get("server") or "", call.get("tool") or ""
+    return f"{server}.{tool}" if server else tool
+
+
+def restore(raw: dict[str, Any], parent: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Put back (in place) what ``EntryLog.append`` left out of a tool result's line: its
+    ``tool_call_id`` and ``name`` are those of its parent's one tool call (``parent``: the raw
+    entry its ``parent_id`` names, as read). Every older tool result carries both."""
+    if raw.get("role") == "tool" and "tool_call_id" not in raw and parent is not None:
+        calls = parent.get("tool_calls")
+        if parent.get("role") == "assistant" and isinstance(calls, list) and len(calls) == 1 \
+                and isinstance(calls[0], dict):
+            raw["tool_call_id"] = calls[0].get("id")
+            raw.setdefault("name", _call_name(calls[0]))
+    return raw
+
+
 class EntryLog(AppendLog):
 
+    def __init__(self, path: Any):
+        super().__init__(path)
+        self._last: Entry | None = None
+        """The entry this process appended last (None: none yet, or the append failed)."""
+
     def append(self, entry: Entry) -> Entry:
+        """Append ``entry``'s line. A tool result appended just after the model reply that made
+        its one call leaves out that call's id and name (``restore`` puts them back)."""
         doc = entry.model_dump(mode="json", exclude_none=True)
         if not doc["tool_calls"]:
             del doc["tool_calls"]
@@ -30,14 +56,27 @@ class EntryLog(AppendLog):
             del doc["entry_type"]
         if not doc["content"]:
             del doc["content"]
+        last = self._last
+        if (entry.role == "tool" and last is not None and entry.parent_id == last.id and last.role == "assistant"
+                and len(last.tool_calls) == 1 and entry.tool_call_id is not None
+                and entry.tool_call_id == last.tool_calls[0].id):
+            del doc["tool_call_id"]
+            if entry.name is not None and entry.name == last.tool_calls[0].full_name:
+                del doc["name"]
+        self._last = None
         self._append(doc)
+        self._last = entry
         return entry
 
     def load(self, problems: list[str] | None = None) -> dict[str, Entry]:
         """All readable entries by id, in file order."""
         out: dict[str, Entry] = {}
+        raws: dict[str, dict[str, Any]] = {}
         for n, raw in enumerate(read_jsonl(self.path, problems)):
             try:
+                raw = restore(raw, raws.get(raw.get("parent_id")))  # type: ignore[arg-type]
+                if isinstance(raw.get("id"), str):
+                    raws[raw["id"]] = raw
                 entry = Entry.model_validate(raw)
             except ValidationError:
                 if problems is not None:
@@ -125,11 +164,16 @@ class EntryLog(AppendLog):
         return chain
 
 
-def _parse(line: bytes) -> Entry | None:
-    """One line as an entry, or None when it is not JSON or does not fit the schema."""
+def _parse(line: bytes, parent: Any = None) -> Entry | None:
+    """One line as an entry, or None when it is not JSON or does not fit the schema;
+    ``parent(id)``: the raw entry of that id (for what ``restore`` puts back)."""
     try:
         raw = loads(line)
-        return Entry.model_validate(raw) if isinstance(raw, dict) else None
+        if not isinstance(raw, dict):
+            return None
+        if raw.get("role") == "tool" and "tool_call_id" not in raw and parent is not None:
+            restore(raw, parent(raw.get("parent_id")))
+        return Entry.model_validate(raw)
     except (ValueError, ValidationError):
         return None
 
@@ -149,7 +193,7 @@ class EntryIndex(Mapping[str, Entry]):
         if key not in self._parsed:
             found = None
             for line in reversed(self._lines.get(key, ())):
-                found = _parse(line)
+                found = _parse(line, self._raw)
                 if found is not None:
                     break
             self._parsed[key] = found
@@ -157,6 +201,17 @@ class EntryIndex(Mapping[str, Entry]):
         if entry is None:
             raise KeyError(key)
         return entry
+
+    def _raw(self, key: Any) -> dict[str, Any] | None:
+        """The last line of entry ``key`` that is a JSON object, as read (a parent's tool calls)."""
+        for line in reversed(self._lines.get(key, ()) if isinstance(key, str) else ()):
+            try:
+                raw = loads(line)
+            except ValueError:
+                continue
+            if isinstance(raw, dict):
+                return raw
+        return None
 
     def __iter__(self) -> Iterator[str]:
         return (key for key in self._lines if self.get(key) is not None)

@@ -154,6 +154,13 @@ def same_format_to_11(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 11}
 
 
+def same_format_to_12(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints, tasks and traces did not change in version 12: a tool result's line in
+    entries.jsonl leaves out the call id and name its parent's one tool call gives
+    (``store.entries.restore``); older lines carry both, so they read as before."""
+    return {**doc, "schema_version": 12}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -185,6 +192,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 10): same_format_to_11,
     ("task", 10): same_format_to_11,
     ("trace", 10): trace_10_to_11_turn_nodes_written,
+    ("checkpoint", 11): same_format_to_12,
+    ("task", 11): same_format_to_12,
+    ("trace", 11): same_format_to_12,
 }
 """(document kind, from version) → migration to the next version."""
 

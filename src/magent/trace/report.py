@@ -52,12 +52,18 @@ def _read_json(path: Any) -> dict[str, Any]:
 
 
 def _entries(td: "TaskDir") -> list[dict[str, Any]]:
+    """The task's entries as read, with what their lines leave out put back (``store.entries``)."""
+    from magent.store.entries import restore
     from magent.store.files import read_jsonl
 
+    seen: dict[str, dict[str, Any]] = {}
     try:
-        return [raw for raw in read_jsonl(td.entries.path) if isinstance(raw, dict) and raw.get("id")]
+        for raw in read_jsonl(td.entries.path):
+            if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+                seen[raw["id"]] = restore(raw, seen.get(raw.get("parent_id")))  # type: ignore[arg-type]
     except OSError:
         return []
+    return list(seen.values())
 
 
 def _session_of(step: dict[str, Any], events: list[dict[str, Any]]) -> str:
