@@ -6,12 +6,12 @@ blocked value reaches no file under the home."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-from servers.harness import TOOLBOX, write_mcp_file
+from servers.harness import http_server, write_mcp_file
 from support.cli import invoke
 from support.engine import events, task_dir, write
 
@@ -29,10 +29,24 @@ def files_mentioning(home: Path, needles: list[str]) -> list[str]:
     return hits
 
 
+TOOLBOX_URL = ""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toolbox_over_http() -> Iterator[str]:
+    """One real toolbox server (streamable HTTP) for the module's runs: the rails act on what its
+    `customer` tool returns, which needs the server to be there, not a process per run (a stdio
+    server costs each run ~0.6 s of CPU to start)."""
+    global TOOLBOX_URL
+    with http_server("streamable_http") as (url, _proc):
+        TOOLBOX_URL = url
+        yield url
+
+
 def flow(folder: Path, script: str, guardrails: str, *, judge: str | None = None, limits: str = "",
          extra_agent: str = "") -> Path:
     """One agent on the toolbox server, its rails given as YAML (under `guardrails:`)."""
-    server = {"name": "tb", "transport": "stdio", "config": {"command": sys.executable, "args": [str(TOOLBOX)]}}
+    server = {"name": "tb", "transport": "streamable_http", "config": {"url": TOOLBOX_URL}}
     write_mcp_file(folder / "mcp.yaml", [server], **({"limits": json.loads(limits)} if limits else {}))
     write(folder, "a.script.yaml", script)
     if judge is not None:
