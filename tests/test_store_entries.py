@@ -195,8 +195,9 @@ def test_the_index_skips_what_load_skips(t):
 
 
 def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_path):
-    """Schema 12: a tool result appended just after the reply that made its one call leaves out
-    that call's id and name (a name the call does not give is kept); after two calls, or from a
+    """Schemas 12-13: a tool result appended just after the reply that made its one call leaves
+    out that call's id and name (a name the call does not give is kept) and the reply's node (a
+    node that differs is written, even none); after two calls, or from a
     writer that did not append the reply, the result is written whole. Load and the index put
     everything back."""
     from magent.models import ToolCall
@@ -207,13 +208,13 @@ def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_p
 
     path = tmp_path / "entries.jsonl"
     log = EntryLog(path)
-    one = entry("assistant", None, tool_calls=[ToolCall(id="c1", server="kv", tool="get")])
-    r1 = entry("tool", one, content="1", tool_call_id="c1", name="kv.get")
+    one = entry("assistant", None, tool_calls=[ToolCall(id="c1", server="kv", tool="get")], node="n")
+    r1 = entry("tool", one, content="1", tool_call_id="c1", name="kv.get", node="n")
     two = entry("assistant", r1, tool_calls=[ToolCall(id="c2", server="kv", tool="get"),
                                              ToolCall(id="c3", server="", tool="now")])
     r2 = entry("tool", two, content="2", tool_call_id="c2", name="kv.get")
     r3 = entry("tool", r2, content="3", tool_call_id="c3", name="now")
-    three = entry("assistant", r3, tool_calls=[ToolCall(id="c4", server="kv", tool="get")])
+    three = entry("assistant", r3, tool_calls=[ToolCall(id="c4", server="kv", tool="get")], node="n")
     r4 = entry("tool", three, content="4", tool_call_id="c4", name="kv.get_v2")
     four = entry("assistant", r4, tool_calls=[ToolCall(id="c5", server="kv", tool="get")])
     written = [one, r1, two, r2, r3, three, r4, four]
@@ -226,9 +227,9 @@ def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_p
     later.close()
     written.append(r5)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert not {"tool_call_id", "name"} & set(lines[1])
+    assert not {"tool_call_id", "name", "node"} & set(lines[1])
     assert (lines[3]["tool_call_id"], lines[4]["tool_call_id"]) == ("c2", "c3")
-    assert "tool_call_id" not in lines[6] and lines[6]["name"] == "kv.get_v2"
+    assert "tool_call_id" not in lines[6] and lines[6]["name"] == "kv.get_v2" and lines[6]["node"] is None
     assert (lines[8]["tool_call_id"], lines[8]["name"]) == ("c5", "kv.get")
     want = {e.id: e for e in written}
     assert EntryLog(path).load() == want

@@ -29,13 +29,17 @@ def _call_name(call: Mapping[str, Any]) -> str:
 def restore(raw: dict[str, Any], parent: Mapping[str, Any] | None) -> dict[str, Any]:
     """Put back (in place) what ``EntryLog.append`` left out of a tool result's line: its
     ``tool_call_id`` and ``name`` are those of its parent's one tool call (``parent``: the raw
-    entry its ``parent_id`` names, as read). Every older tool result carries both."""
+    entry its ``parent_id`` names, as read), and, since schema 13, its ``node`` the parent's
+    (null is written when it differs). Every older tool result carries a ``tool_call_id``, so
+    none of this applies to it."""
     if raw.get("role") == "tool" and "tool_call_id" not in raw and parent is not None:
         calls = parent.get("tool_calls")
         if parent.get("role") == "assistant" and isinstance(calls, list) and len(calls) == 1 \
                 and isinstance(calls[0], dict):
             raw["tool_call_id"] = calls[0].get("id")
             raw.setdefault("name", _call_name(calls[0]))
+            if "node" not in raw and parent.get("node") is not None:
+                raw["node"] = parent["node"]
     return raw
 
 
@@ -48,7 +52,8 @@ class EntryLog(AppendLog):
 
     def append(self, entry: Entry) -> Entry:
         """Append ``entry``'s line. A tool result appended just after the model reply that made
-        its one call leaves out that call's id and name (``restore`` puts them back)."""
+        its one call leaves out that call's id and name, and the reply's node (``restore`` puts
+        them back)."""
         doc = entry.model_dump(mode="json", exclude_none=True)
         if not doc["tool_calls"]:
             del doc["tool_calls"]
@@ -63,6 +68,10 @@ class EntryLog(AppendLog):
             del doc["tool_call_id"]
             if entry.name is not None and entry.name == last.tool_calls[0].full_name:
                 del doc["name"]
+            if last.node is not None and entry.node == last.node:
+                del doc["node"]
+            elif last.node is not None:
+                doc["node"] = entry.node  # null too: the reader would give the reply's
         self._last = None
         self._append(doc)
         self._last = entry

@@ -161,6 +161,12 @@ def same_format_to_12(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 12}
 
 
+def same_format_to_13(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints, tasks and traces did not change in version 13: a tool result's line that
+    leaves out its call (version 12) also leaves out its node when it is its parent's."""
+    return {**doc, "schema_version": 13}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -195,6 +201,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 11): same_format_to_12,
     ("task", 11): same_format_to_12,
     ("trace", 11): same_format_to_12,
+    ("checkpoint", 12): same_format_to_13,
+    ("task", 12): same_format_to_13,
+    ("trace", 12): same_format_to_13,
 }
 """(document kind, from version) → migration to the next version."""
 
