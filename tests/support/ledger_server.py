@@ -10,10 +10,11 @@ without the Python SDK does: the crash tests start hundreds of these, and import
 SDK (its client, server and both protocol versions) was about 0.6 s of CPU per start, most
 of the crash tests' CPU. What magent sees is what the SDK's server sent for the same calls
 (the initialize result, the tool list with its annotations and output schemas, text and
-structured results, errors as results, -32601 for an unknown method). As the SDK's server
+structured results, errors as results, -32601 for an unknown method); stamp_server.py adds
+a tool. As the SDK's server
 does, calls run concurrently, a cancelled call ends without a mark or a reply, and the end
 of stdin ends the server at once, a call in flight with it (no mark). The SDK's own
-servers stay under test elsewhere: tests/servers/toolbox.py, tests/support/stamp_server.py
+servers stay under test elsewhere: tests/servers/toolbox.py (stdio, SSE, streamable HTTP)
 and mcp-server-time.
 """
 
@@ -24,16 +25,18 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 _out = threading.Lock()
 _cancelled: dict[Any, threading.Event] = {}
 
 
-def _tool(name: str, description: str, arg: str, arg_type: str) -> dict[str, Any]:
+def tool_schema(name: str, description: str, arg: str, arg_type: str, *, idempotent: bool | None = False
+                ) -> dict[str, Any]:
+    """A tool of one required argument returning text, listed as the SDK's server lists it."""
     return {
-        "annotations": {"idempotentHint": False},
+        **({"annotations": {"idempotentHint": idempotent}} if idempotent is not None else {}),
         "description": description,
         "inputSchema": {"properties": {arg: {"title": arg.title(), "type": arg_type}}, "required": [arg],
                         "type": "object", "title": f"{name}Arguments"},
@@ -43,8 +46,8 @@ def _tool(name: str, description: str, arg: str, arg_type: str) -> dict[str, Any
     }
 
 
-TOOLS = [_tool("append", "Append a line to the ledger.", "line", "string"),
-         _tool("nap", "Sleep, then note it in the ledger.", "seconds", "number")]
+TOOLS = [tool_schema("append", "Append a line to the ledger.", "line", "string"),
+         tool_schema("nap", "Sleep, then note it in the ledger.", "seconds", "number")]
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -68,6 +71,15 @@ def _text(text: str, error: bool = False) -> dict[str, Any]:
     return result
 
 
+def _append(line: str) -> str:
+    _write(line)
+    return f"appended {line}"
+
+
+# Tools of one string argument, run as they are called: name -> (argument, function).
+TEXT_TOOLS: dict[str, tuple[str, Callable[[str], str]]] = {"append": ("line", _append)}
+
+
 def _nap(rid: Any, seconds: float, cancelled: threading.Event) -> None:
     wake = os.environ.get("LEDGER_WAKE")
     deadline = time.monotonic() + seconds
@@ -83,12 +95,12 @@ def _nap(rid: Any, seconds: float, cancelled: threading.Event) -> None:
 
 def _call(rid: Any, params: dict[str, Any]) -> None:
     name, args = params.get("name"), params.get("arguments") or {}
-    if name == "append":
-        if not isinstance(args.get("line"), str):
-            _send({"id": rid, "result": _text("Error executing tool append: argument 'line' must be a string", True)})
+    if name in TEXT_TOOLS:
+        arg, run = TEXT_TOOLS[name]
+        if not isinstance(args.get(arg), str):
+            _send({"id": rid, "result": _text(f"Error executing tool {name}: argument '{arg}' must be a string", True)})
             return
-        _write(args["line"])
-        _send({"id": rid, "result": _text(f"appended {args['line']}")})
+        _send({"id": rid, "result": _text(run(args[arg]))})
     elif name == "nap":
         seconds = args.get("seconds")
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
