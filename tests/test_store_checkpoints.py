@@ -284,25 +284,29 @@ def test_state_round_trips_except_messages(task):
 
 def test_what_a_checkpoints_fields_tell_is_left_out_and_read_back(task):
     """Schema 9: a model turn's reason, its position's agent, the node's iteration as the turn
-    count and usage sums as the task's spent are left out; a checkpoint where they differ (the
-    defaults included, which absence no longer means) writes them, and both read back whole."""
+    count and usage sums as the task's spent are left out, and (schema 14) a node's entered and
+    started flags past its first turn; a checkpoint where they differ (the defaults included,
+    which absence no longer means) writes them, and both read back whole."""
     from magent.models import Usage
     from magent.models.budget import Spent
 
     log = task.dir.checkpoints
     usage = {"scripted": Usage(input=100, output=7, calls=2, cost=0.25)}
     told = _next(task, position="long", reason="llm_turn", state=State(current_agent="long"),
-                 node_progress={"iteration": 2}, turn_index=2, usage_by_model=usage,
+                 node_progress={"entered": True, "started": True, "iteration": 2}, turn_index=2, usage_by_model=usage,
                  spent={"task": Spent(tokens=107, model_calls=2, tool_calls=1, cost_usd=0.25)})
     log.write(told)
     doc = json.loads(task.checkpoint_file(told.sequence).read_text())
     assert not {"reason", "state", "turn_index"} & set(doc) and doc["spent"] == {"task": {"tool_calls": 1}}
+    assert doc["node_progress"] == {"iteration": 2}
     assert log.read(told.sequence).model_dump(exclude={"sha256"}) == told.model_dump(exclude={"sha256"})
 
-    differs = _next(task, position="long", state=State(current_agent=""), node_progress={"iteration": 2},
+    differs = _next(task, position="long", state=State(current_agent=""),
+                    node_progress={"entered": True, "started": False, "iteration": 2},
                     usage_by_model=usage, spent={"task": Spent(tool_calls=1)})
     log.write(differs)
     doc = json.loads(task.checkpoint_file(differs.sequence).read_text())
     assert (doc["reason"], doc["state"], doc["turn_index"]) == ("node_end", {"current_agent": ""}, 0)
+    assert doc["node_progress"] == {"started": False, "iteration": 2}
     assert doc["spent"]["task"] == {"tokens": 0, "model_calls": 0, "tool_calls": 1, "cost_usd": 0.0}
     assert log.read(differs.sequence).model_dump(exclude={"sha256"}) == differs.model_dump(exclude={"sha256"})

@@ -51,7 +51,9 @@ def to_disk(checkpoint: Checkpoint) -> dict:
     (``from_disk`` puts it back; a value that differs is written, even a default): ``reason``
     when it is ``llm_turn`` (one per model turn), ``state.current_agent`` when it is the
     ``position``, ``turn_index`` when it is ``node_progress.iteration``, and the task's spent
-    ``tokens``, ``model_calls`` and ``cost_usd`` when they are the sums of ``usage_by_model``.
+    ``tokens``, ``model_calls`` and ``cost_usd`` when they are the sums of ``usage_by_model``;
+    since schema 14, ``node_progress.entered`` and ``started`` when they are true and its
+    ``iteration`` is 1 or more (a node past its first turn has been entered and started).
     """
     doc = {"schema_version": checkpoint.schema_version,
            **checkpoint.model_dump(mode="json", exclude={"sha256": True, "task_id": True, "state": {"messages"}},
@@ -71,11 +73,17 @@ def to_disk(checkpoint: Checkpoint) -> dict:
         task = checkpoint.spent["task"]
         for key in ("tokens", "model_calls", "cost_usd"):
             _leave_out_if_told(doc, f"spent.task.{key}", getattr(task, key), told)
+    if isinstance(doc.get("node_progress"), dict):
+        for key in ("entered", "started"):
+            path = f"node_progress.{key}"
+            if told[path] is not None:
+                _leave_out_if_told(doc, path, checkpoint.node_progress.get(key), told)
     return doc
 
 
 _TOLD_FIELDS = ("reason", "state.current_agent", "turn_index", "spent.task.tokens",
-                "spent.task.model_calls", "spent.task.cost_usd")
+                "spent.task.model_calls", "spent.task.cost_usd", "node_progress.entered",
+                "node_progress.started")
 """The fields schema 9 leaves out when the checkpoint's other fields tell them (``_told``)."""
 
 
@@ -88,7 +96,10 @@ def _told(doc: dict) -> dict[str, object]:
     cost = 0.0
     for u in usage:
         cost += u.get("cost", 0.0)
-    return {"reason": "llm_turn", "state.current_agent": doc.get("position"),
+    iteration = progress.get("iteration") if isinstance(progress, dict) else None
+    turned = True if type(iteration) is int and iteration >= 1 else None  # a node past its first turn
+    return {"node_progress.entered": turned, "node_progress.started": turned,
+            "reason": "llm_turn", "state.current_agent": doc.get("position"),
             "turn_index": progress.get("iteration", 0) if isinstance(progress, dict) else 0,
             "spent.task.tokens": sum(u.get("input", 0) + u.get("output", 0) for u in usage),
             "spent.task.model_calls": sum(u.get("calls", 0) for u in usage),
@@ -125,6 +136,8 @@ def _tell(doc: dict) -> None:
     told = _told(doc)
     for path in _TOLD_FIELDS:
         if path.startswith("spent.task.") and not isinstance((doc.get("spent") or {}).get("task"), dict):
+            continue
+        if path.startswith("node_progress.") and (told[path] is None or not isinstance(doc.get("node_progress"), dict)):
             continue
         holder, key = _parent(doc, path, make=True)
         if holder is not None:

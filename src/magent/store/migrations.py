@@ -167,6 +167,22 @@ def same_format_to_13(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 13}
 
 
+def checkpoint_13_to_14_progress_flags_written(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 14 reads ``node_progress`` with an ``iteration`` of 1 or more and no ``entered``
+    or ``started`` as true (``store.checkpoints.to_disk``); a version 13 checkpoint always wrote
+    them there, so one missing (none was) is written as null, which reads as absent did."""
+    doc = {**doc, "schema_version": 14}
+    progress = doc.get("node_progress")
+    if isinstance(progress, dict) and type(progress.get("iteration")) is int and progress["iteration"] >= 1:
+        doc["node_progress"] = {"entered": None, "started": None, **progress}
+    return doc
+
+
+def same_format_to_14(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks and traces did not change in version 14."""
+    return {**doc, "schema_version": 14}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -204,6 +220,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 12): same_format_to_13,
     ("task", 12): same_format_to_13,
     ("trace", 12): same_format_to_13,
+    ("checkpoint", 13): checkpoint_13_to_14_progress_flags_written,
+    ("task", 13): same_format_to_14,
+    ("trace", 13): same_format_to_14,
 }
 """(document kind, from version) → migration to the next version."""
 
