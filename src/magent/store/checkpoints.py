@@ -65,19 +65,7 @@ def to_disk(checkpoint: Checkpoint) -> dict:
         for key, value in spent.items():
             if key != "task" and value == spent["task"]:
                 spent[key] = "task"
-    told = _told(doc)
-    for path, value in (("reason", checkpoint.reason), ("state.current_agent", checkpoint.state.current_agent),
-                        ("turn_index", checkpoint.turn_index)):
-        _leave_out_if_told(doc, path, value, told)
-    if spent and isinstance(spent.get("task"), dict):
-        task = checkpoint.spent["task"]
-        for key in ("tokens", "model_calls", "cost_usd"):
-            _leave_out_if_told(doc, f"spent.task.{key}", getattr(task, key), told)
-    if isinstance(doc.get("node_progress"), dict):
-        for key in ("entered", "started"):
-            path = f"node_progress.{key}"
-            if told[path] is not None:
-                _leave_out_if_told(doc, path, checkpoint.node_progress.get(key), told)
+    _leave_out_told(doc, checkpoint)
     return doc
 
 
@@ -106,6 +94,56 @@ def _told(doc: dict) -> dict[str, object]:
             "spent.task.cost_usd": cost}
 
 
+def _leave_out_told(doc: dict, cp: Checkpoint) -> None:
+    """What ``_told`` gives, left out of ``doc`` (the file's form of ``cp``); a value that
+    differs is written, even a default. Spelled out field by field: it runs once per model turn,
+    and must agree with ``_told`` (tests/test_store_checkpoints.py)."""
+    if cp.reason == "llm_turn":
+        doc.pop("reason", None)
+    else:
+        doc["reason"] = cp.reason
+    state = doc.get("state")
+    if cp.state.current_agent == cp.position:
+        if state is not None:
+            state.pop("current_agent", None)
+            if not state:
+                del doc["state"]
+    elif state is None:
+        doc["state"] = {"current_agent": cp.state.current_agent}
+    else:
+        state["current_agent"] = cp.state.current_agent
+    progress = cp.node_progress
+    iteration = progress.get("iteration", 0)
+    if cp.turn_index == iteration:
+        doc.pop("turn_index", None)
+    else:
+        doc["turn_index"] = cp.turn_index
+    task = cp.spent.get("task")
+    spent = doc.get("spent")
+    if task is not None and spent is not None and isinstance(spent.get("task"), dict):
+        written = spent["task"]
+        tokens = calls = 0
+        cost = 0.0
+        for usage in cp.usage_by_model.values():
+            tokens += usage.input + usage.output
+            calls += usage.calls
+            cost += usage.cost
+        for key, value, told in (("tokens", task.tokens, tokens), ("model_calls", task.model_calls, calls),
+                                 ("cost_usd", task.cost_usd, cost)):
+            if value == told:
+                written.pop(key, None)
+            else:
+                written[key] = value
+    if type(iteration) is int and iteration >= 1 and "node_progress" in doc:
+        written_progress = doc["node_progress"]
+        for key in ("entered", "started"):
+            value = progress.get(key)
+            if value is True:
+                written_progress.pop(key, None)
+            else:
+                written_progress[key] = value
+
+
 def _parent(doc: dict, path: str, make: bool) -> tuple[dict | None, str]:
     *heads, last = path.split(".")
     for head in heads:
@@ -118,21 +156,8 @@ def _parent(doc: dict, path: str, make: bool) -> tuple[dict | None, str]:
     return doc, last
 
 
-def _leave_out_if_told(doc: dict, path: str, value: object, told: dict[str, object]) -> None:
-    """Leave ``path`` out of ``doc`` when ``from_disk`` tells it back, else write ``value``
-    (even a default, which absence no longer means)."""
-    holder, key = _parent(doc, path, make=True)
-    assert holder is not None
-    if told[path] == value:
-        holder.pop(key, None)
-        if not holder and path == "state.current_agent":
-            doc.pop("state", None)
-    else:
-        holder[key] = value
-
-
 def _tell(doc: dict) -> None:
-    """Put back what ``_leave_out_if_told`` left out (schema 9 onwards)."""
+    """Put back what ``_leave_out_told`` left out (schema 9 onwards)."""
     told = _told(doc)
     for path in _TOLD_FIELDS:
         if path.startswith("spent.task.") and not isinstance((doc.get("spent") or {}).get("task"), dict):
