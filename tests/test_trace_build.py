@@ -176,12 +176,13 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
     after failed attempts, and a short result keep what differs; a turn's agent, model, provider
     and stop reason are left out only when they are its node, the previous call's, and what its
     tool calls tell (schema 8), and written even as defaults when they differ; its node when it
-    is the previous turn's (schema 11)."""
+    is the previous turn's (schema 11); its iteration when it follows the previous turn's at its
+    node (a step that keeps its name keeps it), and its time in milliseconds (schema 15)."""
     import copy
 
-    def turn(name: str, message: str, ts: str, calls: list, llm: list, agent: str = "n") -> dict:
+    def turn(name: str, message: str, ts: str, calls: list, llm: list, agent: str = "n", iteration: int = 0) -> dict:
         return {"step_name": name, "message": message, "timestamp": ts, "agent": agent, "kind": "agent",
-                "node": "n", "iteration": 0, "tool_calls": calls, "llm_calls": llm}
+                "node": "n", "iteration": iteration, "tool_calls": calls, "llm_calls": llm}
 
     call = {"call_id": "c1", "server": "kv", "tool": "get", "arguments": {"key": "a"},
             "result": {"text": "y" * 500, "entry_id": "e1"}}
@@ -194,14 +195,14 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
         turn("helper:0", "calls kv.get", "2026-01-01T00:00:02Z", [moved],
              [{"model": "m", "provider": "p", "error": "timeout", "latency_ms": 9, "stop_reason": None},
               {"model": "m2", "provider": "p", "latency_ms": 10, "stop_reason": None}], agent="helper"),
-        turn("n:0", "", "2026-01-01T00:00:03Z", [],
-             [{"model": "m2", "provider": "", "latency_ms": 10, "stop_reason": "stop"}], agent=""),
+        turn("n:1", "", "2026-01-01T00:00:03Z", [],
+             [{"model": "m2", "provider": "", "latency_ms": 10, "stop_reason": "stop"}], agent="", iteration=1),
     ], "actions": [
         {"iteration": 0, "timestamp": "2026-01-01T00:00:01.750000Z", "thinking": "a",
          "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "y" * 500}]},
         {"iteration": 0, "timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",
          "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "short"}]},
-        {"iteration": 0, "timestamp": "2026-01-01T00:00:03.010000Z", "thinking": "c", "tool_calls": []},
+        {"iteration": 1, "timestamp": "2026-01-01T00:00:03.010000Z", "thinking": "c", "tool_calls": []},
     ]}
     small = compact(copy.deepcopy(doc))
     first, second = small["steps"][1], small["steps"][2]
@@ -213,6 +214,8 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
     third = small["steps"][3]
     assert third["agent"] == "" and third["llm_calls"] == [{"provider": "", "latency_ms": 10}]
     assert first["node"] == "n" and "node" not in second and "node" not in third   # the turn before's
+    assert first["timestamp"] == "2026-01-01T00:00:01.500Z"                         # milliseconds
+    assert "iteration" not in third and (first["iteration"], second["iteration"]) == (0, 0)
     assert second["tool_calls"][0]["result"]["text"] == "short"
     assert small["actions"][0] == {"thinking": "a"}
     assert small["actions"][1] == {"timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",

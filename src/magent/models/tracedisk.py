@@ -14,7 +14,11 @@ thousand times. ``compact`` (on the TraceLog's JSON form, defaults already left 
   ``provider`` when they are the previous turn's call's, and its ``stop_reason`` when it is what
   the step says (``tool_calls`` when it made tool calls, else ``stop``; none for a failed attempt).
   A value that differs is written, even a default (``"agent": ""``, ``"stop_reason": null``);
-- (schema 11) a turn step's ``node`` when it is the previous turn step's (null is written).
+- (schema 11) a turn step's ``node`` when it is the previous turn step's (null is written);
+- (schema 15) a turn step's ``iteration`` when its ``step_name`` is left out and it is one more
+  than the previous turn step's at the same node (a step without ``step_name`` is a turn: every
+  other step has one), and a step's ``timestamp`` in milliseconds (``...08.008000Z`` is written
+  ``...08.008Z``, read back as it was).
 
 Each field is dropped only when ``expand`` gives back the same value, so a step written some
 other way (a renamed tool, failed attempts before the answer) keeps what differs. Validating a
@@ -24,6 +28,7 @@ long results' texts, which are their entries').
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,10 +37,14 @@ LONG_RESULT = 164
 
 
 def _turns(doc: dict[str, Any], *, compacted: bool) -> list[dict[str, Any]]:
-    """The agent turn steps (``compacted``: their ``kind`` may have been left out)."""
-    kinds = (None, "agent") if compacted else ("agent",)
+    """The agent turn steps (``compacted``: their ``kind`` and ``iteration`` may have been left
+    out; a step without ``step_name`` is a compacted turn)."""
+    if not compacted:
+        return [s for s in doc.get("steps") or []
+                if isinstance(s, dict) and s.get("iteration") is not None and s.get("kind") == "agent"]
     return [s for s in doc.get("steps") or []
-            if isinstance(s, dict) and s.get("iteration") is not None and s.get("kind") in kinds]
+            if isinstance(s, dict) and (s.get("iteration") is not None or "step_name" not in s)
+            and s.get("kind") in (None, "agent")]
 
 
 def _name(record: dict[str, Any]) -> str:
@@ -126,6 +135,45 @@ def _compact_turn_nodes(turns: list[dict[str, Any]]) -> None:
             step["node"] = nodes[i]
 
 
+def _compact_turn_iterations(turns: list[dict[str, Any]]) -> None:
+    """Schema 15: a turn step's iteration left out when its step_name is (so the reader knows it
+    for a turn) and it follows the previous turn at its node's."""
+    last: dict[Any, Any] = {}
+    for step in turns:
+        node, iteration = step.get("node"), step.get("iteration")
+        if ("step_name" not in step and type(iteration) is int and node in last
+                and type(last[node]) is int and iteration == last[node] + 1):
+            del step["iteration"]
+        last[node] = iteration
+
+
+def _expand_turn_iterations(turns: list[dict[str, Any]]) -> None:
+    last: dict[Any, Any] = {}
+    for step in turns:
+        node = step.get("node")
+        if "iteration" not in step and type(last.get(node)) is int:
+            step["iteration"] = last[node] + 1
+        last[node] = step.get("iteration")
+
+
+_MICROS = re.compile(r"\.(\d{3})000Z$")
+_MILLIS = re.compile(r"\.(\d{3})Z$")
+
+
+def _compact_timestamps(steps: list[Any]) -> None:
+    for step in steps:
+        ts = step.get("timestamp") if isinstance(step, dict) else None
+        if isinstance(ts, str) and ts.endswith("000Z"):
+            step["timestamp"] = _MICROS.sub(r".\1Z", ts)
+
+
+def _expand_timestamps(steps: list[Any]) -> None:
+    for step in steps:
+        ts = step.get("timestamp") if isinstance(step, dict) else None
+        if isinstance(ts, str) and ts.endswith("Z") and len(ts) > 5 and ts[-5] == ".":
+            step["timestamp"] = _MILLIS.sub(r".\g<1>000Z", ts)
+
+
 def _expand_turn_nodes(turns: list[dict[str, Any]]) -> None:
     for i, step in enumerate(turns):
         if i and "node" not in step:
@@ -158,7 +206,9 @@ def compact(doc: dict[str, Any]) -> dict[str, Any]:
         for action in actions:
             for call in action.get("tool_calls") or []:
                 call.pop("result", None)
+    _compact_turn_iterations(turns)
     _compact_turn_nodes(turns)
+    _compact_timestamps(doc.get("steps") or [])
     return doc
 
 
@@ -167,8 +217,10 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
     records given as models: those were built in memory, never compacted). Returns ``doc``."""
     if not all(isinstance(s, dict) for s in [*(doc.get("steps") or []), *(doc.get("actions") or [])]):
         return doc
+    _expand_timestamps(doc.get("steps") or [])
     turns = _turns(doc, compacted=True)
     _expand_turn_nodes(turns)
+    _expand_turn_iterations(turns)
     _expand_turn_fields(turns)
     for step in turns:
         for key, value in _step_fields(step).items():

@@ -183,6 +183,13 @@ def same_format_to_14(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 14}
 
 
+def same_format_to_15(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints, tasks and traces did not change in version 15 (no older trace has a turn
+    step without both its name and iteration, or a time in milliseconds, which version 15
+    writes, so older traces read as before)."""
+    return {**doc, "schema_version": 15}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -223,6 +230,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 13): checkpoint_13_to_14_progress_flags_written,
     ("task", 13): same_format_to_14,
     ("trace", 13): same_format_to_14,
+    ("checkpoint", 14): same_format_to_15,
+    ("task", 14): same_format_to_15,
+    ("trace", 14): same_format_to_15,
 }
 """(document kind, from version) → migration to the next version."""
 
