@@ -13,6 +13,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -52,3 +53,15 @@ def magent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def python_exe() -> str:
     return sys.executable
+
+
+@pytest.fixture(scope="session")
+def toolbox_url() -> Iterator[str]:
+    """The URL of one real toolbox MCP server (tests/servers/toolbox.py) over streamable HTTP,
+    shared by the tests of a worker that only need its tools to be there. A stdio server is a
+    process per run (~0.6 s of CPU each, most of it importing the MCP SDK); tests of a server's
+    own life (start, stderr, crash, hang, kill, pid files) keep their own processes."""
+    from servers.harness import http_server
+
+    with http_server("streamable_http") as (url, _proc):
+        yield url

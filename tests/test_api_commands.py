@@ -17,7 +17,6 @@ from magent.errors import (
     ToolError, UsageError,
 )
 from magent.models import Event
-from servers.harness import stdio_server
 from support.cli import invoke
 from support.homes import HomeBuilder, standard_home
 
@@ -102,10 +101,12 @@ def test_validate_says_kind_and_verdict_per_file_as_the_cli_does() -> None:
 # tools ------------------------------------------------------------------------------------
 
 @pytest.fixture
-def mcp_file(tmp_path: Path) -> Path:
+def mcp_file(tmp_path: Path, toolbox_url: str) -> Path:
+    """The toolbox as ``tb`` (the session's server over streamable HTTP: these tests need its tools,
+    not a process of their own) and a server that cannot start."""
     path = tmp_path / "servers.yaml"
     path.write_text(yaml.safe_dump({"servers": [
-        stdio_server("tb"),
+        {"name": "tb", "transport": "streamable_http", "config": {"url": toolbox_url}},
         {"name": "ghost", "transport": "stdio", "config": {"command": "no-such-server-xyz"}},
     ]}, sort_keys=False))
     return path

@@ -13,11 +13,13 @@ from support.engine import events, task_dir, write
 
 
 def toolbox_flow(folder: Path, script: str, *, settings: dict | None = None, env: dict | None = None,
-                 human_between: bool = False, servers: list[dict] | None = None) -> Path:
-    """A one-agent workflow over the toolbox as ``tb`` (or over ``servers``), playing ``script``."""
+                 human_between: bool = False, servers: list[dict] | None = None, url: str | None = None) -> Path:
+    """A one-agent workflow over the toolbox as ``tb`` (or over ``servers``), playing ``script``;
+    with ``url``, the toolbox server there (over streamable HTTP) instead of one of its own."""
     if servers is None:
-        server = {"name": "tb", "transport": "stdio",
-                  "config": {"command": sys.executable, "args": [str(TOOLBOX)], "env": env or {}}}
+        server = ({"name": "tb", "transport": "streamable_http", "config": {"url": url}} if url is not None else
+                  {"name": "tb", "transport": "stdio",
+                   "config": {"command": sys.executable, "args": [str(TOOLBOX)], "env": env or {}}})
         if settings:
             server["tools"] = settings
         servers = [server]
@@ -69,8 +71,9 @@ def results(task_id: str) -> list[dict]:
     return [e.model_dump() for e in events(task_id) if e.type == "tool_result"]
 
 
-def test_needs_approval_pauses_before_the_call_and_approve_runs_it(tmp_path: Path, magent_home: Path) -> None:
-    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}})
+def test_needs_approval_pauses_before_the_call_and_approve_runs_it(tmp_path: Path, magent_home: Path,
+                                                                  toolbox_url: str) -> None:
+    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}}, url=toolbox_url)
     first = invoke("run", str(flow), "-t", "x", "--no-input")
     assert first.code == 3, first.out + first.err
     task_id = first.out.split()[1]
@@ -85,8 +88,9 @@ def test_needs_approval_pauses_before_the_call_and_approve_runs_it(tmp_path: Pat
     assert result["outcome"] == "SUCCESS" and result["result"] == "wrote payroll"
 
 
-def test_a_declined_call_becomes_an_observation_and_the_run_goes_on(tmp_path: Path, magent_home: Path) -> None:
-    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}})
+def test_a_declined_call_becomes_an_observation_and_the_run_goes_on(tmp_path: Path, magent_home: Path,
+                                                                    toolbox_url: str) -> None:
+    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}}, url=toolbox_url)
     task_id = invoke("run", str(flow), "-t", "x", "--no-input").out.split()[1]
     assert invoke("resume", task_id, "--modify", str(tmp_path / "mcp.yaml")).code == 2   # not allowed here
     done = invoke("resume", task_id, "--reject", "--message", "not today")

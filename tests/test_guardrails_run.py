@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from servers.harness import http_server, write_mcp_file
+from servers.harness import write_mcp_file
 from support.cli import invoke
 from support.engine import events, task_dir, write
 
@@ -32,15 +31,13 @@ def files_mentioning(home: Path, needles: list[str]) -> list[str]:
 TOOLBOX_URL = ""
 
 
-@pytest.fixture(scope="module", autouse=True)
-def toolbox_over_http() -> Iterator[str]:
-    """One real toolbox server (streamable HTTP) for the module's runs: the rails act on what its
-    `customer` tool returns, which needs the server to be there, not a process per run (a stdio
-    server costs each run ~0.6 s of CPU to start)."""
+@pytest.fixture(autouse=True)
+def _toolbox(toolbox_url: str) -> None:
+    """The module's runs use the session's toolbox server over streamable HTTP (conftest): the
+    rails act on what its `customer` tool returns, which needs the server to be there, not a
+    process per run."""
     global TOOLBOX_URL
-    with http_server("streamable_http") as (url, _proc):
-        TOOLBOX_URL = url
-        yield url
+    TOOLBOX_URL = toolbox_url
 
 
 def flow(folder: Path, script: str, guardrails: str, *, judge: str | None = None, limits: str = "",
