@@ -14,7 +14,6 @@ import yaml
 import magent
 from magent.errors import TaskNotFoundError, TaskStateError, UsageError
 from magent.models import Event
-from servers.harness import stdio_server
 from support.cli import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,10 +117,10 @@ def test_task_details_are_what_tasks_show_prints(magent_home: Path) -> None:
 # mcp list ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_mcp_servers_says_which_answer(magent_home: Path, tmp_path: Path) -> None:
+def test_mcp_servers_says_which_answer(magent_home: Path, tmp_path: Path, toolbox_url: str) -> None:
     servers = tmp_path / "servers.yaml"
     servers.write_text(yaml.safe_dump({"servers": [
-        stdio_server("tb"),
+        {"name": "tb", "transport": "streamable_http", "config": {"url": toolbox_url}},
         {"name": "ghost", "transport": "stdio", "config": {"command": "no-such-server-xyz"}},
     ]}, sort_keys=False))
     statuses = magent.mcp_servers(mcp=[servers])

@@ -5,7 +5,6 @@ observation, and the limit holds across the concurrent calls of one model respon
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from magent.models import RateLimit
 from magent.tools.ratelimit import RateLimited, RateLimiter
-from servers.harness import TOOLBOX, write_mcp_file
+from servers.harness import write_mcp_file
 from support.cli import invoke
 from support.engine import agent_yaml, events, task_dir, write
 
@@ -94,10 +93,11 @@ def test_concurrent_acquires_never_share_the_last_slot() -> None:
         assert admitted[i + 2] - admitted[i] >= 1
 
 
-# Through `magent run`, against a real MCP server over stdio.
+# Through `magent run`, against a real MCP server: the toolbox the session shares (conftest toolbox_url).
 
-def flow(folder: Path, script: str, *, server_limit: dict | None = None, tool_limit: dict | None = None) -> Path:
-    server = {"name": "tb", "transport": "stdio", "config": {"command": sys.executable, "args": [str(TOOLBOX)]}}
+def flow(folder: Path, script: str, url: str, *, server_limit: dict | None = None, tool_limit: dict | None = None
+         ) -> Path:
+    server = {"name": "tb", "transport": "streamable_http", "config": {"url": url}}
     if server_limit:
         server["rate_limit"] = server_limit
     if tool_limit:
@@ -126,8 +126,8 @@ def stamps(task_id: str) -> dict[str, float]:
     return out
 
 
-def test_over_the_limit_a_call_waits_for_its_slot(tmp_path: Path) -> None:
-    target = flow(tmp_path, THREE_STAMPS, tool_limit={"calls": 2, "per_seconds": 1.5})
+def test_over_the_limit_a_call_waits_for_its_slot(tmp_path: Path, toolbox_url: str) -> None:
+    target = flow(tmp_path, THREE_STAMPS, toolbox_url, tool_limit={"calls": 2, "per_seconds": 1.5})
     before = time.time()
     result = invoke("run", str(target), "-t", "stamp three times", "--no-input")
     assert result.code == 0, result.out + result.err
@@ -143,8 +143,8 @@ def test_over_the_limit_a_call_waits_for_its_slot(tmp_path: Path) -> None:
     assert "for the rate limit of tool tb.stamp" in trace.out
 
 
-def test_a_refused_call_is_an_observation_the_model_sees(tmp_path: Path) -> None:
-    target = flow(tmp_path, THREE_STAMPS, server_limit={"calls": 2, "per_seconds": 3600, "on_limit": "refuse"})
+def test_a_refused_call_is_an_observation_the_model_sees(tmp_path: Path, toolbox_url: str) -> None:
+    target = flow(tmp_path, THREE_STAMPS, toolbox_url, server_limit={"calls": 2, "per_seconds": 3600, "on_limit": "refuse"})
     result = invoke("run", str(target), "-t", "stamp three times", "--no-input")
     assert result.code == 0, result.out + result.err
     task_id = result.out.split()[1]

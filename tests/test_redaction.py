@@ -245,11 +245,11 @@ def test_inline_answers_are_masked(magent_home: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_message_about_a_tool_call_is_masked(magent_home: Path, tmp_path: Path) -> None:
+def test_a_message_about_a_tool_call_is_masked(magent_home: Path, tmp_path: Path, toolbox_url: str) -> None:
     """The decision on a call that needs approval is kept in the checkpoint's node progress."""
     from test_engine_tools import WRITES, toolbox_flow
 
-    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}})
+    flow = toolbox_flow(tmp_path, WRITES, settings={"writes": {"needs_approval": True}}, url=toolbox_url)
     paused = invoke("run", str(flow), "-t", "x", "--no-input")
     assert paused.code == 3, paused.err
     task_id = paused.out.split()[1]
