@@ -106,22 +106,23 @@ def _turns() -> list[dict]:
 
 
 def test_compact_events_read_back_whole_from_any_point(tmp_path):
-    """Schema 10: what a line of events.jsonl can be told from, itself or the line before, is
-    left out, and every reader (the whole file, a follower, a resume from any checkpoint) gets
+    """Schemas 10 and 16: what a line of events.jsonl can be told from, itself or the line
+    before (its ts too, when that line wrote the same), is left out, and every reader (the whole file, a follower, a resume from any checkpoint) gets
     the events back whole; lines written in full (older files) read as they are."""
     from magent.engine.events import pack, unpack_all
     from magent.store.files import read_jsonl
     from magent.trace.follow import Tail
 
     events = _turns()
-    packed, previous = [], None
+    packed, previous, previous_ts = [], None, None
     for ev in events:
-        packed.append(pack(ev, previous))
-        previous = ev
+        packed.append(pack(ev, previous, previous_ts))
+        previous, previous_ts = ev, packed[-1].get("ts")
     assert packed[0]["ts"].endswith(".000Z") and "agent" not in packed[0] and "latency_ms" not in packed[0]
     assert packed[0]["request"]["conversation"] == {"leaf": "e0", "count": 1}    # nothing before it
-    assert packed[2] == {"seq": 3, "ts": "2026-01-01T00:00:01.000Z", "type": "tool_result",
+    assert packed[2] == {"seq": 3, "type": "tool_result",                          # the ts before it
                          "tool": "kv.get_v2", "duration_ms": 0, "entry_id": "e2"}
+    assert packed[1]["ts"] == "2026-01-01T00:00:01.000Z" and "ts" not in packed[5] and packed[6]["ts"]
     assert packed[3]["agent"] == "helper" and packed[3]["request"]["conversation"] == {"count": 3}
     assert packed[6]["call_id"] == "c2" and packed[6]["outcome"] == "ERROR"        # not after its call
     assert "call_id" in packed[7] and packed[8]["request"]["conversation"]["leaf"] == "e0"

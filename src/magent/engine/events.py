@@ -76,27 +76,32 @@ def for_disk(doc: dict[str, Any], *, lean: bool = True) -> dict[str, Any] | None
 # left out when reading puts it back exactly, from the line itself or from the line just before it
 # in the file (``pack``/``unpack``). Only fields that every older line carries are left out, so an
 # absent one can only mean the compact form:
-# - ``ts`` in UTC is written ``...Z`` instead of ``...+00:00`` (read back as ``+00:00``);
+# - ``ts`` in UTC is written ``...Z`` instead of ``...+00:00`` (read back as ``+00:00``), and
+#   (schema 16) not at all when it is the one the line before wrote (the same millisecond);
 # - an ``llm_call``'s ``agent`` when it is its ``node``, its ``latency_ms`` when 0, and its
 #   ``request.conversation.leaf`` when it is the ``entry_id`` of the line before (the tool
 #   result the call answers);
 # - a ``tool_result``'s ``outcome`` when ``SUCCESS``; and when the line before is its own
 #   ``tool_call``, its ``call_id``, and its ``tool`` and ``node`` when they are the call's.
 # A line is told only from fields the line before always writes (``entry_id``, a tool_call's
-# ``call_id``, ``tool``, ``node``), so one line of look-back reads any line back. The writer
-# compares with the line it wrote last (none yet: nothing is left out that needs it), so a run
-# that appends to an older file, or after another writer, writes in full what it cannot tell.
+# ``call_id``, ``tool``, ``node``) or wrote itself (``ts``), so one line of look-back reads any
+# line back. The writer compares with the line it wrote last (none yet: nothing is left out that
+# needs it), so a run that appends to an older file, or after another writer, writes in full what
+# it cannot tell.
 
 _UTC = "+00:00"
 
 
-def pack(doc: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+def pack(doc: dict[str, Any], previous: dict[str, Any] | None, previous_ts: str | None = None) -> dict[str, Any]:
     """``doc`` (a copy when anything is left out) as its line holds it; ``previous``: the event
-    of the line written just before it, in full (None when unknown)."""
+    of the line written just before it, in full (None when unknown); ``previous_ts``: the ``ts``
+    that line wrote (None: it wrote none, or it is unknown)."""
     out = dict(doc)
     ts = out.get("ts")
     if isinstance(ts, str) and ts.endswith(_UTC):
-        out["ts"] = ts[:-len(_UTC)] + "Z"
+        out["ts"] = ts = ts[:-len(_UTC)] + "Z"
+        if ts == previous_ts:
+            del out["ts"]
     kind = out.get("type")
     if kind == "llm_call":
         if "agent" in out and out["agent"] == out.get("node") and out["agent"] is not None:
@@ -124,6 +129,8 @@ def pack(doc: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]
 def unpack(doc: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
     """Put back (in place) what ``pack`` left out of ``doc``; ``previous``: the event of the line
     just before it in the file, as read (None when there is none, or it could not be read)."""
+    if "ts" not in doc and previous is not None and "ts" in previous:
+        doc["ts"] = previous["ts"]
     ts = doc.get("ts")
     if isinstance(ts, str) and ts.endswith("Z"):
         doc["ts"] = ts[:-1] + _UTC

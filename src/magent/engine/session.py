@@ -283,9 +283,10 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
         if redactor.tool_io:
             kept = for_disk(raw)
             if kept is not None:
-                td.append_event_line(redactor.json_line(pack(kept, td.last_event)), kept)
+                line = pack(kept, td.last_event, td.last_ts)
+                td.append_event_line(redactor.json_line(line), kept, line.get("ts"))
         elif (kept := for_disk(doc, lean=False)) is not None:
-            td.append_event_doc(to_jsonable_python(redactor.event(pack(kept, td.last_event))), kept)
+            td.append_event_doc(to_jsonable_python(redactor.event(pack(kept, td.last_event, td.last_ts))), kept)
         if sinks:
             shown = Event.model_validate(doc)
             for sink in sinks:

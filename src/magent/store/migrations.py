@@ -190,6 +190,12 @@ def same_format_to_15(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 15}
 
 
+def same_format_to_16(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints, tasks and traces did not change in version 16: an events.jsonl line leaves
+    out the ``ts`` the line before wrote (every older line has its own)."""
+    return {**doc, "schema_version": 16}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -233,6 +239,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 14): same_format_to_15,
     ("task", 14): same_format_to_15,
     ("trace", 14): same_format_to_15,
+    ("checkpoint", 15): same_format_to_16,
+    ("task", 15): same_format_to_16,
+    ("trace", 15): same_format_to_16,
 }
 """(document kind, from version) → migration to the next version."""
 

@@ -60,6 +60,8 @@ class TaskDir:
         self.requests = RequestLog(self.path / "requests.jsonl")
         self._events: JsonlWriter | None = None
         self.last_event: dict[str, Any] | None = None
+        self.last_ts: str | None = None
+        """The ``ts`` that line wrote (None: none, or not known)."""
         """The event of the line this process appended last to events.jsonl, in full (None:
         none yet, or the append failed): what the next line may be told from."""
         self.committer: "Committer | None" = None
@@ -144,18 +146,19 @@ class TaskDir:
         whole event when ``doc`` is its compact form (``engine.events.pack``)."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
-        self.last_event = None
+        self.last_event, self.last_ts = None, None
         self._events.append(doc)
-        self.last_event = event if event is not None else doc
+        self.last_event, self.last_ts = (event if event is not None else doc), doc.get("ts")
 
-    def append_event_line(self, line: bytes, event: dict[str, Any] | None) -> None:
+    def append_event_line(self, line: bytes, event: dict[str, Any] | None, ts: str | None = None) -> None:
         """Append an event already turned into its line of JSON (without the newline); ``event``:
-        the event the line holds, in full (None: not known)."""
+        the event the line holds, in full (None: not known); ``ts``: the ``ts`` the line holds
+        (None: none)."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
-        self.last_event = None
+        self.last_event, self.last_ts = None, None
         self._events.append_line(line)
-        self.last_event = event
+        self.last_event, self.last_ts = event, ts
 
     def sync(self) -> None:
         """Make appended entries, request pieces and events durable (with a run's group commit:
