@@ -17,17 +17,31 @@ from support.cli import invoke
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def configured(magent_home: Path) -> Iterator[Path]:
-    (magent_home / "config").mkdir(parents=True)
-    path = magent_home / "config" / "mcp_servers.yaml"
+def _configure(home: Path, tb: dict) -> Iterator[Path]:
+    """The home's servers: the toolbox as ``tb`` (``tb.slow`` times out after 1 s), one that
+    cannot start and one that cannot be reached."""
+    (home / "config").mkdir(parents=True)
+    path = home / "config" / "mcp_servers.yaml"
     with refused_url() as away:
         path.write_text(yaml.safe_dump({"servers": [
-            stdio_server("tb", tools={"slow": {"timeout_seconds": 1}}),
+            {**tb, "tools": {"slow": {"timeout_seconds": 1}}},
             {"name": "ghost", "transport": "stdio", "config": {"command": "no-such-server-xyz"}},
             {"name": "away", "transport": "streamable_http", "config": {"url": away}},
         ]}, sort_keys=False))
         yield path
+
+
+@pytest.fixture
+def configured(magent_home: Path, toolbox_url: str) -> Iterator[Path]:
+    """``tb`` is the session's toolbox server over streamable HTTP (conftest): each command of these
+    tests starts the servers it needs, and they need its tools, not a process of their own."""
+    yield from _configure(magent_home, {"name": "tb", "transport": "streamable_http", "config": {"url": toolbox_url}})
+
+
+@pytest.fixture
+def configured_stdio(magent_home: Path) -> Iterator[Path]:
+    """``tb`` over stdio, a process of its own, as a user's local server is."""
+    yield from _configure(magent_home, stdio_server("tb"))
 
 
 def test_mcp_list_with_nothing_configured() -> None:
@@ -36,7 +50,7 @@ def test_mcp_list_with_nothing_configured() -> None:
     assert json.loads(invoke("mcp", "list", "--json").out) == []
 
 
-def test_mcp_list_says_which_servers_answer(configured: Path) -> None:
+def test_mcp_list_says_which_servers_answer(configured_stdio: Path) -> None:
     r = invoke("mcp", "list")
     assert r.code == 0
     lines = r.out.splitlines()
@@ -49,7 +63,7 @@ def test_mcp_list_says_which_servers_answer(configured: Path) -> None:
     data = {s["name"]: s for s in json.loads(invoke("mcp", "list", "--json").out)}
     assert data["tb"]["ok"] is True and data["tb"]["tools"] == 14 and data["tb"]["transport"] == "stdio"
     assert data["ghost"]["ok"] is False and "not found on PATH" in data["ghost"]["error"]
-    assert data["away"]["source"] == str(configured)
+    assert data["away"]["source"] == str(configured_stdio)
 
 
 def test_tools_list_shows_names_descriptions_and_arguments(configured: Path) -> None:
