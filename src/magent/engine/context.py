@@ -21,7 +21,7 @@ from magent.models import (
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
-from magent.store.journal import positions as journal_positions
+from magent.store.journal import Positions as JournalPositions
 
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
@@ -97,6 +97,8 @@ class RunContext:
         self.telemetry: Any = None
         """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
+        self.journals = JournalPositions(td.path)
+        """The lengths of the task's journals, as each checkpoint records them."""
         self._texts: dict[str, str] = {}
         """Finished children's answers by entry id (the rest are read from entries.jsonl)."""
 
@@ -453,7 +455,7 @@ class RunContext:
             node_progress=self.redactor.data(self.progress), visits=self.visits, turn_index=self.turn_index,
             usage_by_model=self.usage_by_model,
             cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions, spent=self.meter.snapshot(),
-            journals=journal_positions(self.td.path))
+            journals=self.journals())
         self.last_checkpoint = self.td.checkpoints.write(cp)
         self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
         failpoints.hit("after_checkpoint")

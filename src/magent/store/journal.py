@@ -37,8 +37,34 @@ class Journal:
         return read_jsonl(self.path, problems)
 
     def append(self, change: dict[str, Any]) -> None:
-        with JsonlWriter(self.path) as writer:  # repairs a torn tail first; syncs on close
-            writer.append(change)
+        global _appends
+        try:
+            with JsonlWriter(self.path) as writer:  # repairs a torn tail first; syncs on close
+                writer.append(change)
+        finally:
+            _appends += 1
+
+
+_appends = 0
+"""Appends this process has made to any journal (``Positions`` is checked against it)."""
+
+
+class Positions:
+    """``positions(task_dir)`` for a run, which asks at every checkpoint: the lengths are read
+    again only after this process appended to a journal (the run holds the task's lock: no other
+    process writes to its journals; a tool that did would bypass them anyway)."""
+
+    def __init__(self, task_dir: Path):
+        self.dir = task_dir
+        self._seen = -1
+        self._lengths: dict[str, int] = {}
+
+    def __call__(self) -> dict[str, int]:
+        if self._seen != _appends:
+            seen = _appends
+            self._lengths = positions(self.dir)
+            self._seen = seen
+        return dict(self._lengths)
 
 
 def positions(task_dir: Path) -> dict[str, int]:
