@@ -39,15 +39,25 @@ def test_files_are_numbered_and_chained_by_parent_id(task):
     assert sorted(p.name for p in task.path.glob("checkpoint_*")) == [
         "checkpoint_000.json", "checkpoint_001.json", "checkpoint_002.json"]
     docs = [json.loads(task.checkpoint_file(n).read_text()) for n in range(3)]
-    assert [d["sequence"] for d in docs] == [0, 1, 2]
+    assert [task.dir.checkpoints.read(n).sequence for n in range(3)] == [0, 1, 2]
     assert docs[0].get("parent_id") is None
     assert docs[1]["parent_id"] == docs[0]["checkpoint_id"]
     assert docs[2]["parent_id"] == docs[1]["checkpoint_id"]
-    for d in docs:
+    for n, d in enumerate(docs):
         assert d["schema_version"] == SCHEMA_VERSION
         stored = d.pop("sha256")
-        assert "task_id" not in d                       # the directory names it; it is hashed
-        assert stored == content_hash(d, task.id) != canonical_hash(d)
+        assert not {"task_id", "sequence"} & set(d)    # the directory and the name hold them; hashed
+        assert stored == content_hash(d, task.id, n) != content_hash(d, task.id, n + 1)
+        assert content_hash(d, task.id, n) != canonical_hash(d)
+
+
+def test_a_renamed_checkpoint_fails_its_hash(task):
+    """The number is the file's name, hashed with the content: a checkpoint moved to another
+    number is corrupt, not read as that one."""
+    task.checkpoint_file(2).unlink()
+    task.checkpoint_file(1).rename(task.checkpoint_file(2))
+    with pytest.raises(CheckpointCorruptError, match="does not match its sha256"):
+        task.dir.checkpoints.read(2)
 
 
 def test_checkpoint_files_hold_no_messages(task):
@@ -105,6 +115,10 @@ def test_missing_number(task):
 
 # corruption -------------------------------------------------------------------------------
 
+def _number(path) -> int:
+    return int(path.stem.split("_")[1])
+
+
 def _truncate(path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
@@ -120,6 +134,7 @@ def _edit_and_rehash_wrong_task(path):
     doc = json.loads(path.read_text())
     doc.pop("sha256")
     doc["task_id"] = new_id()
+    doc["sequence"] = _number(path)
     doc["sha256"] = canonical_hash(doc)
     path.write_text(json.dumps(doc))
 
@@ -128,7 +143,7 @@ def _written_for_another_task(path):
     """A checkpoint as another task would have written it (its id is hashed, not stored)."""
     doc = json.loads(path.read_text())
     doc.pop("sha256")
-    doc["sha256"] = content_hash(doc, new_id())
+    doc["sha256"] = content_hash(doc, new_id(), _number(path))
     path.write_text(json.dumps(doc))
 
 
@@ -136,7 +151,7 @@ def _future_schema(path):
     doc = json.loads(path.read_text())
     doc.pop("sha256")
     doc["schema_version"] = SCHEMA_VERSION + 1
-    doc["sha256"] = content_hash(doc, path.parent.name)
+    doc["sha256"] = content_hash(doc, path.parent.name, _number(path))
     path.write_text(json.dumps(doc))
 
 
@@ -144,7 +159,7 @@ def _bad_field(path):
     doc = json.loads(path.read_text())
     doc.pop("sha256")
     doc["sequence"] = "two"
-    doc["sha256"] = content_hash(doc, path.parent.name)
+    doc["sha256"] = content_hash(doc, path.parent.name, _number(path))
     path.write_text(json.dumps(doc))
 
 

@@ -33,19 +33,26 @@ def canonical_hash(doc: dict) -> str:
     return hashlib.sha256(_CANONICAL.encode(doc).encode()).hexdigest()
 
 
-def content_hash(doc: dict, task_id: str) -> str:
-    """A checkpoint file's ``sha256``: of its document without it, the task id included (since
-    schema 5 the id is not stored, but a checkpoint copied into another task's directory must
-    still fail its hash)."""
-    return canonical_hash(doc if "task_id" in doc else {**doc, "task_id": task_id})
+def content_hash(doc: dict, task_id: str, sequence: int | None = None) -> str:
+    """A checkpoint file's ``sha256``: of its document without it, the task id and (given) the
+    sequence number included (since schema 5 the id is not stored, since schema 17 the number,
+    which the file's name holds; a checkpoint copied into another task's directory or renamed
+    must still fail its hash)."""
+    extra: dict = {}
+    if "task_id" not in doc:
+        extra["task_id"] = task_id
+    if sequence is not None and "sequence" not in doc:
+        extra["sequence"] = sequence
+    return canonical_hash({**doc, **extra} if extra else doc)
 
 
 def to_disk(checkpoint: Checkpoint) -> dict:
     """The checkpoint as its file holds it (without ``sha256``).
 
     One is written per model turn, so every byte counts a thousand times on a long run: fields at
-    their defaults are left out, at any depth (they come back on read); so is ``task_id`` (the
-    directory names it; it is still hashed); a journal still empty is not named; and an agent's
+    their defaults are left out, at any depth (they come back on read); so are ``task_id`` (the
+    directory names it) and, since schema 17, ``sequence`` (the file's name has it), both still
+    hashed; a journal still empty is not named; and an agent's
     ``spent`` that equals the whole task's (the usual case: one agent) is written ``"task"``.
     Since schema 9 a field is also left out when it is what the checkpoint's other fields tell
     (``from_disk`` puts it back; a value that differs is written, even a default): ``reason``
@@ -56,8 +63,8 @@ def to_disk(checkpoint: Checkpoint) -> dict:
     ``iteration`` is 1 or more (a node past its first turn has been entered and started).
     """
     doc = {"schema_version": checkpoint.schema_version,
-           **checkpoint.model_dump(mode="json", exclude={"sha256": True, "task_id": True, "state": {"messages"}},
-                                   exclude_defaults=True)}
+           **checkpoint.model_dump(mode="json", exclude={"sha256": True, "task_id": True, "sequence": True,
+                                                         "state": {"messages"}}, exclude_defaults=True)}
     if checkpoint.journals is not None:
         doc["journals"] = {name: size for name, size in checkpoint.journals.items() if size}
     spent = doc.get("spent")
@@ -169,10 +176,13 @@ def _tell(doc: dict) -> None:
             holder.setdefault(key, told[path])
 
 
-def from_disk(doc: dict, task_id: str) -> dict:
+def from_disk(doc: dict, task_id: str, sequence: int | None = None) -> dict:
     """What ``to_disk`` left out or wrote by reference, put back (a migrated document of any
-    version). Raises ``ValueError`` for a reference that names nothing."""
+    version; ``sequence``: the number its file's name holds). Raises ``ValueError`` for a
+    reference that names nothing."""
     doc.setdefault("task_id", task_id)
+    if sequence is not None:
+        doc.setdefault("sequence", sequence)
     _tell(doc)
     spent = doc.get("spent")
     if isinstance(spent, dict):
@@ -246,7 +256,7 @@ class CheckpointLog:
                 f"task {self.task_id[:8]}: checkpoint sequence {checkpoint.sequence} out of order "
                 f"(next is {expected})")
         doc = to_disk(checkpoint)
-        digest = content_hash(doc, self.task_id)
+        digest = content_hash(doc, self.task_id, checkpoint.sequence)
         doc["sha256"] = digest
         if self.committer is not None:
             path = self.path(checkpoint.sequence)
@@ -288,7 +298,7 @@ class CheckpointLog:
         if not isinstance(doc, dict):
             raise CheckpointCorruptError(f"{where}: not a JSON object")
         stored = doc.pop("sha256", None)
-        if stored != content_hash(doc, self.task_id):
+        if stored != content_hash(doc, self.task_id, sequence):
             raise CheckpointCorruptError(f"{where}: content does not match its sha256 (edited or damaged)")
         version = doc.get("schema_version")
         if type(version) is not int or version < 1:
@@ -296,7 +306,7 @@ class CheckpointLog:
         if version > SCHEMA_VERSION:
             raise CheckpointCorruptError(f"{where}: written by a newer magent (schema {version})")
         try:
-            doc = from_disk(migrate("checkpoint", doc), self.task_id)
+            doc = from_disk(migrate("checkpoint", doc), self.task_id, sequence)
         except ValueError as exc:
             raise CheckpointCorruptError(f"{where}: {exc}") from None
         try:

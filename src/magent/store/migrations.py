@@ -196,6 +196,13 @@ def same_format_to_16(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 16}
 
 
+def same_format_to_17(doc: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoints leave their ``sequence`` to their file's name in version 17 (hashed with it,
+    as the task id since version 5); an older checkpoint has it, which reading keeps. Tasks and
+    traces did not change."""
+    return {**doc, "schema_version": 17}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -242,6 +249,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 15): same_format_to_16,
     ("task", 15): same_format_to_16,
     ("trace", 15): same_format_to_16,
+    ("checkpoint", 16): same_format_to_17,
+    ("task", 16): same_format_to_17,
+    ("trace", 16): same_format_to_17,
 }
 """(document kind, from version) → migration to the next version."""
 
