@@ -63,6 +63,21 @@ def timed_factory(stamps: list[tuple[float, float]], times: list | None = None):
     return factory
 
 
+FLOOR_STEADY = 1.5
+"""The widest spread (largest / smallest) of the fsync floor's measures around the runs for which
+a ratio to it is printed as a figure: under another program's disk load the floor was seen to
+swing from 0.7 to 20 ms within a minute."""
+
+
+def floor_note(floors_ms: list[float]) -> str:
+    """'' when the floor held steady around the runs, else why the ratio to it cannot be read."""
+    spread = max(floors_ms) / min(floors_ms)
+    if spread <= FLOOR_STEADY:
+        return ""
+    return (f"the floor moved {min(floors_ms):.2f}-{max(floors_ms):.2f} ms during the runs "
+            f"({spread:.1f}x): the disk's load changed, so the ratio cannot be read; run again quiet")
+
+
 def fsync_floor(directory: Path, steps: int = 30) -> float:
     """The median time (s) of one step's durable writes with no engine around them: a 10.5 KB
     line appended to a JSON Lines file and fsynced, a 750-byte checkpoint written to a temp file,
@@ -144,9 +159,11 @@ async def one_run(n: int, home: Path, durability: str | None = None) -> dict:
 
 
 def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> dict:
-    """Run the workload ``repeats`` times in this process (each run preceded by a measure of the
+    """Run the workload ``repeats`` times in this process (each run between two measures of the
     fsync floor in the same directory, so both see the same load) and return the figures:
-    ``per_step_ms``, ``floor_ms``, ``ratio`` (per-step / floor), ``cpu_ms`` (process CPU per
+    ``per_step_ms``, ``floor_ms``, ``ratio`` (per-step / floor), ``floors_ms`` (every measure of
+    the floor: a spread wider than ``FLOOR_STEADY`` means the disk's load changed during the runs,
+    and the ratio cannot be read), ``cpu_ms`` (process CPU per
     step; ``user_ms``/``system_ms``: its mean user and kernel parts), ``first10_ms``, ``last10_ms``,
     ``flatness`` (last10 / first10), ``cp10``/``cpN`` (checkpoint bytes at step 10 and N), ``disk``
     (bytes on disk / (N x 10,000)), ``files`` (bytes per file but checkpoints), ``checkpoint_bytes``."""
@@ -155,6 +172,7 @@ def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> d
         with tempfile.TemporaryDirectory() as tmp:
             floors.append(fsync_floor(Path(tmp) / "floor"))
             runs.append(asyncio.run(one_run(n, Path(tmp) / "home", durability)))
+            floors.append(fsync_floor(Path(tmp) / "floor-after"))
     med = statistics.median(statistics.median(r["steps"]) for r in runs)
     first = statistics.median(statistics.median(r["steps"][:10]) for r in runs)
     last = statistics.median(statistics.median(r["steps"][-10:]) for r in runs)
@@ -162,6 +180,7 @@ def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> d
     r0 = runs[0]
     return {"n": n, "repeats": repeats, "durability": durability or "sync",
             "per_step_ms": med * 1000, "floor_ms": floor * 1000, "ratio": med / floor,
+            "floors_ms": [f * 1000 for f in floors],
             "cpu_ms": statistics.median(statistics.median(r["cpu"]) for r in runs) * 1000,
             "user_ms": statistics.median(r["user"] for r in runs) * 1000,
             "system_ms": statistics.median(r["system"] for r in runs) * 1000,
@@ -176,6 +195,8 @@ def report(m: dict) -> None:
     print(f"long-react N={n}, durability {m['durability']}, {m['repeats']} runs (medians)")
     print(f"  per-step time           {m['per_step_ms']:7.3f} ms   = {m['ratio']:.2f} x the fsync floor "
           f"({m['floor_ms']:.3f} ms, measured in the same run; goal <= 2)")
+    if floor_note(m["floors_ms"]):
+        print(f"  NOTE: {floor_note(m['floors_ms'])}")
     print(f"  process CPU per step    {m['cpu_ms']:7.3f} ms   (goal <= 2 ms; mean user {m['user_ms']:.3f} ms "
           f"+ system {m['system_ms']:.3f} ms)")
     print(f"  first 10 / last 10      {m['first10_ms']:7.3f} / {m['last10_ms']:.3f} ms   ratio "
