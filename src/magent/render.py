@@ -401,7 +401,7 @@ class EventPrinter:
             self.out.print(f"  [yellow]{round_limit(ev.field('max_rounds'))}[/]")
 
     def _on_guardrail(self, ev: Any) -> None:
-        from magent.trace.build import describe_guardrail
+        from magent.trace.notes import describe_guardrail
 
         outcome = ev.field("outcome")
         if outcome == "pass":
@@ -428,7 +428,7 @@ class EventPrinter:
                        highlight=False)
 
     def _on_memory_stored(self, ev: Any) -> None:
-        from magent.trace.build import stored_text
+        from magent.trace.notes import stored_text
 
         line = short(stored_text(ev.model_dump()), 160)
         self.out.print(f"  [magenta]◆ memory:[/] {_esc(line)}", highlight=False)

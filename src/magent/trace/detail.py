@@ -113,7 +113,7 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
             "requested": result.get("requested"), "artifact": _artifact(view.td, result.get("artifact"))})
     detail["tool_calls"] = tool_calls
     if detail["type"] != "event":
-        from magent.trace.build import describe_guardrail
+        from magent.trace.notes import describe_guardrail
 
         detail["guardrails"] = [describe_guardrail(ev) for ev in by_type.get("guardrail", [])]
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from magent.store.files import loads, read_bytes
 from magent.trace.actions import hydrate
 from magent.engine.events import read_events
-from magent.trace.build import TraceDoc, build_trace_doc
+from magent.trace.build import build_trace_doc
+from magent.trace.steps import TraceDoc
 from magent.models.tracedisk import expand
 
 if TYPE_CHECKING:
@@ -135,7 +136,8 @@ def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
     """Put back the ~1,000 characters of the results trace.json leaves to their entries (from
     those entries). Returns ``doc``, changed in place."""
     from magent.store.files import read_jsonl
-    from magent.trace.build import RESULT_LIMIT, _truncate
+    from magent.trace.notes import _truncate
+    from magent.trace.steps import RESULT_LIMIT
 
     cut = {}
     for step in doc.get("steps") or []:

@@ -1,5 +1,5 @@
-"""One-line descriptions of the events of structured output and context budgets, shared by
-the live view and ``magent trace``."""
+"""One-line descriptions of events (structured output, context budgets, guardrails, memory),
+shared by the live view and ``magent trace``."""
 
 from __future__ import annotations
 
@@ -23,4 +23,56 @@ def compaction(ev: dict[str, Any]) -> str:
             f"{ev.get('tokens_before'):,} → {ev.get('tokens_after'):,} tokens (budget {ev.get('budget'):,})")
     if ev.get("summary"):
         text += f"; summary: {' '.join(str(ev['summary']).split())}"
+    return text
+
+
+def plural_attempts(n: int) -> str:
+    return f"{n} attempt" + ("" if n == 1 else "s")
+
+
+def _truncate(text: str | None, limit: int) -> str:
+    if not text:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def describe_guardrail(ev: dict[str, Any]) -> str:
+    """One line for a rail's decision: ``input rail 'pii' masked the result of kb.get: found 1 email``."""
+    subjects = {"task": "the task text", "follow_up": "the follow-up", "answer": "the answer"}
+    subject = subjects.get(str(ev.get("source")), f"the result of {ev.get('tool')}")
+    name = f"{ev.get('stage')} rail '{ev.get('rail')}'" + (
+        f" ({ev.get('kind')})" if ev.get("kind") != ev.get("rail") else "")
+    outcome = str(ev.get("outcome"))
+    verb = {"pass": "passed", "mask": "masked", "warn": "flagged", "block": "blocked", "revise": "sent back",
+            "pause": "held"}.get(outcome, outcome)
+    return f"{name} {verb} {subject}" + (f": {ev['reason']}" if ev.get("reason") else "")
+
+
+def stored_text(ev: dict[str, Any]) -> str:
+    """One line for a ``memory_stored`` event: what was written, where, and what it says."""
+    what = "replaced" if ev.get("replaced") else "already had" if ev.get("again") else "stored"
+    kind = ev.get("kind") or "memory"
+    kind = f"{ev['memory_type']} {kind}" if kind == "memory" and ev.get("memory_type") else kind
+    text = f"{what} {kind} [{str(ev.get('id'))[:8]}] in {ev.get('scope')}: {ev.get('content') or ''}"
+    for note in ev.get("notes") or []:
+        text += f" [{note}]"
+    return text
+
+
+def recalled_text(ev: dict[str, Any]) -> str:
+    """One line for a ``memory_recalled`` event: how many, for what, and why each."""
+    hits = ev.get("hits") or []
+    query = " ".join(str(ev.get("query") or "").split())
+    how = "text and vector search" if ev.get("mode") == "hybrid" else "text search"
+    if not hits:
+        text = f"recalled no memories ({how} for {_truncate(query, 60)!r})"
+    else:
+        n = len(hits)
+        parts = [f"[{str(h.get('id'))[:8]}] {float(h.get('score') or 0):.2f}: {h.get('why')}" for h in hits]
+        text = (f"recalled {n} memor{'y' if n == 1 else 'ies'} ({how} for {_truncate(query, 60)!r}): "
+                + "; ".join(parts))
+    for note in ev.get("notes") or []:
+        text += f" [{note}]"
     return text
