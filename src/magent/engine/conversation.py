@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from magent.engine import guard, session as runs
+from magent.engine import decisions, guard, wiring
 from magent.engine.context import RunOptions
 from magent.engine.graph import END, Graph, from_snapshot
 from magent.engine.react import unanswered_calls
@@ -36,7 +36,7 @@ FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
 
 
 async def follow_up(task_ref: str, message: str, *, options: RunOptions | None = None,
-                    sinks: list[runs.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+                    sinks: list[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
     """Add ``message`` to task ``task_ref``'s conversation and run on until it stops again."""
     if not isinstance(message, str) or not message.strip():
         raise UsageError("the follow-up message must not be empty")
@@ -59,7 +59,7 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         seq, later = events_after(td.events_file, cp.events_seq)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                     "completed_at": None}))
-        ctx = runs._context(needs, td, task, options, sinks, start_seq=seq)
+        ctx = wiring._context(needs, td, task, options, sinks, start_seq=seq)
         try:
             recover(ctx, cp, entries, later)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
@@ -72,10 +72,10 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
             request = gate.request(node)
             if request is not None:  # approve: the node answers it; reject: the exchange fails
                 return Executor(ctx).pause(request)
-            await runs._start_tools(ctx)
+            await wiring._start_tools(ctx)
             return await Executor(ctx).run()
         finally:
-            await runs._close(ctx)
+            await wiring._close(ctx)
     finally:
         lock.release()
 
@@ -109,7 +109,7 @@ def answering_node(graph: Graph, cp: Checkpoint, entries: dict[str, Entry], td: 
 
 
 def _latest(td: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]]:
-    cp, notes, entries = runs._latest(td)
+    cp, notes, entries = decisions._latest(td)
     if cp.sessions:
         raise TaskStateError(f"task {task.id[:8]} stopped with sub-agent sessions open; answer or "
                              f"continue it with `magent resume {task.id[:8]}` before a follow-up")

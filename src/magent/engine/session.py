@@ -7,46 +7,33 @@ and always releases the lock and closes tool servers at the end.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-
-from pydantic_core import to_jsonable_python
 
 from magent import failpoints
 from magent.engine import budget as budgets
 from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
-from magent.engine.events import LIVE_ONLY, EventBus, for_disk, pack
+from magent.engine.decisions import Decision as Decision  # callers import it from here
+from magent.engine.decisions import _check_pause, _check_resumable, _go_on, _latest, _prepare_feedback
+from magent.engine.events import EventBus
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
-from magent.engine.toolbox import RunNeeds, prepare, prepared
+from magent.engine.toolbox import prepare, prepared
+from magent.engine.wiring import Sink, _close, _context, _start_tools, durability_of
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
-from magent.models import Event, ForkRef, HumanFeedback, Message, Task, TaskStatus
-from magent.models.session import MAIN_SESSION
+from magent.models import ForkRef, Message, Task, TaskStatus
 from magent.redact import Redactor
 from magent.store import Store, TaskDir
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog
 from magent.store.journal import positions as journal_positions
-
-Sink = Callable[[Event], None]
-
-
-@dataclass
-class Decision:
-    """A person's answer given on the command line (seed 002 Human Feedback)."""
-
-    action: str
-    message: str | None = None
-    state_updates: dict[str, Any] | None = None
 
 
 async def start_run(graph: Graph, description: str, *, target: str | None = None,
@@ -260,222 +247,6 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
 
 
 # internals
-
-def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
-             start_seq: int, redactor: Redactor | None = None) -> RunContext:
-    """The run's context with its event sinks; tools come later (``_start_tools``)."""
-    from magent.trace.telemetry import open_live
-
-    redactor = redactor or Redactor.configured(needs.secrets)
-    bus = EventBus(start_seq=start_seq)
-    # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
-    telemetry = open_live(task.id, td.events_file, start_seq)
-
-    def deliver(event: Event) -> None:
-        if not sinks and event.type in LIVE_ONLY:
-            return  # nobody is watching and events.jsonl does not keep it
-        # Masked for every sink: events.jsonl (which telemetry follows), the terminal and --json
-        # show the same thing, and a secret a person typed or a model repeated reaches none. The
-        # event is dumped once; what events.jsonl keeps of it is turned into its line of JSON
-        # once, and masked field by field only when that line may hold something to mask.
-        raw = event.model_dump(exclude_none=True)
-        doc = redactor.data(raw) if sinks or not redactor.tool_io else None
-        if redactor.tool_io:
-            kept = for_disk(raw)
-            if kept is not None:
-                line = pack(kept, td.last_event, td.last_ts)
-                td.append_event_line(redactor.json_line(line), kept, line.get("ts"))
-        elif (kept := for_disk(doc, lean=False)) is not None:
-            td.append_event_doc(to_jsonable_python(redactor.event(pack(kept, td.last_event, td.last_ts))), kept)
-        if sinks:
-            shown = Event.model_validate(doc)
-            for sink in sinks:
-                sink(shown)
-
-    bus.subscribe(deliver)
-    ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
-                     redactor=redactor, needs=needs)
-    ctx.telemetry = telemetry
-    td.commit_with(durability_of(options, needs.graph, task))
-    return ctx
-
-
-def durability_of(options: RunOptions, graph: Graph, task: Task | None = None) -> str:
-    """The run's durability mode: ``--durability``, else the one the task started with, else the
-    workflow's ``durability:``, else ``sync``."""
-    from magent.store.commit import DEFAULT_MODE
-
-    started = (task.config_snapshot.get("options") or {}).get("durability") if task is not None else None
-    return options.durability or started or graph.workflow.durability or DEFAULT_MODE
-
-
-async def _start_tools(ctx: RunContext) -> None:
-    """Start the tool servers the run can reach (seconds, so after the first checkpoint)."""
-    from magent.engine.toolbox import open_registry
-
-    redactor = ctx.redactor
-    ctx.registry = await open_registry(ctx.needs, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
-    redactor.add(ctx.registry.secrets)
-    for problem in ctx.pins.warnings:
-        ctx.bus.emit("warning", None, message=problem)
-    for server, error in ctx.registry.start_errors.items():
-        ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
-
-
-async def _close(ctx: RunContext) -> None:
-    from magent.trace import write_trace
-
-    try:
-        if ctx.registry is not None:
-            await asyncio.shield(ctx.registry.close())
-    finally:
-        ctx.td.sync()
-        write_trace(ctx.td)
-        ctx.td.close()
-        if ctx.telemetry is not None:
-            ctx.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does
-
-
-def _check_resumable(task: Task, decision: Decision | None) -> None:
-    """Which tasks ``resume`` continues: all but completed and cancelled ones. A failed task is
-    retried from its last checkpoint (what people want after a model outage)."""
-    short = task.id[:8]
-    if task.status == TaskStatus.completed:
-        raise TaskStateError(f"task {short} is completed; nothing to resume (to branch from one of its "
-                             f"checkpoints: `magent checkpoints list {short}`, then "
-                             f"`magent resume {short} --from-checkpoint N`)")
-    if task.status == TaskStatus.cancelled:
-        raise TaskStateError(f"task {short} was cancelled; it cannot be resumed")
-    if task.status != TaskStatus.awaiting_human and decision is not None:
-        raise TaskStateError(f"task {short} is {task.status.value}, not waiting for a person; "
-                             f"--{decision.action} has nothing to answer")
-
-
-def _check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) -> None:
-    """A paused task takes a decision, unless the checkpoint of its pause was lost.
-
-    When the pause's checkpoint was damaged (and moved aside by ``_latest``), the latest
-    valid one comes before the pause: a decision would answer a question nobody can see,
-    so it is refused, and a plain resume runs from there to the same pause again.
-    """
-    short = task.id[:8]
-    if task.status != TaskStatus.awaiting_human:
-        return
-    if cp.awaiting_human and decision is None:
-        raise TaskStateError(f"task {short} is waiting for a person: give --approve, --reject or "
-                             "--modify FILE (with --message TEXT)")
-    if not cp.awaiting_human and decision is not None:
-        why = "; ".join(notes) or "it is missing"
-        raise TaskStateError(f"the checkpoint of the pause task {short} was waiting at was damaged ({why}); "
-                             f"run `magent resume {short}` to reach the pause again from checkpoint "
-                             f"{cp.sequence}, then answer it")
-
-
-def _latest(td: TaskDir):
-    cp, notes = td.checkpoints.latest(repair=True)
-    if cp is None:
-        raise TaskStateError(f"task {td.id[:8]} has no valid checkpoint to resume from"
-                             + (f" ({'; '.join(notes)})" if notes else ""))
-    entries = td.entries.index()  # parsed as recovery walks them: the leaves' paths and after
-    return cp, notes, entries
-
-
-def _prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, td: TaskDir,
-                      fork: bool = False):
-    """Validate a decision and state updates against the pause; returns (feedback, new state)."""
-    feedback = None
-    updates: dict[str, Any] = dict(set_values or {})
-    if decision is not None:
-        if not cp.awaiting_human or cp.human_request is None:
-            raise TaskStateError(f"checkpoint {cp.sequence} of task {td.id[:8]} is not waiting for a "
-                                 f"person; --{decision.action} has nothing to answer")
-        allowed = cp.human_request.allowed_actions
-        if decision.action not in allowed:
-            raise UsageError(f"this pause ({cp.human_request.kind}) accepts {', '.join('--' + a for a in allowed)}, "
-                             f"not --{decision.action}")
-        feedback = HumanFeedback(action=decision.action, message=decision.message,
-                                 state_updates=decision.state_updates or {})
-        for key, value in _with_output(cp.human_request, decision.state_updates or {}).items():
-            if key == "metadata" and isinstance(value, dict) and isinstance(updates.get("metadata"), dict):
-                updates["metadata"] = {**value, **updates["metadata"]}
-            else:
-                updates.setdefault(key, value)
-    new_state = merge_updates(cp.state, updates) if updates else None
-    return feedback, new_state
-
-
-def _with_output(request, updates: dict[str, Any]) -> dict[str, Any]:
-    """A person's State updates with ``output`` (the paused node's output, replaced) turned
-    into the State value that holds it."""
-    if "output" not in updates:
-        return updates
-    updates = dict(updates)
-    output = updates.pop("output")
-    if request.kind not in ("human_node", "approval"):
-        raise UsageError(f"this pause ({request.kind}) has no output to replace; leave out 'output'")
-    if not isinstance(output, str) or not output.strip():
-        raise UsageError("output: the replacement must be text, not empty")
-    metadata = updates.get("metadata") if isinstance(updates.get("metadata"), dict) else {}
-    updates["metadata"] = {**metadata, "last_output": output}
-    return updates
-
-
-async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> RunOutcome:
-    """Apply what the person decided (if anything) and run on from there."""
-    if feedback is not None or new_state is not None:
-        _apply(ctx, cp, feedback, new_state)
-    refused = guard.task_refused(ctx)
-    if refused:
-        return Executor(ctx).fail(refused, "guardrail")
-    return await Executor(ctx).run()
-
-
-def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> None:
-    """Apply a person's decision and/or state updates, then checkpoint before going on."""
-    if new_state is not None:
-        statekeys.report_unread(ctx, cp.state, new_state)
-        added = new_state.messages[len(cp.state.messages):]
-        ctx.state = new_state.model_copy(update={"messages": ctx.state.messages})
-        for message in added:
-            ctx.add_message(message, node=None)
-    if feedback is not None:
-        request = cp.human_request
-        target = ctx.sessions.get(request.session or MAIN_SESSION, ctx.main)
-        ctx.feedback = feedback
-        ctx.state.metadata["human"] = {"action": feedback.action, "message": feedback.message,
-                                       "node": request.node, "kind": request.kind}
-        if request.session:
-            ctx.state.metadata["human"]["session"] = request.session
-        if request.kind not in ("human_node", "approval"):
-            # A decision about one tool call is not a verdict on the node: it does not route.
-            ctx.state.metadata["human"]["routed"] = True
-        if request.kind in ("human_node", "approval"):
-            target.state.routing_key = feedback.action
-        if request.kind in ("tool_approval", "tool_recovery", "tool_changed"):
-            call_id = request.details.get("call_id")
-            target.progress.setdefault("decisions", {})[call_id] = {
-                "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
-            ctx.feedback = None
-            tool = ctx.registry.get(request.details.get("tool") or "")
-            if request.kind == "tool_changed" and feedback.action == "approve" and tool is not None:
-                ctx.pins.accept(tool)  # the new definition is the one this task uses from now on
-        if request.kind == "guardrail":
-            guard.take_decision(ctx.view(target), request, feedback)
-            ctx.feedback = None
-        if "output" in feedback.state_updates and request.kind in ("human_node", "approval"):
-            ctx.add_message(Message(role="user", name="human", content="[a person replaced the output with]\n"
-                                    + str(feedback.state_updates["output"])), node=request.node, session=target)
-        if feedback.message and request.kind in ("human_node", "approval"):
-            # (For a decision about a tool call the message goes into that call's observation:
-            # nothing may come between a model's tool calls and their results.)
-            ctx.add_message(Message(role="user", name="human",
-                                    content=f"[a person, {feedback.action}] {feedback.message}"),
-                            node=request.node, session=target)
-        ctx.view(target).bus.emit("human_decision", request.node, action=feedback.action, kind=request.kind,
-                                  message=ctx.redactor.text(feedback.message or "") or None,
-                                  state_updates=ctx.redactor.data(feedback.state_updates) or None)
-    ctx.checkpoint("resume", feedback=feedback)
-
 
 def copy_state(src: TaskDir, dst: Path, cp) -> None:
     """The task state beside the checkpoints as it was at ``cp``, into the directory ``dst``.

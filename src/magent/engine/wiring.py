@@ -1,0 +1,94 @@
+"""What every entry point wires around a run: its context with the event sinks (events.jsonl,
+the terminal, telemetry), its durability mode, its tool servers, and closing all of it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+from pydantic_core import to_jsonable_python
+
+from magent.engine.context import RunContext, RunOptions
+from magent.engine.events import LIVE_ONLY, EventBus, for_disk, pack
+from magent.engine.graph import Graph
+from magent.engine.toolbox import RunNeeds
+from magent.models import Event, Task
+from magent.redact import Redactor
+from magent.store import TaskDir
+
+Sink = Callable[[Event], None]
+
+
+def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
+             start_seq: int, redactor: Redactor | None = None) -> RunContext:
+    """The run's context with its event sinks; tools come later (``_start_tools``)."""
+    from magent.trace.telemetry import open_live
+
+    redactor = redactor or Redactor.configured(needs.secrets)
+    bus = EventBus(start_seq=start_seq)
+    # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
+    telemetry = open_live(task.id, td.events_file, start_seq)
+
+    def deliver(event: Event) -> None:
+        if not sinks and event.type in LIVE_ONLY:
+            return  # nobody is watching and events.jsonl does not keep it
+        # Masked for every sink: events.jsonl (which telemetry follows), the terminal and --json
+        # show the same thing, and a secret a person typed or a model repeated reaches none. The
+        # event is dumped once; what events.jsonl keeps of it is turned into its line of JSON
+        # once, and masked field by field only when that line may hold something to mask.
+        raw = event.model_dump(exclude_none=True)
+        doc = redactor.data(raw) if sinks or not redactor.tool_io else None
+        if redactor.tool_io:
+            kept = for_disk(raw)
+            if kept is not None:
+                line = pack(kept, td.last_event, td.last_ts)
+                td.append_event_line(redactor.json_line(line), kept, line.get("ts"))
+        elif (kept := for_disk(doc, lean=False)) is not None:
+            td.append_event_doc(to_jsonable_python(redactor.event(pack(kept, td.last_event, td.last_ts))), kept)
+        if sinks:
+            shown = Event.model_validate(doc)
+            for sink in sinks:
+                sink(shown)
+
+    bus.subscribe(deliver)
+    ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
+                     redactor=redactor, needs=needs)
+    ctx.telemetry = telemetry
+    td.commit_with(durability_of(options, needs.graph, task))
+    return ctx
+
+
+def durability_of(options: RunOptions, graph: Graph, task: Task | None = None) -> str:
+    """The run's durability mode: ``--durability``, else the one the task started with, else the
+    workflow's ``durability:``, else ``sync``."""
+    from magent.store.commit import DEFAULT_MODE
+
+    started = (task.config_snapshot.get("options") or {}).get("durability") if task is not None else None
+    return options.durability or started or graph.workflow.durability or DEFAULT_MODE
+
+
+async def _start_tools(ctx: RunContext) -> None:
+    """Start the tool servers the run can reach (seconds, so after the first checkpoint)."""
+    from magent.engine.toolbox import open_registry
+
+    redactor = ctx.redactor
+    ctx.registry = await open_registry(ctx.needs, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
+    redactor.add(ctx.registry.secrets)
+    for problem in ctx.pins.warnings:
+        ctx.bus.emit("warning", None, message=problem)
+    for server, error in ctx.registry.start_errors.items():
+        ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
+
+
+async def _close(ctx: RunContext) -> None:
+    from magent.trace import write_trace
+
+    try:
+        if ctx.registry is not None:
+            await asyncio.shield(ctx.registry.close())
+    finally:
+        ctx.td.sync()
+        write_trace(ctx.td)
+        ctx.td.close()
+        if ctx.telemetry is not None:
+            ctx.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does
