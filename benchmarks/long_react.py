@@ -63,19 +63,23 @@ def timed_factory(stamps: list[tuple[float, float]], times: list | None = None):
     return factory
 
 
-FLOOR_STEADY = 1.5
-"""The widest spread (largest / smallest) of the fsync floor's measures around the runs for which
-a ratio to it is printed as a figure: under another program's disk load the floor was seen to
-swing from 0.7 to 20 ms within a minute."""
+FLOOR_STEADY = 2.0
+"""The widest spread of the fsync floor's measures around the runs (upper quartile / lower
+quartile) for which a ratio to it is printed as a figure. On a quiet disk the measures scatter by
+about a third (0.66-1.26 ms here, quartiles 1.3x apart); under another program's disk load they
+were seen to swing from 0.7 to 20 ms within a minute."""
 
 
 def floor_note(floors_ms: list[float]) -> str:
     """'' when the floor held steady around the runs, else why the ratio to it cannot be read."""
-    spread = max(floors_ms) / min(floors_ms)
-    if spread <= FLOOR_STEADY:
+    if len(floors_ms) < 2:
+        return ""
+    low, _, high = statistics.quantiles(floors_ms, n=4, method="inclusive")
+    if high <= FLOOR_STEADY * low:
         return ""
     return (f"the floor moved {min(floors_ms):.2f}-{max(floors_ms):.2f} ms during the runs "
-            f"({spread:.1f}x): the disk's load changed, so the ratio cannot be read; run again quiet")
+            f"(quartiles {high / low:.1f}x apart): the disk's load changed, so the ratio cannot be "
+            "read; run again quiet")
 
 
 def fsync_floor(directory: Path, steps: int = 30) -> float:
