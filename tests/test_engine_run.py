@@ -231,3 +231,14 @@ def test_an_unknown_model_string_fails_before_any_call(magent_home: Path) -> Non
     assert result.code == 2
     assert "unknown model 'nosuchprovider/xyz'" in result.err
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
+
+
+def test_resume_prints_only_the_answer_with_quiet(magent_home: Path) -> None:
+    paused = invoke("run", str(EXAMPLES / "workflows/publish.yaml"), "-t", "Publish a note", "--no-input")
+    assert paused.code == 3, paused.err
+    task_id = paused.out.split()[1]
+    resumed = invoke("resume", task_id[:8], "--approve", "--quiet")
+    assert resumed.code == 0, resumed.err
+    answer = task_dir(task_id).load_task().result
+    assert answer and resumed.out.strip() == answer  # no live view, no summary: the answer alone
+    assert f"task {task_id}" in resumed.err

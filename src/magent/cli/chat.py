@@ -9,7 +9,7 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import complete_task_id
-from magent.cli.run import JsonOpt, ModelOpt, NoInputOpt, SetOpt, StreamOpt, _View, exit_code
+from magent.cli.run import JsonOpt, ModelOpt, NoInputOpt, QuietOpt, SetOpt, StreamOpt, _View, exit_code
 
 PROMPT = "you> "
 
@@ -33,6 +33,7 @@ def chat(
     set_: SetOpt = None,
     json_out: JsonOpt = False,
     stream: StreamOpt = False,
+    quiet: QuietOpt = False,
     no_input: NoInputOpt = False,
 ) -> None:
     """Talk to an agent, or send a follow-up to a task.
@@ -56,7 +57,7 @@ def chat(
     if message is None and target is not None and not interactive:
         raise UsageError("give a MESSAGE to start a conversation with "
                          f"{what!r} (or run it in a terminal to be asked)")
-    view = _View(json_out, False, stream=stream)
+    view = _View(json_out, quiet, stream=stream)
     result = None
     if task_id is not None and (message is not None or not interactive or _stopped(task_id)):
         result = _turn(view, lambda live: _achat(task_id, message, model, view, live), model, no_input)

@@ -28,6 +28,7 @@ DurabilityOpt = Annotated[Optional[Durability], typer.Option(
     help="When writes reach the disk: sync (default: before every tool and model call), step "
          "(once per step) or exit (when the run stops). See the README's Durability.")]
 NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer (the task line and errors go to stderr).")]
 BudgetOpt = Annotated[Optional[str], typer.Option(
     "--budget", metavar="LIMITS", help="Usage limits for the whole task: max_tokens=N, max_cost_usd=X, max_model_calls=N, max_tool_calls=N, comma-separated (on_exceeded=fail fails instead of pausing).")]
 StreamOpt = Annotated[bool, typer.Option("--stream", help='With --json: also print the model\'s text as it arrives, as {"type": "text_delta", "text": ...} lines (not kept in the trace).')]
@@ -60,7 +61,7 @@ def run(
     stream: StreamOpt = False,
     no_input: NoInputOpt = False,
     durability: DurabilityOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run a workflow (or a single agent) on a task.
 
@@ -91,6 +92,7 @@ def resume(
         "--budget", metavar="LIMITS", help="Raise the usage limit the task stopped at, e.g. max_tokens=100000 (with --approve at a budget pause).")] = None,
     json_out: JsonOpt = False,
     stream: StreamOpt = False,
+    quiet: QuietOpt = False,
     no_input: NoInputOpt = False,
     durability: DurabilityOpt = None,
 ) -> None:
@@ -104,7 +106,7 @@ def resume(
     from magent.engine.inputs import parse_sets
 
     sets = parse_sets(set_ or [])
-    view = _View(json_out, False, stream=stream)
+    view = _View(json_out, quiet, stream=stream)
     forked = from_checkpoint is not None
     result = view.go(lambda live: api.aresume(
         task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
