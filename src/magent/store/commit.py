@@ -44,7 +44,7 @@ import asyncio
 import os
 import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from queue import SimpleQueue
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -61,9 +61,71 @@ MODES = ("sync", "step", "exit")
 DEFAULT_MODE = "sync"
 
 _FILES_PER_ROUND = 64
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="magent-fsync")
-"""Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
-overlap too)."""
+
+
+class _Pool:
+    """Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
+    overlap too). Each takes a job from one queue and runs it: no future, work item or condition
+    per fsync (what ``concurrent.futures`` makes for each), the commit counts its own. A thread
+    waiting on the queue is in ``idle`` (tests/support/exiting.py: an idle one is doing nothing an
+    exit cuts short)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.jobs: SimpleQueue[tuple[Callable[[int, str], None], int, str]] = SimpleQueue()
+        self.threads: list[threading.Thread] = []
+        self.idle: set[int] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[int, str], None], fd: int, what: str) -> None:
+        self.jobs.put((job, fd, what))
+        if len(self.threads) < self.size and self.jobs.qsize() > len(self.idle):
+            with self._lock:
+                if len(self.threads) < self.size:
+                    thread = threading.Thread(target=self._work, name=f"magent-fsync_{len(self.threads)}",
+                                              daemon=True)
+                    self.threads.append(thread)
+                    thread.start()
+
+    def run(self, jobs: list[tuple[int, str]]) -> None:
+        """Fsync ``jobs`` (descriptor, what it is) at once and wait for them all; raise the first error."""
+        left = [len(jobs)]
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+        done = threading.Event()
+
+        def job(fd: int, what: str) -> None:
+            try:
+                _fsync(fd, what)
+            except BaseException as exc:
+                errors.append(exc)
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
+
+        if not jobs:
+            return
+        for fd, what in jobs:
+            self.submit(job, fd, what)
+        done.wait()
+        if errors:
+            raise errors[0]
+
+    def _work(self) -> None:
+        ident = threading.get_ident()
+        jobs, idle = self.jobs, self.idle
+        while True:
+            idle.add(ident)
+            job, fd, what = jobs.get()
+            idle.discard(ident)
+            try:
+                job(fd, what)
+            except BaseException:  # a commit's job hands its errors to its waiters
+                pass
+
+
+_POOL = _Pool(8)
 
 
 @dataclass(eq=False)
@@ -226,7 +288,7 @@ class Committer:
             commit = self._snapshot(everything=True)
             _remove(commit.stale)
             try:
-                list(_POOL.map(lambda job: _fsync(*job), commit.fds))
+                _POOL.run(commit.fds)
             except BaseException as exc:
                 commit.error = exc
                 raise
