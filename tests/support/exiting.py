@@ -73,24 +73,14 @@ def children():
     return found
 
 
-def idle(ident, frame):
-    # a thread pool's idle worker waits for work in _worker itself; an fsync thread of magent's
-    # own (store/commit.py) waits on its queue in _work, where it notes itself idle; any other
-    # thread, or a worker inside a job (an fsync, a write), is still doing something os._exit
-    # would cut short
-    code = frame.f_code
-    if code.co_name == "_worker":
-        return code.co_filename.endswith(os.path.join("concurrent", "futures", "thread.py"))
-    commit = sys.modules.get("magent.store.commit")
-    return (commit is not None and code.co_name == "_work" and code.co_filename == commit.__file__
-            and ident in commit._POOL.idle)
-
-
 def watched_exit(code):
+    # a thread pool's idle worker waits for work in _worker itself; any other thread, or a
+    # worker inside a job (an fsync, a write), is still doing something os._exit would cut short
     frames = sys._current_frames()
     busy = [t.name for t in threading.enumerate()
             if t is not threading.main_thread() and t.ident in frames
-            and not idle(t.ident, frames[t.ident])]
+            and not (frames[t.ident].f_code.co_name == "_worker"
+                     and frames[t.ident].f_code.co_filename.endswith(os.path.join("concurrent", "futures", "thread.py")))]
     with open(report, "w") as f:
         json.dump({"code": code, "threads": busy, "children": children()}, f)
     real_exit(code)
@@ -109,8 +99,7 @@ def watched_magent(report: str, *args: str) -> list[str]:
 
 def exit_report(report: str) -> dict[str, object]:
     """How a watched magent process left: its exit code, the threads still at work (all but
-    the main thread and idle pool workers, concurrent.futures' and magent's fsync threads) and
-    its child processes alive at that moment. It fails if the process went through Python's
+    the main thread and idle pool workers) and its child processes alive at that moment. It fails if the process went through Python's
     teardown (exit handlers, final garbage collections, freeing every module: the seconds a
     run once spent after its answer) instead of ending at once."""
     assert not os.path.exists(report + ".teardown"), "the process ran Python's teardown at exit"

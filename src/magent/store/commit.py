@@ -28,10 +28,7 @@ a future of its own, which that wake-up settles directly: the caller goes on at 
 the loop. The files appended to and the directory are synced through the descriptors the run
 holds (closed only after the commits under way); a checkpoint's descriptor is closed by the
 thread of the commit's last fsync. A lone session begins its commit as soon as its step's writes
-are done (``begin``), so the fsyncs run while it builds its next request. A checkpoint's temp
-name stays beside its own until the next commit, whose thread for the directory removes it
-before syncing it (a kill -9 before then leaves a temp file, which the task's next opening
-removes, as it removes one left before a link).
+are done (``begin``), so the fsyncs run while it builds its next request.
 
 In mode ``exit`` nothing is synced until the run stops: checkpoints are linked as soon as they
 are written (a kill -9 loses nothing; only a power loss can), and the end of the run syncs
@@ -44,7 +41,7 @@ import asyncio
 import os
 import threading
 from collections import deque
-from queue import SimpleQueue
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -61,71 +58,9 @@ MODES = ("sync", "step", "exit")
 DEFAULT_MODE = "sync"
 
 _FILES_PER_ROUND = 64
-
-
-class _Pool:
-    """Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
-    overlap too). Each takes a job from one queue and runs it: no future, work item or condition
-    per fsync (what ``concurrent.futures`` makes for each), the commit counts its own. A thread
-    waiting on the queue is in ``idle`` (tests/support/exiting.py: an idle one is doing nothing an
-    exit cuts short)."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self.jobs: SimpleQueue[tuple[Callable[[int, str], None], int, str]] = SimpleQueue()
-        self.threads: list[threading.Thread] = []
-        self.idle: set[int] = set()
-        self._lock = threading.Lock()
-
-    def submit(self, job: Callable[[int, str], None], fd: int, what: str) -> None:
-        self.jobs.put((job, fd, what))
-        if len(self.threads) < self.size and self.jobs.qsize() > len(self.idle):
-            with self._lock:
-                if len(self.threads) < self.size:
-                    thread = threading.Thread(target=self._work, name=f"magent-fsync_{len(self.threads)}",
-                                              daemon=True)
-                    self.threads.append(thread)
-                    thread.start()
-
-    def run(self, jobs: list[tuple[int, str]]) -> None:
-        """Fsync ``jobs`` (descriptor, what it is) at once and wait for them all; raise the first error."""
-        left = [len(jobs)]
-        errors: list[BaseException] = []
-        lock = threading.Lock()
-        done = threading.Event()
-
-        def job(fd: int, what: str) -> None:
-            try:
-                _fsync(fd, what)
-            except BaseException as exc:
-                errors.append(exc)
-            with lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    done.set()
-
-        if not jobs:
-            return
-        for fd, what in jobs:
-            self.submit(job, fd, what)
-        done.wait()
-        if errors:
-            raise errors[0]
-
-    def _work(self) -> None:
-        ident = threading.get_ident()
-        jobs, idle = self.jobs, self.idle
-        while True:
-            idle.add(ident)
-            job, fd, what = jobs.get()
-            idle.discard(ident)
-            try:
-                job(fd, what)
-            except BaseException:  # a commit's job hands its errors to its waiters
-                pass
-
-
-_POOL = _Pool(8)
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="magent-fsync")
+"""Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
+overlap too)."""
 
 
 @dataclass(eq=False)
@@ -170,9 +105,6 @@ class Committer:
         """Empty temp files made ready for the next checkpoints, open for writing."""
         self._spare_lock = threading.Lock()
         self._closed = False
-        self._stale: list[Path] = []
-        """Temp names of checkpoints linked since the last commit: the next commit's thread that
-        syncs the directory removes them first, so its sync covers their removal too."""
 
     # what the writers hand over
     def add_checkpoint(self, fd: int, temp: Path, final: Path, on_error: Callable[[], None]) -> None:
@@ -286,9 +218,8 @@ class Committer:
         self._settle_running()
         while self.pending():  # a round's links dirty the directory: the next round syncs it
             commit = self._snapshot(everything=True)
-            _remove(commit.stale)
             try:
-                _POOL.run(commit.fds)
+                list(_POOL.map(lambda job: _fsync(*job), commit.fds))
             except BaseException as exc:
                 commit.error = exc
                 raise
@@ -318,7 +249,6 @@ class Committer:
                 self._dir_fd = os.open(self.dir, os.O_RDONLY)
             commit.add(self._dir_fd, str(self.dir), own=False)
             self._dir_dirty = False
-            commit.stale, self._stale = self._stale, []
         # Mode exit syncs a long run's checkpoints at its end: a bounded number per round, so
         # the descriptors held open stay few.
         unsynced, self._unsynced = self._unsynced[:_FILES_PER_ROUND], self._unsynced[_FILES_PER_ROUND:]
@@ -341,21 +271,19 @@ class Committer:
                 os.link(pending.temp, pending.final)  # link(2) never replaces an existing name
             except OSError as exc:
                 os.close(pending.fd)
-                pending.temp.unlink(missing_ok=True)
                 pending.on_error()
                 raise StoreError(f"cannot write {pending.final}: {exc.strerror or exc}") from None
             except BaseException:
                 os.close(pending.fd)
-                pending.temp.unlink(missing_ok=True)
                 raise
+            finally:
+                pending.temp.unlink(missing_ok=True)
             self._dir_dirty = True
             if self.mode == "exit":  # synced by name at the end: hold no descriptor that long
-                pending.temp.unlink(missing_ok=True)
                 os.close(pending.fd)
                 self._unsynced.append((pending.final, None))
             else:
                 self._unsynced.append((pending.final, pending.fd))
-                self._stale.append(pending.temp)
 
     def close(self) -> None:
         """Let go of the descriptors still held for a sync that will not come (a run that
@@ -367,8 +295,6 @@ class Committer:
                 fd, temp = self._spares.popleft()
                 os.close(fd)
                 temp.unlink(missing_ok=True)
-        _remove(self._stale)
-        self._stale = []
         held, self._unsynced = self._unsynced, []
         for _, fd in held:
             if fd is not None:
@@ -391,8 +317,6 @@ class _Commit:
         self.links: list[_Pending] = []
         self.checkpoints: list[Path] = []
         self.synced_dir = False
-        self.stale: list[Path] = []
-        """Temp names of its checkpoints, removed before the directory is synced."""
         self.error: BaseException | None = None
         self.finished = threading.Event()
         """Set by the thread of its last fsync, once every descriptor it owns is closed."""
@@ -416,12 +340,9 @@ class _Commit:
         self.committer._launched.append(self)
         left = [len(self.fds)]
         lock = threading.Lock()
-        dir_fd = self.committer._dir_fd if self.synced_dir else -1
 
         def job(fd: int, what: str) -> None:
             try:
-                if fd == dir_fd:
-                    _remove(self.stale)
                 _fsync(fd, what)
             except BaseException as exc:  # handed to the waiting task
                 self.error = self.error or exc
@@ -509,15 +430,6 @@ class _Wait:
         self.left -= 1
         if self.left <= 0:
             future.set_result(None)
-
-
-def _remove(temps: list[Path]) -> None:
-    """Remove the temp names of checkpoints already linked to their own."""
-    for temp in temps:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass  # gone already, or left to the task's next opening (``remove_temp_files``)
 
 
 def _fsync(fd: int, what: str) -> None:
