@@ -242,3 +242,22 @@ def test_resume_prints_only_the_answer_with_quiet(magent_home: Path) -> None:
     answer = task_dir(task_id).load_task().result
     assert answer and resumed.out.strip() == answer  # no live view, no summary: the answer alone
     assert f"task {task_id}" in resumed.err
+
+
+def test_live_only_events_keep_their_numbers_whether_or_not_anyone_watches(magent_home: Path) -> None:
+    """A run nobody watches does not build its checkpoint notices, but they still take their
+    ``seq``: events.jsonl numbers its lines as a watched run's does, gaps included."""
+    watched = invoke("run", str(EXAMPLES / "workflows/write_review.yaml"), "-t", "copy", "--json")
+    assert watched.code == 0
+    live = [json.loads(line) for line in watched.out.splitlines()]
+    task_id = live[0]["task_id"]
+    shown = {line["seq"]: line["type"] for line in live if "seq" in line}
+    kept = [(e.seq, e.type) for e in events(task_id)]
+    assert {seq for seq, kind in shown.items() if kind == "checkpoint"}
+    assert kept == [(seq, kind) for seq, kind in sorted(shown.items()) if kind not in ("checkpoint", "llm_started")]
+    from magent.engine.session import start_run
+    from magent.engine.graph import load_target
+
+    unwatched = asyncio.run(start_run(load_target(str(EXAMPLES / "workflows/write_review.yaml")), "copy"))
+    assert unwatched.status == TaskStatus.completed
+    assert [(e.seq, e.type) for e in events(unwatched.task_id)] == kept

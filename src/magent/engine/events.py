@@ -20,12 +20,20 @@ class EventBus:
     def __init__(self, start_seq: int = 0):
         self.seq = start_seq
         self._sinks: list[Sink] = []
+        self._live = 0
+        """How many sinks want the live-only events (``LIVE_ONLY``)."""
 
-    def subscribe(self, sink: Sink) -> None:
+    def subscribe(self, sink: Sink, *, live: bool = True) -> None:
+        """``live`` false: ``sink`` ignores the live-only events, so it is not given them."""
         self._sinks.append(sink)
+        self._live += live
 
-    def emit(self, type: str, node: str | None = None, **fields: Any) -> Event:
+    def emit(self, type: str, node: str | None = None, **fields: Any) -> Event | None:
+        """The event given to the sinks; None for a live-only event that no sink wants (not
+        built, but it still takes its number, so that every event keeps the same ``seq``)."""
         self.seq += 1
+        if not self._live and type in LIVE_ONLY:
+            return None
         event = Event(seq=self.seq, ts=now().isoformat(timespec="milliseconds"), type=type,
                       node=node, **fields)
         for sink in self._sinks:

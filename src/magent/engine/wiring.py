@@ -50,7 +50,7 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
             for sink in sinks:
                 sink(shown)
 
-    bus.subscribe(deliver)
+    bus.subscribe(deliver, live=bool(sinks))
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     ctx.telemetry = telemetry
