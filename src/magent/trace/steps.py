@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from magent.models.task import usage_key
-from magent.trace import composition
+from magent.trace import composition, notes
 from magent.trace.notes import _truncate, describe_guardrail, plural_attempts, recalled_text, stored_text
 from magent.vocabulary import how_started, round_limit
 
@@ -436,14 +436,10 @@ class _Builder:
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=text)
 
     def _on_output_invalid(self, ev: dict[str, Any]) -> None:
-        from magent.trace import notes
-
         self._step(ev, step_name="warning", status="warning", agent=ev.get("agent") or "",
                    message=notes.output_invalid(ev))
 
     def _on_compaction(self, ev: dict[str, Any]) -> None:
-        from magent.trace import notes
-
         self._step(ev, step_name="compaction", agent=ev.get("agent") or "", message=notes.compaction(ev))
 
     def _on_warning(self, ev: dict[str, Any]) -> None:
