@@ -150,3 +150,51 @@ def test_exit_nothing_is_forced_until_the_run_stops_then_everything(
     assert seen["act"] == {"reply": False, "record": False, "intent": False}
     assert [m["synced"] for m in seen["model"]] == [False, False, False]
     assert seen["end"] == {"entries": True, "events": True, "checkpoints": True}
+
+
+def test_sync_an_idempotent_call_gets_ready_while_its_reply_is_synced_and_runs_after(
+        tmp_path: Path, magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait before an idempotent tool covers its turn's reply, not the call's own intent:
+    the intent is written while the reply's sync is under way (the run does not sit idle
+    through it), and the tool still runs only once the reply is on disk."""
+    real = commit_mod._fsync
+    seen: dict[str, Any] = {}
+
+    def intent_written(task: Path) -> bool:
+        events = task / "events.jsonl"
+        return events.exists() and any(json.loads(line).get("type") == "tool_call"
+                                       for line in events.read_text().splitlines())
+
+    def fsync(fd: int, what: str) -> None:
+        path = Path(what)
+        if path.name == "entries.jsonl" and "reply_sync" not in seen and any(
+                json.loads(line).get("tool_calls") for line in path.read_text().splitlines()):
+            # The commit that makes the reply durable: does the intent appear while it runs?
+            deadline = time.monotonic() + 5
+            while not intent_written(path.parent) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            seen["reply_sync"] = intent_written(path.parent)
+        real(fd, what)
+        if path.name == "entries.jsonl":
+            seen["entries_synced"] = os.fstat(fd).st_size
+
+    monkeypatch.setattr(commit_mod, "_fsync", fsync)
+    replies = iter([{"content": "look", "tool_calls": [{"name": "t.look", "arguments": {}}]}, "done"])
+
+    def look() -> str:
+        task = next((magent_home / "tasks").iterdir())
+        data = (task / "entries.jsonl").read_bytes()
+        reply_end = max(i for i, line in enumerate(data.splitlines(keepends=True))
+                        if json.loads(line).get("tool_calls"))
+        seen["reply_on_disk"] = seen.get("entries_synced", 0) >= len(b"".join(data.splitlines(keepends=True)[:reply_end + 1]))
+        return "looked"
+
+    tools = FunctionProvider("t")
+    tools.add("look", look, "Look.", idempotent=True)
+    agent = write(tmp_path, "a.yaml", agent_yaml("a", tools="[t.*]"))
+    options = RunOptions(llm_factory=client_factory(FunctionModel(lambda request: next(replies))),
+                         extra_providers=[tools], durability="sync")
+    outcome = asyncio.run(start_run(load_target(str(agent)), "go", options=options))
+    assert outcome.status.value == "completed", outcome
+    assert seen["reply_sync"] is True
+    assert seen["reply_on_disk"] is True

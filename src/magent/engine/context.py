@@ -9,6 +9,7 @@ at is on disk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
@@ -101,6 +102,8 @@ class RunContext:
         """The lengths of the task's journals, as each checkpoint records them."""
         self._texts: dict[str, str] = {}
         """Finished children's answers by entry id (the rest are read from entries.jsonl)."""
+        self._turn_commits: Any = None
+        """The commits begun for the main session's last reply (``begin_commit("tool")``)."""
 
     # the main session (the task's own conversation)
     @property
@@ -409,13 +412,27 @@ class RunContext:
     def begin_commit(self, before: str) -> None:
         """Begin now, without waiting, the commit the next ``durable(before)`` will wait for,
         when nothing else could share it (no child session open): its fsyncs then run while
-        the run gets on with what comes before that wait."""
+        the run gets on with what comes before that wait. For ``"tool"`` the commits begun are
+        kept for ``turn_durable`` (until the next checkpoint)."""
+        self._turn_commits = None
         committer = self.td.committer
         if committer is None or committer.mode == "exit" or (before == "tool" and committer.mode != "sync"):
             return
         if len(self.sessions) > 1 and self.open_children():
             return
-        committer.begin()
+        begun = committer.begin()
+        if before == "tool":
+            self._turn_commits = begun
+
+    def turn_durable(self) -> Awaitable[None] | None:
+        """In mode ``sync``, when the turn's reply went into a commit of its own
+        (``begin_commit("tool")``): an awaitable done once that commit is, so an idempotent
+        call can write its intent and get ready while the reply is synced, and wait only
+        before it runs. None otherwise (then ``durable("tool")`` waits as usual)."""
+        committer = self.td.committer
+        if self._turn_commits is None or committer is None:
+            return None
+        return committer.through(self._turn_commits)
 
     # checkpoints
     def checkpoint(self, reason: str, *, request: HumanRequest | None = None,

@@ -18,7 +18,7 @@ from magent.models import Message, State
 from magent.models.session import MAIN_SESSION, SessionPosition
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from magent.engine.context import Recovery, RunContext
     from magent.llm.base import AttemptSink, LLMClient, LLMRequest, LLMResponse
@@ -194,6 +194,10 @@ class SessionContext:
         self.run.record_llm_call(response, node=node, agent=agent, iteration=iteration,
                                  entry_id=entry_id, session=self.session, rail=rail, request=request,
                                  keep_messages=keep_messages)
+
+    def turn_durable(self) -> "Awaitable[None] | None":
+        """Only the main session's replies are committed on their own (``begin_commit``)."""
+        return self.run.turn_durable() if self.session.is_main else None
 
     def check_stop(self) -> None:
         """A safe point: stop here (``Suspended``) if this session's group was asked to."""

@@ -88,9 +88,11 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     idempotent = policy.is_idempotent(name)
     # The turn that asked for the call on disk before it runs, and, for a tool that is not
     # idempotent, its intent too (the intent is written before the call either way: a kill -9
-    # keeps it). Waiting before writing the intent of an idempotent call lets the wait share the
-    # commit the turn began when its reply was written (``RunContext.begin_commit``).
-    if idempotent:
+    # keeps it). An idempotent call waits only for the commit its turn began when its reply was
+    # written (``RunContext.begin_commit``): it writes its intent and gets ready while the reply
+    # is synced. Without such a commit it waits before its intent, sharing the next one.
+    turn = ctx.turn_durable() if idempotent else None
+    if idempotent and turn is None:
         await ctx.durable("tool")
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
                  arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
@@ -106,6 +108,9 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         result = ToolResult(outcome="ERROR", tool=name, content=why, error=why)
     else:
         screen = guard.result_screen(ctx, node, policy.agent, call)
+        if turn is not None:
+            await turn
+            turn = None
         with calling(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node, call_id=call.id,
                                  emit=ctx.bus.emit)):
             result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
@@ -115,6 +120,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         note = approval_note(ctx, call.id)
         if note:
             result.content = note + result.content
+    if turn is not None:  # a call that did not run: its result still follows its turn to disk
+        await turn
     add_observation(ctx, node, call, result.outcome, result.content, result)
     landed(ctx, call.id)
     return result

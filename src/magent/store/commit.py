@@ -157,17 +157,36 @@ class Committer:
         if self._uncovered():
             self._snapshot(everything=False).launch()
 
-    def begin(self) -> None:
+    def begin(self) -> "tuple[_Commit, ...] | None":
         """Begin a commit of what is written now, without waiting for it: a lone session calls
         this as soon as its step's writes are done, so the fsyncs run while it builds its next
-        request (its ``durable()`` then finds them covered and only waits for the commit)."""
+        request (its ``durable()`` then finds them covered and only waits for the commit).
+
+        Returns the commits that cover everything written so far (for ``through``), or None
+        when nothing was begun (mode ``exit``, no running loop, or a wait already asked for the
+        next commit: it is shared as usual)."""
         if self.mode == "exit" or self._begin_soon or self._closed:
-            return  # a wait already asked for the next commit: it is shared as usual
+            return None
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return
+            return None
         self._start()
+        return tuple(self._running)
+
+    async def through(self, begun: "tuple[_Commit, ...]") -> None:
+        """Return once the commits ``begin()`` returned have settled: what was written before
+        that call is durable. Unlike ``durable()`` it does not wait for what was written since
+        (a tool call's intent, which only a call that cannot be repeated needs on disk first)."""
+        loop = asyncio.get_running_loop()
+        wait = _Wait(loop.create_future())
+        for commit in begun:
+            if not commit._settled:
+                wait.attach(commit)
+            elif commit.error is not None:
+                raise commit.error
+        if wait.left:
+            await wait.future
 
     async def durable(self) -> None:
         """Return once everything written before the call is durable and its checkpoints linked.
