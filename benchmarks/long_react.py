@@ -2,7 +2,8 @@
 tool ``echo(n)`` returning exactly 10,000 bytes; after N turns it answers.
 
 Prints: median per-step time (durable writes included) and its ratio to the fsync floor measured in
-the same run (the same writes with no engine around them: see ``fsync_floor``), process CPU per
+the same run (the same writes with no engine around them: see ``fsync_floor``; in mode sync also to
+the sync floor, those writes with the reply made durable before its tool as sync does), process CPU per
 step, first-10 vs last-10 step medians, checkpoint size at step 10 and at step N, and total bytes on
 disk against N x 10,000. ``measure()`` returns the figures (the benchmark entry point calls it).
 Usage: python benchmarks/long_react.py [N] [repeats] [--durability sync|step|exit|all]
@@ -82,19 +83,27 @@ def floor_note(floors_ms: list[float]) -> str:
             "read; run again quiet")
 
 
-def fsync_floor(directory: Path, steps: int = 30) -> float:
+def fsync_floor(directory: Path, steps: int = 30, *, reply: bool = False) -> float:
     """The median time (s) of one step's durable writes with no engine around them: a 10.5 KB
     line appended to a JSON Lines file and fsynced, a 750-byte checkpoint written to a temp file,
     fsynced and linked into place, and the directory fsynced (what a step of the long-react
-    workload writes, done the plain way)."""
+    workload writes, done the plain way).
+
+    ``reply``: the writes of a step in durability ``sync`` (the default), which makes the model's
+    reply durable before its tool runs: first a 300-byte reply line appended and fsynced on its
+    own, then the above. Mode ``step`` makes the step durable once, as the plain floor does."""
     directory.mkdir(parents=True, exist_ok=True)
     line = b'{"role":"tool","content":"' + b"x" * PAYLOAD + b'"}\n'
+    answer = b'{"role":"assistant","content":"' + b"y" * 260 + b'"}\n'
     checkpoint = b"{" + b'"k":"v",' * 90 + b'"end":1}'
     log = os.open(directory / "entries.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     times = []
     try:
         for i in range(steps):
             began = time.perf_counter()
+            if reply:
+                os.write(log, answer)
+                os.fsync(log)
             os.write(log, line)
             os.fsync(log)
             temp = directory / f".checkpoint_{i:03d}.json.tmp"
@@ -111,6 +120,11 @@ def fsync_floor(directory: Path, steps: int = 30) -> float:
     finally:
         os.close(log)
     return statistics.median(times)
+
+
+def both_floors(directory: Path) -> tuple[float, float]:
+    """(plain floor, sync floor) measured side by side in ``directory``."""
+    return fsync_floor(directory / "plain"), fsync_floor(directory / "sync", reply=True)
 
 
 async def one_run(n: int, home: Path, durability: str | None = None) -> dict:
@@ -171,20 +185,29 @@ def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> d
     step; ``user_ms``/``system_ms``: its mean user and kernel parts), ``first10_ms``, ``last10_ms``,
     ``flatness`` (last10 / first10), ``cp10``/``cpN`` (checkpoint bytes at step 10 and N), ``disk``
     (bytes on disk / (N x 10,000)), ``files`` (bytes per file but checkpoints), ``checkpoint_bytes``."""
-    runs, floors = [], []
+    runs, floors, sync_floors = [], [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
-            floors.append(fsync_floor(Path(tmp) / "floor"))
-            runs.append(asyncio.run(one_run(n, Path(tmp) / "home", durability)))
-            floors.append(fsync_floor(Path(tmp) / "floor-after"))
+            for where in ("floor", None, "floor-after"):
+                if where is None:
+                    runs.append(asyncio.run(one_run(n, Path(tmp) / "home", durability)))
+                    continue
+                plain, sync = both_floors(Path(tmp) / where)
+                floors.append(plain)
+                sync_floors.append(sync)
     med = statistics.median(statistics.median(r["steps"]) for r in runs)
     first = statistics.median(statistics.median(r["steps"][:10]) for r in runs)
     last = statistics.median(statistics.median(r["steps"][-10:]) for r in runs)
     floor = statistics.median(floors)
+    sync_floor = statistics.median(sync_floors)
+    # The floor of the writes this mode makes durable per step: sync adds the reply's own fsync.
+    own_floor = sync_floor if (durability or "sync") == "sync" else floor
     r0 = runs[0]
     return {"n": n, "repeats": repeats, "durability": durability or "sync",
             "per_step_ms": med * 1000, "floor_ms": floor * 1000, "ratio": med / floor,
             "floors_ms": [f * 1000 for f in floors],
+            "sync_floor_ms": sync_floor * 1000, "sync_floors_ms": [f * 1000 for f in sync_floors],
+            "own_floor_ms": own_floor * 1000, "own_ratio": med / own_floor,
             "cpu_ms": statistics.median(statistics.median(r["cpu"]) for r in runs) * 1000,
             "user_ms": statistics.median(r["user"] for r in runs) * 1000,
             "system_ms": statistics.median(r["system"] for r in runs) * 1000,
@@ -199,6 +222,9 @@ def report(m: dict) -> None:
     print(f"long-react N={n}, durability {m['durability']}, {m['repeats']} runs (medians)")
     print(f"  per-step time           {m['per_step_ms']:7.3f} ms   = {m['ratio']:.2f} x the fsync floor "
           f"({m['floor_ms']:.3f} ms, measured in the same run; goal <= 2)")
+    if m["durability"] == "sync":
+        print(f"                            = {m['own_ratio']:.2f} x the sync floor ({m['own_floor_ms']:.3f} ms: "
+              "the same writes with the reply fsynced before its tool, as sync does)")
     if floor_note(m["floors_ms"]):
         print(f"  NOTE: {floor_note(m['floors_ms'])}")
     print(f"  process CPU per step    {m['cpu_ms']:7.3f} ms   (goal <= 2 ms; mean user {m['user_ms']:.3f} ms "
