@@ -26,7 +26,7 @@ from magent.errors import UsageError
 if TYPE_CHECKING:
     from magent.api.result import AgentResult
     from magent.batching.executor import Executor, Job, Outcome
-    from magent.batching.runner import Driver, Options
+    from magent.batching.runner import Options
 
 BatchSummary = Summary
 """One batch as ``batches`` lists it: ``id``, ``created_at``, ``target``, ``rows``, ``counts`` (rows by
