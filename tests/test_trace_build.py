@@ -226,3 +226,41 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
             del c["result"]                                  # the actions' copies: hydrate's part
     doc["steps"][1]["tool_calls"][0]["result"].pop("text")   # the entry's text: restore_results' part
     assert back == doc
+
+
+def test_the_step_tree_reads_back_only_the_results_it_shows(tmp_path: Path) -> None:
+    from magent.store import Store
+    from magent.trace.load import load_view
+    from magent.trace.view import tree_lines
+
+    tools = FunctionProvider("t")
+    tools.add("page", lambda n=0: f"page {n} " + "y" * 2000, "page",
+              {"type": "object", "properties": {"n": {"type": "integer"}}})
+    turns = [{"tool_calls": [{"name": "t.page", "arguments": {"n": n}}]} for n in range(20)]
+    outcome = run_with(QueueModel([*turns, "done"]), agent_home(tmp_path, extra="max_iterations: 30\n"),
+                       providers=[tools])
+    view = load_view(Store().task(outcome.task_id))
+    assert view.source == "trace.json" and len(view.unfilled) == 20
+    text = "".join("".join(t for t, _ in line) + "\n" for line in tree_lines(view))
+    assert "page 0 yyy" in text and "page 19 yyy" in text and "page 10 " not in text   # folded
+    assert len(view.unfilled) == 20 - 7   # only the 4 first and 3 last (+ the answer) turns were read back
+    whole = view.doc                              # and the whole trace still has every one
+    results = [c["result"]["text"] for s in whole["steps"] for c in s.get("tool_calls") or []]
+    assert [r.split(" y")[0] for r in results] == [f"page {n}" for n in range(20)] and not view.unfilled
+    assert whole["actions"][10]["tool_calls"][0]["result"].startswith("page 10 yy")
+    assert text == invoke("trace", outcome.task_id).out
+
+
+def test_a_few_results_are_found_in_the_entries_as_the_whole_file_would_find_them(tmp_path: Path) -> None:
+    from magent.trace.load import fill_results
+
+    lines = [{"id": "a1", "content": "first"}, {"id": "b2", "parent_id": "a1", "content": "names a1"},
+             "not json a1", {"id": "a1", "content": "again"}, ["a1"], {"id": "c3", "content": "c"}]
+    path = tmp_path / "entries.jsonl"
+    path.write_text("".join((json.dumps(x) if not isinstance(x, str) else x) + "\n" for x in lines)
+                    + '{"id": "c3", "content": "torn')
+    few = {"a1": [{}], "c3": [{}], "zz": [{}]}
+    every = {k: [{}] for k in [*few, *(f"x{n}" for n in range(20))]}   # more than FEW: every line read
+    fill_results(few, path)
+    fill_results(every, path)
+    assert few == {k: every[k] for k in few} == {"a1": [{"text": "again"}], "c3": [{"text": "c"}], "zz": [{}]}

@@ -10,6 +10,7 @@ one of the two files is usable, what it holds is shown.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +66,10 @@ class TraceView:
 
     td: "TaskDir"
     task: TaskInfo | None
-    doc: dict[str, Any]
+    partial: dict[str, Any]
+    """The trace as read, before ``doc`` completes it: the results in ``unfilled`` have no text
+    yet and the actions are not filled in (``hydrate``). The step tree reads this, and the
+    text of only the results it shows (``fill``)."""
     source: str
     """``trace.json``, ``events.jsonl``, or ``nothing`` (neither file could be read)."""
     built: TraceDoc | None = None
@@ -73,10 +77,33 @@ class TraceView:
     live: bool = False
     """A process holds the task's lock: it is running now."""
     notes: list[str] = field(default_factory=list)
+    unfilled: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Tool results whose text trace.json leaves to their entries, by entry id, not read back yet."""
+    _whole: bool = field(default=False, repr=False)
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The whole trace: every result's text read back from entries.jsonl and the actions
+        filled in from the steps (both done on first use)."""
+        if not self._whole:
+            self.fill()
+            hydrate(self.partial)
+            self._whole = True
+        return self.partial
 
     @property
     def steps(self) -> list[dict[str, Any]]:
         return self.doc.get("steps") or []
+
+    def needs_text(self, result: Any) -> bool:
+        """``result`` (a tool call record's) still waits for its text from entries.jsonl."""
+        return isinstance(result, dict) and "text" not in result and result.get("entry_id") in self.unfilled
+
+    def fill(self, entry_ids: Any = None) -> None:
+        """Read back the text of the ``unfilled`` results (only of those ``entry_ids`` when given)."""
+        wanted = list(self.unfilled) if entry_ids is None else [i for i in entry_ids if i in self.unfilled]
+        if wanted:
+            fill_results({i: self.unfilled.pop(i) for i in wanted}, self.td.entries.path)
 
     @property
     def status(self) -> str:
@@ -135,11 +162,13 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
 def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
     """Put back the ~1,000 characters of the results trace.json leaves to their entries (from
     those entries). Returns ``doc``, changed in place."""
-    from magent.store.files import read_jsonl
-    from magent.trace.notes import _truncate
-    from magent.trace.steps import RESULT_LIMIT
+    fill_results(cut_results(doc), td.entries.path)
+    return doc
 
-    cut = {}
+
+def cut_results(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The tool results of ``doc`` whose text is left to their entries, by entry id."""
+    cut: dict[str, list[dict[str, Any]]] = {}
     for step in doc.get("steps") or []:
         for record in step.get("tool_calls") or []:
             result = record.get("result")
@@ -148,11 +177,60 @@ def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
             # schema 6 leaves the text out; 4 and 5 kept a short preview marked ``preview``
             if result.pop("preview", False) or "text" not in result:
                 cut.setdefault(result["entry_id"], []).append(result)
-    if cut:
-        for raw in read_jsonl(td.entries.path):
-            for result in cut.get(raw.get("id"), ()):
-                result["text"] = _truncate(raw.get("content") or "", RESULT_LIMIT)
-    return doc
+    return cut
+
+
+FEW = 16
+"""Up to this many entries are looked up in entries.jsonl by their ids' bytes, the lines naming
+them alone parsed; more, and every line is parsed (one pass, quicker than many lookups)."""
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def fill_results(cut: dict[str, list[dict[str, Any]]], path: Any) -> None:
+    """Give each result in ``cut`` the first ``RESULT_LIMIT`` characters of its entry's content
+    (the entry's last line in ``path`` wins, as it would in a read of the whole file)."""
+    from magent.store.files import read_jsonl
+    from magent.trace.notes import _truncate
+    from magent.trace.steps import RESULT_LIMIT
+
+    if not cut:
+        return
+    few = len(cut) <= FEW and all(type(i) is str and _PLAIN_ID.fullmatch(i) for i in cut)
+    for raw in (_entries_naming(path, list(cut)) if few else read_jsonl(path)):
+        for result in cut.get(raw.get("id"), ()):
+            result["text"] = _truncate(raw.get("content") or "", RESULT_LIMIT)
+
+
+def _entries_naming(path: Any, ids: list[str]) -> list[dict[str, Any]]:
+    """The objects of the lines of JSON Lines file ``path`` in which one of ``ids`` appears, in
+    file order, skipped as ``read_jsonl`` skips them (a torn last line, a line that is not a
+    JSON object). An id of letters, digits, ``-`` and ``_`` is written as it is (JSON escapes
+    none of them), so every line that holds it as a value is among them."""
+    try:
+        data = read_bytes(path)
+    except FileNotFoundError:
+        return []
+    starts = set()
+    for entry_id in ids:
+        needle = entry_id.encode()
+        at = data.find(needle)
+        while at != -1:
+            starts.add(data.rfind(b"\n", 0, at) + 1)
+            end = data.find(b"\n", at)
+            at = -1 if end == -1 else data.find(needle, end)
+    out = []
+    for start in sorted(starts):
+        end = data.find(b"\n", start)
+        if end == -1:   # the torn last line a crash mid-append leaves
+            continue
+        try:
+            obj = loads(data[start:end])
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
 
 
 def load_view(td: "TaskDir", *, need_events: bool = False,
@@ -176,8 +254,8 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
     if not live and not need_events:
         stored = _read_trace_file(td, trace_notes)
         if stored is not None and not stored.get("_unusable"):
-            return TraceView(td=td, task=task, doc=hydrate(restore_results(stored, td)), source="trace.json", live=live,
-                             notes=notes)
+            return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
+                             live=live, notes=notes)
 
     if os.path.exists(td.events_file):
         problems: list[str] = []
@@ -187,7 +265,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
         elif not need_events:
             notes.extend(f"{n}; built from events.jsonl" for n in trace_notes)
         notes.extend(problems)
-        return TraceView(td=td, task=task, doc=hydrate(built.doc), source="events.jsonl", built=built,
+        return TraceView(td=td, task=task, partial=built.doc, source="events.jsonl", built=built,
                          live=live, notes=notes)
 
     notes.append("events.jsonl is missing")
@@ -197,10 +275,10 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
         stored.pop("_unusable", None)
         expand(stored)
         notes.extend(f"{n}; showing what it holds" for n in trace_notes)
-        return TraceView(td=td, task=task, doc=hydrate(restore_results(stored, td)), source="trace.json",
+        return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                          live=live, notes=notes)
     notes.extend(trace_notes)
-    return TraceView(td=td, task=task, doc={"task_id": td.id, "steps": []}, source="nothing",
+    return TraceView(td=td, task=task, partial={"task_id": td.id, "steps": []}, source="nothing",
                      live=live, notes=notes)
 
 

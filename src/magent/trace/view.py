@@ -88,17 +88,21 @@ class _Tree:
     def __init__(self, view: TraceView, show_all: bool, session: str | None = None):
         self.view = view
         self.show_all = show_all
-        self.sessions: dict[str, dict[str, Any]] = view.doc.get("sub_agent_sessions") or {}
+        doc = view.partial   # the results it shows get their text at the end (``later``)
+        self.sessions: dict[str, dict[str, Any]] = doc.get("sub_agent_sessions") or {}
         self.only = None if session is None else sessionview.with_descendants(
             self.sessions, sessionview.find_session(self.sessions, session))
         """With ``--session``: the sessions shown (the one asked for and those it opened)."""
         self.branch_spans = sessionview.branch_spans(self.sessions)
         """Parallel branches: each branch session's span of it and its sibling branches."""
         self.lines: list[Line] = []
-        steps = view.steps
+        self.later: list[tuple[Line, dict[str, Any], str]] = []
+        """Tool lines whose result's text is still in entries.jsonl: (line, result, outcome)."""
+        self.steps: list[dict[str, Any]] = doc.get("steps") or []
+        steps = self.steps
         self.width = len(str(len(steps)))
         turns = [s for s in steps if s.get("iteration") is not None and s.get("kind") == "agent"]
-        actions = view.doc.get("actions") or []
+        actions = doc.get("actions") or []
         self.thinking = {id(s): a.get("thinking") or "" for s, a in zip(turns, actions)} \
             if len(turns) == len(actions) else {}
 
@@ -108,7 +112,7 @@ class _Tree:
     # pieces
     def header(self) -> None:
         view, task = self.view, self.view.task
-        steps = view.steps
+        steps = self.steps
         line: Line = [("task ", None), (view.td.id, "bold")]
         if task is not None:
             line += [(f" · {task.workflow}", None), (" · ", None),
@@ -172,13 +176,26 @@ class _Tree:
         outcome = record.get("outcome") or "SUCCESS"
         line += [("  ", None), (outcome, OUTCOME_STYLE.get(outcome, "")),
                  (f" {duration(record.get('duration_ms'))}", "dim")]
-        text = record.get("error") if outcome != "SUCCESS" and record.get("error") else (result or {}).get("text")
-        if text:
-            line.append(("  " + short(text, 90), "red" if outcome != "SUCCESS" else "dim"))
+        if not (outcome != "SUCCESS" and record.get("error")) and self.view.needs_text(result):
+            self.later.append((line, result, outcome))
+        else:
+            text = record.get("error") if outcome != "SUCCESS" and record.get("error") else (result or {}).get("text")
+            self.text(line, text, outcome)
         self.lines.append(line)
         if (result or {}).get("requested"):
             self.lines.append([self.num(None), (indent + "  ", None),
                                (f"(fallback for {result['requested']})", "yellow")])
+
+    @staticmethod
+    def text(line: Line, text: Any, outcome: str) -> None:
+        if text:
+            line.append(("  " + short(text, 90), "red" if outcome != "SUCCESS" else "dim"))
+
+    def texts(self) -> None:
+        """The results' texts the tool lines wait for, read from entries.jsonl in one go."""
+        self.view.fill({result.get("entry_id") for _, result, _ in self.later})
+        for line, result, outcome in self.later:
+            self.text(line, result.get("text"), outcome)
 
     def node(self, n: int, step: dict[str, Any], live_tail: bool, waiting: bool = False) -> str | None:
         """The node's header, verdict and own calls; returns its route (printed after its children)."""
@@ -266,7 +283,7 @@ class _Tree:
                             f"{calls} tool calls, all successful); --all shows them", "dim")])
 
     def body(self) -> None:
-        steps = self.view.steps
+        steps = self.steps
         if self.only is not None:  # --session: that session's steps (and its children's), alone
             self.children([(i + 1, s) for i, s in enumerate(steps) if s.get("session") in self.only],
                           top=True)
@@ -370,7 +387,7 @@ class _Tree:
             self.fold(group)
 
     def footer(self) -> None:
-        steps = self.view.steps if self.only is None else [s for s in self.view.steps if s.get("session") in self.only]
+        steps = self.steps if self.only is None else [s for s in self.steps if s.get("session") in self.only]
         rows = totals(steps)
         self.lines.append([])
         if not rows:
@@ -388,15 +405,15 @@ class _Tree:
             if len(rows) > 1:
                 self.lines.append([(self._row("all", everything, width, failed), "bold")])
             self.rollups()
-        if self.view.steps:
+        if self.steps:
             self.lines.append([(f"magent trace {self.view.td.id[:8]} --step N shows step N whole", "dim")])
 
     def rollups(self) -> None:
         """Usage per agent, and per child session with what it opened (when there are any)."""
         if not self.sessions:
             return
-        agents = sessionview.by_agent(self.view.steps if self.only is None else
-                                      [s for s in self.view.steps if s.get("session") in self.only])
+        agents = sessionview.by_agent(self.steps if self.only is None else
+                                      [s for s in self.steps if s.get("session") in self.only])
         rolled = {sid: row for sid, row in sessionview.rolled_up(self.sessions).items()
                   if self.only is None or sid in self.only}
         names = {sid: f"{sessionview.label(info)} {sid[:8]}" for sid, info in self.sessions.items()}
@@ -425,8 +442,9 @@ def tree_lines(view: TraceView, show_all: bool = False, session: str | None = No
     that session and the sessions it opened)."""
     tree = _Tree(view, show_all, session)
     tree.header()
-    if not view.steps:
+    if not tree.steps:
         tree.lines.append([("no steps recorded yet", "dim")])
     tree.body()
+    tree.texts()
     tree.footer()
     return tree.lines
