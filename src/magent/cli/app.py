@@ -24,11 +24,9 @@ class MagentGroup(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from magent.cli.coercion import install
         from magent.cli.helpfmt import plain_words
 
         plain_words(self)
-        install()
 
     def invoke(self, ctx: Any) -> Any:
         from magent.errors import EXIT_FAILED, EXIT_INTERRUPTED, MagentError
