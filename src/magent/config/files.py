@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, load_file
 from magent.errors import ConfigError
-from magent.models import Agent, MCPServersFile, MemorySettings, RetentionPolicy, Workflow
+from magent.models import Agent, MemorySettings, Workflow
+
+if TYPE_CHECKING:  # loaded by the functions that read such a file (a run reads neither)
+    from magent.models import MCPServersFile, RetentionPolicy
 
 
 class ConfigKind(str, Enum):
@@ -128,6 +131,8 @@ class LoadedMCP:
 
 
 def load_mcp_servers(path: Path | str, *, missing_ok: bool = False) -> LoadedMCP:
+    from magent.models import MCPServersFile
+
     path = Path(path)
     if missing_ok and not path.exists():
         return LoadedMCP(config=MCPServersFile(), source=None)
@@ -148,6 +153,8 @@ def load_mcp_servers(path: Path | str, *, missing_ok: bool = False) -> LoadedMCP
 
 
 def load_retention_policy(path: Path | str, *, missing_ok: bool = True) -> RetentionPolicy:
+    from magent.models import RetentionPolicy
+
     path = Path(path)
     if missing_ok and not path.exists():
         return RetentionPolicy()
