@@ -225,8 +225,9 @@ def report(m: dict) -> None:
     if m["durability"] == "sync":
         print(f"                            = {m['own_ratio']:.2f} x the sync floor ({m['own_floor_ms']:.3f} ms: "
               "the same writes with the reply fsynced before its tool, as sync does)")
-    if floor_note(m["floors_ms"]):
-        print(f"  NOTE: {floor_note(m['floors_ms'])}")
+    moved = floor_note(m["floors_ms"]) or floor_note(m["sync_floors_ms"])
+    if moved:
+        print(f"  NOTE: {moved}")
     print(f"  process CPU per step    {m['cpu_ms']:7.3f} ms   (goal <= 2 ms; mean user {m['user_ms']:.3f} ms "
           f"+ system {m['system_ms']:.3f} ms)")
     print(f"  first 10 / last 10      {m['first10_ms']:7.3f} / {m['last10_ms']:.3f} ms   ratio "

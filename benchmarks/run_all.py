@@ -228,7 +228,8 @@ def main() -> int:
                 floor = _median([m["floor_ms"] for m in ours])
                 # A floor that moved during the runs (another program's disk load) leaves the
                 # ratio to it unreadable: said in the row, and no verdict.
-                unsteady = long_react.floor_note([f for m in ours for f in m["floors_ms"]])
+                unsteady = (long_react.floor_note([f for m in ours for f in m["floors_ms"]])
+                            or long_react.floor_note([f for m in ours for f in m.get("sync_floors_ms", [])]))
                 vs_floor = f"{step / floor:.2f}x fsync floor ({floor:.2f} ms)" + (
                     f" - NOT READABLE: {unsteady}" if unsteady else "")
                 # Mode sync (the default) makes each step durable twice: its reply before its tool,
