@@ -22,6 +22,7 @@ from magent.models import (
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
+from magent.store.cpform import run_form
 from magent.store.journal import Positions as JournalPositions
 
 if TYPE_CHECKING:
@@ -81,7 +82,8 @@ class RunContext:
         self.turn_index = 0
         self.usage_by_model: dict[str, Usage] = {}
         self.total_usage = Usage()
-        self.last_checkpoint: Checkpoint | None = None
+        self.last_checkpoint_id: str | None = None
+        """The id of the checkpoint written (or resumed from) last: the next one's parent."""
         self.recoveries: dict[str, Recovery] = {}
         """What a resumed run learned about tool calls, per session."""
         from magent.tools.pinning import PINS_FILE, PinStore
@@ -436,7 +438,7 @@ class RunContext:
 
     # checkpoints
     def checkpoint(self, reason: str, *, request: HumanRequest | None = None,
-                   feedback: HumanFeedback | None = None) -> Checkpoint:
+                   feedback: HumanFeedback | None = None) -> None:
         """Write the next checkpoint. Entries are synced first, so a checkpoint never points at an
         entry that is not on disk. (Events are synced where they matter: before a tool that is
         not idempotent runs, and when the run stops.) With the run's group commit the checkpoint
@@ -444,11 +446,39 @@ class RunContext:
         if self.td.committer is None:
             self.td.entries.sync()
         failpoints.hit("before_checkpoint")
-        seq = self.td.checkpoints.next_number()
+        log = self.td.checkpoints
+        seq = log.next_number()
+        checkpoint_id = new_id()
         # A secret the model or a person repeated must not reach the file either.
+        metadata = self.redactor.data(self.state.metadata)
+        progress = self.redactor.data(self.progress)
+        doc = None
+        if request is None and feedback is None and (len(self.sessions) == 1 or not self.open_children()):
+            # The usual checkpoint (one per model turn): its file's document built as it is.
+            state = self.state
+            doc = run_form(
+                checkpoint_id=checkpoint_id, parent_id=self.last_checkpoint_id, position=self.position,
+                created_at=now(), reason=reason, next_action=self.redactor.data(state.next_action),
+                current_agent=state.current_agent, routing_key=self.redactor.data(state.routing_key),
+                metadata=metadata, leaf_entry_id=self.leaf, entry_count=self.entry_count,
+                node_done=self.node_done, node_progress=progress, visits=self.visits,
+                turn_index=self.turn_index, usage_by_model=self.usage_by_model, cursors=self.cursors,
+                events_seq=self.bus.seq, spent=self.meter.spent, journals=self.journals())
+        if doc is None:
+            log.write(self._checkpoint_model(checkpoint_id, seq, reason, metadata, progress, request, feedback))
+        else:
+            log.write_doc(doc, seq)
+        self.last_checkpoint_id = checkpoint_id
+        self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
+        failpoints.hit("after_checkpoint")
+        self.begin_commit("model")
+
+    def _checkpoint_model(self, checkpoint_id: str, seq: int, reason: str, metadata: dict[str, Any],
+                          progress: dict[str, Any], request: HumanRequest | None,
+                          feedback: HumanFeedback | None) -> Checkpoint:
+        """The next checkpoint as a model (``checkpoint`` writes most without one), masked."""
         state = self.state.model_copy(update={
-            "messages": [], "metadata": self.redactor.data(self.state.metadata),
-            "routing_key": self.redactor.data(self.state.routing_key),
+            "messages": [], "metadata": metadata, "routing_key": self.redactor.data(self.state.routing_key),
             "next_action": self.redactor.data(self.state.next_action)})
         if request is not None:
             request = self.masked(request)
@@ -463,21 +493,15 @@ class RunContext:
                 position.output = self.redactor.text(position.output)
             position.progress = self.redactor.data(position.progress)
             sessions.append(position)
-        cp = Checkpoint(
-            checkpoint_id=new_id(), task_id=self.task.id, sequence=seq,
-            parent_id=self.last_checkpoint.checkpoint_id if self.last_checkpoint else None,
+        return Checkpoint(
+            checkpoint_id=checkpoint_id, task_id=self.task.id, sequence=seq, parent_id=self.last_checkpoint_id,
             position=self.position, created_at=now(), awaiting_human=request is not None,
             human_request=request, human_feedback=feedback, reason=reason, state=state,
             leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
-            node_progress=self.redactor.data(self.progress), visits=self.visits, turn_index=self.turn_index,
+            node_progress=progress, visits=self.visits, turn_index=self.turn_index,
             usage_by_model=self.usage_by_model,
             cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions, spent=self.meter.snapshot(),
             journals=self.journals())
-        self.last_checkpoint = self.td.checkpoints.write(cp)
-        self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
-        failpoints.hit("after_checkpoint")
-        self.begin_commit("model")
-        return self.last_checkpoint
 
     def masked(self, request: HumanRequest) -> HumanRequest:
         """``request`` as it may be written or shown: secrets in its output and details masked."""
@@ -515,4 +539,4 @@ class RunContext:
         self.usage_by_model = cp.usage_by_model
         self.total_usage = cp.total_usage
         self.meter.restore(cp)
-        self.last_checkpoint = cp
+        self.last_checkpoint_id = cp.checkpoint_id

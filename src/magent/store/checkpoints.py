@@ -15,6 +15,7 @@ from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
+from magent.store.cpform import from_disk, to_disk
 from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
@@ -44,154 +45,6 @@ def content_hash(doc: dict, task_id: str, sequence: int | None = None) -> str:
     if sequence is not None and "sequence" not in doc:
         extra["sequence"] = sequence
     return canonical_hash({**doc, **extra} if extra else doc)
-
-
-def to_disk(checkpoint: Checkpoint) -> dict:
-    """The checkpoint as its file holds it (without ``sha256``).
-
-    One is written per model turn, so every byte counts a thousand times on a long run: fields at
-    their defaults are left out, at any depth (they come back on read); so are ``task_id`` (the
-    directory names it) and, since schema 17, ``sequence`` (the file's name has it), both still
-    hashed; a journal still empty is not named; and an agent's
-    ``spent`` that equals the whole task's (the usual case: one agent) is written ``"task"``.
-    Since schema 9 a field is also left out when it is what the checkpoint's other fields tell
-    (``from_disk`` puts it back; a value that differs is written, even a default): ``reason``
-    when it is ``llm_turn`` (one per model turn), ``state.current_agent`` when it is the
-    ``position``, ``turn_index`` when it is ``node_progress.iteration``, and the task's spent
-    ``tokens``, ``model_calls`` and ``cost_usd`` when they are the sums of ``usage_by_model``;
-    since schema 14, ``node_progress.entered`` and ``started`` when they are true and its
-    ``iteration`` is 1 or more (a node past its first turn has been entered and started).
-    """
-    doc = {"schema_version": checkpoint.schema_version,
-           **checkpoint.model_dump(mode="json", exclude={"sha256": True, "task_id": True, "sequence": True,
-                                                         "state": {"messages"}}, exclude_defaults=True)}
-    if checkpoint.journals is not None:
-        doc["journals"] = {name: size for name, size in checkpoint.journals.items() if size}
-    spent = doc.get("spent")
-    if spent and "task" in spent:
-        for key, value in spent.items():
-            if key != "task" and value == spent["task"]:
-                spent[key] = "task"
-    _leave_out_told(doc, checkpoint)
-    return doc
-
-
-_TOLD_FIELDS = ("reason", "state.current_agent", "turn_index", "spent.task.tokens",
-                "spent.task.model_calls", "spent.task.cost_usd", "node_progress.entered",
-                "node_progress.started")
-"""The fields schema 9 leaves out when the checkpoint's other fields tell them (``_told``)."""
-
-
-def _told(doc: dict) -> dict[str, object]:
-    """What a checkpoint's other fields tell of the fields in ``_TOLD_FIELDS``: a model turn's
-    reason, the position's agent, the node's iteration as the task's turn count, and usage summed
-    over the models as what the task spent."""
-    progress = doc.get("node_progress")
-    usage = [u for u in (doc.get("usage_by_model") or {}).values() if isinstance(u, dict)]
-    cost = 0.0
-    for u in usage:
-        cost += u.get("cost", 0.0)
-    iteration = progress.get("iteration") if isinstance(progress, dict) else None
-    turned = True if type(iteration) is int and iteration >= 1 else None  # a node past its first turn
-    return {"node_progress.entered": turned, "node_progress.started": turned,
-            "reason": "llm_turn", "state.current_agent": doc.get("position"),
-            "turn_index": progress.get("iteration", 0) if isinstance(progress, dict) else 0,
-            "spent.task.tokens": sum(u.get("input", 0) + u.get("output", 0) for u in usage),
-            "spent.task.model_calls": sum(u.get("calls", 0) for u in usage),
-            "spent.task.cost_usd": cost}
-
-
-def _leave_out_told(doc: dict, cp: Checkpoint) -> None:
-    """What ``_told`` gives, left out of ``doc`` (the file's form of ``cp``); a value that
-    differs is written, even a default. Spelled out field by field: it runs once per model turn,
-    and must agree with ``_told`` (tests/test_store_checkpoints.py)."""
-    if cp.reason == "llm_turn":
-        doc.pop("reason", None)
-    else:
-        doc["reason"] = cp.reason
-    state = doc.get("state")
-    if cp.state.current_agent == cp.position:
-        if state is not None:
-            state.pop("current_agent", None)
-            if not state:
-                del doc["state"]
-    elif state is None:
-        doc["state"] = {"current_agent": cp.state.current_agent}
-    else:
-        state["current_agent"] = cp.state.current_agent
-    progress = cp.node_progress
-    iteration = progress.get("iteration", 0)
-    if cp.turn_index == iteration:
-        doc.pop("turn_index", None)
-    else:
-        doc["turn_index"] = cp.turn_index
-    task = cp.spent.get("task")
-    spent = doc.get("spent")
-    if task is not None and spent is not None and isinstance(spent.get("task"), dict):
-        written = spent["task"]
-        tokens = calls = 0
-        cost = 0.0
-        for usage in cp.usage_by_model.values():
-            tokens += usage.input + usage.output
-            calls += usage.calls
-            cost += usage.cost
-        for key, value, told in (("tokens", task.tokens, tokens), ("model_calls", task.model_calls, calls),
-                                 ("cost_usd", task.cost_usd, cost)):
-            if value == told:
-                written.pop(key, None)
-            else:
-                written[key] = value
-    if type(iteration) is int and iteration >= 1 and "node_progress" in doc:
-        written_progress = doc["node_progress"]
-        for key in ("entered", "started"):
-            value = progress.get(key)
-            if value is True:
-                written_progress.pop(key, None)
-            else:
-                written_progress[key] = value
-
-
-def _parent(doc: dict, path: str, make: bool) -> tuple[dict | None, str]:
-    *heads, last = path.split(".")
-    for head in heads:
-        nxt = doc.get(head)
-        if not isinstance(nxt, dict):
-            if not make:
-                return None, last
-            nxt = doc[head] = {}
-        doc = nxt
-    return doc, last
-
-
-def _tell(doc: dict) -> None:
-    """Put back what ``_leave_out_told`` left out (schema 9 onwards)."""
-    told = _told(doc)
-    for path in _TOLD_FIELDS:
-        if path.startswith("spent.task.") and not isinstance((doc.get("spent") or {}).get("task"), dict):
-            continue
-        if path.startswith("node_progress.") and (told[path] is None or not isinstance(doc.get("node_progress"), dict)):
-            continue
-        holder, key = _parent(doc, path, make=True)
-        if holder is not None:
-            holder.setdefault(key, told[path])
-
-
-def from_disk(doc: dict, task_id: str, sequence: int | None = None) -> dict:
-    """What ``to_disk`` left out or wrote by reference, put back (a migrated document of any
-    version; ``sequence``: the number its file's name holds). Raises ``ValueError`` for a
-    reference that names nothing."""
-    doc.setdefault("task_id", task_id)
-    if sequence is not None:
-        doc.setdefault("sequence", sequence)
-    _tell(doc)
-    spent = doc.get("spent")
-    if isinstance(spent, dict):
-        for key, value in spent.items():
-            if isinstance(value, str):
-                if not isinstance(spent.get(value), dict):
-                    raise ValueError(f"spent.{key}: refers to {value!r}, which is not there")
-                spent[key] = spent[value]
-    return doc
 
 
 def file_name(sequence: int) -> str:
@@ -250,30 +103,35 @@ class CheckpointLog:
         """
         if checkpoint.task_id != self.task_id:
             raise StoreError(f"checkpoint of task {checkpoint.task_id} written to task {self.task_id}")
+        digest = self.write_doc(to_disk(checkpoint), checkpoint.sequence)
+        return checkpoint.model_copy(update={"sha256": digest})
+
+    def write_doc(self, doc: dict, sequence: int) -> str:
+        """Write checkpoint ``sequence`` from its file form (``cpform.to_disk``'s, or
+        ``cpform.run_form``'s: a run builds its own checkpoints' documents without the model) as a
+        new file, and return its ``sha256``. Raises as ``write`` does for a sequence out of order."""
         expected = self.next_number()
-        if checkpoint.sequence != expected:
+        if sequence != expected:
             raise CheckpointSequenceError(
-                f"task {self.task_id[:8]}: checkpoint sequence {checkpoint.sequence} out of order "
-                f"(next is {expected})")
-        doc = to_disk(checkpoint)
-        digest = content_hash(doc, self.task_id, checkpoint.sequence)
+                f"task {self.task_id[:8]}: checkpoint sequence {sequence} out of order (next is {expected})")
+        digest = content_hash(doc, self.task_id, sequence)
         doc["sha256"] = digest
         if self.committer is not None:
-            path = self.path(checkpoint.sequence)
+            path = self.path(sequence)
             fd, temp = self.committer.write_temp(path, dumps(doc))
             self.committer.add_checkpoint(fd, temp, path, on_error=self._forget)
-            self._last = checkpoint.sequence
-            return checkpoint.model_copy(update={"sha256": digest})
+            self._last = sequence
+            return digest
         try:
-            create_immutable(self.path(checkpoint.sequence), dumps(doc))
+            create_immutable(self.path(sequence), dumps(doc))
         except FileExistsError:
             # Another writer got there first (the lock should make this impossible).
             self._last = None
             raise CheckpointSequenceError(
-                f"task {self.task_id[:8]}: {file_name(checkpoint.sequence)} already exists; "
+                f"task {self.task_id[:8]}: {file_name(sequence)} already exists; "
                 "checkpoints are never overwritten") from None
-        self._last = checkpoint.sequence
-        return checkpoint.model_copy(update={"sha256": digest})
+        self._last = sequence
+        return digest
 
     def _forget(self) -> None:
         self._last = None
