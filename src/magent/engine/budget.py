@@ -44,17 +44,21 @@ class Meter:
         self.run = run
         self.spent: dict[str, Spent] = {}
 
-    def observe(self, event: Event) -> None:
-        if event.type == "llm_call" and not event.field("error"):
-            cost = event.field("cost") or 0.0
-            tokens = int(event.field("tokens_in") or 0) + int(event.field("tokens_out") or 0)
-            for scope in self._scopes(event.field("agent")):
+    def observe(self, event: Event | dict[str, Any]) -> None:
+        """Count ``event`` (an ``Event``, or the bus's dict of one)."""
+        doc = event if isinstance(event, dict) else {"type": event.type, "node": event.node,
+                                                     **(event.model_extra or {})}
+        kind = doc["type"]
+        if kind == "llm_call" and not doc.get("error"):
+            cost = doc.get("cost") or 0.0
+            tokens = int(doc.get("tokens_in") or 0) + int(doc.get("tokens_out") or 0)
+            for scope in self._scopes(doc.get("agent")):
                 s = self._of(scope)
                 s.tokens += tokens
                 s.cost_usd += cost
                 s.model_calls += 1
-        elif event.type == "tool_call":
-            for scope in self._scopes(self._agent_of(event)):
+        elif kind == "tool_call":
+            for scope in self._scopes(self._agent_of(doc)):
                 self._of(scope).tool_calls += 1
 
     def snapshot(self) -> dict[str, Spent]:
@@ -78,12 +82,12 @@ class Meter:
     def _scopes(agent: str | None) -> list[str]:
         return [TASK, agent_scope(agent)] if agent else [TASK]
 
-    def _agent_of(self, event: Event) -> str | None:
+    def _agent_of(self, event: dict[str, Any]) -> str | None:
         run = self.run
-        session = run.sessions.get(event.field("session") or "") if event.field("session") else None
+        session = run.sessions.get(event["session"]) if event.get("session") else None
         if session is not None:
             return session.agent or None
-        node = run.graph.nodes.get(event.node or "")
+        node = run.graph.nodes.get(event.get("node") or "")
         return node.agent_name if node is not None else None
 
 

@@ -14,31 +14,68 @@ from magent.ids import now
 from magent.models import Event
 
 Sink = Callable[[Event], None]
+RawSink = Callable[[dict[str, Any]], None]
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is made of JSON's own types only (which ``Event.model_dump`` gives back
+    as they are: a model or a dataclass inside it would come back as a dict)."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or (type(item) not in _SCALARS and not _plain(item)):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if type(item) not in _SCALARS and not _plain(item):
+                return False
+        return True
+    return kind in _SCALARS
 
 
 class EventBus:
     def __init__(self, start_seq: int = 0):
         self.seq = start_seq
-        self._sinks: list[Sink] = []
+        self._sinks: list[tuple[Callable[[Any], None], bool]] = []
+        """Each sink, and whether it takes the event as a plain dict (``raw``)."""
         self._live = 0
         """How many sinks want the live-only events (``LIVE_ONLY``)."""
+        self._typed = 0
+        """How many sinks take an ``Event``."""
 
-    def subscribe(self, sink: Sink, *, live: bool = True) -> None:
-        """``live`` false: ``sink`` ignores the live-only events, so it is not given them."""
-        self._sinks.append(sink)
+    def subscribe(self, sink: Callable[[Any], None], *, live: bool = True, raw: bool = False) -> None:
+        """``live`` false: ``sink`` ignores the live-only events, so it is not given them. ``raw``:
+        ``sink`` takes the event as a dict, ``Event.model_dump(exclude_none=True)``'s form (no
+        model is built for it); its values may be the emitter's own: the sink must not change them."""
+        self._sinks.append((sink, raw))
         self._live += live
+        self._typed += not raw
 
-    def emit(self, type: str, node: str | None = None, **fields: Any) -> Event | None:
-        """The event given to the sinks; None for a live-only event that no sink wants (not
-        built, but it still takes its number, so that every event keeps the same ``seq``)."""
+    def emit(self, type: str, node: str | None = None, **fields: Any) -> None:
+        """Give the event to the sinks. A live-only event that no sink wants is not built, but it
+        still takes its number, so that every event keeps the same ``seq``."""
         self.seq += 1
         if not self._live and type in LIVE_ONLY:
-            return None
-        event = Event(seq=self.seq, ts=now().isoformat(timespec="milliseconds"), type=type,
-                      node=node, **fields)
-        for sink in self._sinks:
-            sink(event)
-        return event
+            return
+        doc: dict[str, Any] = {"seq": self.seq, "ts": now().isoformat(timespec="milliseconds"), "type": type}
+        if node is not None:
+            doc["node"] = node
+        # An event is made of plain values (an answer, a call, a result) nearly always: it goes
+        # to the sinks as it is. Anything else is dumped as the model dumps it.
+        plain = True
+        for key, value in fields.items():
+            if value is not None:
+                doc[key] = value
+                if plain and value.__class__ not in _SCALARS:  # (``type`` is the event's here)
+                    plain = _plain(value)
+        if not plain:
+            doc = Event(**doc).model_dump(exclude_none=True)
+        event = Event.model_validate(doc) if self._typed else None
+        for sink, raw in self._sinks:
+            sink(doc if raw else event)
 
 
 def truncate(text: str | None, limit: int = 1000) -> str:

@@ -4,7 +4,7 @@ the terminal, telemetry), its durability mode, its tool servers, and closing all
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic_core import to_jsonable_python
 
@@ -29,14 +29,13 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
     telemetry = open_live(task.id, td.events_file, start_seq)
 
-    def deliver(event: Event) -> None:
-        if not sinks and event.type in LIVE_ONLY:
+    def deliver(raw: dict[str, Any]) -> None:
+        if not sinks and raw["type"] in LIVE_ONLY:
             return  # nobody is watching and events.jsonl does not keep it
         # Masked for every sink: events.jsonl (which telemetry follows), the terminal and --json
         # show the same thing, and a secret a person typed or a model repeated reaches none. The
-        # event is dumped once; what events.jsonl keeps of it is turned into its line of JSON
-        # once, and masked field by field only when that line may hold something to mask.
-        raw = event.model_dump(exclude_none=True)
+        # event (the bus's dict, not to be changed) is turned into its line of JSON once, and
+        # masked field by field only when that line may hold something to mask.
         doc = redactor.data(raw) if sinks or not redactor.tool_io else None
         if redactor.tool_io:
             kept = for_disk(raw)
@@ -50,7 +49,7 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
             for sink in sinks:
                 sink(shown)
 
-    bus.subscribe(deliver, live=bool(sinks))
+    bus.subscribe(deliver, live=bool(sinks), raw=True)
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     ctx.telemetry = telemetry
