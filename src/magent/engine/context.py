@@ -20,6 +20,7 @@ from magent.models import (
     Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, Usage,
 )
 from magent.models.session import MAIN_SESSION
+from magent.models.task import usage_key
 from magent.redact import Redactor
 from magent.store import TaskDir
 from magent.store.cpform import run_form
@@ -40,6 +41,15 @@ class Recovery:
     """Tool call ids with an intent event but no result: they may or may not have run."""
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Tool call id → its tool_result event (for calls whose result is not an entry)."""
+
+
+def _plus(usage: Usage | None, tokens_in: int, tokens_out: int, cost: float, unpriced: int) -> Usage:
+    """``usage`` (None: nothing yet) with one answered call added, as ``Usage.add`` adds them
+    (one model built, not three)."""
+    if usage is None:
+        return Usage(input=tokens_in, output=tokens_out, cost=round(0.0 + cost, 10), calls=1, unpriced=unpriced)
+    return Usage(input=usage.input + tokens_in, output=usage.output + tokens_out,
+                 cost=round(usage.cost + cost, 10), calls=usage.calls + 1, unpriced=usage.unpriced + unpriced)
 
 
 @dataclass
@@ -378,11 +388,10 @@ class RunContext:
         sent = None
         if request is not None:  # its pieces are stored before the event names them
             sent = self._sent(request, rail, keep_messages)
-        key = response.usage_key
-        usage = Usage(input=response.tokens_in, output=response.tokens_out, cost=response.cost or 0.0,
-                      calls=1, unpriced=int(response.cost is None))
-        self.usage_by_model[key] = self.usage_by_model.get(key, Usage()).add(usage)
-        self.total_usage = self.total_usage.add(usage)
+        key = usage_key(response.model, response.provider)
+        counts = (response.tokens_in, response.tokens_out, response.cost or 0.0, int(response.cost is None))
+        self.usage_by_model[key] = _plus(self.usage_by_model.get(key), *counts)
+        self.total_usage = _plus(self.total_usage, *counts)
         self.turn_index += 1
         self.bus.emit(
             "llm_call", node, agent=agent, model=response.model, provider=response.provider,

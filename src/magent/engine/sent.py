@@ -24,6 +24,38 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
     (the task's ``RequestLog``). ``keep_messages=False`` (a guardrail judge's call when the
     rails masked or withheld part of the text it checked) leaves the messages out: they hold
     that text as the judge saw it."""
+    # An agent sends the same prompt, tools and parameters on every turn: the piece that names
+    # them is known by what it was made from after the first (while the redactor masks the same
+    # secrets), without making it again.
+    masking = (id(redactor), len(redactor.secrets))
+    memo = pieces.memo
+    values = (request.model, request.temperature, request.max_tokens, request.fallback_model, request.endpoint,
+              request.timeout, request.max_retries)
+    key, known = None, None
+    if all(v is None or type(v) in _PLAIN for v in values):  # (a fallback's settings: not kept)
+        key = ("request", masking, values, bool(request.api_key), bool(request.text_mode), request.system,
+               tuple((t.name, t.description, id(t.parameters)) for t in request.tools))
+        known = memo.get(key)
+    if known is None:
+        known = (_params(request, pieces, redactor, masking, memo), [t.parameters for t in request.tools])
+        if key is not None:  # (the schemas are held, so the ids in the key stay theirs)
+            memo[key] = known
+    out: dict[str, Any] = {"params": known[0]}
+    if not keep_messages:
+        out["messages_withheld"] = True
+    elif request.conversation_leaf is not None:
+        out["conversation"] = {"leaf": request.conversation_leaf, "count": len(request.messages)}
+        if request.compaction is not None:
+            out["conversation"]["compaction"] = request.compaction
+    else:
+        messages = [m.model_dump(mode="json", exclude_none=True, exclude={"timestamp"}) for m in request.messages]
+        out["messages"] = pieces.put("messages", redactor.data(messages))
+    return out
+
+
+def _params(request: LLMRequest, pieces: Any, redactor: Any, masking: Any, memo: dict[Any, Any]) -> str:
+    """The id of the ``params`` piece of ``request`` (its parameters, naming its prompt and tools
+    pieces), each piece stored the first time it is seen."""
     out: dict[str, Any] = {"model": request.model, "temperature": request.temperature}
     for key in ("max_tokens", "fallback_model"):
         if getattr(request, key) is not None:
@@ -36,11 +68,6 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
         out["api_key"] = "set"  # never the key itself
     if request.text_mode:
         out["text_mode"] = True
-    # An agent sends the same prompt, tools and parameters on every turn: each is masked, hashed
-    # and stored the first time, and known by what it was made from after that (while the
-    # redactor masks the same secrets).
-    masking = (id(redactor), len(redactor.secrets))
-    memo = pieces.memo
     if request.system:
         key = ("system", masking, request.system)
         if (known := memo.get(key)) is None:
@@ -63,14 +90,5 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
         known = (pieces.put("params", redactor.data(to_jsonable_python(out))), None)
         if key is not None:
             memo[key] = known
-    out = {"params": known[0]}
-    if not keep_messages:
-        out["messages_withheld"] = True
-    elif request.conversation_leaf is not None:
-        out["conversation"] = {"leaf": request.conversation_leaf, "count": len(request.messages)}
-        if request.compaction is not None:
-            out["conversation"]["compaction"] = request.compaction
-    else:
-        messages = [m.model_dump(mode="json", exclude_none=True, exclude={"timestamp"}) for m in request.messages]
-        out["messages"] = pieces.put("messages", redactor.data(messages))
-    return out
+    params: str = known[0]
+    return params
