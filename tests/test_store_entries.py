@@ -235,3 +235,43 @@ def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_p
     assert EntryLog(path).load() == want
     assert dict(EntryLog(path).index()) == want
     assert [e.id for e in EntryLog(path).path_to(r5.id)] == [e.id for e in written]
+
+
+def test_an_entry_line_is_the_json_of_its_model_dump(tmp_path):
+    """A line is what ``json.dumps`` makes of the entry's dump (the defaults and what the tool result
+    leaves out aside), however it is made: floats in a call's arguments as ``json`` writes them
+    (``1e-05``, not pydantic's ``0.00001``), text escaped alike, a differing node written null last."""
+    from magent.models import ToolCall
+    from magent.models.state import Compaction
+
+    def entry(role: str, parent: Entry | None, **kw) -> Entry:
+        return Entry(id=new_id(), parent_id=parent.id if parent else None, role=role,
+                     created_at="2026-01-01T00:00:00.120000Z", **kw)
+
+    path = tmp_path / "entries.jsonl"
+    log = EntryLog(path)
+    ask = entry("assistant", None, content="é \u2028 \x01 \"q\" \\", node="n", tool_calls=[
+        ToolCall(id="c1", server="kv", tool="set", arguments={"f": 1e-05, "big": 10 ** 20, "deep": [{"x": None}]})])
+    result = entry("tool", ask, content="x" * 600, tool_call_id="c1", name="kv.set")  # node None: written null
+    ask2 = entry("assistant", result, node="n", tool_calls=[ToolCall(id="c2", tool="now", arguments={"n": 1})])
+    result2 = entry("tool", ask2, content="", tool_call_id="c2", name="now", node="n")
+    summary = entry("user", result2, entry_type="compaction", content="sum",
+                    compaction=Compaction(agent="a", strategy="fifo", keep_from=2, dropped=1))
+    written = [ask, result, ask2, result2, summary]
+    for e in written:
+        log.append(e)
+    log.close()
+
+    def expected(e: Entry, drop: set[str], null_node: bool = False) -> str:
+        doc = {k: v for k, v in e.model_dump(mode="json", exclude_none=True).items()
+               if k not in drop and v not in ([], "", "message")}
+        if null_node:
+            doc["node"] = None
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+    lines = path.read_text(encoding="utf-8").split("\n")[:-1]  # (splitlines would cut at U+2028)
+    assert lines == [expected(ask, set()), expected(result, {"tool_call_id", "name"}, null_node=True),
+                     expected(ask2, set()), expected(result2, {"tool_call_id", "name", "node"}),
+                     expected(summary, set())]
+    assert '"f":1e-05' in lines[0] and lines[1].endswith(',"node":null}')
+    assert EntryLog(path).load() == {e.id: e for e in written}

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from magent.errors import EntriesCorruptError
 from magent.models import Entry, Message
-from magent.store.files import AppendLog, loads, read_bytes, read_jsonl
+from magent.store.files import AppendLog, dumps, loads, read_bytes, read_jsonl
 
 _HEAD = re.compile(rb'\{"id":"([0-9a-f-]{36})"(?:,"parent_id":"([0-9a-f-]{36})")?,"(?:entry_type|role)":')
 """The start of a line as ``EntryLog.append`` writes it: the id, the parent's id when there is one."""
@@ -54,26 +54,27 @@ class EntryLog(AppendLog):
         """Append ``entry``'s line. A tool result appended just after the model reply that made
         its one call leaves out that call's id and name, and the reply's node (``restore`` puts
         them back)."""
-        doc = entry.model_dump(mode="json", exclude_none=True)
-        if not doc["tool_calls"]:
-            del doc["tool_calls"]
-        if doc["entry_type"] == "message":
-            del doc["entry_type"]
-        if not doc["content"]:
-            del doc["content"]
+        leave_out = set()
+        if not entry.tool_calls:
+            leave_out.add("tool_calls")
+        if entry.entry_type == "message":
+            leave_out.add("entry_type")
+        if not entry.content:
+            leave_out.add("content")
+        null_node = False
         last = self._last
         if (entry.role == "tool" and last is not None and entry.parent_id == last.id and last.role == "assistant"
                 and len(last.tool_calls) == 1 and entry.tool_call_id is not None
                 and entry.tool_call_id == last.tool_calls[0].id):
-            del doc["tool_call_id"]
+            leave_out.add("tool_call_id")
             if entry.name is not None and entry.name == last.tool_calls[0].full_name:
-                del doc["name"]
+                leave_out.add("name")
             if last.node is not None and entry.node == last.node:
-                del doc["node"]
-            elif last.node is not None:
-                doc["node"] = entry.node  # null too: the reader would give the reply's
+                leave_out.add("node")
+            elif last.node is not None and entry.node is None:
+                null_node = True  # null is written: the reader would give the reply's
         self._last = None
-        self._append(doc)
+        self._append_line(_line(entry, leave_out, null_node))
         self._last = entry
         return entry
 
@@ -171,6 +172,33 @@ class EntryLog(AppendLog):
             chain.append(nxt)
             current = nxt.id
         return chain
+
+
+def _line(entry: Entry, leave_out: set[str], null_node: bool) -> bytes:
+    """``entry``'s line of JSON without the fields in ``leave_out`` (and with ``"node":null`` last,
+    when ``null_node``), as ``json.dumps`` writes its ``model_dump`` (``files.dumps``). pydantic
+    writes it straight from the model when that gives the same bytes: it escapes text as ``json``
+    does and writes integers alike, but not every float (``1e-05`` is its ``0.00001``)."""
+    if not null_node and all(_no_floats(call.arguments) for call in entry.tool_calls):
+        try:
+            return entry.__pydantic_serializer__.to_json(entry, exclude_none=True, exclude=leave_out)
+        except ValueError:  # a text it refuses (a lone surrogate): as below
+            pass
+    doc = entry.model_dump(mode="json", exclude_none=True, exclude=leave_out)
+    if null_node:
+        doc["node"] = None
+    return dumps(doc)
+
+
+def _no_floats(value: Any) -> bool:
+    """Whether ``value`` is made of JSON's types but floats (strings, integers, booleans, null,
+    lists, objects with string keys)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and _no_floats(item) for key, item in value.items())
+    if kind is list:
+        return all(_no_floats(item) for item in value)
+    return kind is str or kind is int or kind is bool or value is None
 
 
 def _parse(line: bytes, parent: Any = None) -> Entry | None:

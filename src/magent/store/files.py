@@ -414,9 +414,13 @@ class AppendLog:
         self._writer: JsonlWriter | None = None
 
     def _append(self, doc: dict[str, Any]) -> None:
+        self._append_line(dumps(doc))
+
+    def _append_line(self, line: bytes) -> None:
+        """Append one line of JSON already made (without its newline)."""
         if self._writer is None:
             self._writer = JsonlWriter(self.path)
-        self._writer.append(doc)
+        self._writer.append_line(line)
 
     @property
     def writer(self) -> JsonlWriter | None:
