@@ -169,7 +169,10 @@ class RunContext:
         return self.recovery_of(self.main)
 
     def recovery_of(self, session: Session) -> Recovery:
-        return self.recoveries.setdefault(session.id, Recovery())
+        recovery = self.recoveries.get(session.id)
+        if recovery is None:
+            recovery = self.recoveries[session.id] = Recovery()
+        return recovery
 
     def view(self, session: Session | None = None) -> SessionContext:
         """The run's verbs bound to ``session`` (default: the main session)."""

@@ -14,7 +14,7 @@ from magent.engine import guard
 from magent.engine.control import PauseRun
 from magent.engine.events import truncate
 from magent.models import HumanRequest, Message, ToolCall
-from magent.tools.base import CallContext, ToolResult, calling
+from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.policy import ToolPolicy
 
 
@@ -111,9 +111,12 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         if turn is not None:
             await turn
             turn = None
-        with calling(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node, call_id=call.id,
-                                 emit=ctx.bus.emit)):
+        context = current_call.set(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node,
+                                               call_id=call.id, emit=ctx.bus.emit))
+        try:  # (``tools.base.calling``, without a generator per call)
             result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
+        finally:
+            current_call.reset(context)
         failpoints.hit("after_tool_call")
         if screen is not None and not screen.settle(result):
             return result  # held for a person, or blocked (``guard.settle_turn`` acts on it)
@@ -145,5 +148,7 @@ def landed(ctx, call_id: str) -> None:
 def turn_refusals(policy: ToolPolicy, turn_calls: list[ToolCall], pending: list[ToolCall]) -> dict[str, str]:
     """Pending calls beyond ``max_calls_per_turn`` in their response, with the reason."""
     _, refused = policy.split(turn_calls)
+    if not refused:
+        return {}
     pending_ids = {c.id for c in pending}
     return {c.id: reason for c, reason in refused if c.id in pending_ids}

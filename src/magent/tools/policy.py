@@ -10,6 +10,7 @@ with ``refusal``'s text, so the model learns why.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence, TypeVar
 
 from magent.llm.base import ToolSpec
@@ -37,9 +38,10 @@ class ToolPolicy:
                    max_calls_per_turn=agent.max_calls_per_turn,
                    patterns=list(agent.tools), deny=list(agent.deny_tools))
 
-    @property
+    @cached_property
     def names(self) -> set[str]:
-        """The allowed ``server.tool`` names (pass as ``allowed=`` to ``ToolRegistry.call``)."""
+        """The allowed ``server.tool`` names (pass as ``allowed=`` to ``ToolRegistry.call``; read,
+        never changed). Made once: a policy's tools are resolved when it is made."""
         return {t.full_name for t in self.tools}
 
     @property
@@ -54,9 +56,10 @@ class ToolPolicy:
     def unavailable(self, name: str) -> str | None:
         """Why a tool the agent's patterns allow cannot be called: its server failed to start
         (the cause, for the observation); None for any other tool."""
-        if not matches(name, self.patterns, self.deny):
+        why = self.registry.unavailable(name)  # (None for nearly every call: asked first)
+        if why is None or not matches(name, self.patterns, self.deny):
             return None
-        return self.registry.unavailable(name)
+        return why
 
     def needs_approval(self, name: str) -> bool:
         """A person must approve each call of this tool before it runs (the engine pauses)."""
