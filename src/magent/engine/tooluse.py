@@ -30,23 +30,26 @@ def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, a
     tool = ctx.registry.get(name)
     if tool is None:
         return  # unknown tools are refused by the registry as an observation
-    shown = f"{name}({truncate(str(arguments), 500)})"
     details = {"call_id": call_id, "tool": name, "arguments": arguments}
     change = ctx.pins.check(tool)
     if change is not None:
         raise PauseRun(HumanRequest(kind="tool_changed", node=node, allowed_actions=["approve", "reject"],
                                     question=change.question, output=change.text(),
                                     details={**details, "change": change.to_dict()}))
-    unsure = call_id in ctx.recovery.started_calls or call_id in ctx.progress.get("unsure", ())
-    if unsure and not tool.idempotent:
+    if not tool.idempotent and (call_id in ctx.recovery.started_calls or call_id in ctx.progress.get("unsure", ())):
         raise PauseRun(HumanRequest(
-            kind="tool_recovery", node=node, allowed_actions=["approve", "reject"], output=shown,
+            kind="tool_recovery", node=node, allowed_actions=["approve", "reject"], output=_shown(name, arguments),
             question=(f"The run stopped while {name} was running, and it is not marked idempotent. "
                       "Run it again (approve) or skip it (reject)?"), details=details))
     if tool.needs_approval:
         raise PauseRun(HumanRequest(kind="tool_approval", node=node, allowed_actions=["approve", "reject"],
-                                    question=f"{asker} wants to call {name}. Allow it?", output=shown,
-                                    details=details))
+                                    question=f"{asker} wants to call {name}. Allow it?",
+                                    output=_shown(name, arguments), details=details))
+
+
+def _shown(name: str, arguments: Any) -> str:
+    """A call as a person is asked about it (made only when one is)."""
+    return f"{name}({truncate(str(arguments), 500)})"
 
 
 def declined(ctx, call_id: str) -> str | None:
