@@ -13,19 +13,15 @@ import re
 import secrets
 import shutil
 import stat
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
-
-from pydantic import ValidationError
 
 from magent import paths
 from magent.errors import (
     AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
 )
 from magent.ids import is_uuid4, now
-from magent.models import Checkpoint, Event, Message, State, Task, TaskStatus, Usage
-from magent.store.checkpoints import CheckpointLog
-from magent.store.entries import EntryLog, to_message
 from magent.store.files import (
     DIR_MODE, LINK_HINT, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, link_error, read_json,
     read_jsonl, remove_temp_files,
@@ -33,11 +29,14 @@ from magent.store.files import (
 from magent.store.listing import DIR_HINT, UNSETTLED, check_readable, events_usage, linked_task_ids, task_ids
 from magent.store.locks import Lock
 from magent.store.requests import RequestLog
-from magent.store.migrations import migrate
 
+# The models (and the checkpoint and entry logs, which build them) are imported where they are
+# used: ``magent trace`` opens a task to read its trace.json and lock, and builds none of them.
 if TYPE_CHECKING:
-    from magent.models import TraceLog
+    from magent.models import Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog
+    from magent.store.checkpoints import CheckpointLog
     from magent.store.commit import Committer
+    from magent.store.entries import EntryLog
 
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
 
@@ -55,8 +54,6 @@ class TaskDir:
         self.store = store
         self.id = task_id
         self.path = store.tasks_dir / task_id
-        self.checkpoints = CheckpointLog(self.path, task_id)
-        self.entries = EntryLog(self.path / "entries.jsonl")
         self.requests = RequestLog(self.path / "requests.jsonl")
         self._events: JsonlWriter | None = None
         self.last_event: dict[str, Any] | None = None
@@ -66,6 +63,22 @@ class TaskDir:
         none yet, or the append failed): what the next line may be told from."""
         self.committer: "Committer | None" = None
         """Set for a run (``commit_with``): how its writes become durable."""
+
+    @cached_property
+    def checkpoints(self) -> "CheckpointLog":
+        from magent.store.checkpoints import CheckpointLog
+
+        return CheckpointLog(self.path, self.id)
+
+    @cached_property
+    def entries(self) -> "EntryLog":
+        from magent.store.entries import EntryLog
+
+        return EntryLog(self.entries_file)
+
+    @property
+    def entries_file(self) -> Path:
+        return self.path / "entries.jsonl"
 
     def commit_with(self, mode: str) -> "Committer":
         """Make this task's writes durable by group commit, in durability ``mode``."""
@@ -85,6 +98,11 @@ class TaskDir:
         return self.path / "task.json"
 
     def load_task(self) -> Task:
+        from pydantic import ValidationError
+
+        from magent.models import Task
+        from magent.store.migrations import migrate
+
         try:
             doc = read_json(self.task_file)
         except FileNotFoundError:
@@ -107,6 +125,8 @@ class TaskDir:
 
     def shown_task(self) -> Task:
         """The task as commands show it: a pending or running one no process holds is interrupted."""
+        from magent.models import TaskStatus, Usage
+
         task = self.load_task()
         if task.status.value not in UNSETTLED:
             return task
@@ -126,6 +146,8 @@ class TaskDir:
 
     # the conversation
     def messages(self, leaf_id: str | None) -> list[Message]:
+        from magent.store.entries import to_message
+
         return [to_message(e) for e in self.entries.path_to(leaf_id)]
 
     def full_state(self, checkpoint: Checkpoint) -> State:
@@ -172,7 +194,10 @@ class TaskDir:
             self._events.sync()
 
     def read_events(self, problems: list[str] | None = None) -> list[Event]:
+        from pydantic import ValidationError
+
         from magent.engine.events import unpack_all
+        from magent.models import Event
 
         out: list[Event] = []
         for raw in unpack_all(read_jsonl(self.events_file, problems)):
@@ -240,7 +265,8 @@ class TaskDir:
     def close(self) -> None:
         if self.committer is not None:
             self.committer.close()
-        self.entries.close()
+        if "entries" in self.__dict__:   # (made on first use)
+            self.entries.close()
         self.requests.close()
         if self._events is not None:
             self._events.close()

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from magent.store.files import loads, read_bytes
 from magent.trace.actions import hydrate
-from magent.engine.events import read_events
-from magent.trace.build import build_trace_doc
-from magent.trace.steps import TraceDoc
 from magent.models.tracedisk import expand
 
+# Building a trace from events (engine.events, trace.build) is imported where it is done: a
+# finished task's trace.json needs neither, nor the models they import.
 if TYPE_CHECKING:
     from magent.store import TaskDir
+    from magent.trace.steps import TraceDoc
 
 
 @dataclass
@@ -103,7 +103,7 @@ class TraceView:
         """Read back the text of the ``unfilled`` results (only of those ``entry_ids`` when given)."""
         wanted = list(self.unfilled) if entry_ids is None else [i for i in entry_ids if i in self.unfilled]
         if wanted:
-            fill_results({i: self.unfilled.pop(i) for i in wanted}, self.td.entries.path)
+            fill_results({i: self.unfilled.pop(i) for i in wanted}, self.td.entries_file)
 
     @property
     def status(self) -> str:
@@ -162,7 +162,7 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
 def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
     """Put back the ~1,000 characters of the results trace.json leaves to their entries (from
     those entries). Returns ``doc``, changed in place."""
-    fill_results(cut_results(doc), td.entries.path)
+    fill_results(cut_results(doc), td.entries_file)
     return doc
 
 
@@ -191,8 +191,7 @@ def fill_results(cut: dict[str, list[dict[str, Any]]], path: Any) -> None:
     """Give each result in ``cut`` the first ``RESULT_LIMIT`` characters of its entry's content
     (the entry's last line in ``path`` wins, as it would in a read of the whole file)."""
     from magent.store.files import read_jsonl
-    from magent.trace.notes import _truncate
-    from magent.trace.steps import RESULT_LIMIT
+    from magent.trace.notes import RESULT_LIMIT, _truncate
 
     if not cut:
         return
@@ -258,6 +257,9 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
                              live=live, notes=notes)
 
     if os.path.exists(td.events_file):
+        from magent.engine.events import read_events
+        from magent.trace.build import build_trace_doc
+
         problems: list[str] = []
         built = build_trace_doc(td.id, read_events(td, problems, entries), created)
         if live:

@@ -30,6 +30,13 @@ def plural_attempts(n: int) -> str:
     return f"{n} attempt" + ("" if n == 1 else "s")
 
 
+RESULT_LIMIT = 1000
+"""Characters of a tool result in the trace (seed 003: about 1,000). trace.json leaves out the
+text of a long result that is an entry, and reading the trace puts this much back from the
+entry (``models.tracedisk``, ``trace.load.restore_results``): the history is stored once. (Here
+rather than in ``trace.steps``, so reading a trace.json does not import the step builder.)"""
+
+
 def _truncate(text: str | None, limit: int) -> str:
     if not text:
         return ""

@@ -10,15 +10,11 @@ from typing import Any
 
 from magent.models.task import usage_key
 from magent.trace import composition, notes
-from magent.trace.notes import _truncate, describe_guardrail, plural_attempts, recalled_text, stored_text
+from magent.trace.notes import RESULT_LIMIT, _truncate, describe_guardrail, plural_attempts, recalled_text, stored_text
 from magent.vocabulary import how_started, round_limit
 
 THINKING_LIMIT = 4000
 """Characters of a model turn's text kept in its action record (the whole text is an entry)."""
-RESULT_LIMIT = 1000
-"""Characters of a tool result in the trace (seed 003: about 1,000). trace.json leaves out the
-text of a long result that is an entry, and reading the trace puts this much back from the
-entry (``models.tracedisk``, ``trace.load.restore_results``): the history is stored once."""
 
 
 ENDS_A_CALL = frozenset({"error", "interrupted", "run_started", "run_finished", "session_finished", "node_started",
