@@ -14,7 +14,7 @@ from magent.store import Store
 from magent import paths
 from magent.store import listing, taskindex
 from magent.store.listing import TASK_SCHEMA_VERSION, TASK_STATUSES, list_rows
-from magent.store.taskindex import index_file
+from magent.store.taskindex import index_file, rows_file
 from support.homes import HomeBuilder, standard_home, unwritable
 
 
@@ -92,102 +92,166 @@ def test_listing_does_not_import_pydantic_or_the_models(magent_home):
     assert out.strip() == "5 []"
 
 
-# The task index (store/taskindex.py): a cache of what the listing read, never a source of truth.
+# The task indexes (store/taskindex.py): caches of what the listing read, never a source of truth.
+# cache/task-rows.json holds the rows every listing reads; cache/tasks.json the documents, read
+# only when they are wanted (--json, --search, TaskRow.doc).
 
-def _fresh_rows():
-    """The rows as the listing makes them with no index at all."""
-    index = index_file(paths.home())
-    saved = index.read_bytes() if index.exists() else None
-    index.unlink(missing_ok=True)
+def _caches() -> list:
+    return [rows_file(paths.home()), index_file(paths.home())]
+
+
+def _fresh_rows(**kwargs):
+    """The rows (with their documents) as the listing makes them with no index at all."""
+    saved = {f: f.read_bytes() for f in _caches() if f.exists()}
+    for f in _caches():
+        f.unlink(missing_ok=True)
     try:
-        return list_rows()
+        rows = list_rows(**kwargs)
+        return rows, [r.doc for r in rows]
     finally:
-        if saved is not None:
-            index.write_bytes(saved)
+        for f in _caches():
+            f.unlink(missing_ok=True)
+        for f, data in saved.items():
+            f.write_bytes(data)
+
+
+def _reads(monkeypatch) -> list[str]:
+    """The task.json files read from now on."""
+    read: list[str] = []
+    real = listing.read_bytes
+    monkeypatch.setattr(listing, "read_bytes", lambda p: read.append(str(p)) or real(p))
+    return read
 
 
 def test_a_second_listing_reads_no_task_json_that_did_not_change(monkeypatch):
     home = HomeBuilder()
     for n in range(4):
-        home.task(f"task {n}")
-    first = list_rows()
-    assert index_file(paths.home()).is_file()
-    read = []
-    real = listing.read_bytes
-    monkeypatch.setattr(listing, "read_bytes", lambda p: read.append(str(p)) or real(p))
-    assert list_rows() == first
+        home.task(f"task {n}", tags=["x"])
+    first, docs = _fresh_rows()
+    list_rows()
+    assert rows_file(paths.home()).is_file() and not index_file(paths.home()).exists()
+    read = _reads(monkeypatch)
+    again = list_rows()
+    assert again == first and not [p for p in read if p.endswith("task.json")]
+    assert [r.doc for r in again] == docs   # read when asked: there is no document index yet
+    assert len([p for p in read if p.endswith("task.json")]) == 4
+    list_rows(documents=True)               # (reads them once more, and keeps them)
+    read.clear()
+    whole = list_rows(documents=True)
+    assert whole == first and [r.doc for r in whole] == docs
+    lazy = list_rows()
+    assert [r.doc for r in lazy] == docs
     assert not [p for p in read if p.endswith("task.json")]
 
 
-def test_the_index_follows_every_change_to_the_tasks():
+def test_the_indexes_follow_every_change_to_the_tasks():
     home = HomeBuilder()
     a, b, c = home.task("alpha"), home.task("bravo"), home.task("charlie", status="pending")
-    list_rows()
+    list_rows(documents=True)
     shutil.rmtree(c.path)                                                 # removed by hand
     assert [r.id for r in list_rows()] == [b.id, a.id]
-    assert sorted(json.loads(index_file(paths.home()).read_text())["tasks"]) == sorted([a.id, b.id])
+    assert sorted(json.loads(rows_file(paths.home()).read_text())["tasks"]) == sorted([a.id, b.id])
     a.update(status="failed", result=None, error="it broke")             # replaced by rename
     raw = (b.path / "task.json").read_bytes()
     with open(b.path / "task.json", "r+b") as fh:                         # edited in place, same size
         fh.write(raw.replace(b'"bravo"', b'"BRAVO"'))
     d = home.task("delta")                                                # new
-    rows = list_rows()
-    assert {r.id: (r.status, r.description) for r in rows} == {
-        a.id: ("failed", "alpha"), b.id: ("completed", "BRAVO"), d.id: ("completed", "delta")}
-    assert rows == _fresh_rows()
-    kept = json.loads(index_file(paths.home()).read_text())["tasks"]
-    assert sorted(kept) == sorted([a.id, b.id, d.id])
+    for documents in (False, True, False):
+        rows = list_rows(documents=documents)
+        assert {r.id: (r.status, r.description) for r in rows} == {
+            a.id: ("failed", "alpha"), b.id: ("completed", "BRAVO"), d.id: ("completed", "delta")}
+        assert (rows, [r.doc for r in rows]) == _fresh_rows()
+        assert [r.doc["error"] for r in rows if r.id == a.id] == ["it broke"]
+    for cache in _caches():
+        assert sorted(json.loads(cache.read_text())["tasks"]) == sorted([a.id, b.id, d.id])
 
 
 def test_a_task_nobody_runs_stays_interrupted_from_the_index():
     t = HomeBuilder().task("left running", status="running")
-    for _ in range(3):   # the row shown changes its document: the index must keep the stored one
-        (row,) = list_rows()
-        assert row.status == "interrupted"
+    for documents in (False, False, True, True, False):
+        (row,) = list_rows(documents=documents)   # the row shown changes: the indexes keep what is stored
+        assert row.status == "interrupted" and row.doc["status"] == "interrupted"
+        assert row.doc["usage"] == {"input": 0, "output": 0, "cost": 0.0, "calls": 0, "unpriced": 0}
+    assert json.loads(rows_file(paths.home()).read_text())["tasks"][t.id][4] == "running"
     index = taskindex.TaskIndex(paths.home())
     assert index.get(t.id, taskindex.identity(str(t.path / "task.json")))[0]["status"] == "running"
 
 
+@pytest.mark.parametrize("which", [0, 1])
 @pytest.mark.parametrize("planted", [b"", b"{not json", b'{"version": 99, "tasks": {}}', b"[1, 2]",
                                      b'{"version": 2, "shapes": [["id"]], "tasks": {"x": 1}}',
-                                     b'{"version": 2, "shapes": [1], "tasks": {}}'])
-def test_a_damaged_index_is_read_as_none_and_rewritten(planted):
+                                     b'{"version": 2, "shapes": [1], "tasks": {}}',
+                                     b'{"version": 1, "tasks": {"x": 1}}', b'{"version": 1, "tasks": []}'])
+def test_a_damaged_index_is_read_as_none_and_rewritten(planted, which):
     home = HomeBuilder()
     home.task("one"), home.task("two")
     expected = _fresh_rows()
-    index_file(paths.home()).write_bytes(planted)
-    assert list_rows() == expected
-    assert json.loads(index_file(paths.home()).read_text())["version"] == taskindex.VERSION
+    cache = _caches()[which]
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_bytes(planted)
+    rows = list_rows(documents=bool(which))
+    assert (rows, [r.doc for r in rows]) == expected
+    version = taskindex.ROWS_VERSION if which == 0 else taskindex.VERSION
+    assert json.loads(cache.read_text())["version"] == version
 
 
-def test_an_index_row_that_makes_no_row_is_read_from_the_file():
+def test_an_old_index_is_not_read_as_rows():
+    """The index of the magent before this one (documents in cache/tasks.json): listing still
+    reads the tasks' rows right, and keeps it as the document index it is."""
     t = HomeBuilder().task("one")
+    list_rows(documents=True)
+    rows_file(paths.home()).unlink()
+    _rewrite(t, description="changed")
+    (row,) = list_rows()
+    assert row.description == "changed" and row.doc["description"] == "changed"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("description", 5), ("status", "paused"), ("created_at", "2026-01-01T00:00:00"), ("created_at", 5),
+    ("calls", "3"), ("cost", 1), ("models", [1]), ("tags", "x"), ("tags", [["x"]]), (None, None),
+])
+def test_an_index_row_that_makes_no_row_is_read_from_the_file(field, value):
+    t = HomeBuilder().task("one", tags=["x"])
     list_rows()
-    index = json.loads(index_file(paths.home()).read_text())
+    index = json.loads(rows_file(paths.home()).read_text())
     entry = index["tasks"][t.id]
-    entry[3][index["shapes"][entry[2]].index("description")] = 5
-    index_file(paths.home()).write_text(json.dumps(index))
+    names = ["status", "workflow", "description", "created_at", "calls", "cost", "unpriced", "tokens",
+             "models", "tags"]
+    if field is None:
+        entry.pop()
+    else:
+        entry[4 + names.index(field)] = value
+    rows_file(paths.home()).write_text(json.dumps(index))
     problems: list[str] = []
     (row,) = list_rows(problems=problems)
-    assert row.description == "one" and problems == []
+    assert (row.description, row.status, row.tags) == ("one", "completed", ("x",)) and problems == []
+    assert row == _fresh_rows()[0][0]
 
 
 def test_a_planted_index_link_is_neither_read_nor_written_through(tmp_path):
     home = HomeBuilder()
     t = home.task("one")
-    elsewhere = tmp_path / "elsewhere.json"
+    ident = taskindex.identity(str(t.path / "task.json"))
     doc = {"description": "planted", "status": "failed", "id": t.id, "workflow": "w",
            "created_at": "2026-01-01T00:00:00Z"}
-    ident = taskindex.identity(str(t.path / "task.json"))
-    elsewhere.write_text(json.dumps({"version": taskindex.VERSION, "shapes": [list(doc)],
-                                     "tasks": {t.id: [ident, [], 0, list(doc.values())]}}))
-    before = elsewhere.read_bytes()
+    planted = {
+        index_file(paths.home()): {"version": taskindex.VERSION, "shapes": [list(doc)],
+                                   "tasks": {t.id: [ident, [], 0, list(doc.values())]}},
+        rows_file(paths.home()): {"version": taskindex.ROWS_VERSION, "tasks": {t.id: ident + [
+            "failed", "w", "planted", "2026-01-01T00:00:00+00:00", 0, 0.0, 0, 0, [], []]}},
+    }
     index_file(paths.home()).parent.mkdir(exist_ok=True)
-    index_file(paths.home()).symlink_to(elsewhere)
+    for n, (cache, content) in enumerate(planted.items()):
+        elsewhere = tmp_path / f"elsewhere{n}.json"
+        elsewhere.write_text(json.dumps(content))
+        cache.symlink_to(elsewhere)
+    before = {p: p.read_bytes() for p in tmp_path.glob("elsewhere*.json")}
     (row,) = list_rows()
-    assert row.description == "one"
-    assert elsewhere.read_bytes() == before
-    assert not index_file(paths.home()).is_symlink()
+    assert row.description == "one" and row.doc["description"] == "one"
+    (row,) = list_rows(documents=True)
+    assert row.description == "one" and row.doc["description"] == "one"
+    assert {p: p.read_bytes() for p in tmp_path.glob("elsewhere*.json")} == before
+    assert not any(cache.is_symlink() for cache in planted)
 
 
 def test_a_home_that_cannot_take_the_index_still_lists():
@@ -195,5 +259,25 @@ def test_a_home_that_cannot_take_the_index_still_lists():
     home.task("one")
     with unwritable(paths.home() / "cache"):
         (row,) = list_rows()
-        (again,) = list_rows()
-    assert row == again and row.description == "one"
+        (again,) = list_rows(documents=True)
+    assert row == again and row.description == "one" and row.doc == again.doc
+
+
+def test_a_document_is_read_when_first_asked_for(monkeypatch):
+    """A row from the index reads its document only when asked, and once."""
+    home = HomeBuilder()
+    a, b = home.task("alpha", result="the answer"), home.task("bravo")
+    list_rows()
+    read = _reads(monkeypatch)
+    rows = {r.id: r for r in list_rows()}
+    assert read == []
+    assert rows[a.id].doc["result"] == "the answer" and rows[a.id].doc is rows[a.id].doc
+    assert [p for p in read if p.endswith("task.json")] == [str(a.path / "task.json")]
+
+
+def test_search_reads_the_documents():
+    home = HomeBuilder()
+    a, _ = home.task("alpha", result="the NEEDLE"), home.task("bravo", result="hay")
+    list_rows()
+    assert [r.id for r in list_rows(where=listing.TaskFilter(search="needle"))] == [a.id]
+    assert index_file(paths.home()).is_file()

@@ -59,12 +59,15 @@ def load(target: PathLike, *, home: PathLike | None = None) -> Definition:
 
 
 def tasks(status: str | None = None, *, home: PathLike | None = None,
-          problems: list[str] | None = None, where: "TaskFilter | None" = None) -> list["TaskRow"]:
+          problems: list[str] | None = None, where: "TaskFilter | None" = None,
+          documents: bool = False) -> list["TaskRow"]:
     """Every task in the home, newest first (what ``magent tasks list`` shows).
 
     ``status`` keeps one status, ``where`` (a ``magent.store.listing.TaskFilter``: text,
     tags, workflow, model, since) the tasks it matches. A task whose task.json cannot be
-    read is left out and described in ``problems`` when a list is given.
+    read is left out and described in ``problems`` when a list is given. Each row's
+    ``doc`` (its task.json) is read when first asked for, or with the rows if ``documents``
+    (quicker when every row's is wanted).
     """
     from magent.store.listing import list_rows
     from magent.vocabulary import TASK_STATUSES
@@ -72,7 +75,7 @@ def tasks(status: str | None = None, *, home: PathLike | None = None,
     if status is not None and status not in TASK_STATUSES:
         raise UsageError(f"--status {status!r} is not a status (one of: {', '.join(TASK_STATUSES)})")
     with paths.using_home(home):
-        return list_rows(status=status, problems=problems, where=where)
+        return list_rows(status=status, problems=problems, where=where, documents=documents)
 
 
 def task(task_id: str, *, home: PathLike | None = None) -> "AgentResult":

@@ -47,7 +47,7 @@ def list_tasks(
         raise UsageError(f"--since: {exc}") from None
     where = TaskFilter(search=search, tags=tuple(tag or ()), workflow=workflow, model=model, since=after)
     problems: list[str] = []
-    rows = tasks(status, problems=problems, where=where)[:limit]
+    rows = tasks(status, problems=problems, where=where, documents=json_out)[:limit]
     for p in problems:
         warn(p)
     if json_out:

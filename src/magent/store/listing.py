@@ -12,7 +12,7 @@ This module imports nothing of pydantic or ``magent.models``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from magent.errors import StoreError, TaskNotFoundError
 from magent.ids import is_uuid4
 from magent.schema import SCHEMA_VERSION
 from magent.store.files import link_error, loads, read_bytes
-from magent.store.taskindex import TaskIndex, identity
+from magent.store.taskindex import RowIndex, TaskIndex, ident_of, stat_of
 from magent.vocabulary import TASK_STATUSES
 
 DIR_HINT = "move the real directory back in its place, or remove the link"
@@ -40,13 +40,13 @@ def shown_status(status: str, live: bool) -> str:
     return "interrupted" if status in UNSETTLED and not live else status
 
 
-def events_usage(task_dir: Path) -> dict[str, Any]:
+def events_usage(task_dir: "Path | str") -> dict[str, Any]:
     """Model calls, tokens and cost added up from the task's ``llm_call`` events, as the trace
     adds them up. Used while a task is not settled (running, or its process died), when its
     task.json has not been brought up to date."""
     usage: dict[str, Any] = {"input": 0, "output": 0, "cost": 0.0, "calls": 0, "unpriced": 0}
     try:
-        data = read_bytes(task_dir / "events.jsonl")  # never through a link
+        data = read_bytes(f"{task_dir}/events.jsonl")  # never through a link
     except (OSError, StoreError):
         return usage
     for line in data.split(b"\n"):
@@ -66,17 +66,17 @@ def events_usage(task_dir: Path) -> dict[str, Any]:
     return usage
 
 
-def is_live(locks_dir: Path, task_id: str) -> bool:
+def is_live(locks_dir: "Path | str", task_id: str) -> bool:
     """A process holds the task's lock now (probed read-only)."""
     from magent.store.locks import is_held
 
-    return is_held(locks_dir / f"{task_id}.lock")
+    return is_held(f"{locks_dir}/{task_id}.lock")
 
 TASK_SCHEMA_VERSION = SCHEMA_VERSION
 """Newer task.json files are refused."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TaskRow:
     """One task as ``magent tasks list`` shows it."""
 
@@ -88,8 +88,6 @@ class TaskRow:
     calls: int
     """Model calls so far (``usage.calls``; from the events while the task is not settled)."""
     cost: float
-    doc: dict[str, Any]
-    """task.json as stored, without the (large) ``config_snapshot``."""
     unpriced: int = 0
     """Model calls whose cost litellm could not tell (``cost`` leaves them out)."""
     tokens: int = 0
@@ -99,6 +97,71 @@ class TaskRow:
     folder: str | None = None
     """The task's directory (where ``called_models`` reads its usage); a plain string, as
     ten thousand ``Path`` objects would cost a listing more than the rest of a row."""
+    tags: tuple[str, ...] = ()
+    """The task's tags."""
+    _source: Any = field(default=None, repr=False, compare=False)
+    """The document (``doc``), or where to read it from: ``(_Documents, identity, changes)``."""
+
+    def __init__(self, id: str, status: str, workflow: str, description: str, created_at: datetime,
+                 calls: int, cost: float, unpriced: int = 0, tokens: int = 0,
+                 models: frozenset[str] = frozenset(), folder: str | None = None, tags: tuple[str, ...] = (),
+                 _source: Any = None) -> None:
+        # Written out: a frozen dataclass's own __init__ sets each field through
+        # object.__setattr__, 3 µs a row, as much as the rest of making a row from the index.
+        self.__dict__.update(id=id, status=status, workflow=workflow, description=description,
+                             created_at=created_at, calls=calls, cost=cost, unpriced=unpriced, tokens=tokens,
+                             models=models, folder=folder, tags=tags, _source=_source)
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """task.json as stored, without the (large) ``config_snapshot``; for a task not
+        settled, with the status and usage the row shows. A row the listing took from its
+        index reads it when first asked (from the document index while that holds the same
+        task.json, else from the file: a task changed since the listing gives its new one)."""
+        source = self._source
+        if type(source) is not dict:
+            source = {} if source is None else source[0].load(self, source[1], source[2])
+            object.__setattr__(self, "_source", source)
+        doc: dict[str, Any] = source
+        return doc
+
+    def shown_as(self, status: str, usage: dict[str, Any]) -> "TaskRow":
+        """This row of a task that is not settled, with the status and usage to show."""
+        source, changes = self._source, {"status": status, "usage": usage}
+        if type(source) is dict:
+            source.update(changes)
+        elif source is not None:
+            source = (source[0], source[1], changes)
+        return TaskRow(self.id, status, self.workflow, self.description, self.created_at, usage["calls"],
+                       usage["cost"], usage["unpriced"], self.tokens, self.models, self.folder, self.tags, source)
+
+
+class _Documents:
+    """Where the rows of one listing read their ``doc`` when it was left out: the document
+    index (``cache/tasks.json``, loaded on the first such read) while it holds the task.json
+    the row was made from, else the file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.index: TaskIndex | None = None
+
+    def load(self, row: TaskRow, ident: list[int], changes: dict[str, Any] | None) -> dict[str, Any]:
+        if self.index is None:
+            self.index = TaskIndex(self.root)
+        cached = self.index.get(row.id, ident)
+        doc = None
+        if cached is not None:
+            try:
+                row_from_doc(row.folder or "", row.id, cached[0], frozenset())   # as a listing checks it
+                doc = cached[0]
+            except StoreError:
+                pass   # an index someone wrote by hand: the file says what it holds
+        if doc is None:
+            doc = read_doc(f"{row.folder}/task.json", row.id)
+            doc.pop("config_snapshot", None)
+        if changes:
+            doc.update(changes)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -124,7 +187,7 @@ class TaskFilter:
             return False
         if self.since is not None and row.created_at < self.since:
             return False
-        if self.tags and not set(self.tags) <= set(row.doc.get("tags") or []):
+        if self.tags and not set(self.tags) <= set(row.tags):
             return False
         if self.search:
             needle = self.search.casefold()
@@ -236,22 +299,48 @@ def _task_entries(tasks_dir: Path) -> list[os.DirEntry]:
         return [e for e in it if is_uuid4(e.name)]
 
 
-def read_row(tasks_dir: Path, task_id: str, index: "TaskIndex | None" = None) -> TaskRow:
+def read_row(tasks_dir: Path, task_id: str, index: RowIndex | None = None, docs: TaskIndex | None = None,
+             lazy: _Documents | None = None) -> TaskRow:
     """The row of task ``task_id``. Raises ``TaskNotFoundError`` or ``StoreError`` naming the task.
 
-    With an ``index``, a task.json it holds unchanged is not read again, and one read is put in it.
+    A task.json that ``index`` (rows) or ``docs`` (documents: used instead of ``index`` when
+    given, for rows that hold their document) holds unchanged is not read again, and one read
+    is put in them. A row from ``index`` reads its document from ``lazy`` when asked.
     """
     folder = f"{tasks_dir}/{task_id}"   # (task_id is a UUID: no separator, no ..)
     path = f"{folder}/task.json"
-    ident = identity(path) if index is not None else None
-    if ident is not None and index is not None:
-        cached = index.get(task_id, ident)
-        if cached is not None:
-            doc, models = cached
-            try:
-                return row_from_doc(folder, task_id, doc, frozenset(str(m) for m in models))
-            except StoreError:
-                pass   # an index someone wrote by hand: the file itself says what is wrong
+    st = stat_of(path) if index is not None or docs is not None else None
+    if st is not None:
+        if docs is not None:
+            cached = docs.get(task_id, ident_of(st))
+            if cached is not None:
+                try:
+                    row = row_from_doc(folder, task_id, cached[0], frozenset(str(m) for m in cached[1]))
+                except StoreError:
+                    pass   # an index someone wrote by hand: the file itself says what is wrong
+                else:
+                    if index is not None and index.get(task_id, st) is None:
+                        index.put(task_id, ident_of(st), row_values(row))
+                    return row
+        elif index is not None:
+            entry = index.get(task_id, st)
+            if entry is not None:
+                made = row_from_entry(folder, task_id, entry, lazy)
+                if made is not None:
+                    return made
+    doc = read_doc(path, task_id)
+    models = models_in(doc.pop("config_snapshot", None))
+    row = row_from_doc(folder, task_id, doc, models)
+    if st is not None:   # only a document that made a row
+        if index is not None:
+            index.put(task_id, ident_of(st), row_values(row))
+        if docs is not None:
+            docs.put(task_id, ident_of(st), doc, models)
+    return row
+
+
+def read_doc(path: str, task_id: str) -> dict[str, Any]:
+    """task.json of task ``task_id`` at ``path``, checked readable by this magent."""
     try:
         doc = loads(read_bytes(path))
     except FileNotFoundError:
@@ -259,11 +348,32 @@ def read_row(tasks_dir: Path, task_id: str, index: "TaskIndex | None" = None) ->
     except (ValueError, OSError) as exc:
         raise StoreError(f"task {task_id}: task.json is unreadable ({exc})") from None
     check_readable(task_id, doc)
-    models = models_in(doc.pop("config_snapshot", None))
-    row = row_from_doc(folder, task_id, doc, models)
-    if ident is not None and index is not None:
-        index.put(task_id, ident, doc, models)   # only a document that made a row
-    return row
+    assert isinstance(doc, dict)
+    return doc
+
+
+def row_values(row: TaskRow) -> list[Any]:
+    """What the row index keeps of ``row`` (after its task.json's identity)."""
+    return [row.status, row.workflow, row.description, row.created_at.isoformat(), row.calls, row.cost,
+            row.unpriced, row.tokens, sorted(row.models), list(row.tags)]
+
+
+def row_from_entry(folder: str, task_id: str, entry: list[Any], lazy: _Documents | None) -> TaskRow | None:
+    """The row a row index entry holds, or None when one of its values is not what
+    ``row_values`` writes (an index someone edited: the file is read instead)."""
+    try:
+        status, workflow, description, created, calls, cost, unpriced, tokens, models, tags = entry[4:]
+        created_at = datetime.fromisoformat(created)
+        "".join(models), "".join(tags)   # (TypeError unless each is a string: ten times quicker than all())
+    except (TypeError, ValueError):
+        return None
+    if (status not in TASK_STATUSES or type(workflow) is not str or type(description) is not str
+            or created_at.tzinfo is None or type(calls) is not int or type(cost) is not float
+            or type(unpriced) is not int or type(tokens) is not int or type(models) is not list
+            or type(tags) is not list):
+        return None
+    return TaskRow(task_id, status, workflow, description, created_at, calls, cost, unpriced, tokens,
+                   frozenset(models), folder, tuple(tags), None if lazy is None else (lazy, entry[:4], None))
 
 
 def row_from_doc(folder: str, task_id: str, doc: dict[str, Any], models: frozenset[str]) -> TaskRow:
@@ -296,20 +406,23 @@ def row_from_doc(folder: str, task_id: str, doc: dict[str, Any], models: frozens
         raise bad(f"usage.unpriced: {unpriced!r} is not a whole number")
     counted = [usage.get(k, 0) for k in ("input", "output")]
     tokens = sum(n for n in counted if type(n) is int)
+    tags = doc.get("tags")
     return TaskRow(id=task_id, status=status, workflow=doc["workflow"],
                    description=doc["description"], created_at=created, calls=calls,
-                   cost=float(cost), doc=doc, unpriced=unpriced, tokens=tokens, models=models,
-                   folder=folder)
+                   cost=float(cost), unpriced=unpriced, tokens=tokens, models=models, folder=folder,
+                   tags=tuple(t for t in tags if type(t) is str) if type(tags) is list else (), _source=doc)
 
 
 def list_rows(root: Path | None = None, status: str | None = None,
-              problems: list[str] | None = None, where: TaskFilter | None = None) -> list[TaskRow]:
+              problems: list[str] | None = None, where: TaskFilter | None = None,
+              documents: bool = False) -> list[TaskRow]:
     """Rows of every task under the home ``root`` (default ``$MAGENT_HOME``), newest first.
 
     Statuses are as shown (``shown_status``: a dead run is ``interrupted``), in the rows
     and their documents; ``status`` keeps only tasks with that status, ``where`` only those
     it matches. A task whose task.json cannot be read is left out and described in
-    ``problems``.
+    ``problems``. ``documents`` reads every row's ``doc`` now (a ``where`` with a search
+    text does too) rather than when it is first asked for.
     """
     tasks_dir = paths.tasks_dir(root)
     locks_dir = paths.locks_dir(root)
@@ -318,11 +431,14 @@ def list_rows(root: Path | None = None, status: str | None = None,
     except OSError:
         lock_files = set()
     rows: list[TaskRow] = []
-    index = TaskIndex(root or paths.home())
+    home = root or paths.home()
+    index = RowIndex(home)
+    docs = TaskIndex(home) if documents or (where is not None and where.search) else None
+    lazy = _Documents(home) if docs is None else None
     present = task_ids(tasks_dir, problems)
     for task_id in present:
         try:
-            row = read_row(tasks_dir, task_id, index)
+            row = read_row(tasks_dir, task_id, index, docs, lazy)
         except (StoreError, TaskNotFoundError) as exc:
             if problems is not None:
                 problems.append(str(exc))
@@ -335,13 +451,14 @@ def list_rows(root: Path | None = None, status: str | None = None,
             clear_dead(locks_dir, task_id)   # a killed run's lock files: nobody holds them
         if row.status in UNSETTLED:
             shown = shown_status(row.status, live)
-            usage = events_usage(tasks_dir / task_id)
-            row.doc.update(status=shown, usage=usage)
-            row = replace(row, status=shown, calls=usage["calls"], cost=usage["cost"], unpriced=usage["unpriced"])
+            row = row.shown_as(shown, events_usage(f"{tasks_dir}/{task_id}"))
         if (status is None or row.status == status) and (where is None or where.matches(row)):
             rows.append(row)
-    index.keep_only(set(present))
-    index.save()
+    kept = set(present)
+    for cache in (index, docs):
+        if cache is not None:
+            cache.keep_only(kept)
+            cache.save()
     rows.sort(key=lambda r: r.created_at, reverse=True)
     return rows
 
