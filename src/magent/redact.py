@@ -18,6 +18,7 @@ The conversation (``entries.jsonl``) keeps tool results whatever
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,8 +124,10 @@ _REMEMBERED_MAX = 65_536
 _SEEN_LIMIT = 256
 
 
-_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=lambda o: _jsonable(o))
-"""``Redactor.json_line``'s first try, made once: compact, and refusing what JSON has no form for."""
+_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
+                           default=lambda o: _jsonable(o))
+"""``Redactor.json_line``'s first try, made once: compact, and refusing what JSON has no form for
+(a document that refers to itself fails with ``RecursionError`` instead of being looked for)."""
 
 class Redactor:
     """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
@@ -145,7 +148,7 @@ class Redactor:
         """Texts already masked, with their masked form: the same text reaches disk several
         times (an entry, its event, the trace, each checkpoint's metadata), so it is scanned
         once, when it is first written."""
-        self._needles: list[str] | None = self._json_needles()
+        self._needles: list[tuple[str, list[str]]] | None = self._json_needles()
 
     @classmethod
     def configured(cls, secrets: set[str] | None = None, root: Path | None = None) -> "Redactor":
@@ -207,21 +210,30 @@ class Redactor:
         if self._needles is not None:
             try:
                 text = _STRICT.encode(doc)
-            except (ValueError, TypeError):  # NaN, infinity, keys JSON cannot have: as below
+            except (ValueError, TypeError, RecursionError):  # NaN, infinity, keys JSON cannot have: as below
                 pass
             else:
-                if not any(needle in text for needle in self._needles):
+                for key, needles in self._needles:
+                    if key in text and any(needle in text for needle in needles):
+                        break
+                else:
                     return text.encode()
         return json.dumps(_jsonable(self.data(doc)), ensure_ascii=False, separators=(",", ":")).encode()
 
-    def _json_needles(self) -> list[str] | None:
+    def _json_needles(self) -> list[tuple[str, list[str]]] | None:
         """What ``json_line`` looks for in a JSON text: each secret and each pattern's literal
-        start as JSON writes them; None when a pattern has no literal start (it could match
-        across what JSON escapes: such documents are masked field by field)."""
+        start as JSON writes them, in groups that start alike, each with the start its needles
+        share (``gh`` for ``ghp_``, ``gho_``...: a text without it is looked at once per group,
+        not once per needle); None when a pattern has no literal start (it could match across
+        what JSON escapes: such documents are masked field by field)."""
         if self._re is not None and (not self._screen.exact or self._screen.others):
             return None
         texts = [*self.secrets, *(self._screen.prefixes if self._re is not None else ())]
-        return [json.dumps(t, ensure_ascii=False)[1:-1] for t in texts]
+        groups: dict[str, list[str]] = {}
+        for text in texts:
+            needle = json.dumps(text, ensure_ascii=False)[1:-1]
+            groups.setdefault(needle[:2], []).append(needle)
+        return [(os.path.commonprefix(needles), needles) for needles in groups.values()]
 
     def event(self, doc: dict[str, Any]) -> dict[str, Any]:
         """An event as it may be written: masked, and without tool I/O when ``tool_io`` is off."""
@@ -251,8 +263,9 @@ class _Screen:
     def __init__(self, patterns: tuple[str, ...]):
         self.shortest = 0
         self.prefixes: list[str] = []
-        self.keyed: list[tuple[str, str]] = []
-        """Each prefix with its rarest character."""
+        self.keyed: list[tuple[str, list[str]]] = []
+        """The prefixes by their rarest character (``-`` for ``sk-`` and the five ``xox?-``): a
+        text is searched for each such character once."""
         self.others: list[re.Pattern[str]] = []
         self.exact = False
         """False: no screen, every text is searched."""
@@ -274,7 +287,10 @@ class _Screen:
                 else:
                     self.prefixes.extend(starts)
             self.shortest = min(shortest)
-            self.keyed = [(min(p, key=_rarity), p) for p in self.prefixes]
+            keyed: dict[str, list[str]] = {}
+            for prefix in self.prefixes:
+                keyed.setdefault(min(prefix, key=_rarity), []).append(prefix)
+            self.keyed = list(keyed.items())
             self.exact = True
         except Exception:  # re's internals changed: search every text
             self.exact = False
@@ -284,8 +300,12 @@ class _Screen:
             return True
         if len(text) < self.shortest:
             return False
-        return (any(key in text and p in text for key, p in self.keyed)
-                or any(o.search(text) for o in self.others))
+        for key, prefixes in self.keyed:
+            if key in text:
+                for prefix in prefixes:
+                    if prefix in text:
+                        return True
+        return any(o.search(text) for o in self.others)
 
 
 _COMMON = " etaoinshrdlcumwfgypbvkjxqz"

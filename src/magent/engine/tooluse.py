@@ -71,17 +71,27 @@ def approval_note(ctx, call_id: str) -> str:
 def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
                     result: ToolResult | None = None) -> None:
     """Record a tool result the model will see (also for calls that never ran)."""
+    name = call.full_name
     text = content if outcome == "SUCCESS" else f"[{outcome}] {content}"
-    entry = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=call.full_name),
-                            node=node)
-    ctx.bus.emit("tool_result", node, call_id=call.id, tool=(result.tool if result else "") or call.full_name,
-                 requested_tool=call.full_name if result and result.tool != call.full_name else None,
-                 outcome=outcome, result=truncate(ctx.redactor.text(result.content if result else content)),
-                 error=ctx.redactor.text((result.error if result else content) or "") or None
-                 if outcome != "SUCCESS" else None,
-                 duration_ms=result.duration_ms if result else None,
-                 artifact=result.artifact if result else None,
-                 notes=ctx.redactor.data(result.notes) or None if result else None, entry_id=entry.id)
+    entry = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=name), node=node)
+    # The event's fields in their order, those without a value left out rather than given as None
+    # (the written event leaves them out either way; one per step, each one validated and dumped).
+    redactor = ctx.redactor
+    fields: dict[str, Any] = {"call_id": call.id, "tool": (result.tool if result else "") or name}
+    if result is not None and result.tool != name:
+        fields["requested_tool"] = name
+    fields["outcome"] = outcome
+    fields["result"] = truncate(redactor.text(result.content if result else content))
+    if outcome != "SUCCESS" and (error := redactor.text((result.error if result else content) or "")):
+        fields["error"] = error
+    if result is not None:
+        if result.duration_ms is not None:
+            fields["duration_ms"] = result.duration_ms
+        if result.artifact is not None:
+            fields["artifact"] = result.artifact
+        if notes := redactor.data(result.notes):
+            fields["notes"] = notes
+    ctx.bus.emit("tool_result", node, **fields, entry_id=entry.id)
 
 
 async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
