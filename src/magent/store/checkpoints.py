@@ -16,7 +16,7 @@ from magent.errors import (
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
 from magent.store.cpform import from_disk, to_disk
-from magent.store.files import create_immutable, dumps, fsync_dir, loads, read_bytes
+from magent.store.files import create_immutable, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
 if TYPE_CHECKING:
@@ -25,9 +25,14 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 """What ``json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` uses,
-made once (one checkpoint per model turn is hashed when written and when read)."""
+made once (one checkpoint per model turn is hashed when written and when read). A document read
+from JSON or built by ``cpform`` cannot refer to itself, so it is not looked for (a sixth of the
+encoding's cost)."""
+_FILE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+"""A checkpoint file's JSON: the bytes of ``files.dumps`` (whose other road, for long texts at the
+top level, gives the same bytes), without that look either."""
 
 
 def canonical_hash(doc: dict) -> str:
@@ -118,12 +123,12 @@ class CheckpointLog:
         doc["sha256"] = digest
         if self.committer is not None:
             path = self.path(sequence)
-            fd, temp = self.committer.write_temp(path, dumps(doc))
+            fd, temp = self.committer.write_temp(path, _FILE.encode(doc).encode())
             self.committer.add_checkpoint(fd, temp, path, on_error=self._forget)
             self._last = sequence
             return digest
         try:
-            create_immutable(self.path(sequence), dumps(doc))
+            create_immutable(self.path(sequence), _FILE.encode(doc).encode())
         except FileExistsError:
             # Another writer got there first (the lock should make this impossible).
             self._last = None

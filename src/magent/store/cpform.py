@@ -13,6 +13,8 @@ import math
 from datetime import datetime
 from typing import Any, Iterable
 
+from pydantic_core import to_jsonable_python
+
 from magent.models import SCHEMA_VERSION, Checkpoint, Usage
 from magent.models.budget import Spent
 
@@ -165,8 +167,6 @@ def _plain(value: Any) -> bool:
 
 def _when(moment: datetime) -> str:
     """A timestamp as pydantic's JSON mode writes it (``...Z`` for UTC)."""
-    from pydantic_core import to_jsonable_python
-
     return to_jsonable_python(moment)
 
 
