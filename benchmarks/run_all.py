@@ -142,8 +142,9 @@ def tasks_list_figure(root: Path, runs: int, count: int) -> dict:
     populate(home, count, checkpoints=2, config_snapshot=SNAPSHOT)
     t = read_figure(["tasks", "list"], home, runs)   # (its warm-up run writes the cache)
     cold = []
-    for _ in range(runs):   # the first listing after the cache is gone reads every task.json
-        (home / "cache" / "tasks.json").unlink(missing_ok=True)
+    for _ in range(runs):   # the first listing after the caches are gone reads every task.json
+        for cache in ("tasks.json", "task-rows.json"):
+            (home / "cache" / cache).unlink(missing_ok=True)
         cold.append(timed_magent(["tasks", "list"], home, 1, warm_up=False))
     return {"list": t["magent"], "cold": _median(cold), "bare": t["bare"], "floor": t["floor"], "count": count}
 

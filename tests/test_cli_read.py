@@ -252,7 +252,7 @@ def test_checkpoints_show_json_of_the_paused_one(std):
     ("checkpoints", "show", "PREFIX", "0", "--json"),
 ])
 def test_read_commands_change_nothing_on_disk(std, args):
-    """Nothing but the listing's cache (``cache/tasks.json``, which ``tasks list`` writes as git
+    """Nothing but the listing's caches (``cache/``, which ``tasks list`` writes as git
     refreshes its index), and that only when a task changed since the last listing."""
     running = std.home.task("live one", status="running")
     with running.dir.lock():
