@@ -116,7 +116,8 @@ def task_details(task_id: str, *, home: PathLike | None = None) -> TaskDetails:
     with paths.using_home(home):
         td = Store().task(task_id)
         shown = td.shown_task()
-        sessions = list((load_view(td).doc.get("sub_agent_sessions") or {}).values())
+        # (the trace as read: its sessions need none of the result texts ``doc`` reads back)
+        sessions = list((load_view(td).partial.get("sub_agent_sessions") or {}).values())
         return TaskDetails(task=shown, result=result_of(td, shown),
                            checkpoints=len(td.checkpoints.numbers()), sessions=sessions)
 

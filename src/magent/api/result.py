@@ -121,8 +121,7 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
     from magent.trace.load import load_view
 
     task = task or td.load_task()
-    view = load_view(td)
-    doc = view.doc
+    doc = load_view(td).partial   # (as read: the usage and steps need no result text read back)
     by_model = {key: Usage.model_validate(value) for key, value in (doc.get("usage_by_model") or {}).items()
                 if isinstance(value, dict)}
     usage = task.usage
