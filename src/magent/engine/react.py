@@ -39,7 +39,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
     client = ctx.client_for(agent.name)
     specs = tools.specs + delegates
     text_mode = agent.tool_calling == "text" or (
-        agent.tool_calling == "auto" and specs and not client.supports_tools(ctx.llm_config(agent.name).model))
+        agent.tool_calling == "auto" and bool(specs) and not client.supports_tools(ctx.llm_config(agent.name).model))
     while True:
         ctx.check_stop()
         accepted = guard.resume_answer(ctx, node)  # a person decided on an answer a rail held
