@@ -58,8 +58,10 @@ MODES = ("sync", "step", "exit")
 DEFAULT_MODE = "sync"
 
 _FILES_PER_ROUND = 64
-_START_WAIT = 0.002
-"""At most this long (s), a commit's launch waits for its fsyncs to be under way."""
+_START_WAIT = 0.0005
+"""At most this long (s), a commit's launch waits for its fsyncs to be under way: on a quiet
+machine they are within ~50 us; on a loaded one the pool's threads may wait for a core, and
+the run should not wait with them."""
 _WORKERS = 8
 _POOL = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="magent-fsync")
 """Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
