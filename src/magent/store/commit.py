@@ -58,36 +58,9 @@ MODES = ("sync", "step", "exit")
 DEFAULT_MODE = "sync"
 
 _FILES_PER_ROUND = 64
-_START_WAIT = 0.0005
-"""At most this long (s), a commit's launch waits for its fsyncs to be under way: on a quiet
-machine they are within ~50 us; on a loaded one the pool's threads may wait for a core, and
-the run should not wait with them."""
-_WORKERS = 8
-_POOL = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="magent-fsync")
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="magent-fsync")
 """Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
 overlap too)."""
-
-
-class _Load:
-    """How many fsyncs the pool has been given and not finished."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs = 0
-
-    def take(self, count: int) -> bool:
-        """Count ``count`` more; True if a thread of the pool is free for each of them."""
-        with self._lock:
-            free = self._jobs + count <= _WORKERS
-            self._jobs += count
-            return free
-
-    def done(self) -> None:
-        with self._lock:
-            self._jobs -= 1
-
-
-_LOAD = _Load()
 
 
 @dataclass(eq=False)
@@ -384,32 +357,14 @@ class _Commit:
         loop = asyncio.get_running_loop()
         self.committer._running.append(self)
         self.committer._launched.append(self)
-        count = len(self.fds)
-        left = [count]
-        unstarted = [count]
-        back = [False]
-        started = threading.Event()
+        left = [len(self.fds)]
         lock = threading.Lock()
 
         def job(fd: int, what: str) -> None:
-            with lock:
-                unstarted[0] -= 1
-                if not unstarted[0]:
-                    started.set()
             try:
                 _fsync(fd, what)
             except BaseException as exc:  # handed to the waiting task
                 self.error = self.error or exc
-            finally:
-                _LOAD.done()
-            with lock:
-                first = not back[0]
-                back[0] = True
-            if first and count > 1 and self.error is None:
-                # The next checkpoint's temp file is made while the other fsyncs finish: made
-                # by the last one, it held up the wake-up of the run waiting for this commit
-                # (100-700 us per commit, measured). The commit ends after it either way.
-                self.committer._make_spare()
             with lock:
                 left[0] -= 1
                 last = left[0] == 0
@@ -419,7 +374,7 @@ class _Commit:
                     loop.call_soon_threadsafe(self.settle)
                 except RuntimeError:  # the loop closed: whoever flushes next settles it
                     pass
-                if count == 1 and self.error is None:
+                if self.error is None:
                     self.committer._make_spare()
                 self.finished.set()
                 self.committer._launched.remove(self)
@@ -429,16 +384,8 @@ class _Commit:
             self.committer._launched.remove(self)
             self.settle()
             return
-        idle = _LOAD.take(count)
         for fd, what in self.fds:
             _POOL.submit(job, fd, what)
-        # The pool's threads need the interpreter to get from their wake-up to the fsync call,
-        # which they cannot have while this thread runs on: without this wait the fsyncs began
-        # only when the run next blocked (130-180 us later, measured). Waiting here lets them
-        # in at once; it ends as soon as every one of them is under way. (Not when the pool is
-        # busy with other commits: then they start when a thread is free, and nobody waits.)
-        if idle:
-            started.wait(_START_WAIT)
 
     def settle(self) -> None:
         """Note what it made durable (or, if an fsync failed, that nothing of it is known to
