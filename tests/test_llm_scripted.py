@@ -14,7 +14,7 @@ import pytest
 from magent.errors import ConfigError, LLMError
 from magent.llm.base import LLMRequest
 from magent.llm.factory import make_client, preflight
-from magent.llm.scripted import ScriptedClient
+from magent.llm.scripted import InputCounter, ScriptedClient
 from magent.models import LLMConfig, Message
 
 SCRIPT = """\
@@ -68,6 +68,23 @@ def test_plays_responses_in_order_with_deterministic_ids(tmp_path: Path) -> None
     assert second.stop_reason == "stop"
     assert (second.tokens_in, second.tokens_out) == (120, 9)
     assert cursors == {"writer": 2}
+
+
+def test_the_estimate_counts_each_request_s_own_messages_whatever_lists_came_before() -> None:
+    """A request's conversation is counted from its own messages. A list built for one request
+    and freed before the next often leaves its address to the next request's list (as a
+    reflection's critic gets a new one each round): the count once took the new list for the
+    old one and went on from its count, so two identical runs could report different input
+    tokens."""
+    counter = InputCounter()
+    m = [Message(role="user", content=t) for t in ("a" * 40, "b" * 40, "c" * 400, "d" * 400, "e" * 4)]
+    first = [m[0], m[1]]
+    assert counter.chars(first) == 80
+    del first
+    second = [m[2], m[3], m[4]]  # in CPython, usually the list object ``first`` was
+    assert counter.chars(second) == 804
+    second.append(m[0])  # the same list grown: only the new message is counted
+    assert counter.chars(second) == 844
 
 
 def test_string_arguments_that_are_not_json_come_back_raw(tmp_path: Path) -> None:

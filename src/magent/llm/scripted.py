@@ -238,13 +238,16 @@ class InputCounter:
     """
 
     def __init__(self) -> None:
-        self._list_id = 0
+        self._list: list | None = None
+        """The list counted last, held so that no other list can take its id (a list
+        compared by ``id()`` alone was once freed and another, built for the next request,
+        got its address: the count went on from the old one's and came out short)."""
         self._counted = 0
         self._chars = 0
 
     def chars(self, messages: list) -> int:
-        if id(messages) != self._list_id or len(messages) < self._counted:
-            self._list_id, self._counted, self._chars = id(messages), 0, 0
+        if messages is not self._list or len(messages) < self._counted:
+            self._list, self._counted, self._chars = messages, 0, 0
         for m in messages[self._counted:]:
             self._chars += _message_chars(m)
         self._counted = len(messages)
