@@ -12,28 +12,12 @@ from typing import Any, Callable
 
 from magent.ids import now
 from magent.models import Event
+from magent.store.files import plain_json
 
 Sink = Callable[[Event], None]
 RawSink = Callable[[dict[str, Any]], None]
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _plain(value: Any) -> bool:
-    """Whether ``value`` is made of JSON's own types only (which ``Event.model_dump`` gives back
-    as they are: a model or a dataclass inside it would come back as a dict)."""
-    kind = type(value)
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or (type(item) not in _SCALARS and not _plain(item)):
-                return False
-        return True
-    if kind is list:
-        for item in value:
-            if type(item) not in _SCALARS and not _plain(item):
-                return False
-        return True
-    return kind in _SCALARS
 
 
 class EventBus:
@@ -70,7 +54,7 @@ class EventBus:
             if value is not None:
                 doc[key] = value
                 if plain and value.__class__ not in _SCALARS:  # (``type`` is the event's here)
-                    plain = _plain(value)
+                    plain = plain_json(value)
         if not plain:
             doc = Event(**doc).model_dump(exclude_none=True)
         event = Event.model_validate(doc) if self._typed else None

@@ -17,6 +17,7 @@ from pydantic_core import to_jsonable_python
 
 from magent.models import SCHEMA_VERSION, Checkpoint, Usage
 from magent.models.budget import Spent
+from magent.store.files import plain_json
 
 
 def to_disk(checkpoint: Checkpoint) -> dict:
@@ -58,7 +59,7 @@ def run_form(*, checkpoint_id: str, parent_id: str | None, position: str, create
     are fresh dicts, as masking returns them). None when one of them holds a value that JSON
     has no plain form for (a tuple, a NaN, a key that is not a text...): pydantic turns such a
     value into JSON its own way, so the caller then builds the model."""
-    if not (_plain(metadata) and _plain(node_progress) and _plain(next_action) and _plain(routing_key)):
+    if not all(plain_json(v, "finite") for v in (metadata, node_progress, next_action, routing_key)):
         return None
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "checkpoint_id": checkpoint_id}
     if parent_id is not None:
@@ -143,26 +144,6 @@ def _dumped(model: Usage | Spent, fields: tuple[tuple[str, type, Any], ...]) -> 
         if value != default:
             out[name] = value
     return out
-
-
-def _plain(value: Any) -> bool:
-    """True when ``value`` is JSON as it is: what pydantic's JSON mode gives back unchanged."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)  # pydantic writes NaN and the infinities as null
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or not _plain(item):
-                return False
-        return True
-    if kind is list:
-        for item in value:
-            if not _plain(item):
-                return False
-        return True
-    return False
 
 
 def _when(moment: datetime) -> str:

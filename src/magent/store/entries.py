@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from magent.errors import EntriesCorruptError
 from magent.models import Entry, Message
-from magent.store.files import AppendLog, dumps, loads, read_bytes, read_jsonl
+from magent.store.files import AppendLog, dumps, loads, plain_json, read_bytes, read_jsonl
 
 _HEAD = re.compile(rb'\{"id":"([0-9a-f-]{36})"(?:,"parent_id":"([0-9a-f-]{36})")?,"(?:entry_type|role)":')
 """The start of a line as ``EntryLog.append`` writes it: the id, the parent's id when there is one."""
@@ -179,7 +179,7 @@ def _line(entry: Entry, leave_out: set[str], null_node: bool) -> bytes:
     when ``null_node``), as ``json.dumps`` writes its ``model_dump`` (``files.dumps``). pydantic
     writes it straight from the model when that gives the same bytes: it escapes text as ``json``
     does and writes integers alike, but not every float (``1e-05`` is its ``0.00001``)."""
-    if not null_node and all(_no_floats(call.arguments) for call in entry.tool_calls):
+    if not null_node and all(plain_json(call.arguments, "none") for call in entry.tool_calls):
         try:
             return entry.__pydantic_serializer__.to_json(entry, exclude_none=True, exclude=leave_out)
         except ValueError:  # a text it refuses (a lone surrogate): as below
@@ -188,17 +188,6 @@ def _line(entry: Entry, leave_out: set[str], null_node: bool) -> bytes:
     if null_node:
         doc["node"] = None
     return dumps(doc)
-
-
-def _no_floats(value: Any) -> bool:
-    """Whether ``value`` is made of JSON's types but floats (strings, integers, booleans, null,
-    lists, objects with string keys)."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(key) is str and _no_floats(item) for key, item in value.items())
-    if kind is list:
-        return all(_no_floats(item) for item in value)
-    return kind is str or kind is int or kind is bool or value is None
 
 
 def _parse(line: bytes, parent: Any = None) -> Entry | None:

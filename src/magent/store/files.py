@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import secrets
@@ -241,6 +242,30 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _LONG_TEXT = 512
 """A text at least this long in a document's top level is turned into JSON by pydantic's encoder
 (``dumps``): a tool result of 10 KB takes ``json`` about 25 us, pydantic's about 7."""
+
+
+def plain_json(value: Any, floats: str = "any") -> bool:
+    """Whether ``value`` is made of JSON's own types only: texts, integers, booleans, None, lists
+    and dicts with text keys, and floats as ``floats`` says: ``"any"``, ``"finite"`` (pydantic's
+    JSON mode writes NaN and the infinities as null) or ``"none"`` (pydantic writes some floats
+    other than ``json`` does: ``1e-05`` as ``0.00001``). Such a value needs no model to be
+    written as its model would write it."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return floats == "any" or (floats == "finite" and math.isfinite(value))
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not plain_json(item, floats):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if not plain_json(item, floats):
+                return False
+        return True
+    return False
 
 
 def dumps(obj: Any, *, indent: int | None = None) -> bytes:
