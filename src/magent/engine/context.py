@@ -13,9 +13,10 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
+from magent.engine import checkpointing
 from magent.engine.events import EventBus, truncate
 from magent.engine.sessions import Session, SessionContext, StopSignal
-from magent.ids import new_id, now
+from magent.ids import new_id
 from magent.models import (
     Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, Usage,
 )
@@ -23,7 +24,6 @@ from magent.models.session import MAIN_SESSION
 from magent.models.task import usage_key
 from magent.redact import Redactor
 from magent.store import TaskDir
-from magent.store.cpform import run_form
 from magent.store.journal import Positions as JournalPositions
 
 if TYPE_CHECKING:
@@ -448,107 +448,17 @@ class RunContext:
             return None
         return committer.through(self._turn_commits)
 
-    # checkpoints
+    # checkpoints (engine/checkpointing.py)
     def checkpoint(self, reason: str, *, request: HumanRequest | None = None,
                    feedback: HumanFeedback | None = None) -> None:
-        """Write the next checkpoint. Entries are synced first, so a checkpoint never points at an
-        entry that is not on disk. (Events are synced where they matter: before a tool that is
-        not idempotent runs, and when the run stops.) With the run's group commit the checkpoint
-        is linked into place by the next commit, after the entries it points at are synced."""
-        if self.td.committer is None:
-            self.td.entries.sync()
-        failpoints.hit("before_checkpoint")
-        log = self.td.checkpoints
-        seq = log.next_number()
-        checkpoint_id = new_id()
-        # A secret the model or a person repeated must not reach the file either.
-        metadata = self.redactor.data(self.state.metadata)
-        progress = self.redactor.data(self.progress)
-        doc = None
-        if request is None and feedback is None and (len(self.sessions) == 1 or not self.open_children()):
-            # The usual checkpoint (one per model turn): its file's document built as it is.
-            state = self.state
-            doc = run_form(
-                checkpoint_id=checkpoint_id, parent_id=self.last_checkpoint_id, position=self.position,
-                created_at=now(), reason=reason, next_action=self.redactor.data(state.next_action),
-                current_agent=state.current_agent, routing_key=self.redactor.data(state.routing_key),
-                metadata=metadata, leaf_entry_id=self.leaf, entry_count=self.entry_count,
-                node_done=self.node_done, node_progress=progress, visits=self.visits,
-                turn_index=self.turn_index, usage_by_model=self.usage_by_model, cursors=self.cursors,
-                events_seq=self.bus.seq, spent=self.meter.spent, journals=self.journals())
-        if doc is None:
-            log.write(self._checkpoint_model(checkpoint_id, seq, reason, metadata, progress, request, feedback))
-        else:
-            log.write_doc(doc, seq)
-        self.last_checkpoint_id = checkpoint_id
-        self.bus.emit("checkpoint", self.position, sequence=seq, reason=reason)
-        failpoints.hit("after_checkpoint")
-        self.begin_commit("model")
-
-    def _checkpoint_model(self, checkpoint_id: str, seq: int, reason: str, metadata: dict[str, Any],
-                          progress: dict[str, Any], request: HumanRequest | None,
-                          feedback: HumanFeedback | None) -> Checkpoint:
-        """The next checkpoint as a model (``checkpoint`` writes most without one), masked."""
-        state = self.state.model_copy(update={
-            "messages": [], "metadata": metadata, "routing_key": self.redactor.data(self.state.routing_key),
-            "next_action": self.redactor.data(self.state.next_action)})
-        if request is not None:
-            request = self.masked(request)
-        if feedback is not None:
-            feedback = feedback.model_copy(update={
-                "message": self.redactor.text(feedback.message or "") or None,
-                "state_updates": self.redactor.data(feedback.state_updates)})
-        sessions = []
-        for child in self.open_children():
-            position = child.to_position()
-            if position.output:
-                position.output = self.redactor.text(position.output)
-            position.progress = self.redactor.data(position.progress)
-            sessions.append(position)
-        return Checkpoint(
-            checkpoint_id=checkpoint_id, task_id=self.task.id, sequence=seq, parent_id=self.last_checkpoint_id,
-            position=self.position, created_at=now(), awaiting_human=request is not None,
-            human_request=request, human_feedback=feedback, reason=reason, state=state,
-            leaf_entry_id=self.leaf, entry_count=self.entry_count, node_done=self.node_done,
-            node_progress=progress, visits=self.visits, turn_index=self.turn_index,
-            usage_by_model=self.usage_by_model,
-            cursors=self.cursors, events_seq=self.bus.seq, sessions=sessions, spent=self.meter.snapshot(),
-            journals=self.journals())
+        """Write the next checkpoint, after the entries it points at (``checkpointing.write``)."""
+        checkpointing.write(self, reason, request, feedback)
 
     def masked(self, request: HumanRequest) -> HumanRequest:
         """``request`` as it may be written or shown: secrets in its output and details masked."""
-        return request.model_copy(update={"output": self.redactor.text(request.output or "") or None,
-                                          "details": self.redactor.data(request.details)})
+        return checkpointing.masked(self.redactor, request)
 
     def restore(self, cp: Checkpoint, messages: list[Message],
                 history: Callable[[str | None], list[Message]] | None = None) -> None:
-        """Continue from ``cp``: fresh copies of everything, so the stored checkpoint is never mutated.
-
-        ``messages`` is the main session's history; ``history(leaf)`` gives an open child's.
-        """
-        cp = cp.model_copy(deep=True)
-        main = self.main
-        main.position = cp.position
-        main.node_done = cp.node_done
-        main.progress = cp.node_progress
-        main.leaf = cp.leaf_entry_id
-        main.entry_count = cp.entry_count
-        main.cursors.clear()
-        main.cursors.update(cp.cursors)
-        self.visits = cp.visits
-        self.turn_index = cp.turn_index
-        self.sessions = {MAIN_SESSION: main}
-        self.state = cp.state.model_copy(update={"messages": list(messages)})
-        for position in cp.sessions:
-            if history is None:
-                raise ValueError("restoring a checkpoint with open sessions needs their history")
-            session = Session.from_position(position, self.state.metadata, history(position.leaf_entry_id))
-            self.sessions[session.id] = session
-        for session in self.sessions.values():  # a child stops with its parent's group
-            if not session.is_main:
-                parent = self.sessions.get(session.parent or MAIN_SESSION, main)
-                session.stop = parent.stop
-        self.usage_by_model = cp.usage_by_model
-        self.total_usage = cp.total_usage
-        self.meter.restore(cp)
-        self.last_checkpoint_id = cp.checkpoint_id
+        """Continue from ``cp`` (``checkpointing.restore``)."""
+        checkpointing.restore(self, cp, messages, history)
