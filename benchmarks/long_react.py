@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -83,7 +82,8 @@ def floor_note(floors_ms: list[float]) -> str:
             "read; run again quiet")
 
 
-def fsync_floor(directory: Path, steps: int = 30, *, reply: bool = False) -> float:
+def fsync_floor(directory: Path, steps: int = 30, *, reply: bool = False,
+                cpu: list[float] | None = None) -> float:
     """The median time (s) of one step's durable writes with no engine around them: a 10.5 KB
     line appended to a JSON Lines file and fsynced, a 750-byte checkpoint written to a temp file,
     fsynced and linked into place, and the directory fsynced (what a step of the long-react
@@ -91,7 +91,10 @@ def fsync_floor(directory: Path, steps: int = 30, *, reply: bool = False) -> flo
 
     ``reply``: the writes of a step in durability ``sync`` (the default), which makes the model's
     reply durable before its tool runs: first a 300-byte reply line appended and fsynced on its
-    own, then the above. Mode ``step`` makes the step durable once, as the plain floor does."""
+    own, then the above. Mode ``step`` makes the step durable once, as the plain floor does.
+
+    ``cpu``: gets the process CPU (user + system) of each step's writes, the kernel's work for
+    them included: the part of a step's CPU that no engine can leave out."""
     directory.mkdir(parents=True, exist_ok=True)
     line = b'{"role":"tool","content":"' + b"x" * PAYLOAD + b'"}\n'
     answer = b'{"role":"assistant","content":"' + b"y" * 260 + b'"}\n'
@@ -101,6 +104,7 @@ def fsync_floor(directory: Path, steps: int = 30, *, reply: bool = False) -> flo
     try:
         for i in range(steps):
             began = time.perf_counter()
+            began_cpu = time.process_time()
             if reply:
                 os.write(log, answer)
                 os.fsync(log)
@@ -117,14 +121,17 @@ def fsync_floor(directory: Path, steps: int = 30, *, reply: bool = False) -> flo
             os.fsync(dfd)
             os.close(dfd)
             times.append(time.perf_counter() - began)
+            if cpu is not None:
+                cpu.append(time.process_time() - began_cpu)
     finally:
         os.close(log)
     return statistics.median(times)
 
 
-def both_floors(directory: Path) -> tuple[float, float]:
-    """(plain floor, sync floor) measured side by side in ``directory``."""
-    return fsync_floor(directory / "plain"), fsync_floor(directory / "sync", reply=True)
+def both_floors(directory: Path, cpu: list[float] | None = None) -> tuple[float, float]:
+    """(plain floor, sync floor) measured side by side in ``directory``; ``cpu`` gets the sync
+    floor's CPU per step."""
+    return fsync_floor(directory / "plain"), fsync_floor(directory / "sync", reply=True, cpu=cpu)
 
 
 async def one_run(n: int, home: Path, durability: str | None = None) -> dict:
@@ -182,17 +189,18 @@ def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> d
     ``per_step_ms``, ``floor_ms``, ``ratio`` (per-step / floor), ``floors_ms`` (every measure of
     the floor: a spread wider than ``FLOOR_STEADY`` means the disk's load changed during the runs,
     and the ratio cannot be read), ``cpu_ms`` (process CPU per
-    step; ``user_ms``/``system_ms``: its mean user and kernel parts), ``first10_ms``, ``last10_ms``,
+    step; ``user_ms``/``system_ms``: its mean user and kernel parts; ``floor_cpu_ms``: the sync
+    floor's own CPU per step, its writes' share that no engine can leave out), ``first10_ms``, ``last10_ms``,
     ``flatness`` (last10 / first10), ``cp10``/``cpN`` (checkpoint bytes at step 10 and N), ``disk``
     (bytes on disk / (N x 10,000)), ``files`` (bytes per file but checkpoints), ``checkpoint_bytes``."""
-    runs, floors, sync_floors = [], [], []
+    runs, floors, sync_floors, floor_cpu = [], [], [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             for where in ("floor", None, "floor-after"):
                 if where is None:
                     runs.append(asyncio.run(one_run(n, Path(tmp) / "home", durability)))
                     continue
-                plain, sync = both_floors(Path(tmp) / where)
+                plain, sync = both_floors(Path(tmp) / where, floor_cpu)
                 floors.append(plain)
                 sync_floors.append(sync)
     med = statistics.median(statistics.median(r["steps"]) for r in runs)
@@ -211,6 +219,7 @@ def measure(n: int = 1000, repeats: int = 3, durability: str | None = None) -> d
             "cpu_ms": statistics.median(statistics.median(r["cpu"]) for r in runs) * 1000,
             "user_ms": statistics.median(r["user"] for r in runs) * 1000,
             "system_ms": statistics.median(r["system"] for r in runs) * 1000,
+            "floor_cpu_ms": statistics.median(floor_cpu) * 1000,
             "first10_ms": first * 1000, "last10_ms": last * 1000, "flatness": last / first,
             "cp10": r0["cp10"], "cpN": r0["cpN"], "disk": r0["total"] / (n * PAYLOAD),
             "total": r0["total"], "files": r0["files"], "checkpoints": r0["checkpoints"],
@@ -229,7 +238,8 @@ def report(m: dict) -> None:
     if moved:
         print(f"  NOTE: {moved}")
     print(f"  process CPU per step    {m['cpu_ms']:7.3f} ms   (goal <= 2 ms; mean user {m['user_ms']:.3f} ms "
-          f"+ system {m['system_ms']:.3f} ms)")
+          f"+ system {m['system_ms']:.3f} ms;\n"
+          f"                          the sync floor's own writes take {m['floor_cpu_ms']:.3f} ms of CPU per step)")
     print(f"  first 10 / last 10      {m['first10_ms']:7.3f} / {m['last10_ms']:.3f} ms   ratio "
           f"{m['flatness']:.2f} (goal: flat, <= 1.5)")
     print(f"  checkpoint at step 10   {m['cp10']} bytes; at step {n}: {m['cpN']} bytes "
