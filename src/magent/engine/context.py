@@ -344,7 +344,12 @@ class RunContext:
         sink = self.attempt_sink(agent=request.agent, node=node, iteration=iteration, session=session,
                                  request=request)
         await self.durable("model")
-        return await self.client_for(request.agent, session).complete(request, on_token, on_attempt=sink)
+        client = self.client_for(request.agent, session)
+        if on_token is None:
+            return await client.complete(request, None, on_attempt=sink)
+        from magent.redact_stream import complete_masked  # streamed text is masked as what is written
+
+        return await complete_masked(client, request, on_token, sink, self.redactor)
 
     def attempt_sink(self, *, agent: str, node: str | None, iteration: int, session: Session | None = None,
                      rail: str | None = None, request: "LLMRequest | None" = None,

@@ -1,0 +1,121 @@
+"""Masking a model's text as it streams (the live view, ``--json --stream``, the API's ``on_token``).
+
+A secret can arrive in pieces (``hun`` then ``ter2``), and a key-shaped text is a match only
+once enough of it has come (``sk-`` and sixteen more characters), so a piece cannot be masked
+alone. ``StreamMask`` holds back the shortest tail that could still turn out to be, or to extend,
+something to mask, and passes on the rest at once, masked: ordinary text is not delayed at all,
+and a tail is held only while it could be the start of a secret or of a pattern's match.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
+    from magent.redact import Redactor
+
+_PROBES = ("a" * 64, "A" * 64, "0" * 64, " " + "a" * 64)
+"""Text that could follow the tail: a match of the patterns that would run from the tail into one
+of these is still open (``sk-abc``, ``AKIA12``, ``Bearer``), so the tail is held from its start."""
+
+
+class StreamMask:
+    """A token sink that hands ``sink`` the pieces masked as ``redactor`` masks whole texts.
+
+    Call it with each piece, and ``flush()`` when the reply ends (or an attempt fails): what was
+    held back then goes out, masked as the whole text is. The pieces given to ``sink`` join to
+    the masked reply."""
+
+    def __init__(self, redactor: "Redactor", sink: Callable[[str], None]):
+        self.redactor = redactor
+        self.sink = sink
+        self.pending = ""
+        """Text received and not yet passed on."""
+
+    def __call__(self, piece: str) -> None:
+        if not piece:
+            return
+        text = self.pending + piece
+        cut = self._safe_end(text)
+        if cut:
+            self.sink(self.redactor.text(text[:cut]))
+        self.pending = text[cut:]
+
+    def flush(self) -> None:
+        if self.pending:
+            text, self.pending = self.pending, ""
+            self.sink(self.redactor.text(text))
+
+    def _safe_end(self, text: str) -> int:
+        """How much of ``text`` can be masked and passed on now: up to where something that may
+        still become a match starts, and never through the middle of a match."""
+        redactor = self.redactor
+        cut = len(text)
+        for secret in redactor.secrets:  # the longest tail that begins a secret
+            cut = min(cut, _open_start(text, secret))
+        pattern = redactor._re
+        if pattern is not None:
+            screen = redactor._screen
+            if screen.exact:
+                for prefix in screen.prefixes:
+                    cut = min(cut, _open_start(text, prefix))
+            if not screen.exact or screen.others:
+                # A pattern without a literal start may begin anywhere in the word under way.
+                cut = min(cut, _word_start(text))
+            end = len(text)
+            for probe in _PROBES:
+                for match in pattern.finditer(text + probe):
+                    if match.start() >= end:
+                        break
+                    if match.end() > end:
+                        cut = min(cut, match.start())
+                        break
+        # Never cut through a match found in what has come: it is masked whole, later.
+        spans = [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern is not None else []
+        for secret in redactor.secrets:
+            at = text.find(secret)
+            while at >= 0:
+                spans.append((at, at + len(secret)))
+                at = text.find(secret, at + 1)
+        moved = True
+        while moved:
+            moved = False
+            for start, stop in spans:
+                if start < cut < stop:
+                    cut, moved = start, True
+        return cut
+
+
+def _open_start(text: str, literal: str) -> int:
+    """Where the longest tail of ``text`` that is a proper beginning of ``literal`` starts
+    (``len(text)`` when there is none)."""
+    for size in range(min(len(literal) - 1, len(text)), 0, -1):
+        if text.endswith(literal[:size]):
+            return len(text) - size
+    return len(text)
+
+
+def _word_start(text: str) -> int:
+    """Where the last word of ``text`` starts (just after its last whitespace)."""
+    for i in range(len(text) - 1, -1, -1):
+        if text[i].isspace():
+            return i + 1
+    return 0
+
+
+async def complete_masked(client: "LLMClient", request: "LLMRequest", on_token: Callable[[str], None],
+                          on_attempt: "Callable[[Attempt], None]", redactor: "Redactor") -> "LLMResponse":
+    """``client.complete(request)`` with its streamed text masked before ``on_token`` sees it. A
+    failed attempt's held-back tail goes out before the failure is told (a retry starts afresh)."""
+    stream = StreamMask(redactor, on_token)
+
+    def attempt(report: Any) -> None:
+        if report.error is not None:
+            stream.flush()
+        on_attempt(report)
+
+    try:
+        return await client.complete(request, stream, on_attempt=attempt)
+    finally:
+        stream.flush()
