@@ -5,7 +5,10 @@ Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``,
 (never returns), ``huge`` (about a megabyte of text), ``writes`` (not
 idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
 (hash of an environment variable), ``stamp`` (the wall-clock time it ran),
-``customer`` (a made-up customer record full of personal data, for guardrails).
+``customer`` (a made-up customer record full of personal data, for guardrails),
+``pick`` (takes an integer ``value``, or a string when ``TOOLBOX_PICK_FILE`` names a file
+holding ``string``, read at each start) and ``retype`` (``pick`` takes a string from then on,
+and the server says so with ``notifications/tools/list_changed``).
 
 Environment knobs, so tests can make misbehaving servers from one script:
 ``TOOLBOX_START_DELAY`` seconds to sleep before serving; ``TOOLBOX_MEET``
@@ -158,6 +161,33 @@ def customer(id: int, notes: int = 0) -> str:
     record = (f"Customer {id}: Jane Roe, jane.roe@example.com, +44 20 7946 0958, "
               "card 4111 1111 1111 1111, SSN 123-45-6789.")
     return record + ("\nNote: " + "nothing to add. " * notes if notes else "")
+
+
+def _pick_number(value: int) -> str:
+    return f"picked {value!r}"
+
+
+def _pick_word(value: str) -> str:
+    return f"picked {value!r}"
+
+
+def _pick_takes_words() -> bool:
+    path = os.environ.get("TOOLBOX_PICK_FILE")
+    if not path or not os.path.exists(path):
+        return False
+    with open(path) as f:
+        return f.read().strip() == "string"
+
+
+server.add_tool(_pick_word if _pick_takes_words() else _pick_number, name="pick", description="Pick a value.")
+
+
+@server.tool(description="From now on pick takes a string (the server says its tools changed).")
+async def retype(ctx: Context) -> str:
+    server.remove_tool("pick")
+    server.add_tool(_pick_word, name="pick", description="Pick a value.")
+    await ctx.session.send_tool_list_changed()
+    return "pick takes a string now"
 
 
 def main() -> None:

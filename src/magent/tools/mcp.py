@@ -61,6 +61,9 @@ class _Connection:
         self.stop = asyncio.Event()
         self.lost = False
         self.transport_error = ""
+        self.tools_changed = False
+        """The server said its tools changed (``notifications/tools/list_changed``): they are
+        listed again before the next call is checked (``MCPProvider.prepare``)."""
         self.task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
@@ -94,6 +97,8 @@ class _Connection:
         # exceptions; the last one explains a lost connection better than "closed".
         if isinstance(message, Exception):
             self.transport_error = describe_error(message)
+        elif getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.tools_changed = True
 
     def _transport(self, stack: AsyncExitStack) -> Any:
         server = self.provider.server
@@ -156,7 +161,11 @@ class MCPProvider:
         self.stderr_tail = ""
         """The last stderr lines of a stdio server that failed to start or crashed (for the trace)."""
         self.generation = 0
-        """Counts connections; when it moves (a restart), the registry re-reads the tools."""
+        """Moves with each connection and each new listing of the tools: when it moves (a restart,
+        the server's tools/list_changed), the registry re-reads the tools."""
+        self.connections = 0
+        self._notes: list[str] = []
+        """What ``prepare`` did (a restart) for the next call's result to say."""
         self._stopping: set[asyncio.Future[None]] = set()
         """Servers being stopped in the background after a timeout (``close`` waits for them)."""
 
@@ -185,9 +194,33 @@ class MCPProvider:
     async def list_tools(self) -> list[Tool]:
         return list(self._tools)
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+    async def prepare(self) -> ToolResult | None:
+        """Before the registry checks a call's arguments: restart a server that stopped since the
+        last call and list again the tools of one that said they changed, so that the call is
+        checked against the tools it will reach (``generation`` moves when they may differ). An
+        ERROR result when the server cannot be reached; None when the call can go ahead."""
+        conn = self._conn
+        if conn is not None and conn.usable and not conn.tools_changed:
+            return None
         started = time.perf_counter()
         notes: list[str] = []
+        try:
+            conn = await self._ensure(notes)
+            if conn.tools_changed:
+                conn.tools_changed = False
+                listed = await _list_all(conn.session)
+                self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in listed]
+                self.generation += 1
+        except ToolError as exc:
+            return self._result("ERROR", str(exc), started, notes)
+        except Exception as exc:  # noqa: BLE001 - listing failed: the call finds out what is wrong
+            notes.append(self._redact(f"could not list the tools of {self.name!r} again: {describe_error(exc)}"))
+        self._notes.extend(notes)
+        return None
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        started = time.perf_counter()
+        notes, self._notes = self._notes, []
         try:
             conn = await self._ensure(notes)
         except ToolError as exc:
@@ -242,6 +275,7 @@ class MCPProvider:
             self._conn = conn
             self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in conn.tools]
             self.generation += 1
+            self.connections += 1
             return
         timed_out = not conn.ready.is_set()  # neither connected nor failed yet
         await conn.close()
@@ -297,7 +331,7 @@ class MCPProvider:
                 if crashed:  # the one restart failed: do not try on every call
                     self._down = f"{exc}; restarting it after a crash failed, so it is down"
                 raise
-            if self.generation > 1:
+            if self.connections > 1:
                 notes.append(f"restarted MCP server {self.name!r}" + (" after it crashed" if crashed else ""))
             assert self._conn is not None
             return self._conn

@@ -45,7 +45,9 @@ class ToolRegistry:
         """Applied to a tool's full output before it is kept in ``artifacts/``."""
         self._tools: dict[str, Tool] = {}
         self._started: set[str] = set()
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, tuple[Any, Any, Any]] = {}
+        """By tool name: the input schema a validator was made for, the validator and its quick
+        check; used only for that same schema (a server may change a tool's schema mid-run)."""
         self._generations: dict[str, int] = {}
         self.start_errors: dict[str, str] = {}
         self.start_seconds: dict[str, float] = {}
@@ -93,7 +95,6 @@ class ToolRegistry:
     def _set_tools(self, name: str, tools: list[Tool]) -> None:
         for key in [k for k, t in self._tools.items() if t.server == name]:
             del self._tools[key]
-            self._validators.pop(key, None)
         for tool in tools:
             self._tools[tool.full_name] = self._with_settings(tool)
         self._generations[name] = getattr(self.providers[name], "generation", 0)
@@ -194,6 +195,19 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             msg = "arguments must be a JSON object"
             return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
+        provider = self.providers[tool.server]
+        prepare = getattr(provider, "prepare", None)
+        if prepare is not None:
+            # (an MCP server that crashed since, or said its tools changed: the arguments are
+            # checked against the tools the call will reach)
+            unreachable = await prepare()
+            if unreachable is not None:
+                unreachable.tool = full_name
+                return unreachable, True
+            tool = await self._current(tool.server, full_name)
+            if tool is None:
+                msg = f"tool {full_name!r} does not exist (its server no longer offers it)"
+                return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         problem = self._check(tool, arguments)
         if problem:
             msg = f"invalid arguments for {full_name}: {problem}"
@@ -202,7 +216,6 @@ class ToolRegistry:
             slot = await self.limiter.acquire(self.limiter.limits_for(full_name, tool.server, tool.rate_limit))
         except RateLimited as exc:
             return ToolResult(outcome="ERROR", content=str(exc), error=str(exc), tool=full_name), False
-        provider = self.providers[tool.server]
         timeout = float(tool.timeout_seconds)
         try:
             # Providers enforce the timeout themselves (and clean up after it); this
@@ -231,11 +244,19 @@ class ToolRegistry:
             result.duration_ms = int((time.perf_counter() - started) * 1000)
         return result, True
 
+    async def _current(self, server: str, full_name: str) -> Tool | None:
+        """``full_name`` as its server offers it now (its tools are read again when they moved)."""
+        provider = self.providers[server]
+        if getattr(provider, "generation", 0) != self._generations.get(server, 0):
+            self._set_tools(server, await provider.list_tools())
+        return self._tools.get(full_name)
+
     def _check(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
-        key = tool.full_name
-        if key not in self._validators:
-            self._validators[key] = (make_validator(tool.input_schema), quick_check(tool.input_schema))
-        validator, quick = self._validators[key]
+        schema = tool.input_schema
+        cached = self._validators.get(tool.full_name)
+        if cached is None or (cached[0] is not schema and cached[0] != schema):
+            cached = self._validators[tool.full_name] = (schema, make_validator(schema), quick_check(schema))
+        _, validator, quick = cached
         if quick is not None and quick(arguments):
             return None
         return first_problem(validator, arguments)
