@@ -22,6 +22,7 @@ from typing import Callable
 
 from magent.engine import decisions, guard, wiring
 from magent.engine.context import RunOptions
+from magent.engine.events import resumed_seq
 from magent.engine.graph import END, Graph, from_snapshot
 from magent.engine.react import unanswered_calls
 from magent.engine.recovery import events_after, recover
@@ -59,7 +60,7 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         seq, later = events_after(td.events_file, cp.events_seq)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                     "completed_at": None}))
-        ctx = wiring._context(needs, td, task, options, sinks, start_seq=seq)
+        ctx = wiring._context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
         try:
             recover(ctx, cp, entries, later)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,

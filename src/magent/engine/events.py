@@ -62,6 +62,29 @@ class EventBus:
             sink(doc if raw else event)
 
 
+RESUME_GAP = 1000
+"""How far past the last recorded number a run resumed after a kill numbers its events: more
+than the live-only events that can follow the last one written (the checkpoint notice, and the
+start of each model attempt in flight: one per session calling a model at that moment)."""
+_ENDS = frozenset({"run_finished", "interrupted"})
+
+
+def resumed_seq(recorded: int, checkpoint_seq: int, later: list[Any]) -> int:
+    """The ``seq`` a resumed run's bus starts from, so that no number its live stream gives an
+    event was given to another event of the task's live stream before (a consumer may dedupe by it).
+
+    ``recorded``: the last ``seq`` events.jsonl holds; ``checkpoint_seq``: the ``events_seq`` of
+    the checkpoint the run resumes from; ``later``: the events written after that checkpoint. A
+    run that stopped on its own wrote ``run_finished`` (or ``interrupted``) last, after every
+    live-only event it showed, so numbering goes on from ``recorded`` (what is written is as
+    before). A run that was killed may have shown live-only events after the last event it
+    wrote, whose numbers are recorded nowhere: its checkpoint notice (``checkpoint_seq + 1``) and
+    its attempts' starts; the resumed run starts ``RESUME_GAP`` past them."""
+    if later and later[-1].type in _ENDS:
+        return recorded
+    return max(recorded, checkpoint_seq + 1) + RESUME_GAP
+
+
 def truncate(text: str | None, limit: int = 1000) -> str:
     """Seed 003's truncation of results in action records (about 1,000 characters)."""
     if text is None:

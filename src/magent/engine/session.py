@@ -18,7 +18,7 @@ from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.decisions import Decision as Decision  # callers import it from here
 from magent.engine.decisions import _check_pause, _check_resumable, _go_on, _latest, _prepare_feedback
-from magent.engine.events import EventBus
+from magent.engine.events import EventBus, resumed_seq
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.recovery import events_after, recover
@@ -143,7 +143,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
             retry = task.status == TaskStatus.failed
             task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                         "completed_at": None, "config_snapshot": snapshot}))
-            ctx = _context(needs, td, task, options, sinks, start_seq=seq)
+            ctx = _context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
             try:
                 recover(ctx, cp, entries, later)
                 for note in notes:
