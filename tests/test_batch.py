@@ -67,6 +67,27 @@ def test_batch_runs_every_row_as_a_tagged_task_and_reports_results(magent_home: 
     assert json.loads(after.out)["counts"] == {"completed": 4}
 
 
+def test_the_batch_exits_0_only_when_every_row_completed(magent_home: Path, tmp_path: Path) -> None:
+    """The exit code of a batch (and of its resume) for completed, paused and cancelled rows (failed
+    ones: test_max_failures_stops_starting_rows), as the README says: 1 as soon as one row did not
+    complete and does not wait (it wins over waiting), else 3 when rows wait for a person, 0 when all
+    completed."""
+    inputs = write_inputs(tmp_path / "urgent.jsonl", [
+        {"task": f"outage {n}", "set": {"ticket": f"T{n}", "priority": "high"}} for n in range(3)])
+    first = invoke("batch", str(TRIAGE), "--inputs", str(inputs), "--json")
+    assert first.code == 3, first.err
+    batch = _only_batch(magent_home)
+    one, two, three = (line["task_id"] for line in sorted(_json_lines(first.out), key=lambda x: x["row"]))
+    assert invoke("resume", one[:8], "--approve", "--no-input").code == 0
+    assert invoke("batch", "resume", batch[:8]).code == 3  # two rows still wait
+    assert invoke("tasks", "cancel", two[:8]).code == 0
+    cancelled = invoke("batch", "resume", batch[:8])
+    assert cancelled.code == 1, cancelled.out  # a cancelled row did not complete; one still waits
+    assert invoke("resume", three[:8], "--approve", "--no-input").code == 0
+    assert invoke("batch", "resume", batch[:8]).code == 1
+    assert json.loads(invoke("batch", "show", batch[:8], "--json").out)["counts"] == {"completed": 2, "cancelled": 1}
+
+
 def test_approve_all_answers_every_paused_row(magent_home: Path, tmp_path: Path) -> None:
     inputs = write_inputs(tmp_path / "urgent.jsonl", [
         {"task": f"outage {n}", "set": {"ticket": f"T{n}", "priority": "high"}} for n in range(3)])

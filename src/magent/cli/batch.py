@@ -60,8 +60,9 @@ def run(
 
     A row is {"task": "...", "set": {"key": value}} (or "set.key"/"key" fields) in JSON
     Lines, or a CSV with a task column and one column per value. Exit 0 when every row
-    completed, 1 when some failed, 3 when some wait for a person, 130 interrupted
-    (magent batch resume BATCH_ID continues).
+    completed (rows --skip-bad-rows left out aside), 1 when some failed or were cancelled
+    (even if others wait), else 3 when some wait for a person; 2 on bad input (nothing
+    started), 130 interrupted (magent batch resume BATCH_ID continues).
     """
     from magent.api.batching import abatch
     from magent.engine.inputs import parse_sets
@@ -99,7 +100,8 @@ def resume(
 
     Finished rows are not run again, stopped rows continue from their checkpoints,
     rows never started start. Paused rows stay paused unless --approve-all (or answer
-    them one by one with magent resume TASK).
+    them one by one with magent resume TASK). Exits as batch run does, counting every
+    row of the batch, those it did not run again included.
     """
     from magent.api.batching import aresume_batch
 
@@ -119,7 +121,6 @@ def _drive(json_out: bool, started: Any, call: Any) -> int:
     """Run the batch call with a view of its rows; the exit code says how the rows ended."""
     from magent.cli.batchview import View
     from magent.cli.runtime import Interrupted, run_async
-    from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED
 
     view = View(json_out=json_out, on_start=started)
     try:
@@ -134,8 +135,22 @@ def _drive(json_out: bool, started: Any, call: Any) -> int:
         raise Interrupted(f"interrupted: batch {view.batch_id[:8]} stopped; its running rows were checkpointed "
                           f"(continue with `magent batch resume {view.batch_id[:8]}`)") from None
     view.summary(done)
-    counts = done.counts
-    if counts.get("failed") or counts.get("interrupted") or done.stopped_by:
+    return exit_code(done.counts, done.stopped_by)
+
+
+_COUNT_AS_DONE = frozenset({"completed", "skipped", "removed"})
+"""Rows that leave the batch's exit code at 0: completed ones, those ``--skip-bad-rows`` left out
+(the person asked for that; they are listed), and those whose task retention has since removed."""
+
+
+def exit_code(counts: dict[str, int], stopped_by: str | None = None) -> int:
+    """The batch's exit code from its rows' statuses (all of them, a resume's included): 1 when a
+    row failed, was cancelled or was lost (``interrupted``: ``batch resume`` continues it), or
+    ``--max-failures`` stopped the batch; else 3 when rows wait for a person; else 0."""
+    from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED
+
+    if stopped_by or any(n and status not in _COUNT_AS_DONE and status != "awaiting_human"
+                         for status, n in counts.items()):
         return EXIT_FAILED
     return EXIT_PAUSED if counts.get("awaiting_human") else EXIT_OK
 
