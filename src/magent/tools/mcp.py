@@ -164,8 +164,6 @@ class MCPProvider:
         """Moves with each connection and each new listing of the tools: when it moves (a restart,
         the server's tools/list_changed), the registry re-reads the tools."""
         self.connections = 0
-        self._notes: list[str] = []
-        """What ``prepare`` did (a restart) for the next call's result to say."""
         self._stopping: set[asyncio.Future[None]] = set()
         """Servers being stopped in the background after a timeout (``close`` waits for them)."""
 
@@ -194,16 +192,16 @@ class MCPProvider:
     async def list_tools(self) -> list[Tool]:
         return list(self._tools)
 
-    async def prepare(self) -> ToolResult | None:
+    async def prepare(self, notes: list[str]) -> ToolResult | None:
         """Before the registry checks a call's arguments: restart a server that stopped since the
         last call and list again the tools of one that said they changed, so that the call is
-        checked against the tools it will reach (``generation`` moves when they may differ). An
-        ERROR result when the server cannot be reached; None when the call can go ahead."""
+        checked against the tools it will reach (``generation`` moves when they may differ). What
+        it did goes to ``notes`` (for the call's result); an ERROR result when the server cannot
+        be reached, None when the call can go ahead."""
         conn = self._conn
         if conn is not None and conn.usable and not conn.tools_changed:
             return None
         started = time.perf_counter()
-        notes: list[str] = []
         try:
             conn = await self._ensure(notes)
             if conn.tools_changed:
@@ -215,12 +213,11 @@ class MCPProvider:
             return self._result("ERROR", str(exc), started, notes)
         except Exception as exc:  # noqa: BLE001 - listing failed: the call finds out what is wrong
             notes.append(self._redact(f"could not list the tools of {self.name!r} again: {describe_error(exc)}"))
-        self._notes.extend(notes)
         return None
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
         started = time.perf_counter()
-        notes, self._notes = self._notes, []
+        notes: list[str] = []
         try:
             conn = await self._ensure(notes)
         except ToolError as exc:

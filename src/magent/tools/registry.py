@@ -197,25 +197,26 @@ class ToolRegistry:
             return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         provider = self.providers[tool.server]
         prepare = getattr(provider, "prepare", None)
+        prepared: list[str] = []  # what getting the server ready did (a restart): the result says it
         if prepare is not None:
             # (an MCP server that crashed since, or said its tools changed: the arguments are
             # checked against the tools the call will reach)
-            unreachable = await prepare()
+            unreachable = await prepare(prepared)
             if unreachable is not None:
                 unreachable.tool = full_name
                 return unreachable, True
             tool = await self._current(tool.server, full_name)
             if tool is None:
                 msg = f"tool {full_name!r} does not exist (its server no longer offers it)"
-                return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
+                return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name, notes=prepared), False
         problem = self._check(tool, arguments)
         if problem:
             msg = f"invalid arguments for {full_name}: {problem}"
-            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
+            return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name, notes=prepared), False
         try:
             slot = await self.limiter.acquire(self.limiter.limits_for(full_name, tool.server, tool.rate_limit))
         except RateLimited as exc:
-            return ToolResult(outcome="ERROR", content=str(exc), error=str(exc), tool=full_name), False
+            return ToolResult(outcome="ERROR", content=str(exc), error=str(exc), tool=full_name, notes=prepared), False
         timeout = float(tool.timeout_seconds)
         try:
             # Providers enforce the timeout themselves (and clean up after it); this
@@ -238,6 +239,8 @@ class ToolRegistry:
             # (the engine's pin check sees them on the next ``get``).
             self._set_tools(tool.server, await provider.list_tools())
         result.tool = full_name
+        if prepared:
+            result.notes[:0] = prepared
         if slot.wait > 0:
             result.notes.insert(0, f"waited {slot.wait:.1f}s for the rate limit of {', '.join(slot.limits)}")
         if not result.duration_ms:
