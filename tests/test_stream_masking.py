@@ -111,3 +111,20 @@ def test_the_live_view_and_the_json_stream_show_a_streamed_secret_masked(magent_
     assert f"  It is {MASK}, key {MASK}." in live.out
     deltas = [json.loads(line)["text"] for line in streamed.out.splitlines() if '"text_delta"' in line]
     assert "".join(deltas) == f"It is {MASK}, key {MASK}."
+
+
+def test_any_split_of_a_reply_joins_to_the_reply_as_redaction_masks_it() -> None:
+    """Every way of cutting the reply in three pieces: what goes out is the masked reply, and no
+    piece holds a secret's or a key's text."""
+    redactor = Redactor({SECRET})
+    reply = f"Use {KEY} or {SECRET}; header Bearer abcdefghijklmnopqrstuv, then AKIA1234567890ABCDEF."
+    whole = redactor.text(reply)
+    assert whole.count(MASK) == 4
+    for i in range(1, len(reply)):
+        for j in range(i, len(reply), 7):
+            out: list[str] = []
+            stream = StreamMask(redactor, out.append)
+            for piece in (reply[:i], reply[i:j], reply[j:]):
+                stream(piece)
+            stream.flush()
+            assert "".join(out) == whole, (i, j)
