@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from magent.tools.setup import build_registry
-from servers.harness import stdio_server, write_mcp_file
+from servers.harness import http_server, stdio_server, write_mcp_file
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +35,22 @@ def test_a_schema_changed_by_tools_list_changed_checks_the_next_calls(tmp_path: 
             await reg.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable_http"])
+def test_tools_list_changed_over_http(tmp_path: Path, transport: str) -> None:
+    async def main(url: str):
+        reg = registry_for(tmp_path, {"name": "web", "transport": transport, "config": {"url": url}})
+        await reg.start()
+        try:
+            assert (await reg.call("web.retype", {})).outcome == "SUCCESS"
+            word = await reg.call("web.pick", {"value": "five"})
+            assert (word.outcome, word.content) == ("SUCCESS", "picked 'five'"), word.content
+        finally:
+            await reg.close()
+
+    with http_server(transport) as (url, _proc):
+        asyncio.run(main(url))
 
 
 def test_a_server_restarted_after_a_crash_with_a_new_schema_is_checked_against_it(tmp_path: Path) -> None:
