@@ -73,7 +73,6 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
             request = gate.request(node)
             if request is not None:  # approve: the node answers it; reject: the exchange fails
                 return Executor(ctx).pause(request)
-            await wiring._start_tools(ctx)
             return await Executor(ctx).run()
         finally:
             await wiring._close(ctx)

@@ -18,10 +18,15 @@ from magent.engine.control import NodeFailed, PauseRun
 from magent.engine.events import truncate
 from magent.engine.graph import END
 from magent.engine.sessions import Session
+from magent.engine.wiring import need_tools
 from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, LLMError
 from magent.ids import new_id, now
 from magent.memory import run as memory
 from magent.models import EdgeDef, HumanRequest, TaskStatus
+
+
+NO_TOOLS = frozenset({"human", "condition"})
+"""Node kinds that call no tool: running one starts no tool server (``wiring.need_tools``)."""
 
 
 @dataclass
@@ -98,6 +103,8 @@ class Executor:
         else:
             view.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
                           visit=ctx.visits.get(name, 1), resumed=True)
+        if node.kind not in NO_TOOLS:
+            await need_tools(ctx)
         started = time.perf_counter()
         result = await node.run(view)
         view.set_output(name, result.output, result.value)

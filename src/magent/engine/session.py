@@ -25,7 +25,7 @@ from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
 from magent.engine.toolbox import prepare, prepared
-from magent.engine.wiring import Sink, _close, _context, _start_tools, durability_of
+from magent.engine.wiring import Sink, _close, _context, durability_of, need_tools
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
 from magent.models import ForkRef, Message, Task, TaskStatus
@@ -34,6 +34,10 @@ from magent.store import Store, TaskDir
 from magent.store.checkpoints import CheckpointLog
 from magent.store.entries import EntryLog
 from magent.store.journal import positions as journal_positions
+
+
+TOOL_PAUSES = frozenset({"tool_approval", "tool_recovery", "tool_changed"})
+"""Pauses about one tool call: applying the answer looks the tool up, so its servers start first."""
 
 
 async def start_run(graph: Graph, description: str, *, target: str | None = None,
@@ -91,8 +95,7 @@ async def _first_node(ctx: RunContext, gate: guard.TaskGate) -> RunOutcome:
     request = gate.request(ctx.graph.workflow.entry_point)
     if request is not None:
         return Executor(ctx).pause(request)
-    await _start_tools(ctx)
-    return await Executor(ctx).run()
+    return await Executor(ctx).run()  # it starts the tool servers for the first node that may call one
 
 
 def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | None, target: str | None,
@@ -151,7 +154,8 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
                 ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                              from_checkpoint=cp.sequence, retry=retry or None,
                              description=ctx.redactor.text(task.description))
-                await _start_tools(ctx)
+                if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
+                    await need_tools(ctx)  # the decision names a tool of the registry
                 return await _go_on(ctx, cp, feedback, new_state)
             finally:
                 await _close(ctx)
@@ -238,7 +242,8 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
                                                                 "started_at": now()}))
             if paused:
                 return Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
-            await _start_tools(ctx)
+            if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
+                await need_tools(ctx)
             return await _go_on(ctx, cp, feedback, new_state)
         finally:
             await _close(ctx)

@@ -53,6 +53,7 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     ctx.telemetry = telemetry
+    ctx.tools_starting = None  # need_tools
     td.commit_with(durability_of(options, needs.graph, task))
     return ctx
 
@@ -64,6 +65,18 @@ def durability_of(options: RunOptions, graph: Graph, task: Task | None = None) -
 
     started = (task.config_snapshot.get("options") or {}).get("durability") if task is not None else None
     return options.durability or started or graph.workflow.durability or DEFAULT_MODE
+
+
+async def need_tools(ctx: RunContext) -> None:
+    """The run's tool servers, started the first time a node that may call a tool is about to
+    run (``Executor``): a run or a resume that stops at a person's step starts none, and pays
+    no server's seconds to find that out. Branches of a fan-out asking at once share one start."""
+    if ctx.registry is not None:
+        return
+    starting = ctx.tools_starting
+    if starting is None:
+        starting = ctx.tools_starting = asyncio.ensure_future(_start_tools(ctx))
+    await asyncio.shield(starting)
 
 
 async def _start_tools(ctx: RunContext) -> None:
@@ -82,7 +95,11 @@ async def _start_tools(ctx: RunContext) -> None:
 async def _close(ctx: RunContext) -> None:
     from magent.trace import write_trace
 
+    starting = ctx.tools_starting
     try:
+        if starting is not None and not starting.done():  # the run was stopped while they started
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
         if ctx.registry is not None:
             await asyncio.shield(ctx.registry.close())
     finally:
