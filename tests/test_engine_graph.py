@@ -84,6 +84,19 @@ def test_a_single_agent_file_is_a_one_node_workflow(folder: Path) -> None:
     assert graph.kind == "agent" and list(graph.nodes) == ["worker"]
 
 
+def test_a_single_agent_workflow_is_what_validating_it_makes(folder: Path) -> None:
+    # It is made without pydantic's validation (a start-up cost): the same model as validated.
+    from magent.models import Workflow
+
+    made = load_target(str(folder / "worker.yaml")).workflow
+    checked = Workflow(name="worker", nodes={"worker": {"type": "agent", "agent": "worker"}}, edges=[],
+                       entry_point="worker")
+    assert made == checked and repr(made) == repr(checked)
+    assert made.model_dump_json() == checked.model_dump_json()
+    assert made.model_fields_set == checked.model_fields_set
+    assert made.nodes["worker"].model_fields_set == checked.nodes["worker"].model_fields_set
+
+
 def test_unknown_target_name_is_a_clear_error() -> None:
     with pytest.raises(ConfigError) as err:
         load_target("no_such_workflow")

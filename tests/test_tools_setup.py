@@ -88,3 +88,17 @@ def test_a_cwd_that_does_not_exist_is_a_clear_start_error(tmp_path: Path) -> Non
     asyncio.run(reg.start())
     assert reg.start_errors["tb"].endswith(f"could not be started: working directory "
                                            f"'{tmp_path / 'no/such/dir'}' does not exist")
+
+
+def test_the_defaults_without_a_file_are_what_validation_makes() -> None:
+    # Made without building a validator (a start-up cost): equal to the validated defaults,
+    # with the same fields set, so a file's overlay reads them the same.
+    from magent.models.tools import Builtins, ToolLimits
+
+    config = load_tool_config(home_config=False)
+    for made, checked in ((config.builtins, Builtins()), (config.limits, ToolLimits())):
+        assert made == checked and repr(made) == repr(checked)
+        assert made.model_dump_json() == checked.model_dump_json()
+        assert made.model_fields_set == checked.model_fields_set == set()
+    for name in ("kv", "memory", "http", "shell"):
+        assert getattr(config.builtins, name).model_fields_set == set()

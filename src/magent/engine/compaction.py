@@ -56,9 +56,14 @@ SUMMARY_SYSTEM = (
 SUMMARY_INTRO = "Summary of the earlier conversation (older messages are left out to fit the context budget):"
 
 
+_DEFAULT = ShortTermMemory.model_construct()
+"""The settings of an agent that gives none (read only): every field its default, so made without
+building a validator a run would use for nothing else."""
+
+
 def settings(ctx: Any, agent: Agent) -> tuple[int | None, ShortTermMemory]:
     """The agent's budget in tokens (None: unbounded) and its short-term memory settings."""
-    config = agent.memory_config.short_term if agent.memory_config is not None else ShortTermMemory()
+    config = agent.memory_config.short_term if agent.memory_config is not None else _DEFAULT
     if config.max_tokens:
         return config.max_tokens, config
     window = _ask(ctx.client_for(agent.name), "context_window", ctx.llm_config(agent.name).model)

@@ -27,6 +27,7 @@ from magent.engine.templating import Templates, check_graph
 from magent.errors import ConfigError
 from magent.guardrails.rails import GraphRails, compile_rails
 from magent.models import Agent, EdgeDef, Workflow
+from magent.models.workflow import NodeDef
 
 END = "END"
 AGENT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -100,8 +101,12 @@ def load_path(path: Path) -> Graph:
 
 def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile] | None = None) -> Graph:
     agent = loaded.agent
-    workflow = Workflow(name=agent.name, nodes={agent.name: {"type": "agent", "agent": agent.name}},
-                        edges=[], entry_point=agent.name)
+    # What Workflow(...) would make of these values, without building its validator (and its nodes',
+    # edges', budget's, guardrails'), which a single agent's run uses for nothing else: the agent's
+    # name, already checked, is a valid workflow name, and the one node is what validation makes.
+    node_def = NodeDef.model_construct({"type", "agent"}, type="agent", agent=agent.name)
+    workflow = Workflow.model_construct(name=agent.name, nodes={agent.name: node_def}, edges=[],
+                                        entry_point=agent.name)
     cls = NODE_KINDS["agent"]
     node = cls(agent.name, cls.Config.model_validate({"type": "agent", "agent": agent.name}), None)  # type: ignore[arg-type]
     assert loaded.source is not None

@@ -21,7 +21,6 @@ from magent.engine.decisions import _check_pause, _check_resumable, _go_on, _lat
 from magent.engine.events import EventBus, resumed_seq
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
-from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
 from magent.engine.toolbox import prepare, prepared
@@ -31,9 +30,6 @@ from magent.ids import new_id, now
 from magent.models import ForkRef, Message, Task, TaskStatus
 from magent.redact import Redactor
 from magent.store import Store, TaskDir
-from magent.store.checkpoints import CheckpointLog
-from magent.store.entries import EntryLog
-from magent.store.journal import positions as journal_positions
 
 
 TOOL_PAUSES = frozenset({"tool_approval", "tool_recovery", "tool_changed"})
@@ -122,6 +118,8 @@ def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | Non
 async def resume_run(task_ref: str, *, decision: Decision | None = None, set_values: dict[str, Any] | None = None,
                      options: RunOptions | None = None, sinks: list[Sink] = (),
                      budget: dict[str, Any] | None = None) -> RunOutcome:
+    from magent.engine.recovery import events_after, recover
+
     options = options or RunOptions()
     store = Store()
     td = store.task(task_ref)
@@ -169,6 +167,8 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     if decision is not None:
         raise TaskStateError(f"task {task.id[:8]} never started, so nothing waits for a person; "
                              f"--{decision.action} has nothing to answer")
+    from magent.engine.recovery import events_after
+
     needs = prepare(graph, options)
     initial = task.config_snapshot.get("options", {}).get("initial")
     gate = await guard.screen_task(graph, task.description, options)  # again: its record was lost with the run
@@ -187,6 +187,10 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
                    set_values: dict[str, Any] | None = None, options: RunOptions | None = None,
                    sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
     """Time travel: a new task that starts from checkpoint ``checkpoint`` of ``task_ref``."""
+    from magent.store.checkpoints import CheckpointLog
+    from magent.store.entries import EntryLog
+    from magent.store.journal import positions as journal_positions
+
     store = Store()
     src = store.task(task_ref)
     parent = src.load_task()
@@ -261,6 +265,7 @@ def copy_state(src: TaskDir, dst: Path, cp) -> None:
     A checkpoint of an older magent recorded no journals: the files are copied as they are now.
     """
     from magent.store.journal import copy_prefixes
+    from magent.store.journal import positions as journal_positions
     from magent.tools.kv import LEGACY_FILE as KV_LEGACY
     from magent.tools.pinning import LEGACY_FILE as PINS_LEGACY
 

@@ -1,7 +1,5 @@
 """Agent and LLMConfig (seed 002 entity 2, seed 000 ``llm_config``)."""
 
-from __future__ import annotations
-
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator

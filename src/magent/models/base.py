@@ -1,7 +1,5 @@
 """Shared pieces of every model: strictness, schema version, id types."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """Usage budgets (issue 12): limits on what a task may spend, and what it has spent."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -1,7 +1,5 @@
 """Checkpoint and Human Feedback (seed 002 entity 9, seed 001 leaf pointer and usage)."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Literal
 

@@ -1,7 +1,5 @@
 """Run defaults (``config/defaults.yaml``): the model an agent uses when its file names none."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from magent.models.base import Model

@@ -1,7 +1,5 @@
 """Conversation entries (seed 001 AgentEntry) and events (the run's JSON Lines stream)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field

@@ -5,8 +5,6 @@ declares its own config (a subclass) and the graph loader validates each rail
 with it, so adding a kind never edits this file.
 """
 
-from __future__ import annotations
-
 from pydantic import ConfigDict, Field
 
 from magent.models.base import Model

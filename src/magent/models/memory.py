@@ -1,8 +1,6 @@
 """Long-term memory: MemoryEntry (seed 000 ``memory_entry``), an agent's ``memory:`` block,
 the home's ``config/memory.yaml`` and the retention policy's ``memory`` section."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 

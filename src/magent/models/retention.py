@@ -1,7 +1,5 @@
 """Retention policy (seed 002 "Retention Policy")."""
 
-from __future__ import annotations
-
 from pydantic import Field, NonNegativeInt, PositiveInt
 
 from magent.models.base import Model

@@ -6,8 +6,6 @@ history (entries carry its id), agent and status. A checkpoint lists the child
 sessions open at that moment, each with its position: never its history.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

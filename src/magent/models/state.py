@@ -4,8 +4,6 @@
 other field, which is the seed's reducer rule.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError

@@ -1,7 +1,5 @@
 """Task (seed 002 entity 1), with the CLI runner's extra bookkeeping."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import Enum
 from typing import Any

@@ -1,7 +1,5 @@
 """Tool and MCPServer (seed 002 entities 4 and 5) and the MCP servers file."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, PositiveInt
@@ -152,12 +150,25 @@ class Builtins(Model):
     http: HttpBuiltin = Field(default_factory=HttpBuiltin)
     shell: ShellBuiltin = Field(default_factory=ShellBuiltin)
 
+    @classmethod
+    def defaults(cls) -> "Builtins":
+        """``Builtins()``, made without a validator: every field is its default, which needs no
+        checking, so a run with no MCP servers file builds none for it or its four sections."""
+        return cls.model_construct(_fields_set=set(), kv=KVBuiltin.model_construct(),
+                                   memory=MemoryBuiltin.model_construct(), http=HttpBuiltin.model_construct(),
+                                   shell=ShellBuiltin.model_construct())
+
 
 class ToolLimits(Model):
     max_output_chars: PositiveInt = 20_000
     """Tool output longer than this reaches the model truncated, with a marker."""
     artifacts_max_bytes: PositiveInt = 100_000_000
     """Cap on a task's ``artifacts/`` directory."""
+
+    @classmethod
+    def defaults(cls) -> "ToolLimits":
+        """``ToolLimits()`` without building its validator (as ``Builtins.defaults``)."""
+        return cls.model_construct()
 
 
 class MCPServersFile(Model):

@@ -1,8 +1,6 @@
 """TraceLog with StepRecord, ToolCallRecord and SubAgentSessionInfo (seed 002 entity 6),
 SubAgentSession (entity 7), and seed 003's action records."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field, model_validator

@@ -26,8 +26,6 @@ other way (a renamed tool, failed attempts before the answer) keeps what differs
 long results' texts, which are their entries').
 """
 
-from __future__ import annotations
-
 import re
 from datetime import datetime, timedelta
 from typing import Any

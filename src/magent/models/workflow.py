@@ -5,8 +5,6 @@ declares its own config model (a subclass of ``NodeDef``) and the graph loader
 validates nodes with it, so adding a kind never edits this file.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, PositiveInt, field_validator

@@ -26,7 +26,6 @@ from magent.store.files import (
     DIR_MODE, LINK_HINT, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, link_error, read_json,
     read_jsonl, remove_temp_files,
 )
-from magent.store.listing import DIR_HINT, UNSETTLED, check_readable, events_usage, linked_task_ids, task_ids
 from magent.store.locks import Lock
 from magent.store.requests import RequestLog
 
@@ -101,6 +100,7 @@ class TaskDir:
         from pydantic import ValidationError
 
         from magent.models import Task
+        from magent.store.listing import check_readable
         from magent.store.migrations import migrate
 
         try:
@@ -126,6 +126,7 @@ class TaskDir:
     def shown_task(self) -> Task:
         """The task as commands show it: a pending or running one no process holds is interrupted."""
         from magent.models import TaskStatus, Usage
+        from magent.store.listing import UNSETTLED, events_usage
 
         task = self.load_task()
         if task.status.value not in UNSETTLED:
@@ -323,10 +324,14 @@ class Store:
 
     def task_ids(self) -> list[str]:
         """Ids of task directories; names that are not UUID v4 are ignored, symlinks too."""
+        from magent.store.listing import task_ids
+
         return task_ids(self.tasks_dir)
 
     def resolve(self, text: str) -> str:
         """A full task id from an id or unique prefix. Raises on invalid, unknown or ambiguous."""
+        from magent.store.listing import DIR_HINT, linked_task_ids
+
         text = text.strip().lower()
         if not _PREFIX.match(text):
             raise InvalidTaskIdError(f"{text!r} is not a task id or id prefix "

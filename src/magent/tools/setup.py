@@ -34,8 +34,8 @@ class ToolConfig:
     """Server name → directory of the file that defined it (relative ``cwd`` resolves there)."""
     sources: dict[str, Path] = field(default_factory=dict)
     """Server name → the file that defined it."""
-    builtins: Builtins = field(default_factory=Builtins)
-    limits: ToolLimits = field(default_factory=ToolLimits)
+    builtins: Builtins = field(default_factory=Builtins.defaults)
+    limits: ToolLimits = field(default_factory=ToolLimits.defaults)
     secrets: set[str] = field(default_factory=set)
 
 
