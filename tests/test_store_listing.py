@@ -177,6 +177,36 @@ def test_a_task_nobody_runs_stays_interrupted_from_the_index():
     assert index.get(t.id, taskindex.identity(str(t.path / "task.json")))[0]["status"] == "running"
 
 
+def test_a_dead_run_without_a_lock_file_is_not_probed(monkeypatch):
+    from magent.store import locks
+
+    home = HomeBuilder()
+    dead = home.task("killed", status="running")
+    live = home.task("running now", status="pending")
+    probed = []
+    real = locks.is_held
+    monkeypatch.setattr(locks, "is_held", lambda path: probed.append(str(path)) or real(path))
+    with live.dir.lock():
+        rows = {r.id: r.status for r in list_rows()}
+    assert rows == {dead.id: "interrupted", live.id: "pending"}
+    assert probed == [str(paths.locks_dir() / f"{live.id}.lock")]
+
+
+def test_a_run_that_takes_its_lock_while_the_listing_reads_shows_as_running(monkeypatch):
+    t = HomeBuilder().task("just started", status="running")
+    looks = []
+    real = listing._lock_files
+
+    def lock_files(locks_dir):   # the lock files as they were before the run took its lock
+        looks.append(locks_dir)
+        return set() if len(looks) == 1 else real(locks_dir)
+
+    monkeypatch.setattr(listing, "_lock_files", lock_files)
+    with t.dir.lock():
+        (row,) = list_rows()
+    assert len(looks) == 2 and row.status == "running" and row.doc["status"] == "running"
+
+
 @pytest.mark.parametrize("which", [0, 1])
 @pytest.mark.parametrize("planted", [b"", b"{not json", b'{"version": 99, "tasks": {}}', b"[1, 2]",
                                      b'{"version": 2, "shapes": [["id"]], "tasks": {"x": 1}}',

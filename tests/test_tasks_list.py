@@ -133,3 +133,30 @@ def test_tools_list_fits_120_columns(magent_home: Path) -> None:
     assert lines[0].split() == ["TOOL", "DESCRIPTION", "ARGUMENTS"], screen
     assert all(len(line) <= 120 for line in lines), screen
     assert any(line.startswith("time.convert_time") for line in lines), screen
+
+
+def test_the_piped_table_pads_each_column_to_its_widest_and_strips_line_ends(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from magent import render
+
+    render.grid(["A", "BB", "C"], [["xyz", ("s", "bold"), ""], ["", "long cell", "é…"], ["a  ", "", ""]], flexible=0)
+    assert capsys.readouterr().out == ("A    BB         C\n"
+                                       "xyz  s\n"
+                                       "     long cell  é…\n"
+                                       "a\n")
+    render.grid(["ONLY", "HEADER"], [], flexible=0)
+    assert capsys.readouterr().out == "ONLY  HEADER\n"
+
+
+@pytest.mark.parametrize("before, shown", [
+    (timedelta(0), "0s ago"), (timedelta(seconds=59, microseconds=999999), "59s ago"),
+    (timedelta(seconds=60), "1m ago"), (timedelta(seconds=3599, microseconds=999999), "59m ago"),
+    (timedelta(hours=1), "1h ago"), (timedelta(days=1, microseconds=-1), "23h ago"), (timedelta(days=1), "1d ago"),
+    (timedelta(days=400, hours=23), "400d ago"), (-timedelta(microseconds=1), "0s ago"), (-timedelta(days=2), "0s ago"),
+])
+def test_ages_count_whole_units_and_never_below_zero(before: timedelta, shown: str) -> None:
+    from magent import render
+
+    moment = now()
+    assert render.ago(moment - before, moment) == shown
+    assert render.ago(None) == "-"

@@ -37,6 +37,7 @@ def list_tasks(
     """
     # The light listing path: neither pydantic nor the models are imported here.
     from magent.api.reading import tasks
+    from magent.cli import collector
     from magent.cli.output import print_json, warn
     from magent.errors import UsageError
     from magent.store.listing import TaskFilter, parse_since
@@ -47,7 +48,10 @@ def list_tasks(
         raise UsageError(f"--since: {exc}") from None
     where = TaskFilter(search=search, tags=tuple(tag or ()), workflow=workflow, model=model, since=after)
     problems: list[str] = []
-    rows = tasks(status, problems=problems, where=where, documents=json_out)[:limit]
+    collector.reading()
+    rows = tasks(status, problems=problems, where=where, documents=json_out)
+    collector.keep(rows)
+    rows = rows[:limit]
     for p in problems:
         warn(p)
     if json_out:

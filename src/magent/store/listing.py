@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ class TaskRow:
     tags: tuple[str, ...] = ()
     """The task's tags."""
     _source: Any = field(default=None, repr=False, compare=False)
-    """The document (``doc``), or where to read it from: ``(_Documents, identity, changes)``."""
+    """The document (``doc``), or where to read it from: ``(_Documents, index entry, changes)``."""
 
     def __init__(self, id: str, status: str, workflow: str, description: str, created_at: datetime,
                  calls: int, cost: float, unpriced: int = 0, tokens: int = 0,
@@ -147,10 +148,11 @@ class _Documents:
         self.root = root
         self.index: TaskIndex | None = None
 
-    def load(self, row: TaskRow, ident: list[int], changes: dict[str, Any] | None) -> dict[str, Any]:
+    def load(self, row: TaskRow, entry: list[Any], changes: dict[str, Any] | None) -> dict[str, Any]:
+        """``row``'s document; ``entry`` is the row index's entry it was made from."""
         if self.index is None:
             self.index = TaskIndex(self.root)
-        cached = self.index.get(row.id, ident)
+        cached = self.index.get(row.id, entry[:4])
         doc = None
         if cached is not None:
             try:
@@ -195,10 +197,13 @@ def task_ids(tasks_dir: Path, problems: list[str] | None = None) -> list[str]:
     read from the listing can lead outside the root; a task's name that is a symbolic
     link is described in ``problems``.
     """
-    entries = _task_entries(tasks_dir)
-    if problems is not None:
-        problems.extend(str(link_error(e.path, DIR_HINT)) for e in entries if e.is_symlink())
-    return [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    found = []
+    for e in _task_entries(tasks_dir):
+        if e.is_dir(follow_symlinks=False):
+            found.append(e.name)
+        elif problems is not None and e.is_symlink():
+            problems.append(str(link_error(e.path, DIR_HINT)))
+    return found
 
 
 def linked_task_ids(tasks_dir: Path) -> list[str]:
@@ -282,7 +287,7 @@ def row_from_entry(folder: str, task_id: str, entry: list[Any], lazy: _Documents
     """The row a row index entry holds, or None when one of its values is not what
     ``row_values`` writes (an index someone edited: the file is read instead)."""
     try:
-        status, workflow, description, created, calls, cost, unpriced, tokens, models, tags = entry[4:]
+        _, _, _, _, status, workflow, description, created, calls, cost, unpriced, tokens, models, tags = entry
         created_at = datetime.fromisoformat(created)
         "".join(models), "".join(tags)   # (TypeError unless each is a string: ten times quicker than all())
     except (TypeError, ValueError):
@@ -293,7 +298,7 @@ def row_from_entry(folder: str, task_id: str, entry: list[Any], lazy: _Documents
             or type(tags) is not list):
         return None
     return TaskRow(task_id, status, workflow, description, created_at, calls, cost, unpriced, tokens,
-                   frozenset(models), folder, tuple(tags), None if lazy is None else (lazy, entry[:4], None))
+                   frozenset(models), folder, tuple(tags), None if lazy is None else (lazy, entry, None))
 
 
 def row_from_doc(folder: str, task_id: str, doc: dict[str, Any], models: frozenset[str]) -> TaskRow:
@@ -346,41 +351,67 @@ def list_rows(root: Path | None = None, status: str | None = None,
     """
     tasks_dir = paths.tasks_dir(root)
     locks_dir = paths.locks_dir(root)
-    try:
-        lock_files = {n for n in os.listdir(locks_dir) if n.endswith(".lock")}
-    except OSError:
-        lock_files = set()
-    rows: list[TaskRow] = []
+    lock_files = _lock_files(locks_dir)
+    if where == TaskFilter():
+        where = None   # (the CLI passes one, empty unless an option was given)
     home = root or paths.home()
     index = RowIndex(home)
     docs = TaskIndex(home) if documents or (where is not None and where.search) else None
     lazy = _Documents(home) if docs is None else None
     present = task_ids(tasks_dir, problems)
+    found: list[TaskRow] = []
+    unlocked: list[int] = []
+    tasks_path = str(tasks_dir)
     for task_id in present:
-        try:
-            row = read_row(tasks_dir, task_id, index, docs, lazy)
-        except (StoreError, TaskNotFoundError) as exc:
-            if problems is not None:
-                problems.append(str(exc))
-            continue
-        left = f"{task_id}.lock" in lock_files
-        live = (row.status in UNSETTLED or left) and is_live(locks_dir, task_id)
-        if left and not live:
-            from magent.store.locks import clear_dead
+        row = None
+        if docs is None:   # read_row's usual case, written out: ten thousand calls fewer
+            folder = f"{tasks_path}/{task_id}"
+            entry = index.entry(task_id, f"{folder}/task.json")
+            if entry is not None:
+                row = row_from_entry(folder, task_id, entry, lazy)
+        if row is None:
+            try:
+                row = read_row(tasks_dir, task_id, index, docs, lazy)
+            except (StoreError, TaskNotFoundError) as exc:
+                if problems is not None:
+                    problems.append(str(exc))
+                continue
+        if lock_files and f"{task_id}.lock" in lock_files:
+            live = is_live(locks_dir, task_id)
+            if not live:
+                from magent.store.locks import clear_dead
 
-            clear_dead(locks_dir, task_id)   # a killed run's lock files: nobody holds them
-        if row.status in UNSETTLED:
-            shown = shown_status(row.status, live)
-            row = row.shown_as(shown, events_usage(f"{tasks_dir}/{task_id}"))
-        if (status is None or row.status == status) and (where is None or where.matches(row)):
-            rows.append(row)
+                clear_dead(locks_dir, task_id)   # a killed run's lock files: nobody holds them
+            if row.status in UNSETTLED:
+                row = row.shown_as(shown_status(row.status, live), events_usage(f"{tasks_dir}/{task_id}"))
+        elif row.status in UNSETTLED:
+            unlocked.append(len(found))   # no lock file, so no run: unless one started since (below)
+        found.append(row)
+    if unlocked:
+        # A run takes its task's lock before it writes the status read above, so a run that
+        # started since the lock files were listed has its lock file in a second look. Probing
+        # only those spares every other pending or running task (each one a run that died) a
+        # probe that cannot find a holder.
+        lock_files = _lock_files(locks_dir)
+        for n in unlocked:
+            row = found[n]
+            live = f"{row.id}.lock" in lock_files and is_live(locks_dir, row.id)
+            found[n] = row.shown_as(shown_status(row.status, live), events_usage(f"{tasks_dir}/{row.id}"))
+    rows = [r for r in found if (status is None or r.status == status) and (where is None or where.matches(r))]
     kept = set(present)
     for cache in (index, docs):
         if cache is not None:
             cache.keep_only(kept)
             cache.save()
-    rows.sort(key=lambda r: r.created_at, reverse=True)
+    rows.sort(key=attrgetter("created_at"), reverse=True)
     return rows
+
+
+def _lock_files(locks_dir: Path) -> set[str]:
+    try:
+        return {n for n in os.listdir(locks_dir) if n.endswith(".lock")}
+    except OSError:
+        return set()
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -164,6 +164,11 @@ class RowIndex(_Index):
             return entry
         return None
 
+    def entry(self, task_id: str, path: str) -> list[Any] | None:
+        """``get`` for the task.json at ``path``, stat'ed here (one call a task, for listings)."""
+        st = stat_of(path)
+        return None if st is None else self.get(task_id, st)
+
     def put(self, task_id: str, ident: list[int], values: list[Any]) -> None:
         self.rows[task_id] = ident + values
         self.changed = True
