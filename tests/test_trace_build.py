@@ -266,6 +266,23 @@ def test_a_few_results_are_found_in_the_entries_as_the_whole_file_would_find_the
     assert few == {k: every[k] for k in few} == {"a1": [{"text": "again"}], "c3": [{"text": "c"}], "zz": [{}]}
 
 
+def test_entries_as_magent_writes_them_are_found_by_their_leading_id(tmp_path: Path) -> None:
+    from magent.trace.load import fill_results
+
+    lines = [{"id": "a1", "content": "first"}, {"id": "b2", "parent_id": "a1", "content": "names a1"},
+             '{"id":"a1', '{"id":"a1","content":"not closed}', {"id": "a1", "content": "again"},
+             {"role": "user", "id": "c3", "content": "id not first"}, {"id": "c3x", "content": "a longer id"}]
+    path = tmp_path / "entries.jsonl"
+    path.write_text("".join((json.dumps(x, separators=(",", ":")) if not isinstance(x, str) else x) + "\n"
+                            for x in lines) + '{"id":"c3","content":"torn')
+    few = {"a1": [{}], "c3": [{}], "b2": [{}], "zz": [{}]}
+    every = {k: [{}] for k in [*few, *(f"x{n}" for n in range(20))]}   # more than FEW: every line read
+    fill_results(few, path)
+    fill_results(every, path)
+    assert few == {k: every[k] for k in few} == {
+        "a1": [{"text": "again"}], "c3": [{"text": "id not first"}], "b2": [{"text": "names a1"}], "zz": [{}]}
+
+
 def test_tasks_show_reads_back_no_result_text(tmp_path: Path, monkeypatch) -> None:
     """``magent.task_details`` takes the sessions from the trace as read: the result texts that
     trace.json leaves to entries.jsonl are not read back for it."""

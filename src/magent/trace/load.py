@@ -202,34 +202,40 @@ def fill_results(cut: dict[str, list[dict[str, Any]]], path: Any) -> None:
 
 
 def _entries_naming(path: Any, ids: list[str]) -> list[dict[str, Any]]:
-    """The objects of the lines of JSON Lines file ``path`` in which one of ``ids`` appears, in
-    file order, skipped as ``read_jsonl`` skips them (a torn last line, a line that is not a
-    JSON object). An id of letters, digits, ``-`` and ``_`` is written as it is (JSON escapes
-    none of them), so every line that holds it as a value is among them."""
+    """The objects of the lines of JSON Lines file ``path`` that may be the entries ``ids``
+    name, in file order, skipped as ``read_jsonl`` skips them (a torn last line, a line that is
+    not a JSON object). A line as magent writes it starts with its entry's id (``{"id":"...``),
+    and only that is compared; any other line is parsed when one of ``ids`` appears in it (an id
+    of letters, digits, ``-`` and ``_`` is written as it is: JSON escapes none of them).
+
+    One pass over the lines: finding each id's every occurrence instead took a search of the
+    whole file per id (10.5 MB five times for a 1,000-step trace, 38 M instructions)."""
     try:
         data = read_bytes(path)
     except FileNotFoundError:
         return []
-    starts = set()
-    for entry_id in ids:
-        needle = entry_id.encode()
-        at = data.find(needle)
-        while at != -1:
-            starts.add(data.rfind(b"\n", 0, at) + 1)
-            end = data.find(b"\n", at)
-            at = -1 if end == -1 else data.find(needle, end)
+    wanted = {entry_id.encode() for entry_id in ids}
     out = []
-    for start in sorted(starts):
-        end = data.find(b"\n", start)
-        if end == -1:   # the torn last line a crash mid-append leaves
-            continue
-        try:
-            obj = loads(data[start:end])
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
+    start = 0
+    while (end := data.find(b"\n", start)) != -1:   # (no newline after it: the torn last line)
+        if data.startswith(_ID_FIRST, start):
+            first = start + len(_ID_FIRST)
+            close = data.find(b'"', first, end)
+            hit = close != -1 and data[first:close] in wanted
+        else:
+            hit = any(data.find(needle, start, end) != -1 for needle in wanted)
+        if hit:
+            try:
+                obj = loads(data[start:end])
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                out.append(obj)
+        start = end + 1
     return out
+
+
+_ID_FIRST = b'{"id":"'
 
 
 def load_view(td: "TaskDir", *, need_events: bool = False,

@@ -96,6 +96,7 @@ class _Tree:
         self.branch_spans = sessionview.branch_spans(self.sessions)
         """Parallel branches: each branch session's span of it and its sibling branches."""
         self.lines: list[Line] = []
+        self.every_total: dict[str, dict[str, Any]] = {}
         self.later: list[tuple[Line, dict[str, Any], str]] = []
         """Tool lines whose result's text is still in entries.jsonl: (line, result, outcome)."""
         self.steps: list[dict[str, Any]] = doc.get("steps") or []
@@ -122,7 +123,7 @@ class _Tree:
         self.lines.append(line)
         if task is not None:
             self.lines.append([("  ", None), (short(task.description, 200), "italic")])
-        rows = totals(steps)
+        rows = self.every_total = totals(steps)   # (the footer's too, unless it shows one session)
         calls = sum(r["calls"] for r in rows.values())
         failed = sum(r["failed"] for r in rows.values())
         tools = sum(len(s.get("tool_calls") or []) for s in steps)
@@ -387,8 +388,8 @@ class _Tree:
             self.fold(group)
 
     def footer(self) -> None:
-        steps = self.steps if self.only is None else [s for s in self.steps if s.get("session") in self.only]
-        rows = totals(steps)
+        rows = self.every_total if self.only is None else totals(
+            [s for s in self.steps if s.get("session") in self.only])
         self.lines.append([])
         if not rows:
             self.lines.append([("no model calls", "dim")])
