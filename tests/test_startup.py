@@ -158,6 +158,8 @@ def test_a_scripted_run_with_builtin_tools_imports_neither_litellm_nor_mcp(tmp_p
     heavy = sorted(_roots(report["modules"]) & set(HEAVY))
     assert heavy == [], f"a scripted run imported {heavy}"
     assert "magent.tools.mcp" not in report["modules"]
+    # nor what only a run with guardrails uses (its agent declares none)
+    assert [m for m in report["modules"] if m.startswith("magent.guardrails.")] == ["magent.guardrails.rails"]
 
 
 OFFLINE = """

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from magent.engine.control import NodeFailed, PauseRun
-from magent.guardrails.base import Rail, RailInput
-from magent.guardrails.screen import Check, Screening, screen
 from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
 from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
+
+if TYPE_CHECKING:  # the rails' own modules load with the first rail: most runs declare none
+    from magent.guardrails.base import Rail, RailInput
+    from magent.guardrails.screen import Check, Screening
 
 PAUSE_ACTIONS = ["approve", "reject"]
 
@@ -92,6 +94,10 @@ class Records:
             self.items.append((rail, attempt, request))
 
     def flush(self, ctx, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
+        if not self.items:
+            return
+        from magent.guardrails.screen import Check
+
         for item in self.items:
             if isinstance(item, Check):
                 _emit(ctx, node, info, item, **where)
@@ -160,7 +166,10 @@ class TaskGate:
     def record(self, ctx) -> None:
         """Write what the rails did as events of the run (and count their model calls)."""
         ctx.cursors.update(self.cursors)
-        self.records.flush(ctx, None, RailInput("input", self.source, task_id=ctx.task.id))
+        if self.records.items:
+            from magent.guardrails.base import RailInput
+
+            self.records.flush(ctx, None, RailInput("input", self.source, task_id=ctx.task.id))
 
 
 async def screen_task(graph, text: str, options, *, node: str | None = None,
@@ -174,6 +183,9 @@ async def screen_task(graph, text: str, options, *, node: str | None = None,
     gate = TaskGate(text, source=source, cursors=dict(cursors or {}))
     if not rails:
         return gate
+    from magent.guardrails.base import RailInput
+    from magent.guardrails.screen import screen
+
     clients: dict[str, LLMClient] = {}
 
     def client(rail: Rail, config: Any) -> LLMClient:
@@ -204,12 +216,16 @@ class ResultScreen:
     """The input rails for one tool call's result. The registry awaits it with the full result."""
 
     def __init__(self, ctx, node: str, agent: str, call: ToolCall, rails: list[Rail]):
+        from magent.guardrails.base import RailInput
+
         self.ctx, self.node, self.call, self.rails = ctx, node, call, rails
         self.info = RailInput("input", "tool_result", agent=agent, node=node, tool=call.full_name,
                               task_id=ctx.task.id)
         self.screening: Screening | None = None
 
     async def __call__(self, result: Any) -> None:
+        from magent.guardrails.screen import screen
+
         info = dataclasses.replace(self.info, tool=result.tool or self.call.full_name)
         ctx, calls = self.ctx, Records()
         run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), calls.call,
@@ -314,6 +330,9 @@ async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) ->
     rails = ctx.graph.rails.output_for(agent)
     if not rails:
         return None
+    from magent.guardrails.base import RailInput
+    from magent.guardrails.screen import screen
+
     info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.task.id)
     records = Records()
     run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,

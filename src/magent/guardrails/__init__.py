@@ -13,6 +13,19 @@ Layout: ``base`` (what a kind is), one module per family of kinds, ``rails``
 text). ``magent.engine.guard`` is where the engine calls them.
 """
 
-from magent.guardrails.base import Rail, RailConfig, RailError, RailInput, Verdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magent.guardrails.base import Rail, RailConfig, RailError, RailInput, Verdict
 
 __all__ = ["Rail", "RailConfig", "RailError", "RailInput", "Verdict"]
+
+
+def __getattr__(name: str) -> Any:
+    """The names above, from ``base`` on first use: a run whose agents declare no rails imports
+    this package (``rails`` is in it) but never ``base``, its classes and its dataclasses."""
+    if name in __all__:
+        from magent.guardrails import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from magent.config.validate import validate
-from magent.guardrails.base import Rail, RailConfigError
 
 if TYPE_CHECKING:
     from magent.config.yamlfile import SourceFile
+    from magent.guardrails.base import Rail
     from magent.models.guardrails import Guardrails
 
 
@@ -76,6 +76,8 @@ def compile_rails(source: SourceFile, owner: str, guardrails: Guardrails | None,
     out = RailLists()
     if guardrails is None:
         return out
+    from magent.guardrails.base import RailConfigError  # (with the first rail: most runs declare none)
+
     base_dir = base_dir or source.path.parent
     kinds = rail_kinds()
     data = source.data
@@ -109,6 +111,8 @@ def compile_rails(source: SourceFile, owner: str, guardrails: Guardrails | None,
 
 def _check_model(config: Any, base_dir: Path) -> None:
     """A judge's scripted model needs its script, and only it may have one (like an agent's)."""
+    from magent.guardrails.base import RailConfigError
+
     if config.model == "scripted" and not config.script:
         raise RailConfigError("model 'scripted' needs a 'script' file of replies", "llm_config", "script")
     if config.script and config.model != "scripted":
