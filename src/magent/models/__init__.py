@@ -31,6 +31,14 @@ if TYPE_CHECKING:
     from magent.models.memory import MemoryRetention as MemoryRetention
     from magent.models.memory import MemorySettings as MemorySettings
     from magent.models.retention import RetentionPolicy as RetentionPolicy
+    from magent.models.servers import HttpConfig as HttpConfig
+    from magent.models.servers import HttpServer as HttpServer
+    from magent.models.servers import MCPServer as MCPServer
+    from magent.models.servers import MCPServersFile as MCPServersFile
+    from magent.models.servers import SSEConfig as SSEConfig
+    from magent.models.servers import StdioConfig as StdioConfig
+    from magent.models.servers import StdioServer as StdioServer
+    from magent.models.servers import ToolSettings as ToolSettings
     from magent.models.state import Message as Message
     from magent.models.state import State as State
     from magent.models.state import ToolCall as ToolCall
@@ -39,16 +47,8 @@ if TYPE_CHECKING:
     from magent.models.task import TaskStatus as TaskStatus
     from magent.models.task import Usage as Usage
     from magent.models.tools import Builtins as Builtins
-    from magent.models.tools import HttpConfig as HttpConfig
-    from magent.models.tools import HttpServer as HttpServer
-    from magent.models.tools import MCPServer as MCPServer
-    from magent.models.tools import MCPServersFile as MCPServersFile
     from magent.models.tools import RateLimit as RateLimit
-    from magent.models.tools import SSEConfig as SSEConfig
-    from magent.models.tools import StdioConfig as StdioConfig
-    from magent.models.tools import StdioServer as StdioServer
     from magent.models.tools import Tool as Tool
-    from magent.models.tools import ToolSettings as ToolSettings
     from magent.models.trace import ActionRecord as ActionRecord
     from magent.models.trace import ActionToolCall as ActionToolCall
     from magent.models.trace import LLMCallRecord as LLMCallRecord
@@ -68,9 +68,9 @@ _WHERE = {
     "ConsolidationSettings": "memory", "MemoryEntry": "memory", "MemoryRetention": "memory",
     "MemorySettings": "memory", "RetentionPolicy": "retention", "Message": "state",
     "State": "state", "ToolCall": "state", "ForkRef": "task", "Task": "task", "TaskStatus": "task",
-    "Usage": "task", "Builtins": "tools", "HttpConfig": "tools", "HttpServer": "tools",
-    "MCPServer": "tools", "MCPServersFile": "tools", "RateLimit": "tools", "SSEConfig": "tools",
-    "StdioConfig": "tools", "StdioServer": "tools", "Tool": "tools", "ToolSettings": "tools",
+    "Usage": "task", "Builtins": "tools", "HttpConfig": "servers", "HttpServer": "servers",
+    "MCPServer": "servers", "MCPServersFile": "servers", "RateLimit": "tools", "SSEConfig": "servers",
+    "StdioConfig": "servers", "StdioServer": "servers", "Tool": "tools", "ToolSettings": "servers",
     "ActionRecord": "trace", "ActionToolCall": "trace", "LLMCallRecord": "trace",
     "StepRecord": "trace", "SubAgentSession": "trace", "SubAgentSessionInfo": "trace",
     "ToolCallRecord": "trace", "TraceLog": "trace", "EdgeDef": "workflow", "NodeDef": "workflow",

@@ -1,6 +1,10 @@
-"""Tool and MCPServer (seed 002 entities 4 and 5) and the MCP servers file."""
+"""Tool (seed 002 entity 4), rate limits, the built-in tools' settings and the tool limits.
 
-from typing import Annotated, Any, Literal, Union
+The MCP servers' models and the MCP servers file (seed 002 entity 5) are in ``models.servers``,
+imported when a file names a server: a run of built-in tools only creates none of their classes.
+Their names can still be imported from here."""
+
+from typing import Any, Literal
 
 from pydantic import Field, PositiveInt
 
@@ -55,70 +59,6 @@ class Tool(Model):
         return f"{self.server}.{self.name}"
 
 
-class ToolSettings(Model):
-    """Per-tool settings in an MCP servers file."""
-
-    timeout_seconds: PositiveInt = DEFAULT_TOOL_TIMEOUT
-    fallback_tools: list[str] = Field(default_factory=list)
-    idempotent: bool | None = None
-    needs_approval: bool = False
-    rate_limit: RateLimit | None = None
-    """``{calls, per_seconds}`` for this tool alone, e.g. ``{calls: 5, per_seconds: 60}``."""
-
-
-class StdioConfig(Model):
-    """Connection parameters of a server started as a subprocess speaking MCP on stdin/stdout."""
-
-    command: str = Field(min_length=1)
-    """Executable name or path."""
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment variables; values may use ``${VAR}``."""
-    cwd: str | None = None
-    """Working directory of the server process."""
-
-
-class HttpConfig(Model):
-    """Connection parameters of a server reached over HTTP (SSE or streamable HTTP)."""
-
-    url: str = Field(pattern=r"^https?://")
-    headers: dict[str, str] = Field(default_factory=dict)
-    """Extra headers, e.g. ``Authorization: Bearer ${TOKEN}``."""
-
-
-SSEConfig = HttpConfig
-
-
-class _ServerBase(Model):
-    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
-    """Server identifier; tools are named ``name.tool``."""
-    connect_timeout_seconds: float = Field(default=30, gt=0)
-    """How long starting and initialising the server may take."""
-    call_timeout_seconds: PositiveInt | None = None
-    """Default timeout of this server's calls; per-tool ``timeout_seconds`` overrides it."""
-    tools: dict[str, ToolSettings] = Field(default_factory=dict)
-    """Per-tool settings keyed by the tool's name on this server."""
-    rate_limit: RateLimit | None = None
-    """Calls allowed per time window to all of this server's tools together."""
-    shared: bool = True
-    """The rows of a ``magent batch`` may share one process (or connection) of this server.
-    Say ``false`` for a server that keeps state per client: each run then starts its own."""
-
-
-class StdioServer(_ServerBase):
-    transport: Literal["stdio"]
-    config: StdioConfig
-
-
-class HttpServer(_ServerBase):
-    transport: Literal["sse", "streamable_http"]
-    config: HttpConfig
-
-
-MCPServer = Annotated[Union[StdioServer, HttpServer], Field(discriminator="transport")]
-"""An MCP server connection: ``stdio``, ``sse`` or ``streamable_http``."""
-
-
 class HttpBuiltin(Model):
     enabled: bool = False
     allow_hosts: list[str] = Field(default_factory=list)
@@ -171,9 +111,13 @@ class ToolLimits(Model):
         return cls.model_construct()
 
 
-class MCPServersFile(Model):
-    """The MCP servers file (``config/mcp_servers.yaml`` or one a workflow names)."""
+_SERVERS = ("ToolSettings", "StdioConfig", "HttpConfig", "SSEConfig", "StdioServer", "HttpServer", "MCPServer",
+            "MCPServersFile")
 
-    servers: list[MCPServer] = Field(default_factory=list)
-    builtins: Builtins = Field(default_factory=Builtins)
-    limits: ToolLimits = Field(default_factory=ToolLimits)
+
+def __getattr__(name: str) -> Any:
+    if name in _SERVERS:
+        from magent.models import servers
+
+        return getattr(servers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,12 +16,15 @@ import asyncio
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from magent.models.tools import Builtins, MCPServersFile, ToolLimits
+from magent.models.tools import Builtins, ToolLimits
 from magent.tools.base import ToolProvider
 from magent.tools.ratelimit import RateLimiter
 from magent.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from magent.models.servers import MCPServersFile
 
 
 @dataclass
