@@ -322,3 +322,25 @@ def test_the_program_collects_garbage_seldom_until_its_run_is_going():
     usual, starting, running, frozen, seen = json.loads(p.stdout)
     assert starting[0] >= 100 * usual[0] and running == usual and frozen
     assert seen == ["run_started", "node_started"]
+
+
+READING = """
+import gc, json, sys
+from magent.cli import collector
+rows = [object()]
+collector.reading()
+collector.keep(rows)
+imported = [gc.isenabled(), len(collector._kept)]
+collector.starting()
+collector.reading()
+collector.keep(rows)
+print(json.dumps([imported, [gc.isenabled(), collector._kept == [rows]]]))
+"""
+
+
+def test_a_read_command_collects_nothing_and_leaves_its_rows_to_the_exit_only_in_the_program():
+    """``tasks list`` turns the collector off and keeps its rows for ``os._exit``; imported as a
+    library (no ``starting``), the same calls leave the host's collector and objects alone."""
+    p = subprocess.run([sys.executable, "-c", READING], capture_output=True, text=True, timeout=60)
+    imported, program = json.loads(p.stdout)
+    assert imported == [True, 0] and program == [False, True]
