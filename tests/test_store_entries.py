@@ -275,3 +275,71 @@ def test_an_entry_line_is_the_json_of_its_model_dump(tmp_path):
                      expected(summary, set())]
     assert '"f":1e-05' in lines[0] and lines[1].endswith(',"node":null}')
     assert EntryLog(path).load() == {e.id: e for e in written}
+
+
+def test_a_message_appended_without_its_entry_model_is_the_same_line(tmp_path):
+    """``append_message`` (a run's usual messages, no ``Entry`` built) writes the bytes ``append``
+    writes for the entry the message makes, in every shape a run appends; and where it would not
+    (a float in a call's arguments, a tool result whose node is written null, an id that is not a
+    UUID v4, a text that is not a plain str, a text pydantic refuses) it writes nothing and says so."""
+    from datetime import datetime, timezone
+
+    from magent.models import Message, ToolCall
+
+    when = datetime(2026, 1, 1, 0, 0, 0, 120000, tzinfo=timezone.utc)
+    session = new_id()
+
+    class Node(str):
+        pass
+
+    def msg(role: str, **kw) -> Message:
+        return Message(role=role, timestamp=when, **kw)
+
+    one = [ToolCall(id="c1", server="kv", tool="set", arguments={"k": "é \u2028 \x01 \"q\" \\", "n": [1, None, True]})]
+    two = [ToolCall(id="c2", tool="now"), ToolCall(id="c3", server="s", tool="t", raw_arguments="{oops")]
+    # (message, turn_id, node, session, masked arguments): appended in this order, each after the one before
+    shapes = [
+        (msg("user", content="the task", name="workflow"), None, None, None, None),
+        (msg("assistant", content="", tool_calls=one), "a:0", "a", None, None),
+        (msg("tool", content="x" * 600, tool_call_id="c1", name="kv.set"), None, "a", None, None),  # all told
+        (msg("assistant", content="two", tool_calls=one), "a:1", "a", None, [{"k": "***", "n": [1]}]),
+        (msg("tool", content="r", tool_call_id="c1", name="other"), None, "b", None, None),  # only the id told
+        (msg("assistant", content="many", tool_calls=two), "a:2", "a", session, None),
+        (msg("tool", content="", tool_call_id="c2", name="now"), None, "a", session, None),  # two calls: none told
+        (msg("system", content="summary", name="magent"), None, "a", session, None),
+    ]
+    model_log, plain_log = EntryLog(tmp_path / "model.jsonl"), EntryLog(tmp_path / "plain.jsonl")
+    parent = None
+    for message, turn, node, tag, masked in shapes:
+        entry_id = new_id()
+        calls = message.tool_calls if masked is None else [
+            c.model_copy(update={"arguments": a}) for c, a in zip(message.tool_calls, masked)]
+        model_log.append(Entry(id=entry_id, parent_id=parent, role=message.role, content=message.content,
+                               tool_calls=calls, tool_call_id=message.tool_call_id, name=message.name,
+                               turn_id=turn, node=node, session=tag, created_at=message.timestamp))
+        assert plain_log.append_message(entry_id, parent, message, message.content, masked, turn, node, tag)
+        parent = entry_id
+    model_log.close()
+    plain_log.close()
+    model_lines = (tmp_path / "model.jsonl").read_bytes().split(b"\n")
+    plain_lines = (tmp_path / "plain.jsonl").read_bytes().split(b"\n")
+    assert plain_lines == model_lines
+    assert b'"tool_call_id"' not in model_lines[2] and b'"node"' not in model_lines[2]
+    assert b'"tool_call_id"' not in model_lines[4] and b'"name":"other"' in model_lines[4]
+    assert b'"tool_call_id":"c2"' in model_lines[6]
+
+    # What it leaves to the model, writing nothing.
+    log = EntryLog(tmp_path / "other.jsonl")
+    reply = msg("assistant", tool_calls=one)
+    assert log.append_message(new_id(), None, reply, "", None, None, "a", None)
+    reply_id = json.loads((tmp_path / "other.jsonl").read_bytes())["id"]
+    result = msg("tool", content="r", tool_call_id="c1", name="kv.set")
+    assert not log.append_message(new_id(), reply_id, result, "r", None, None, None, None)  # node null
+    floats = msg("assistant", tool_calls=[ToolCall(id="c9", tool="t", arguments={"f": 1e-05})])
+    assert not log.append_message(new_id(), None, floats, "", None, None, None, None)
+    assert not log.append_message("not-an-id", None, result, "r", None, None, None, None)
+    assert not log.append_message(new_id(), "not-an-id", result, "r", None, None, None, None)
+    assert not log.append_message(new_id(), None, result, "r", None, None, Node("a"), None)
+    assert not log.append_message(new_id(), None, result, "\ud800 lone", None, None, None, None)
+    log.close()
+    assert (tmp_path / "other.jsonl").read_bytes().count(b"\n") == 1

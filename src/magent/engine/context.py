@@ -241,29 +241,34 @@ class RunContext:
 
     # conversation
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
-                    entry_id: str | None = None, session: Session | None = None) -> Entry:
+                    entry_id: str | None = None, session: Session | None = None) -> str:
         """Append ``message`` to ``session``'s conversation (default: the main one): written as
-        an entry now, in memory for the model."""
+        an entry now, in memory for the model. Returns the entry's id."""
         session = session or self.main
+        entry_id = entry_id or new_id()
+        content = self.redactor.text(message.content)
         calls = message.tool_calls
-        if calls and self.redactor.secrets:
-            calls = [c.model_copy(update={"arguments": self.redactor.data(c.arguments)}) for c in calls]
-        entry = Entry(id=entry_id or new_id(), parent_id=session.leaf, role=message.role,
-                      content=self.redactor.text(message.content),
-                      tool_calls=calls, tool_call_id=message.tool_call_id,
-                      name=message.name, turn_id=turn_id, node=node, session=session.tag,
-                      created_at=message.timestamp, compaction=message.compaction,
-                      entry_type="compaction" if message.compaction is not None else "message")
-        self.td.entries.append(entry)
-        message._entry = entry.id
-        session.leaf = entry.id
+        arguments = [self.redactor.data(c.arguments) for c in calls] if calls and self.redactor.secrets else None
+        # The usual message is written without building its Entry (``EntryLog.append_message``).
+        if message.compaction is not None or not self.td.entries.append_message(
+                entry_id, session.leaf, message, content, arguments, turn_id, node, session.tag):
+            if arguments is not None:
+                calls = [c.model_copy(update={"arguments": a}) for c, a in zip(calls, arguments)]
+            self.td.entries.append(Entry(
+                id=entry_id, parent_id=session.leaf, role=message.role, content=content,
+                tool_calls=calls, tool_call_id=message.tool_call_id,
+                name=message.name, turn_id=turn_id, node=node, session=session.tag,
+                created_at=message.timestamp, compaction=message.compaction,
+                entry_type="compaction" if message.compaction is not None else "message"))
+        message._entry = entry_id
+        session.leaf = entry_id
         session.entry_count += 1
         session.state.messages.append(message)
         if message.role == "assistant":
             failpoints.hit("after_assistant_entry")
         elif message.role == "tool":
             failpoints.hit("after_tool_entry")
-        return entry
+        return entry_id
 
     def adopt(self, entries: list[Entry], session: Session | None = None) -> None:
         """Take entries written after the last checkpoint (by a run that died) as our own."""

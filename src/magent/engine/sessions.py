@@ -170,7 +170,7 @@ class SessionContext:
 
     # durable verbs, in this session
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
-                    entry_id: str | None = None) -> "Entry":
+                    entry_id: str | None = None) -> str:
         return self.run.add_message(message, node=node, turn_id=turn_id, entry_id=entry_id,
                                     session=self.session)
 

@@ -73,7 +73,7 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
     """Record a tool result the model will see (also for calls that never ran)."""
     name = call.full_name
     text = content if outcome == "SUCCESS" else f"[{outcome}] {content}"
-    entry = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=name), node=node)
+    entry_id = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=name), node=node)
     # The event's fields in their order, those without a value left out rather than given as None
     # (the written event leaves them out either way; one per step, each one validated and dumped).
     redactor = ctx.redactor
@@ -91,7 +91,7 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
             fields["artifact"] = result.artifact
         if notes := redactor.data(result.notes):
             fields["notes"] = notes
-    ctx.bus.emit("tool_result", node, **fields, entry_id=entry.id)
+    ctx.bus.emit("tool_result", node, **fields, entry_id=entry_id)
 
 
 async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
