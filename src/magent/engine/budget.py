@@ -43,6 +43,11 @@ class Meter:
     def __init__(self, run: "RunContext"):
         self.run = run
         self.spent: dict[str, Spent] = {}
+        self._counts: dict[str | None, tuple[Spent, ...]] = {}
+        """The counts an event of each agent adds to (the task's, then the agent's), by agent:
+        two or three events a model turn are counted, each with the same lookups."""
+        self._agents: dict[tuple[str | None, str | None], str | None] = {}
+        """The agent of a tool call, by its event's session and node (``_agent_of``)."""
 
     def observe(self, event: Event | dict[str, Any]) -> None:
         """Count ``event`` (an ``Event``, or the bus's dict of one)."""
@@ -52,20 +57,20 @@ class Meter:
         if kind == "llm_call" and not doc.get("error"):
             cost = doc.get("cost") or 0.0
             tokens = int(doc.get("tokens_in") or 0) + int(doc.get("tokens_out") or 0)
-            for scope in self._scopes(doc.get("agent")):
-                s = self._of(scope)
+            for s in self._of_agent(doc.get("agent")):
                 s.tokens += tokens
                 s.cost_usd += cost
                 s.model_calls += 1
         elif kind == "tool_call":
-            for scope in self._scopes(self._agent_of(doc)):
-                self._of(scope).tool_calls += 1
+            for s in self._of_agent(self._agent_of(doc)):
+                s.tool_calls += 1
 
     def snapshot(self) -> dict[str, Spent]:
         return {scope: spent.model_copy() for scope, spent in self.spent.items()}
 
     def restore(self, cp: "Checkpoint") -> None:
         """Take the counts of ``cp`` (one written before budgets: its model usage, no tool calls)."""
+        self._counts.clear()
         if cp.spent:
             self.spent = {scope: spent.model_copy() for scope, spent in cp.spent.items()}
             return
@@ -78,17 +83,31 @@ class Meter:
             self.spent[scope] = Spent()
         return self.spent[scope]
 
+    def _of_agent(self, agent: str | None) -> tuple[Spent, ...]:
+        counts = self._counts.get(agent)
+        if counts is None:
+            counts = self._counts[agent] = tuple(self._of(scope) for scope in self._scopes(agent))
+        return counts
+
     @staticmethod
     def _scopes(agent: str | None) -> list[str]:
         return [TASK, agent_scope(agent)] if agent else [TASK]
 
     def _agent_of(self, event: dict[str, Any]) -> str | None:
+        key = (event.get("session"), event.get("node"))
+        if key in self._agents:
+            return self._agents[key]
         run = self.run
-        session = run.sessions.get(event["session"]) if event.get("session") else None
+        session = run.sessions.get(key[0]) if key[0] else None
         if session is not None:
-            return session.agent or None
-        node = run.graph.nodes.get(event.get("node") or "")
-        return node.agent_name if node is not None else None
+            agent = session.agent or None
+        else:
+            node = run.graph.nodes.get(key[1] or "")
+            agent = node.agent_name if node is not None else None
+            if key[0]:
+                return agent  # a session not known yet (a resumed run's events): not kept
+        self._agents[key] = agent
+        return agent
 
 
 # limits in force ---------------------------------------------------------------------------
