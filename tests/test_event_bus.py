@@ -46,3 +46,26 @@ def test_a_live_only_event_no_sink_wants_takes_its_number_only() -> None:
     bus.emit("checkpoint", "a", sequence=1)
     bus.emit("node_started", "a")
     assert [(d["seq"], d["type"]) for d in raw] == [(2, "node_started")]
+
+
+def test_an_events_ts_is_the_time_in_utc_to_the_millisecond() -> None:
+    """``stamp`` gives what ``datetime.now(timezone.utc).isoformat(timespec="milliseconds")`` gives
+    at the same instant, within a second it has seen and across seconds, minutes and years."""
+    from datetime import datetime, timedelta, timezone
+
+    from magent.engine.events import stamp
+
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    instants = [1_795_000_000_000_000_000, 1_795_000_000_000_999_999, 1_795_000_000_999_999_999,
+                1_795_000_000_123_456_789, 1_795_000_001_000_000_000, 1_795_000_000_500_000_000,
+                1_798_761_599_999_999_999, 1_798_761_600_000_000_001]  # (the last two: a new year, UTC)
+    for ns in instants:
+        expected = (epoch + timedelta(microseconds=ns // 1000)).isoformat(timespec="milliseconds")
+        assert stamp(ns) == expected
+    assert stamp(1_798_761_600_000_000_001) == "2027-01-01T00:00:00.000+00:00"
+    bus, got = EventBus(), []
+    bus.subscribe(got.append, raw=True)
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    bus.emit("warning", None, message="m")
+    after = datetime.now(timezone.utc)
+    assert before <= datetime.fromisoformat(got[0]["ts"]) <= after

@@ -8,9 +8,10 @@ awaiting_human, human_decision, node_finished, error, run_finished.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from time import time_ns
 from typing import Any, Callable
 
-from magent.ids import now
 from magent.models import Event
 from magent.store.files import plain_json
 
@@ -44,7 +45,7 @@ class EventBus:
         self.seq += 1
         if not self._live and type in LIVE_ONLY:
             return
-        doc: dict[str, Any] = {"seq": self.seq, "ts": now().isoformat(timespec="milliseconds"), "type": type}
+        doc: dict[str, Any] = {"seq": self.seq, "ts": stamp(time_ns()), "type": type}
         if node is not None:
             doc["node"] = node
         # An event is made of plain values (an answer, a call, a result) nearly always: it goes
@@ -83,6 +84,22 @@ def resumed_seq(recorded: int, checkpoint_seq: int, later: list[Any]) -> int:
     if later and later[-1].type in _ENDS:
         return recorded
     return max(recorded, checkpoint_seq + 1) + RESUME_GAP
+
+
+_second: tuple[int, str] = (-1, "")
+"""The last second ``stamp`` wrote, and its text up to the seconds."""
+
+
+def stamp(ns: int) -> str:
+    """``ns`` (nanoseconds since the epoch, as ``time.time_ns()`` gives) as an event's ``ts``:
+    what ``datetime.now(timezone.utc).isoformat(timespec="milliseconds")`` gives at that instant
+    (the same clock, its microseconds cut to milliseconds). That call took ~4.5 us, once per
+    event; the text up to the seconds is made once a second here, the milliseconds added."""
+    global _second
+    second, rest = divmod(ns, 1_000_000_000)
+    if second != _second[0]:
+        _second = (second, datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second[1]}.{rest // 1_000_000:03d}+00:00"
 
 
 def truncate(text: str | None, limit: int = 1000) -> str:
