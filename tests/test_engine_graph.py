@@ -88,7 +88,12 @@ def test_a_single_agent_workflow_is_what_validating_it_makes(folder: Path) -> No
     # It is made without pydantic's validation (a start-up cost): the same model as validated.
     from magent.models import Workflow
 
-    made = load_target(str(folder / "worker.yaml")).workflow
+    graph = load_target(str(folder / "worker.yaml"))
+    made = graph.workflow
+    config, validated = graph.nodes["worker"].config, type(graph.nodes["worker"].config).model_validate(
+        {"type": "agent", "agent": "worker"})
+    assert config == validated and config.model_fields_set == validated.model_fields_set
+    assert config.model_dump_json() == validated.model_dump_json()
     checked = Workflow(name="worker", nodes={"worker": {"type": "agent", "agent": "worker"}}, edges=[],
                        entry_point="worker")
     assert made == checked and repr(made) == repr(checked)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent import paths
 from magent.config.defaults import default_model, pinned
@@ -19,7 +19,6 @@ from magent.config.prompts import resolve_ref
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
 from magent.engine import conditions
-from magent.engine.joins import Join, find_joins
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
 from magent.engine.structured import OutputSchema, compile_schemas
@@ -28,6 +27,9 @@ from magent.errors import ConfigError
 from magent.guardrails.rails import GraphRails, compile_rails
 from magent.models import Agent, EdgeDef, Workflow
 from magent.models.workflow import NodeDef
+
+if TYPE_CHECKING:
+    from magent.engine.joins import Join
 
 END = "END"
 AGENT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -101,14 +103,15 @@ def load_path(path: Path) -> Graph:
 
 def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile] | None = None) -> Graph:
     agent = loaded.agent
-    # What Workflow(...) would make of these values, without building its validator (and its nodes',
-    # edges', budget's, guardrails'), which a single agent's run uses for nothing else: the agent's
-    # name, already checked, is a valid workflow name, and the one node is what validation makes.
+    # What Workflow(...) and the node's AgentConfig would make of these values, without building
+    # their validators (and those of the nodes, edges, budget and guardrails in them), which a single
+    # agent's run uses for nothing else: the agent's name, already checked, is a valid workflow name,
+    # and the one node is what validation makes.
     node_def = NodeDef.model_construct({"type", "agent"}, type="agent", agent=agent.name)
     workflow = Workflow.model_construct(name=agent.name, nodes={agent.name: node_def}, edges=[],
                                         entry_point=agent.name)
     cls = NODE_KINDS["agent"]
-    node = cls(agent.name, cls.Config.model_validate({"type": "agent", "agent": agent.name}), None)  # type: ignore[arg-type]
+    node = cls(agent.name, cls.Config.model_construct({"type", "agent"}, type="agent", agent=agent.name), None)  # type: ignore[arg-type]
     assert loaded.source is not None
     agents = {agent.name: loaded}
     _resolve_sub_agents(agents, workflow, loaded.source.path, agent_sources)
@@ -170,6 +173,8 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
     _check_edges(workflow, source)
     _check_reachable(workflow, source)
     _check_cycles(workflow, source)
+    from magent.engine.joins import find_joins  # (a single agent has none: it never imports them)
+
     joins = find_joins(workflow, source.error)
     for i, gate in enumerate(workflow.checkpoints):
         if gate not in workflow.nodes:
