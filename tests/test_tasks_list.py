@@ -160,3 +160,19 @@ def test_ages_count_whole_units_and_never_below_zero(before: timedelta, shown: s
     moment = now()
     assert render.ago(moment - before, moment) == shown
     assert render.ago(None) == "-"
+
+
+def test_the_table_ages_rows_as_ago_does_in_any_order() -> None:
+    """The table works an age out only where it leaves the span of the row before's (rows come
+    newest first); rows in any order still get each its own."""
+    import random
+    from types import SimpleNamespace
+
+    from magent import render
+
+    moment = now()
+    befores = [timedelta(seconds=s, microseconds=u) for s in (0, 1, 59, 60, 3599, 3600, 86399, 86400, 10**6)
+               for u in (0, 1, 999999)] + [-timedelta(seconds=5)]
+    rows = [SimpleNamespace(created_at=moment - b) for b in sorted(befores)]
+    for order in (rows, rows[::-1], random.Random(3).sample(rows, len(rows))):
+        assert render._ages(order, moment) == [render.ago(r.created_at, moment) for r in order]  # type: ignore[arg-type]

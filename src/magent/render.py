@@ -31,18 +31,35 @@ def ago(when: datetime | None, now: datetime | None = None) -> str:
     """How long before ``now`` (default: this moment) ``when`` was."""
     if when is None:
         return "-"
-    return _age((now or datetime.now(timezone.utc)) - when)
+    return _age((now or datetime.now(timezone.utc)) - when)[0]
 
 
-def _age(delta: timedelta) -> str:
-    """``ago`` of ``delta``: its whole days, else hours, minutes or seconds (a delta below zero,
-    a clock set back, is 0s). From the delta's own days and seconds: no float, no rounding."""
+_UNITS = (("h", 3600, timedelta(hours=1)), ("m", 60, timedelta(minutes=1)), ("s", 1, timedelta(seconds=1)))
+
+
+def _age(delta: timedelta) -> tuple[str, timedelta, timedelta]:
+    """``ago`` of ``delta`` (whole days, else hours, minutes or seconds; below zero, a clock set
+    back, is 0s), and the span ``[low, high)`` of deltas with the same text. From the delta's own
+    days and seconds: no float, no rounding."""
     days, secs = delta.days, delta.seconds
-    if days:
-        return f"{days}d ago" if days > 0 else "0s ago"
-    if secs >= 3600:
-        return f"{secs // 3600}h ago"
-    return f"{secs // 60}m ago" if secs >= 60 else f"{secs}s ago"
+    if days > 0:
+        return f"{days}d ago", timedelta(days=days), timedelta(days=days + 1)
+    if days < 0 or not secs:
+        return "0s ago", timedelta.min, timedelta(seconds=1)
+    unit, size, step = next(u for u in _UNITS if secs >= u[1])
+    return f"{secs // size}{unit} ago", step * (secs // size), step * (secs // size + 1)
+
+
+def _ages(rows: list["TaskRow"], now: datetime) -> list[str]:
+    """``ago`` of each row's ``created_at``. Rows come newest first, so a run of them shares a
+    text: a row whose age is in the span of the one before takes its text as it is."""
+    out, text, low, high = [], "", timedelta.max, timedelta.min
+    for t in rows:
+        delta = now - t.created_at
+        if not low <= delta < high:
+            text, low, high = _age(delta)
+        out.append(text)
+    return out
 
 
 def short(text: str | None, width: int) -> str:
@@ -134,7 +151,7 @@ def task_table(rows: list["TaskRow"], filtered: bool = False) -> None:
     # Built a column at a time: ten thousand rows of eight calls each were most of a listing's time.
     statuses = [t.status for t in rows]
     columns: list[list[Any]] = [[t.id[:8] for t in rows], statuses, [t.workflow for t in rows],
-               [short(t.description, 60) for t in rows], [_age(now - t.created_at) for t in rows],
+               [short(t.description, 60) for t in rows], _ages(rows, now),
                [str(t.calls) for t in rows], [f"{t.tokens:,}" for t in rows],
                [money(t.cost, t.unpriced) for t in rows]]
     header = ["ID", "STATUS", "WORKFLOW", "TASK", "CREATED", "CALLS", "TOKENS", "COST"]
