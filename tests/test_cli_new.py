@@ -68,3 +68,9 @@ def test_new_refuses_a_bad_name_and_an_existing_file(tmp_path: Path) -> None:
     assert (tmp_path / "flow.yaml").read_text() == "mine\n"
     assert invoke("new", "workflow", "flow", "--dir", str(tmp_path), "--force").code == 0
     assert (tmp_path / "flow.yaml").read_text().startswith("# A workflow")
+
+
+def test_new_refuses_a_name_with_a_trailing_newline(tmp_path: Path) -> None:
+    bad = invoke("new", "agent", "bot\n", "--dir", str(tmp_path))
+    assert bad.code == 2 and "is not a usable name" in bad.err
+    assert list(tmp_path.iterdir()) == []

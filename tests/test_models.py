@@ -48,6 +48,7 @@ def test_new_ids_are_uuid4_and_distinct():
     "ff179fc684b643b7bb3da2a915c3cfa8",        # no dashes
     "../../etc",
     "",
+    "5266dd0c-52fb-4d0a-91a8-3556bd67a14b\n",  # a name with a trailing newline is another name
 ])
 def test_task_id_must_be_uuid4(bad):
     with pytest.raises(ValidationError) as exc:

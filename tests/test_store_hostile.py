@@ -206,3 +206,15 @@ def test_a_fifo_as_the_lock_file_does_not_hang_the_trace(tmp_path):
     r = run("trace", task_id, timeout=120)  # only a hang hits the timeout
     assert r.code == 0, r.err
     assert "interrupted" in r.out.splitlines()[0]  # nobody holds it
+
+
+def test_names_with_a_trailing_newline_are_other_names(tmp_path):
+    """A file whose name is a checkpoint's plus a newline (``$`` in a regex lets one through) is
+    not a checkpoint: the task's numbering goes on from its real last checkpoint."""
+    task_id, task_dir = paused_triage()
+    last = latest_checkpoint(task_dir)
+    number = int(last[len("checkpoint_"):-len(".json")])
+    (task_dir / "checkpoint_099.json\n").write_bytes((task_dir / last).read_bytes())
+    assert invoke("resume", task_id, "--approve", "--quiet").code == 0
+    numbers = sorted(int(p.name[len("checkpoint_"):-len(".json")]) for p in task_dir.glob("checkpoint_*.json"))
+    assert numbers == list(range(numbers[-1] + 1)) and numbers[-1] > number

@@ -10,7 +10,7 @@ import os
 import re
 from datetime import datetime, timezone
 
-UUID4_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
 def new_id() -> str:
@@ -30,4 +30,4 @@ def now() -> datetime:
 
 
 def is_uuid4(value: str) -> bool:
-    return bool(UUID4_RE.match(value))
+    return UUID4_RE.fullmatch(value) is not None  # (match with $ would let a trailing newline through)

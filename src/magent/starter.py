@@ -192,7 +192,7 @@ def new_file(kind: str, name: str, folder: Path, *, model: str | None = None, fo
 
     from magent.config.defaults import default_model
 
-    if not re.match(WORD, name):
+    if not re.fullmatch(WORD, name):
         raise UsageError(f"{name!r} is not a usable name: lowercase letters, digits and _, "
                          "starting with a letter (e.g. support_bot)")
     path = folder / f"{name}.yaml"

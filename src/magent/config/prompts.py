@@ -62,7 +62,7 @@ def versions(name: str, root: Path | None = None) -> list[str]:
     folder = store_dir(root) / name
     if not folder.is_dir():
         return []
-    found = [p.stem for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and VERSION.match(p.stem)]
+    found = [p.stem for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and VERSION.fullmatch(p.stem)]
     return sorted(found, key=_version_key)
 
 
@@ -70,7 +70,7 @@ def names(root: Path | None = None) -> list[str]:
     folder = store_dir(root)
     if not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and NAME.match(p.name) and versions(p.name, root))
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and NAME.fullmatch(p.name) and versions(p.name, root))
 
 
 def load(name: str, version: str | None = None, root: Path | None = None) -> PromptTemplate:
@@ -80,7 +80,7 @@ def load(name: str, version: str | None = None, root: Path | None = None) -> Pro
     from magent.config.validate import validate
     from magent.config.yamlfile import load_file
 
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):
         raise UsageError(f"{name!r} is not a prompt name (lowercase letters, digits, - and _)")
     known = versions(name, root)
     if not known:
@@ -112,9 +112,9 @@ def add(name: str, version: str, text: str, description: str = "", root: Path | 
 
     from magent.store.files import create_immutable
 
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):
         raise UsageError(f"{name!r} is not a prompt name (lowercase letters, digits, - and _)")
-    if not VERSION.match(version):
+    if not VERSION.fullmatch(version):
         raise UsageError(f"{version!r} is not a version (letters, digits, '.', '-' and '_')")
     if not text.strip():
         raise UsageError("the prompt text is empty")

@@ -20,7 +20,7 @@ _SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def safe_name(full: str) -> str:
     """A provider-safe function name for ``server.tool``: ``server__tool``, hashed if need be."""
     name = re.sub(r"[^a-zA-Z0-9_-]", "_", full.replace(".", "__", 1))
-    if _SAFE_NAME.match(name) and name == full.replace(".", "__", 1):
+    if _SAFE_NAME.fullmatch(name) and name == full.replace(".", "__", 1):
         return name
     digest = hashlib.sha1(full.encode()).hexdigest()[:8]
     return f"{name[:55]}_{digest}"

@@ -147,7 +147,7 @@ class Agent(Model):
         import re
 
         for name in names:
-            if not re.match(AGENT_NAME_PATTERN, name):
+            if not re.fullmatch(AGENT_NAME_PATTERN, name):
                 raise ValueError(f"{name!r} is not an agent name (lowercase letters, digits, _)")
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

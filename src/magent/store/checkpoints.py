@@ -78,7 +78,7 @@ class CheckpointLog:
             names = os.listdir(self.dir)
         except FileNotFoundError:
             return []
-        return sorted(int(m.group(1)) for n in names if (m := _NAME.match(n)))
+        return sorted(int(m.group(1)) for n in names if (m := _NAME.fullmatch(n)))
 
     def ever_written(self) -> bool:
         """True once any checkpoint was written, even if it has since been moved aside as corrupt."""

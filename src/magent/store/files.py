@@ -111,7 +111,7 @@ def temp_files(directory: Path) -> list[Path]:
             continue
         with it:
             found.extend(Path(e.path) for e in it
-                         if TEMP_NAME.match(e.name) and e.is_file(follow_symlinks=False))
+                         if TEMP_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False))
     return sorted(found)
 
 

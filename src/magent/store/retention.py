@@ -288,7 +288,7 @@ class Retention:
         task_dir = os.path.join(self.store.tasks_dir, record.id)
         try:
             numbers = sorted(int(m.group(1)) for n in os.listdir(task_dir)
-                             if (m := _CHECKPOINT.match(n)))
+                             if (m := _CHECKPOINT.fullmatch(n)))
         except OSError:
             return
         if len(numbers) <= keep_n:
@@ -310,7 +310,7 @@ class Retention:
         except FileNotFoundError:
             return []
         # A creation holds the new task's lock while its staging directory exists.
-        return sorted(n for n in names if (m := _TRASH.match(n))
+        return sorted(n for n in names if (m := _TRASH.fullmatch(n))
                       and not (n.startswith(".new-") and is_held(self._lock_file(m.group(1)))))
 
     def _lock_file(self, task_id: str) -> str:
@@ -423,7 +423,7 @@ class Retention:
             path = self.store.tasks_dir / name
             report.leftovers.append(name)
             report.leftover_bytes += tree_size(path)
-            task_id = _TRASH.match(name).group(1)  # type: ignore[union-attr]
+            task_id = _TRASH.fullmatch(name).group(1)  # type: ignore[union-attr]
             if is_uuid4(task_id) and not os.path.lexists(self.store.tasks_dir / task_id):
                 self._unlink_locks(task_id)
             if os.path.isdir(path) and not os.path.islink(path):

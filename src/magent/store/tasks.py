@@ -333,7 +333,7 @@ class Store:
         from magent.store.listing import DIR_HINT, linked_task_ids
 
         text = text.strip().lower()
-        if not _PREFIX.match(text):
+        if not _PREFIX.fullmatch(text):
             raise InvalidTaskIdError(f"{text!r} is not a task id or id prefix "
                                      "(ids are UUIDs: hex digits and dashes)")
         if is_uuid4(text):
