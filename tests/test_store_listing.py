@@ -311,3 +311,51 @@ def test_search_reads_the_documents():
     list_rows()
     assert [r.id for r in list_rows(where=listing.TaskFilter(search="needle"))] == [a.id]
     assert index_file(paths.home()).is_file()
+
+
+def _usage(row) -> tuple[int, int, float]:
+    return row.calls, row.tokens, row.cost
+
+
+def test_a_dead_runs_usage_is_counted_from_where_the_last_listing_stopped():
+    """A task left running shows the usage of its llm_call events (task.json has none yet).
+    Each listing goes on from where the last one stopped; what changed otherwise is counted again."""
+    t = HomeBuilder().task("killed mid-run", status="running")
+    for n in range(3):
+        t.event("llm_call", "agent", tokens_in=100, tokens_out=10, cost=0.5)
+    t.event("llm_call", "agent", tokens_in=7, tokens_out=7, error="timed out")   # answered nothing
+    t.close()
+    (row,) = list_rows()
+    assert (row.status, _usage(row)) == ("interrupted", (3, 330, 1.5))
+    events = t.events_file
+    line = events.read_bytes().splitlines(keepends=True)[0]
+    with open(events, "ab") as fh:                      # appended since, and a torn last line
+        fh.write(line.replace(b'"tokens_in":100', b'"tokens_in":200') + line[:40])
+    assert _usage(list_rows()[0]) == (4, 540, 2.0)
+    with open(events, "ab") as fh:                      # the torn line is whole now
+        fh.write(line[40:])
+    assert _usage(list_rows()[0]) == (5, 650, 2.5)
+    assert _usage(list_rows()[0]) == (5, 650, 2.5)      # (nothing new)
+    data = events.read_bytes()                          # rewritten in place, same length
+    events.write_bytes(data.replace(b'"tokens_in":100', b'"tokens_in":300'))
+    assert _usage(list_rows()[0]) == (5, 1450, 2.5)
+    events.unlink()                                     # replaced by a shorter file
+    events.write_bytes(line)
+    assert _usage(list_rows()[0]) == (1, 110, 0.5)
+    cached = json.loads(rows_file(paths.home()).read_text())["usage"]
+    assert list(cached) == [t.id]
+    t.update(status="failed", error="stopped")          # settled: task.json has its usage again
+    (row,) = list_rows()
+    assert row.status == "failed" and json.loads(rows_file(paths.home()).read_text())["usage"] == {}
+
+
+@pytest.mark.parametrize("planted", [[1, 2], ["x"] * 8, [0, 10**9, "zz", 1, 1, 1.0, 1, 0], None])
+def test_a_damaged_usage_count_is_counted_again(planted):
+    t = HomeBuilder().task("killed", status="running")
+    t.event("llm_call", "agent", tokens_in=100, tokens_out=10, cost=0.5)
+    t.close()
+    assert _usage(list_rows()[0]) == (1, 110, 0.5)
+    doc = json.loads(rows_file(paths.home()).read_text())
+    doc["usage"][t.id] = planted
+    rows_file(paths.home()).write_text(json.dumps(doc))
+    assert _usage(list_rows()[0]) == (1, 110, 0.5)

@@ -43,32 +43,6 @@ def shown_status(status: str, live: bool) -> str:
     return "interrupted" if status in UNSETTLED and not live else status
 
 
-def events_usage(task_dir: "Path | str") -> dict[str, Any]:
-    """Model calls, tokens and cost added up from the task's ``llm_call`` events, as the trace
-    adds them up. Used while a task is not settled (running, or its process died), when its
-    task.json has not been brought up to date."""
-    usage: dict[str, Any] = {"input": 0, "output": 0, "cost": 0.0, "calls": 0, "unpriced": 0}
-    try:
-        data = read_bytes(f"{task_dir}/events.jsonl")  # never through a link
-    except (OSError, StoreError):
-        return usage
-    for line in data.split(b"\n"):
-        if b'"llm_call"' not in line:
-            continue
-        try:
-            ev = loads(line)
-        except ValueError:
-            continue  # a torn last line
-        if not isinstance(ev, dict) or ev.get("type") != "llm_call" or ev.get("error"):
-            continue  # (a failed attempt answered nothing: it is not usage)
-        usage["input"] += int(ev.get("tokens_in") or 0)
-        usage["output"] += int(ev.get("tokens_out") or 0)
-        usage["cost"] = round(usage["cost"] + float(ev.get("cost") or 0.0), 10)
-        usage["calls"] += 1
-        usage["unpriced"] += int(ev.get("cost") is None)
-    return usage
-
-
 def is_live(locks_dir: "Path | str", task_id: str) -> bool:
     """A process holds the task's lock now (probed read-only)."""
     from magent.store.locks import is_held
@@ -136,7 +110,8 @@ class TaskRow:
         elif source is not None:
             source = (source[0], source[1], changes)
         return TaskRow(self.id, status, self.workflow, self.description, self.created_at, usage["calls"],
-                       usage["cost"], usage["unpriced"], self.tokens, self.models, self.folder, self.tags, source)
+                       usage["cost"], usage["unpriced"], usage["input"] + usage["output"], self.models,
+                       self.folder, self.tags, source)
 
 
 class _Documents:
@@ -383,7 +358,7 @@ def list_rows(root: Path | None = None, status: str | None = None,
 
                 clear_dead(locks_dir, task_id)   # a killed run's lock files: nobody holds them
             if row.status in UNSETTLED:
-                row = row.shown_as(shown_status(row.status, live), events_usage(f"{tasks_dir}/{task_id}"))
+                row = row.shown_as(shown_status(row.status, live), index.usage_of(tasks_path, task_id))
         elif row.status in UNSETTLED:
             unlocked.append(len(found))   # no lock file, so no run: unless one started since (below)
         found.append(row)
@@ -396,7 +371,7 @@ def list_rows(root: Path | None = None, status: str | None = None,
         for n in unlocked:
             row = found[n]
             live = f"{row.id}.lock" in lock_files and is_live(locks_dir, row.id)
-            found[n] = row.shown_as(shown_status(row.status, live), events_usage(f"{tasks_dir}/{row.id}"))
+            found[n] = row.shown_as(shown_status(row.status, live), index.usage_of(tasks_path, row.id))
     rows = [r for r in found if (status is None or r.status == status) and (where is None or where.matches(r))]
     kept = set(present)
     for cache in (index, docs):

@@ -153,8 +153,14 @@ class RowIndex(_Index):
     def __init__(self, root: Path) -> None:
         super().__init__(rows_file(root))
         doc = self._read()
+        self.usage: dict[str, Any] = {}
+        """By task id: the usage counted from the events.jsonl of a task not settled (running, or
+        its run died), and where the count stopped (``eventusage.count``)."""
+        self._counted: set[str] = set()
         if isinstance(doc, dict) and doc.get("version") == ROWS_VERSION and isinstance(doc.get("tasks"), dict):
             self.rows = doc["tasks"]
+            if isinstance(doc.get("usage"), dict):
+                self.usage = doc["usage"]
 
     def get(self, task_id: str, st: os.stat_result) -> list[Any] | None:
         """The entry of ``task_id`` if its task.json is still the file ``st`` describes."""
@@ -173,5 +179,24 @@ class RowIndex(_Index):
         self.rows[task_id] = ident + values
         self.changed = True
 
+    def usage_of(self, tasks_dir: str, task_id: str) -> dict[str, Any]:
+        """The usage in the events of ``task_id``, read from where the last listing stopped."""
+        from magent.store.eventusage import count
+
+        known = self.usage.get(task_id)
+        usage, now = count(f"{tasks_dir}/{task_id}", known)
+        self._counted.add(task_id)
+        if now != known:
+            if now is None:
+                self.usage.pop(task_id, None)
+            else:
+                self.usage[task_id] = now
+            self.changed = True
+        return usage
+
     def save(self) -> None:
-        self._write({"version": ROWS_VERSION, "tasks": self.rows})
+        # Counts are kept for the tasks this listing counted: a settled task's task.json has its usage.
+        for task_id in [t for t in self.usage if t not in self._counted]:
+            del self.usage[task_id]
+            self.changed = True
+        self._write({"version": ROWS_VERSION, "tasks": self.rows, "usage": self.usage})

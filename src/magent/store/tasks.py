@@ -126,7 +126,8 @@ class TaskDir:
     def shown_task(self) -> Task:
         """The task as commands show it: a pending or running one no process holds is interrupted."""
         from magent.models import TaskStatus, Usage
-        from magent.store.listing import UNSETTLED, events_usage
+        from magent.store.eventusage import events_usage
+        from magent.store.listing import UNSETTLED
 
         task = self.load_task()
         if task.status.value not in UNSETTLED:
