@@ -40,9 +40,12 @@ def write_agent(folder: Path, n: int) -> Path:
     return agent
 
 
-def timed_factory(stamps: list[tuple[float, float]], times: list | None = None):
+def timed_factory(stamps: list[tuple[float, float]], times: list | None = None, program_gc: bool = False):
     """A model factory like magent's own that notes the wall and process CPU time of every model
-    call in ``stamps`` (and, given ``times``, ``os.times()`` there: user and system CPU apart)."""
+    call in ``stamps`` (and, given ``times``, ``os.times()`` there: user and system CPU apart).
+    ``program_gc``: the first call sets the garbage collector as the ``magent`` program does once
+    its run is going (``cli.collector.running``: what start-up made is frozen)."""
+    from magent.cli import collector
     from magent.llm.factory import make_client
 
     def factory(config, *, agent, base_dir, cursors):
@@ -53,6 +56,8 @@ def timed_factory(stamps: list[tuple[float, float]], times: list | None = None):
                 return True
 
             async def complete(self, request, on_token=None, *, on_attempt=None):
+                if not stamps and program_gc:
+                    collector.running()   # (``magent run`` does it at the run's first event)
                 stamps.append((time.perf_counter(), time.process_time()))
                 if times is not None:
                     times.append(os.times())
@@ -155,7 +160,13 @@ async def one_run(n: int, home: Path, durability: str | None = None) -> dict:
               idempotent=True)
     stamps: list[tuple[float, float]] = []
     times: list = []
-    options = RunOptions(llm_factory=timed_factory(stamps, times), extra_providers=[tools])
+    # The collector as in ``magent run`` (cli/app.py and cli/collector.py): collecting seldom while
+    # it starts, then what start-up made frozen once the run goes. Without it the run would pay,
+    # every few hundred steps, full collections over start-up's objects that the program never pays.
+    from magent.cli import collector
+
+    collector.starting()
+    options = RunOptions(llm_factory=timed_factory(stamps, times, program_gc=True), extra_providers=[tools])
     if durability is not None:
         options.durability = durability
     outcome = await start_run(graph, "benchmark", options=options)
