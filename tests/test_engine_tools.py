@@ -130,6 +130,32 @@ responses:
     assert task_dir(task_id).load_task().result == "second done"
 
 
+def test_a_tool_changed_mid_run_pauses_before_its_next_call_runs(tmp_path: Path, magent_home: Path) -> None:
+    # retype changes pick's schema and the server says so (tools/list_changed): the pin check of
+    # the very next call to pick sees the new definition, so that call waits for a person.
+    script = """
+responses:
+  - tool_calls: [{name: tb.pick, arguments: {value: 5}}]
+  - tool_calls: [{name: tb.retype, arguments: {}}]
+  - tool_calls: [{name: tb.pick, arguments: {value: five}}]
+  - content: done
+"""
+    flow = toolbox_flow(tmp_path, script)
+    first = invoke("run", str(flow), "-t", "x", "--no-input")
+    assert first.code == 3, first.out + first.err
+    task_id = UUID.search(first.out).group(0)
+    cp = last_checkpoint(task_id)
+    assert cp.human_request.kind == "tool_changed" and cp.human_request.details["tool"] == "tb.pick"
+    assert [r["result"] for r in results(task_id)] == ["picked 5", "pick takes a string now"]
+    done = invoke("resume", task_id, "--approve")
+    assert done.code == 0, done.out + done.err
+    # (the resumed run's server is a new process, whose pick takes a number again: the approved
+    # call is checked against the tool as it is now, and refused as an observation)
+    last = results(task_id)[2:]
+    assert len(last) == 1 and "invalid arguments for tb.pick" in last[0]["result"]
+    assert task_dir(task_id).load_task().result == "done"
+
+
 def test_a_crashing_server_is_an_observation_with_its_stderr_in_the_trace(tmp_path: Path, magent_home: Path) -> None:
     script = """
 responses:

@@ -146,6 +146,8 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
     turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
     pending = guard.release_held(ctx, node, pending)  # results a rail held: never run twice
     refused = turn_refusals(policy, turn.tool_calls, pending)
+    # (a server that restarted or changed its tools shows its new definitions to the pin check)
+    await ctx.registry.ready([c.full_name for c in pending if c.id not in refused and c.full_name not in delegates])
     for call in pending:  # every pause is asked before any call of the turn runs
         if call.id not in refused and call.full_name not in delegates:
             check_before_call(ctx, node, call.id, call.full_name, call.arguments, f"Agent '{agent.name}'")

@@ -49,6 +49,8 @@ class ToolRegistry:
         """By tool name: the input schema a validator was made for, the validator and its quick
         check; used only for that same schema (a server may change a tool's schema mid-run)."""
         self._generations: dict[str, int] = {}
+        self._ready_notes: dict[str, list[str]] = {}
+        """By server: what ``ready`` did to get it ready (a restart), for its next call's result."""
         self.start_errors: dict[str, str] = {}
         self.start_seconds: dict[str, float] = {}
         """How long each provider took to start (for the trace and the start-up benchmark)."""
@@ -197,7 +199,8 @@ class ToolRegistry:
             return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         provider = self.providers[tool.server]
         prepare = getattr(provider, "prepare", None)
-        prepared: list[str] = []  # what getting the server ready did (a restart): the result says it
+        # what getting the server ready did (a restart, here or in ``ready``): the result says it
+        prepared: list[str] = self._ready_notes.pop(tool.server, []) if self._ready_notes else []
         if prepare is not None:
             # (an MCP server that crashed since, or said its tools changed: the arguments are
             # checked against the tools the call will reach)
@@ -246,6 +249,22 @@ class ToolRegistry:
         if not result.duration_ms:
             result.duration_ms = int((time.perf_counter() - started) * 1000)
         return result, True
+
+    async def ready(self, full_names: list[str]) -> None:
+        """Get the servers of these tools ready before the engine looks at the tools' definitions
+        (its pin check): a server that crashed since its last call is restarted and one that said
+        its tools changed is listed again, so that a changed definition is seen before the call
+        that would run it, not after. A server that cannot be reached is left for the call to
+        report; what was done goes on the server's next call's result."""
+        for server in {name.split(".", 1)[0] for name in full_names}:
+            prepare = getattr(self.providers.get(server), "prepare", None)
+            if prepare is None or server not in self._started:
+                continue
+            notes: list[str] = []
+            if await prepare(notes) is None:
+                await self._current(server, "")
+            if notes:
+                self._ready_notes.setdefault(server, []).extend(notes)
 
     async def _current(self, server: str, full_name: str) -> Tool | None:
         """``full_name`` as its server offers it now (its tools are read again when they moved)."""
