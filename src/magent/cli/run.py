@@ -170,7 +170,7 @@ class _View:
         self.printer: Any = None
         self.task_id = ""
         if not json_out:
-            from magent.render import EventPrinter
+            from magent.liveview import EventPrinter
 
             self.printer = EventPrinter(quiet=quiet)
 

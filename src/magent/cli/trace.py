@@ -142,7 +142,7 @@ def _follow(task_id: str, json_out: bool) -> None:
         sink = JsonLines()
         header = named = None
     else:
-        from magent.render import EventPrinter
+        from magent.liveview import EventPrinter
 
         printer = EventPrinter()
         sink = printer.print_event
