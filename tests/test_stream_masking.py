@@ -128,3 +128,21 @@ def test_any_split_of_a_reply_joins_to_the_reply_as_redaction_masks_it() -> None
                 stream(piece)
             stream.flush()
             assert "".join(out) == whole, (i, j)
+
+
+def test_a_long_secret_streamed_in_small_pieces_goes_out_as_one_mask() -> None:
+    """A PEM-sized secret arriving a few characters at a time, between ordinary text: held back
+    while it could still be the secret, then masked whole; the text around it is not held."""
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "".join(f"MIIE{i:04d}abcdefghij+/" for i in range(160)) + "\n-----END"
+    redactor = Redactor({pem})
+    reply = f"Here it is: {pem} -- and a near miss: {pem[:-3]}XYZ. Done."
+    out: list[str] = []
+    stream = StreamMask(redactor, out.append)
+    for start in range(0, len(reply), 5):
+        stream(reply[start:start + 5])
+    stream.flush()
+    joined = "".join(out)
+    assert joined == redactor.text(reply)
+    assert joined.count(MASK) == 1 and pem not in joined
+    assert out[0] == "Here "  # nothing held back before the secret starts
+    assert f"{pem[:-3]}XYZ" in joined  # the near miss is not the secret: it goes out as it is

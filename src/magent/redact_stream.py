@@ -89,10 +89,17 @@ class StreamMask:
 
 def _open_start(text: str, literal: str) -> int:
     """Where the longest tail of ``text`` that is a proper beginning of ``literal`` starts
-    (``len(text)`` when there is none)."""
-    for size in range(min(len(literal) - 1, len(text)), 0, -1):
-        if text.endswith(literal[:size]):
-            return len(text) - size
+    (``len(text)`` when there is none).
+
+    Only the places in the last ``len(literal) - 1`` characters where the literal's first
+    character stands are tried, longest tail first: a multi-kilobyte secret (a PEM key) costs a
+    few comparisons a piece, not one per length it could have."""
+    first = literal[0]
+    at = text.find(first, max(0, len(text) - len(literal) + 1))
+    while at >= 0:
+        if literal.startswith(text[at:]):
+            return at
+        at = text.find(first, at + 1)
     return len(text)
 
 
