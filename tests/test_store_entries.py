@@ -235,6 +235,8 @@ def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_p
     assert EntryLog(path).load() == want
     assert dict(EntryLog(path).index()) == want
     assert [e.id for e in EntryLog(path).path_to(r5.id)] == [e.id for e in written]
+    # walked from the leaf, each reply is read for its result, then parsed from that reading
+    assert EntryLog(path).path_to(r5.id, EntryLog(path).index()) == written
 
 
 def test_an_entry_line_is_the_json_of_its_model_dump(tmp_path):

@@ -291,11 +291,13 @@ def _line(entry: Entry, leave_out: set[str], null_node: bool) -> bytes:
     return dumps(doc)
 
 
-def _parse(line: bytes, parent: Any = None) -> Entry | None:
+def _parse(line: bytes, parent: Any = None, raw: dict[str, Any] | None = None) -> Entry | None:
     """One line as an entry, or None when it is not JSON or does not fit the schema;
-    ``parent(id)``: the raw entry of that id (for what ``restore`` puts back)."""
+    ``parent(id)``: the raw entry of that id (for what ``restore`` puts back); ``raw``: the
+    line as already read, if it was."""
     try:
-        raw = loads(line)
+        if raw is None:
+            raw = loads(line)
         if not isinstance(raw, dict):
             return None
         if raw.get("role") == "tool" and "tool_call_id" not in raw and parent is not None:
@@ -315,12 +317,16 @@ class EntryIndex(Mapping[str, Entry]):
         self._parents = parents
         self._parsed: dict[str, Entry | None] = {}
         self._children: dict[str | None, list[str]] | None = None
+        self._read: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        """Lines read as a parent's (``_raw``) and not parsed yet: a path is walked from its
+        leaf, so each reply is read for the tool result after it, then parsed from that."""
 
     def __getitem__(self, key: str) -> Entry:
         if key not in self._parsed:
             found = None
+            read = self._read.pop(key, None)
             for line in reversed(self._lines.get(key, ())):
-                found = _parse(line, self._raw)
+                found = _parse(line, self._raw, read[1] if read is not None and read[0] is line else None)
                 if found is not None:
                     break
             self._parsed[key] = found
@@ -337,6 +343,8 @@ class EntryIndex(Mapping[str, Entry]):
             except ValueError:
                 continue
             if isinstance(raw, dict):
+                if key not in self._parsed:
+                    self._read[key] = (line, raw)
                 return raw
         return None
 
