@@ -106,7 +106,8 @@ class RunContext:
 
         self.meter = Meter(self)
         """What budgets count (usage per task and per agent), from the run's own events."""
-        bus.subscribe(self.meter.observe, live=False, raw=True)  # it counts calls, not attempts or checkpoints
+        # (it counts calls, not attempts or checkpoints, and reads no text)
+        bus.subscribe(self.meter.observe, live=False, raw=True, texts=False)
         self.telemetry: Any = None
         """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
@@ -412,10 +413,11 @@ class RunContext:
             latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
             attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
             cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
-            response={"content": self.redactor.text(response.content),
-                      "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
-                                      "raw_arguments": c.raw_arguments if c.arguments is None else None}
-                                     for c in response.tool_calls]})
+            response=None if entry_id and not self.bus.wants_texts else {  # (its entry holds it)
+                "content": self.redactor.text(response.content),
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                "raw_arguments": c.raw_arguments if c.arguments is None else None}
+                               for c in response.tool_calls]})
 
     # durability
     async def durable(self, before: str, *, idempotent: bool = True) -> None:

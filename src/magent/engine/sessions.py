@@ -122,6 +122,10 @@ class _SessionBus:
     def seq(self) -> int:
         return self._run.bus.seq
 
+    @property
+    def wants_texts(self) -> bool:
+        return self._run.bus.wants_texts
+
     def emit(self, type: str, node: str | None = None, **fields: Any):  # type: ignore[no-untyped-def]
         if not self._session.is_main:
             fields.setdefault("session", self._session.id)

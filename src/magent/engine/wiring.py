@@ -49,7 +49,9 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
             for sink in sinks:
                 sink(shown)
 
-    bus.subscribe(deliver, live=bool(sinks), raw=True)
+    # (the texts events.jsonl leaves out: for the live sinks, and for a file that keeps tool I/O out,
+    # where they stay, masked)
+    bus.subscribe(deliver, live=bool(sinks), raw=True, texts=bool(sinks) or not redactor.tool_io)
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     ctx.telemetry = telemetry
