@@ -261,3 +261,20 @@ def test_live_only_events_keep_their_numbers_whether_or_not_anyone_watches(magen
     unwatched = asyncio.run(start_run(load_target(str(EXAMPLES / "workflows/write_review.yaml")), "copy"))
     assert unwatched.status == TaskStatus.completed
     assert [(e.seq, e.type) for e in events(unwatched.task_id)] == kept
+
+
+def test_a_session_view_reads_the_runs_attributes_as_they_are_when_read() -> None:
+    """``SessionContext`` reads what a step uses most of the run without ``__getattr__``: still the
+    run's attribute of the moment (its tool registry is set once the servers have started)."""
+    from types import SimpleNamespace
+
+    from magent.engine.sessions import SessionContext
+
+    names = ("graph", "registry", "redactor", "pins", "task", "td", "options", "llm_config",
+             "begin_commit", "checkpoint", "needs")
+    run = SimpleNamespace(**{name: object() for name in names})
+    view = SessionContext(run, SimpleNamespace(is_main=True))  # type: ignore[arg-type]
+    for name in names:
+        assert getattr(view, name) is getattr(run, name)
+        setattr(run, name, object())
+        assert getattr(view, name) is getattr(run, name)

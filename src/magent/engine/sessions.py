@@ -147,6 +147,20 @@ class SessionContext:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.run, name)
 
+    # What a model turn reads of the run most (15 times a turn of a ReAct loop), read through
+    # without ``__getattr__``, which Python calls only after the usual lookup failed: that failure
+    # builds an AttributeError, message included, each time (about 1 us).
+    graph = property(lambda self: self.run.graph)
+    registry = property(lambda self: self.run.registry)
+    redactor = property(lambda self: self.run.redactor)
+    pins = property(lambda self: self.run.pins)
+    task = property(lambda self: self.run.task)
+    td = property(lambda self: self.run.td)
+    options = property(lambda self: self.run.options)
+    llm_config = property(lambda self: self.run.llm_config)
+    begin_commit = property(lambda self: self.run.begin_commit)
+    checkpoint = property(lambda self: self.run.checkpoint)
+
     # the session's own state
     @property
     def state(self) -> State:
