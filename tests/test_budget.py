@@ -170,3 +170,33 @@ def test_a_bad_budget_in_yaml_is_a_validate_error(tmp_path: Path) -> None:
     assert r.code == 2 and "budget.max_tokens" in r.err
     r = invoke("validate", str(agent(tmp_path, "{max_cost_usd: lots}")))
     assert r.code == 2 and "budget.max_cost_usd" in r.err
+
+
+def test_the_meter_counts_as_setting_each_field_would() -> None:
+    """The meter adds into its ``Spent`` models' dicts: the counts, and the fields pydantic notes as
+    set, are what ``spent.tokens += n``... leave."""
+    from types import SimpleNamespace
+
+    from magent.engine.budget import Meter
+    from magent.models.budget import Spent
+
+    run = SimpleNamespace(sessions={}, graph=SimpleNamespace(nodes={"n": SimpleNamespace(agent_name="w")}))
+    meter = Meter(run)  # type: ignore[arg-type]
+    expected = {"task": Spent(), "agent:w": Spent()}
+    events = [{"type": "llm_call", "node": "n", "agent": "w", "tokens_in": 7, "tokens_out": 2, "cost": 0.25},
+              {"type": "tool_call", "node": "n", "call_id": "c"},
+              {"type": "llm_call", "node": "n", "agent": "w", "tokens_in": 1, "tokens_out": 1, "cost": None},
+              {"type": "llm_call", "node": "n", "agent": "w", "error": "timed out"}]
+    for doc in events:
+        meter.observe(doc)
+        for spent in expected.values():
+            if doc["type"] == "tool_call":
+                spent.tool_calls += 1
+            elif not doc.get("error"):
+                spent.tokens += doc["tokens_in"] + doc["tokens_out"]
+                spent.cost_usd += doc["cost"] or 0.0
+                spent.model_calls += 1
+        assert meter.spent == expected
+        assert {k: s.model_fields_set for k, s in meter.spent.items()} == \
+            {k: s.model_fields_set for k, s in expected.items()}
+    assert meter.spent["task"].model_dump() == {"tokens": 11, "cost_usd": 0.25, "model_calls": 2, "tool_calls": 1}
