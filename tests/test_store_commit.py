@@ -206,3 +206,51 @@ def test_a_commit_begun_early_is_the_one_the_next_wait_waits_for(tmp_path: Path,
     synced = [name for kind, name in recorded if kind == "fsync"]
     assert sorted(synced) == sorted(["entries.jsonl", "checkpoint_000.json", tmp_path.name])  # one commit
     assert not committer.pending()
+
+
+def test_a_failed_fsync_at_the_end_of_a_run_reaches_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flush`` (no event loop: the end of a run) runs its fsyncs side by side in the commit's
+    threads; the first that fails is raised to the caller, and nothing is taken as durable."""
+    from magent.errors import StoreError
+
+    log, checkpoints, committer = setup(tmp_path, "exit")
+    log.append({"id": "e1"})
+    checkpoints.write(checkpoint(0))
+
+    def broken(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(commit_mod.os, "fsync", broken)
+    with pytest.raises(StoreError, match="No space left on device"):
+        committer.flush()
+    assert committer.pending()
+    monkeypatch.undo()
+    committer.flush()
+    assert not committer.pending()
+
+
+def test_a_forked_child_commits_with_threads_of_its_own(tmp_path: Path) -> None:
+    """The threads that wait for fsyncs are not inherited by a forked child: its commits start
+    threads of their own rather than waiting on its parent's, which it does not have."""
+    (tmp_path / "parent").mkdir()
+    log, _, committer = setup(tmp_path / "parent", "sync")
+    for n in range(3):  # the parent's threads are started and idle
+        log.append({"id": f"e{n}"})
+        asyncio.run(committer.durable())
+    pid = os.fork()
+    if pid == 0:  # the child: one commit, or a non-zero status
+        status = 1
+        try:
+            import signal
+
+            signal.alarm(20)  # a commit waiting on threads that do not exist would hang
+            folder = tmp_path / "child"
+            folder.mkdir()
+            child_log, _, child = setup(folder, "sync")
+            child_log.append({"id": "c1"})
+            asyncio.run(child.durable())
+            status = 0 if not child.pending() else 2
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

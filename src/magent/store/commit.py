@@ -38,10 +38,10 @@ everything the run wrote.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from magent import failpoints
 from magent.errors import StoreError
 from magent.store.files import create_temp, fill_temp, write_temp
+from magent.store.syncthreads import Threads
 
 if TYPE_CHECKING:
     from magent.store.files import JsonlWriter
@@ -58,7 +59,7 @@ MODES = ("sync", "step", "exit")
 DEFAULT_MODE = "sync"
 
 _FILES_PER_ROUND = 64
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="magent-fsync")
+_POOL = Threads(8)
 """Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
 overlap too)."""
 
@@ -227,7 +228,7 @@ class Committer:
         """Wait (blocking) for the commits under way and their threads, and note what they
         made durable."""
         for commit in [*self._launched, *self._running]:
-            commit.finished.wait()
+            commit.wait_finished()
             commit.settle()
 
     def flush(self) -> None:
@@ -238,7 +239,7 @@ class Committer:
         while self.pending():  # a round's links dirty the directory: the next round syncs it
             commit = self._snapshot(everything=True)
             try:
-                list(_POOL.map(lambda job: _fsync(*job), commit.fds))
+                _POOL.run_all(_fsync, commit.fds)
             except BaseException as exc:
                 commit.error = exc
                 raise
@@ -337,8 +338,10 @@ class _Commit:
         self.checkpoints: list[Path] = []
         self.synced_dir = False
         self.error: BaseException | None = None
-        self.finished = threading.Event()
-        """Set by the thread of its last fsync, once every descriptor it owns is closed."""
+        self._finished = threading.Lock()
+        """Held until the thread of its last fsync is done (every descriptor it owns closed): a
+        lock rather than an event, which would build a condition per commit."""
+        self._finished.acquire()
         self._settled = False
 
     def add(self, fd: int, what: str, *, own: bool = True) -> None:
@@ -354,38 +357,41 @@ class _Commit:
         """Fsync its descriptors at once, one pool thread each. The last thread to finish closes
         them and wakes the loop once (rather than once per file: each wake-up is a turn of the
         loop and a pipe write), which settles the commit and its ``future``."""
-        loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop()
         self.committer._running.append(self)
         self.committer._launched.append(self)
-        left = [len(self.fds)]
-        lock = threading.Lock()
-
-        def job(fd: int, what: str) -> None:
-            try:
-                _fsync(fd, what)
-            except BaseException as exc:  # handed to the waiting task
-                self.error = self.error or exc
-            with lock:
-                left[0] -= 1
-                last = left[0] == 0
-            if last:
-                self.release()
-                try:
-                    loop.call_soon_threadsafe(self.settle)
-                except RuntimeError:  # the loop closed: whoever flushes next settles it
-                    pass
-                if self.error is None:
-                    self.committer._make_spare()
-                self.finished.set()
-                self.committer._launched.remove(self)
-
         if not self.fds:
-            self.finished.set()
+            self._finished.release()
             self.committer._launched.remove(self)
             self.settle()
             return
+        self._count = itertools.count(1)
         for fd, what in self.fds:
-            _POOL.submit(job, fd, what)
+            _POOL.submit(self._sync, fd, what)
+
+    def _sync(self, fd: int, what: str) -> None:
+        """(In a pool thread) one fsync of the commit; the thread of the last one finishes it."""
+        try:
+            _fsync(fd, what)
+        except BaseException as exc:  # handed to the waiting task
+            self.error = self.error or exc
+        # (``next`` on a count is one step under the interpreter's lock: one thread gets the last)
+        if next(self._count) != len(self.fds):
+            return
+        self.release()
+        try:
+            self._loop.call_soon_threadsafe(self.settle)
+        except RuntimeError:  # the loop closed: whoever flushes next settles it
+            pass
+        if self.error is None:
+            self.committer._make_spare()
+        self._finished.release()
+        self.committer._launched.remove(self)
+
+    def wait_finished(self) -> None:
+        """Wait (blocking) until the thread of its last fsync is done with it."""
+        with self._finished:
+            pass
 
     def settle(self) -> None:
         """Note what it made durable (or, if an fsync failed, that nothing of it is known to
