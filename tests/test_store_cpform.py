@@ -14,6 +14,7 @@ from magent.ids import new_id
 from magent.models import Checkpoint, State, Usage
 from magent.models.budget import Spent
 from magent.store import Store
+from magent.store.checkpoints import content_hash, encoded
 from magent.store.cpform import _SPENT, _USAGE, run_form, to_disk
 from magent.store.files import dumps
 from support.cli import invoke
@@ -53,7 +54,22 @@ CASES = {
         spent={"task": Spent(tokens=7, cost_usd=0.5, model_calls=3)}),
     "an int where a float belongs": dict(spent={"task": Spent(model_calls=1), "agent:a": Spent(model_calls=1)}),
     "a naive timestamp without microseconds": dict(created_at=datetime(2026, 1, 1, 0, 0, 0)),
+    "many keys out of order at every depth": dict(
+        reason="node_end", current_agent="writer", next_action="go on", routing_key="é\n",
+        metadata={"zeta": {"b": [3, {"q": 1, "p": 2}], "a": [{"d": None, "c": "x"}]}, "alpha": True},
+        node_progress={"iteration": 4, "zz": {"b": 2, "a": 1}, "aa": [{"d": 4, "c": 3}]},
+        visits={"review": 2, "draft": 3, "publish": 1}, cursors={"writer": 4, "editor": 2},
+        journals={"tool_pins.jsonl": 9, "kv.jsonl": 5},
+        usage_by_model={"z/m": Usage(input=1, output=2, calls=1, unpriced=1), "a": Usage(input=3, calls=1)},
+        spent={"task": Spent(tokens=7, model_calls=3, tool_calls=4), "agent:z": Spent(tool_calls=1),
+               "agent:a": Spent(tokens=7, model_calls=3, tool_calls=4)}),
 }
+
+
+def _holds_float(value) -> bool:
+    if isinstance(value, dict):
+        return any(map(_holds_float, value.values()))
+    return any(map(_holds_float, value)) if isinstance(value, list) else type(value) is float
 
 
 def _model(values: dict) -> Checkpoint:
@@ -70,9 +86,17 @@ def test_a_runs_form_is_the_models_file_form(case):
     if case == "an int where a float belongs":
         values["spent"]["agent:a"].cost_usd = 1  # Meter adds to its Spent in place, unvalidated
     expected = to_disk(_model(values))
-    got = run_form(**copy.deepcopy(values))
+    given = copy.deepcopy(values)
+    got = run_form(**given)
     assert got is not None
-    assert dumps(got) == dumps(expected)
+    doc, plain = got
+    assert dumps(doc) == dumps(expected)
+    assert given["node_progress"] == values["node_progress"]  # what it leaves out, it leaves out of a copy
+    # "plain": no float anywhere, so pydantic's encoder writes the file and the canonical form
+    # (keys put in order) byte for byte as json does.
+    assert plain is not _holds_float(doc)
+    assert encoded(doc, plain) == dumps(expected)
+    assert content_hash(doc, TASK, 3, plain) == content_hash(json.loads(dumps(expected)), TASK, 3)
 
 
 def test_the_field_tables_are_the_models():

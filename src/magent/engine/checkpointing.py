@@ -15,6 +15,7 @@ from magent.ids import new_id, now
 from magent.models import Checkpoint, HumanFeedback, HumanRequest, Message
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
+from magent.store.checkpoints import encoded
 from magent.store.cpform import run_form
 
 if TYPE_CHECKING:
@@ -33,35 +34,49 @@ def write(ctx: "RunContext", reason: str, request: HumanRequest | None = None,
     log = ctx.td.checkpoints
     seq = log.next_number()
     checkpoint_id = new_id()
-    # A secret the model or a person repeated must not reach the file either.
-    metadata = ctx.redactor.data(ctx.state.metadata)
-    progress = ctx.redactor.data(ctx.progress)
-    doc = None
+    form = text = None
     if request is None and feedback is None and (len(ctx.sessions) == 1 or not ctx.open_children()):
-        # The usual checkpoint (one per model turn): its file's document built as it is.
+        # The usual checkpoint (one per model turn): its file's document built as it is, from
+        # the run's values unmasked; a secret the model or a person repeated must not reach the
+        # file either, so its JSON is screened, and only one that may hold one is masked field by field.
         state = ctx.state
-        doc = run_form(
-            checkpoint_id=checkpoint_id, parent_id=ctx.last_checkpoint_id, position=ctx.position,
-            created_at=now(), reason=reason, next_action=ctx.redactor.data(state.next_action),
-            current_agent=state.current_agent, routing_key=ctx.redactor.data(state.routing_key),
-            metadata=metadata, leaf_entry_id=ctx.leaf, entry_count=ctx.entry_count,
-            node_done=ctx.node_done, node_progress=progress, visits=ctx.visits,
-            turn_index=ctx.turn_index, usage_by_model=ctx.usage_by_model, cursors=ctx.cursors,
-            events_seq=ctx.bus.seq, spent=ctx.meter.spent, journals=ctx.journals())
-    if doc is None:
-        log.write(_as_model(ctx, checkpoint_id, seq, reason, metadata, progress, request, feedback))
+        form = _run_form(ctx, checkpoint_id, reason, state.metadata, ctx.progress, state.next_action,
+                         state.routing_key)
+        if form is not None:
+            text = encoded(*form)
+            if not ctx.redactor.passes(text.decode()):
+                mask = ctx.redactor.data
+                form = _run_form(ctx, checkpoint_id, reason, mask(state.metadata), mask(ctx.progress),
+                                 mask(state.next_action), mask(state.routing_key))
+                text = None
+    if form is None:
+        log.write(_as_model(ctx, checkpoint_id, seq, reason, request, feedback))
     else:
-        log.write_doc(doc, seq)
+        log.write_doc(form[0], seq, plain=form[1], text=text)
     ctx.last_checkpoint_id = checkpoint_id
     ctx.bus.emit("checkpoint", ctx.position, sequence=seq, reason=reason)
     failpoints.hit("after_checkpoint")
     ctx.begin_commit("model")
 
 
-def _as_model(ctx: "RunContext", checkpoint_id: str, seq: int, reason: str, metadata: dict[str, Any],
-              progress: dict[str, Any], request: HumanRequest | None,
+def _run_form(ctx: "RunContext", checkpoint_id: str, reason: str, metadata: dict[str, Any],
+              progress: dict[str, Any], next_action: Any, routing_key: Any) -> tuple[dict, bool] | None:
+    """``cpform.run_form`` of the run's next checkpoint, with these values."""
+    state = ctx.state
+    return run_form(
+        checkpoint_id=checkpoint_id, parent_id=ctx.last_checkpoint_id, position=ctx.position,
+        created_at=now(), reason=reason, next_action=next_action, current_agent=state.current_agent,
+        routing_key=routing_key, metadata=metadata, leaf_entry_id=ctx.leaf, entry_count=ctx.entry_count,
+        node_done=ctx.node_done, node_progress=progress, visits=ctx.visits, turn_index=ctx.turn_index,
+        usage_by_model=ctx.usage_by_model, cursors=ctx.cursors, events_seq=ctx.bus.seq,
+        spent=ctx.meter.spent, journals=ctx.journals())
+
+
+def _as_model(ctx: "RunContext", checkpoint_id: str, seq: int, reason: str, request: HumanRequest | None,
               feedback: HumanFeedback | None) -> Checkpoint:
     """The next checkpoint as a model (``write`` builds most as their file's document), masked."""
+    metadata = ctx.redactor.data(ctx.state.metadata)
+    progress = ctx.redactor.data(ctx.progress)
     state = ctx.state.model_copy(update={
         "messages": [], "metadata": metadata, "routing_key": ctx.redactor.data(ctx.state.routing_key),
         "next_action": ctx.redactor.data(ctx.state.next_action)})

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
-from magent.store.cpform import from_disk, to_disk
+from magent.store.cpform import from_disk, in_order, to_disk
 from magent.store.files import create_immutable, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
@@ -39,17 +40,35 @@ def canonical_hash(doc: dict) -> str:
     return hashlib.sha256(_CANONICAL.encode(doc).encode()).hexdigest()
 
 
-def content_hash(doc: dict, task_id: str, sequence: int | None = None) -> str:
+def content_hash(doc: dict, task_id: str, sequence: int | None = None, plain: bool = False) -> str:
     """A checkpoint file's ``sha256``: of its document without it, the task id and (given) the
     sequence number included (since schema 5 the id is not stored, since schema 17 the number,
     which the file's name holds; a checkpoint copied into another task's directory or renamed
-    must still fail its hash)."""
+    must still fail its hash). ``plain``: ``doc`` is ``cpform.run_form``'s and holds no float,
+    so pydantic's encoder writes its canonical form as ``json`` does, three times faster, once
+    ``cpform.in_order`` has put its keys in order (it cannot sort them)."""
+    if plain and sequence is not None and "task_id" not in doc and "sequence" not in doc:
+        try:
+            return hashlib.sha256(to_json(in_order(doc, task_id, sequence))).hexdigest()
+        except PydanticSerializationError:  # a lone surrogate: json's road, which refuses it too
+            pass
     extra: dict = {}
     if "task_id" not in doc:
         extra["task_id"] = task_id
     if sequence is not None and "sequence" not in doc:
         extra["sequence"] = sequence
     return canonical_hash({**doc, **extra} if extra else doc)
+
+
+def encoded(doc: dict, plain: bool = False) -> bytes:
+    """A checkpoint file's JSON, as ``files.dumps`` writes it; ``plain`` as for
+    ``content_hash``: then by pydantic's encoder."""
+    if plain:
+        try:
+            return to_json(doc)
+        except PydanticSerializationError:
+            pass
+    return _FILE.encode(doc).encode()
 
 
 def file_name(sequence: int) -> str:
@@ -111,24 +130,29 @@ class CheckpointLog:
         digest = self.write_doc(to_disk(checkpoint), checkpoint.sequence)
         return checkpoint.model_copy(update={"sha256": digest})
 
-    def write_doc(self, doc: dict, sequence: int) -> str:
+    def write_doc(self, doc: dict, sequence: int, *, plain: bool = False, text: bytes | None = None) -> str:
         """Write checkpoint ``sequence`` from its file form (``cpform.to_disk``'s, or
         ``cpform.run_form``'s: a run builds its own checkpoints' documents without the model) as a
-        new file, and return its ``sha256``. Raises as ``write`` does for a sequence out of order."""
+        new file, and return its ``sha256``. ``plain`` as for ``canonical_hash``; ``text``: the
+        document's ``encoded`` form, when the caller has it. Raises as ``write`` does for a
+        sequence out of order."""
         expected = self.next_number()
         if sequence != expected:
             raise CheckpointSequenceError(
                 f"task {self.task_id[:8]}: checkpoint sequence {sequence} out of order (next is {expected})")
-        digest = content_hash(doc, self.task_id, sequence)
-        doc["sha256"] = digest
+        digest = content_hash(doc, self.task_id, sequence, plain)
+        if text is None:
+            text = encoded(doc, plain)
+        # The hash goes last, as if set in the document before it was encoded (it holds no "sha256").
+        data = b"".join((text[:-1], b',"sha256":"', digest.encode(), b'"}'))
         if self.committer is not None:
             path = self.path(sequence)
-            fd, temp = self.committer.write_temp(path, _FILE.encode(doc).encode())
+            fd, temp = self.committer.write_temp(path, data)
             self.committer.add_checkpoint(fd, temp, path, on_error=self._forget)
             self._last = sequence
             return digest
         try:
-            create_immutable(self.path(sequence), _FILE.encode(doc).encode())
+            create_immutable(self.path(sequence), data)
         except FileExistsError:
             # Another writer got there first (the lock should make this impossible).
             self._last = None

@@ -50,17 +50,23 @@ def run_form(*, checkpoint_id: str, parent_id: str | None, position: str, create
              leaf_entry_id: str | None, entry_count: int, node_done: bool, node_progress: dict[str, Any],
              visits: dict[str, int], turn_index: int, usage_by_model: dict[str, Usage],
              cursors: dict[str, int], events_seq: int, spent: dict[str, Spent],
-             journals: dict[str, int]) -> dict | None:
+             journals: dict[str, int]) -> tuple[dict, bool] | None:
     """``to_disk`` of the checkpoint these values make (one not awaiting a person, with no
     feedback and no open child session), without building it: what ``model_dump(mode="json",
     exclude_defaults=True)`` gives, field by field in the model's order, then what ``to_disk``
-    does to that. ``metadata``, ``node_progress``, ``next_action`` and ``routing_key`` are
-    already masked and are taken as they are (not copied; ``metadata`` and ``node_progress``
-    are fresh dicts, as masking returns them). None when one of them holds a value that JSON
-    has no plain form for (a tuple, a NaN, a key that is not a text...): pydantic turns such a
-    value into JSON its own way, so the caller then builds the model."""
-    if not all(plain_json(v, "finite") for v in (metadata, node_progress, next_action, routing_key)):
-        return None
+    does to that; and whether it holds no float (then pydantic's encoder writes it byte for
+    byte as ``json`` does: ``checkpoints.encoded``). ``metadata``, ``next_action`` and
+    ``routing_key`` are taken as they are, not copied (the document is written and dropped);
+    ``node_progress`` is copied, as what the other fields tell is left out of it. None when one
+    of them holds a value that JSON has no plain form for (a tuple, a NaN, a key that is not a
+    text...): pydantic turns such a value into JSON its own way, so the caller then builds the
+    model."""
+    plain = True
+    for value in (metadata, node_progress, next_action, routing_key):
+        if not plain_json(value, "none"):
+            if not plain_json(value, "finite"):
+                return None
+            plain = False
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "checkpoint_id": checkpoint_id}
     if parent_id is not None:
         doc["parent_id"] = parent_id
@@ -86,23 +92,29 @@ def run_form(*, checkpoint_id: str, parent_id: str | None, position: str, create
     if node_done:
         doc["node_done"] = node_done
     if node_progress:
-        doc["node_progress"] = node_progress
+        doc["node_progress"] = dict(node_progress)
     if visits:
         doc["visits"] = dict(visits)
     if turn_index != 0:
         doc["turn_index"] = turn_index
     if usage_by_model:
-        doc["usage_by_model"] = {key: _dumped(u, _USAGE) for key, u in usage_by_model.items()}
+        written = doc["usage_by_model"] = {}
+        for key, usage in usage_by_model.items():
+            written[key], whole = _dumped(usage, _USAGE)
+            plain = plain and whole
     if cursors:
         doc["cursors"] = dict(cursors)
     if events_seq != 0:
         doc["events_seq"] = events_seq
     if spent:
-        doc["spent"] = {key: _dumped(s, _SPENT) for key, s in spent.items()}
+        written = doc["spent"] = {}
+        for key, figures in spent.items():
+            written[key], whole = _dumped(figures, _SPENT)
+            plain = plain and whole
     doc["journals"] = journals
     _finish(doc, journals, reason=reason, current_agent=current_agent, position=position,
             progress=node_progress, turn_index=turn_index, task=spent.get("task"), usage=usage_by_model.values())
-    return doc
+    return doc, plain
 
 
 def _finish(doc: dict, journals: dict[str, int] | None, *, reason: str, current_agent: str, position: str,
@@ -120,17 +132,75 @@ def _finish(doc: dict, journals: dict[str, int] | None, *, reason: str, current_
                     turn_index=turn_index, task=task, usage=usage)
 
 
+def in_order(doc: dict, task_id: str, sequence: int) -> dict:
+    """``{**doc, "task_id": task_id, "sequence": sequence}`` with its keys sorted at every depth,
+    for a document ``run_form`` made: what the checkpoint's canonical JSON (``sort_keys``) holds,
+    for an encoder that cannot sort. Its keys are known (``_ordered``), and only its places that
+    can hold more than one key are put in order."""
+    out = _ordered({**doc, "task_id": task_id, "sequence": sequence}, "top")
+    for key in ("visits", "cursors", "journals"):  # texts to integers
+        value = out.get(key)
+        if value is not None and len(value) > 1:
+            out[key] = _ordered(value, key)
+    for key, inner in (("usage_by_model", "usage"), ("spent", "figures")):  # names to numbers by name, or "task"
+        value = out.get(key)
+        if value:
+            if len(value) > 1:
+                value = _ordered(value, key)
+            out[key] = {name: _ordered(figures, inner) if type(figures) is dict else figures
+                        for name, figures in value.items()}
+    for key in ("state", "node_progress"):  # anything JSON holds
+        value = out.get(key)
+        if value is not None:
+            out[key] = _deep_in_order(value)
+    return out
+
+
+_ORDERS: dict[str, dict] = {}
+"""The keys last seen in each place of a run's checkpoints, in order (values None): the same
+keys come every model turn, and a copy of a dict takes its order at the cost of a copy."""
+
+
+def _ordered(doc: dict, place: str) -> dict:
+    """``doc`` with its keys sorted, its values as they are."""
+    order = _ORDERS.get(place)
+    if order is not None and len(order) == len(doc):
+        out = order.copy()
+        out.update(doc)
+        if len(out) == len(order):  # no key of doc was missing from the order: the same keys
+            return out
+    order = _ORDERS[place] = dict.fromkeys(sorted(doc))
+    out = order.copy()
+    out.update(doc)
+    return out
+
+
+def _deep_in_order(value: Any) -> Any:
+    """``value`` (JSON's types) with the keys of its dicts sorted, at every depth."""
+    if type(value) is list:
+        return [_deep_in_order(item) for item in value]
+    if type(value) is not dict:
+        return value
+    out = {}
+    for key in sorted(value):
+        item = value[key]
+        out[key] = _deep_in_order(item) if type(item) is dict or type(item) is list else item
+    return out
+
+
 _USAGE = (("input", int, 0), ("output", int, 0), ("cost", float, 0.0), ("calls", int, 0), ("unpriced", int, 0))
 _SPENT = (("tokens", int, 0), ("cost_usd", float, 0.0), ("model_calls", int, 0), ("tool_calls", int, 0))
 """``Usage``'s and ``Spent``'s fields in their order, with their types and defaults (checked
 against the models by tests/test_store_cpform.py)."""
 
 
-def _dumped(model: Usage | Spent, fields: tuple[tuple[str, type, Any], ...]) -> dict[str, Any]:
+def _dumped(model: Usage | Spent, fields: tuple[tuple[str, type, Any], ...]) -> tuple[dict[str, Any], bool]:
     """``model.model_dump(mode="json", exclude_defaults=True)`` of a model of numbers: an int
     where a float belongs is written as a float, as pydantic does (``Meter`` adds to its
-    ``Spent`` in place, unvalidated); anything else unusual is left to pydantic."""
+    ``Spent`` in place, unvalidated); anything else unusual is left to pydantic. With it, whether
+    it holds only integers (False, too, when pydantic made it)."""
     out: dict[str, Any] = {}
+    whole = True
     for name, kind, default in fields:
         value: Any = getattr(model, name)
         found = type(value)
@@ -138,12 +208,14 @@ def _dumped(model: Usage | Spent, fields: tuple[tuple[str, type, Any], ...]) -> 
             if kind is float and found is int:
                 value = float(value)
             else:
-                return model.model_dump(mode="json", exclude_defaults=True)
+                return model.model_dump(mode="json", exclude_defaults=True), False
         elif kind is float and not math.isfinite(value):
-            return model.model_dump(mode="json", exclude_defaults=True)
+            return model.model_dump(mode="json", exclude_defaults=True), False
         if value != default:
             out[name] = value
-    return out
+            if kind is float:
+                whole = False
+    return out, whole
 
 
 def _when(moment: datetime) -> str:
