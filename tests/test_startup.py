@@ -160,6 +160,8 @@ def test_a_scripted_run_with_builtin_tools_imports_neither_litellm_nor_mcp(tmp_p
     assert "magent.tools.mcp" not in report["modules"]
     # nor what only a run with guardrails uses (its agent declares none)
     assert [m for m in report["modules"] if m.startswith("magent.guardrails.")] == ["magent.guardrails.rails"]
+    # nor the telemetry settings, with none set; nor the task readers of the API
+    assert "magent.trace.telemetry" not in report["modules"] and "magent.api.reading" not in report["modules"]
 
 
 OFFLINE = """

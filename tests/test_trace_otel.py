@@ -395,3 +395,45 @@ def test_a_crashed_run_closes_its_spans_as_unfinished() -> None:
     assert [s.name for s in spans] == ["execute_tool t.slow", "invoke_agent x", "invoke_workflow w"]
     assert all(s.attributes["magent.unfinished"] for s in spans)
     assert all(s.end_ns == spans[-1].end_ns for s in spans)  # at the last thing that was written
+
+
+def test_a_run_skips_the_telemetry_settings_only_when_none_can_be_set(magent_home: Path, monkeypatch) -> None:
+    """``may_export`` (what a run asks before loading ``telemetry``) is False only where
+    ``configured()`` finds nothing: an endpoint variable, an otel.yaml (even a broken one, which
+    ``configured`` reports) or OTEL_SDK_DISABLED each decide it as they decide ``configured``."""
+    from magent.errors import MagentError
+    from magent.trace import may_export
+    from magent.trace.telemetry import configured
+
+    config = magent_home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    files = {"none": None, "empty": "", "endpoint": "endpoint: http://127.0.0.1:4318\n", "broken": "endpoint: [1\n",
+             "no endpoint": "timeout_seconds: 3\n", "a folder": ...}
+    variables = [{}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+                 {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": " http://127.0.0.1:4318/v1/traces "},
+                 {"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"},
+                 {"OTEL_SDK_DISABLED": "TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}]
+    seen = set()
+    for name, text in files.items():
+        path = config / "otel.yaml"
+        if path.is_dir():
+            path.rmdir()
+        path.unlink(missing_ok=True)
+        if text is ...:
+            path.mkdir()
+        elif text is not None:
+            path.write_text(text)
+        for env in variables:
+            for key in ("OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+                monkeypatch.delenv(key, raising=False)
+            for key, value in env.items():
+                monkeypatch.setenv(key, value)
+            try:
+                found = configured() is not None
+            except MagentError:
+                found = True  # a broken setting: the run must load telemetry to report it
+            if not may_export():
+                assert not found, (name, env)
+            seen.add((may_export(), found))
+    assert seen == {(False, False), (True, True), (True, False)}
+

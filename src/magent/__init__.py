@@ -98,8 +98,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.tooling import alist_tools as alist_tools
     from magent.api.tooling import call_tool as call_tool
     from magent.api.tooling import list_tools as list_tools
-    from magent.api.reading import Definition as Definition
-    from magent.api.reading import load as load
+    from magent.api.definition import Definition as Definition
+    from magent.api.definition import load as load
     from magent.api.reading import TaskDetails as TaskDetails
     from magent.api.reading import task as task
     from magent.api.reading import task_details as task_details

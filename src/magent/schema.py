@@ -25,3 +25,15 @@ and ``started`` when they are true past a node's first turn; 15 leaves out of tr
 turn step's iteration when it follows the previous turn's at its node, and writes steps' times
 in milliseconds when they are; 16 leaves out of an events.jsonl line the ``ts`` the line before
 wrote; 17 leaves a checkpoint's ``sequence`` to its file's name (still hashed)."""
+
+
+def check_readable(task_id: str, doc: object) -> None:
+    """Refuse a task.json that is not an object or was written by a newer magent."""
+    from magent.errors import StoreError
+
+    if not isinstance(doc, dict):
+        raise StoreError(f"task {task_id}: task.json is not a JSON object")
+    version = doc.get("schema_version")
+    if type(version) is int and version > SCHEMA_VERSION:
+        raise StoreError(f"task {task_id}: task.json was written by a newer magent "
+                         f"(schema {version}; this one reads {SCHEMA_VERSION})")

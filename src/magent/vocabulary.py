@@ -20,6 +20,18 @@ STATUS_STYLE = {
 }
 """How each task status looks in a terminal (the task table, ``tasks show``, the trace)."""
 
+UNSETTLED = ("pending", "running")
+"""Statuses that hold only while a process runs the task (and holds its lock)."""
+
+
+def shown_status(status: str, live: bool) -> str:
+    """The status to show: a pending or running task that no process holds is ``interrupted``.
+
+    Such a task's process died without a word (``kill -9``, a reboot, a lost terminal);
+    it continues with ``magent resume`` like one stopped by Ctrl-C.
+    """
+    return "interrupted" if status in UNSETTLED and not live else status
+
 
 def plural(n: int, word: str) -> str:
     """``plural(1, "step")`` → ``1 step``; ``plural(1200, "step")`` → ``1,200 steps``."""

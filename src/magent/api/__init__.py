@@ -76,10 +76,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.tooling import alist_tools as alist_tools
     from magent.api.tooling import call_tool as call_tool
     from magent.api.tooling import list_tools as list_tools
-    from magent.api.reading import Definition as Definition
-    from magent.api.reading import PathLike as PathLike
+    from magent.api.definition import Definition as Definition
+    from magent.api.definition import PathLike as PathLike
+    from magent.api.definition import load as load
     from magent.api.reading import TaskDetails as TaskDetails
-    from magent.api.reading import load as load
     from magent.api.reading import task as task
     from magent.api.reading import task_details as task_details
     from magent.api.reading import tasks as tasks
@@ -115,7 +115,8 @@ _WHERE = {
                 "mcp_servers"),
     "tracing": ("HtmlReport", "StepRequests", "StyledLine", "TraceExport", "TraceReading", "export_trace",
                 "follow_trace", "read_trace", "trace_html"),
-    "reading": ("Definition", "PathLike", "TaskDetails", "load", "task", "task_details", "tasks", "trace_log"),
+    "definition": ("Definition", "PathLike", "load"),
+    "reading": ("TaskDetails", "task", "task_details", "tasks", "trace_log"),
     "result": ("AgentResult", "ErrorInfo", "Provenance", "TokenUsage"),
     "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun", "cancel",
              "decision_of", "resume", "run"),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Union
 
 from magent import paths
-from magent.api.reading import Definition, PathLike
+from magent.api.definition import Definition, PathLike
 from magent.batching.reading import Summary
 from magent.errors import UsageError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, TypeVar, Union
 
 from magent import paths
-from magent.api.reading import Definition, PathLike
+from magent.api.definition import Definition, PathLike
 from magent.errors import UsageError
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def _modify_updates(modify: Mapping[str, Any] | PathLike) -> dict[str, Any]:
 
 
 def _load(target: Any) -> Definition:
-    from magent.api.reading import load
+    from magent.api.definition import load
 
     if not isinstance(target, (str, os.PathLike)):
         raise UsageError(f"target must be a path, an installed name or a magent.load() result, "

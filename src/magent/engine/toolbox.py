@@ -116,9 +116,12 @@ def _settings_checked(graph: Graph, options: RunOptions) -> RunNeeds:
     from magent.redact import load_settings
 
     load_settings()  # a broken redaction.yaml fails here, before a task exists
-    from magent.trace.telemetry import configured
+    from magent.trace import may_export
 
-    configured()  # and so does a broken config/otel.yaml or OTLP endpoint variable
+    if may_export():
+        from magent.trace.telemetry import configured
+
+        configured()  # and so does a broken config/otel.yaml or OTLP endpoint variable
     return RunNeeds.of(graph, options)
 
 

@@ -22,12 +22,16 @@ Sink = Callable[[Event], None]
 def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
              start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
-    from magent.trace.telemetry import open_live
+    from magent.trace import may_export
 
     redactor = redactor or Redactor.configured(needs.secrets)
     bus = EventBus(start_seq=start_seq)
     # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
-    telemetry = open_live(task.id, td.events_file, start_seq)
+    telemetry = None
+    if may_export():
+        from magent.trace.telemetry import open_live
+
+        telemetry = open_live(task.id, td.events_file, start_seq)
 
     def deliver(raw: dict[str, Any]) -> None:
         if not sinks and raw["type"] in LIVE_ONLY:

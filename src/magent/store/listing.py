@@ -20,27 +20,15 @@ from typing import Any
 
 from magent import paths
 from magent.errors import StoreError, TaskNotFoundError
-from magent.ids import is_uuid4
-from magent.schema import SCHEMA_VERSION
-from magent.store.files import link_error, loads, read_bytes
+from magent.schema import SCHEMA_VERSION, check_readable as check_readable
+from magent.store.files import loads, read_bytes
 from magent.store.taskfilter import TaskFilter as TaskFilter, called_models as called_models
 from magent.store.taskfilter import parse_since as parse_since
+from magent.store.taskdirs import DIR_HINT as DIR_HINT, linked_task_ids as linked_task_ids, task_ids as task_ids
 from magent.store.taskindex import RowIndex, TaskIndex, ident_of, stat_of
 from magent.vocabulary import TASK_STATUSES
+from magent.vocabulary import UNSETTLED as UNSETTLED, shown_status as shown_status
 
-DIR_HINT = "move the real directory back in its place, or remove the link"
-
-UNSETTLED = ("pending", "running")
-"""Statuses that hold only while a process runs the task (and holds its lock)."""
-
-
-def shown_status(status: str, live: bool) -> str:
-    """The status to show: a pending or running task that no process holds is ``interrupted``.
-
-    Such a task's process died without a word (``kill -9``, a reboot, a lost terminal);
-    it continues with ``magent resume`` like one stopped by Ctrl-C.
-    """
-    return "interrupted" if status in UNSETTLED and not live else status
 
 
 def is_live(locks_dir: "Path | str", task_id: str) -> bool:
@@ -48,6 +36,7 @@ def is_live(locks_dir: "Path | str", task_id: str) -> bool:
     from magent.store.locks import is_held
 
     return is_held(f"{locks_dir}/{task_id}.lock")
+
 
 TASK_SCHEMA_VERSION = SCHEMA_VERSION
 """Newer task.json files are refused."""
@@ -163,40 +152,6 @@ def models_in(snapshot: Any) -> frozenset[str]:
             if isinstance(value, str):
                 found.add(value)
     return frozenset(found)
-
-
-def task_ids(tasks_dir: Path, problems: list[str] | None = None) -> list[str]:
-    """Ids of the task directories in ``tasks_dir``: UUID v4 names of real directories only.
-
-    Anything else (temp and staging names, files, symlinks) is ignored, so no name
-    read from the listing can lead outside the root; a task's name that is a symbolic
-    link is described in ``problems``.
-    """
-    found = []
-    for e in _task_entries(tasks_dir):
-        if e.is_dir(follow_symlinks=False):
-            found.append(e.name)
-        elif problems is not None and e.is_symlink():
-            problems.append(str(link_error(e.path, DIR_HINT)))
-    return found
-
-
-def linked_task_ids(tasks_dir: Path) -> list[str]:
-    """Task ids whose directory is a symbolic link: never opened, only named in errors."""
-    return [e.name for e in _task_entries(tasks_dir) if e.is_symlink()]
-
-
-def _task_entries(tasks_dir: Path) -> list[os.DirEntry]:
-    try:
-        it = os.scandir(tasks_dir)
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError:
-        raise StoreError(f"{tasks_dir} is not a directory (is MAGENT_HOME right?)") from None
-    except OSError as exc:
-        raise StoreError(f"cannot list {tasks_dir}: {exc.strerror}") from None
-    with it:
-        return [e for e in it if is_uuid4(e.name)]
 
 
 def read_row(tasks_dir: Path, task_id: str, index: RowIndex | None = None, docs: TaskIndex | None = None,
@@ -400,13 +355,3 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
-def check_readable(task_id: str, doc: object) -> None:
-    """Refuse a task.json that is not an object or was written by a newer magent."""
-    if not isinstance(doc, dict):
-        raise StoreError(f"task {task_id}: task.json is not a JSON object")
-    version = doc.get("schema_version")
-    if type(version) is int and version > TASK_SCHEMA_VERSION:
-        raise StoreError(f"task {task_id}: task.json was written by a newer magent "
-                         f"(schema {version}; this one reads {TASK_SCHEMA_VERSION})")

@@ -22,11 +22,13 @@ from magent.errors import (
     AmbiguousTaskIdError, InvalidTaskIdError, StoreError, TaskNotFoundError,
 )
 from magent.ids import is_uuid4, now
+from magent.schema import check_readable
 from magent.store.files import (
     DIR_MODE, LINK_HINT, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, link_error, read_json,
     read_jsonl, remove_temp_files,
 )
 from magent.store.locks import Lock
+from magent.store.taskdirs import DIR_HINT, linked_task_ids, task_ids
 from magent.store.requests import RequestLog
 
 # The models (and the checkpoint and entry logs, which build them) are imported where they are
@@ -100,7 +102,6 @@ class TaskDir:
         from pydantic import ValidationError
 
         from magent.models import Task
-        from magent.store.listing import check_readable
         from magent.store.migrations import migrate
 
         try:
@@ -127,7 +128,7 @@ class TaskDir:
         """The task as commands show it: a pending or running one no process holds is interrupted."""
         from magent.models import TaskStatus, Usage
         from magent.store.eventusage import events_usage
-        from magent.store.listing import UNSETTLED
+        from magent.vocabulary import UNSETTLED
 
         task = self.load_task()
         if task.status.value not in UNSETTLED:
@@ -325,14 +326,10 @@ class Store:
 
     def task_ids(self) -> list[str]:
         """Ids of task directories; names that are not UUID v4 are ignored, symlinks too."""
-        from magent.store.listing import task_ids
-
         return task_ids(self.tasks_dir)
 
     def resolve(self, text: str) -> str:
         """A full task id from an id or unique prefix. Raises on invalid, unknown or ambiguous."""
-        from magent.store.listing import DIR_HINT, linked_task_ids
-
         text = text.strip().lower()
         if not _PREFIX.fullmatch(text):
             raise InvalidTaskIdError(f"{text!r} is not a task id or id prefix "

@@ -1,10 +1,13 @@
 """Traces: the TraceLog built from a task's events, and ``magent trace``'s views of it.
 
 The names below are imported on first use (PEP 562): a run reads its telemetry settings
-(``magent.trace.telemetry``) at start-up without loading the trace builder."""
+(``magent.trace.telemetry``) at start-up without loading the trace builder, and only when
+``may_export`` says there may be some."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +22,24 @@ _WHERE = {"attempts": "actions", "compress_actions": "actions", "hydrate": "acti
           "build_trace": "build", "build_trace_doc": "build", "write_trace": "build"}
 
 __all__ = ["attempts", "build_trace", "build_trace_doc", "compress_actions", "hydrate", "write_trace"]
+
+
+OTEL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+"""The variables that name an endpoint (``telemetry.configured`` reads them, first wins)."""
+OTEL_SETTINGS = "otel.yaml"
+"""The home's file that may name one, under ``config/``."""
+
+
+def may_export(root: Path | None = None) -> bool:
+    """False when ``telemetry.configured()`` is sure to be None (no endpoint variable set, no
+    ``config/otel.yaml``, or ``OTEL_SDK_DISABLED=true``): a run then loads nothing of telemetry."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if any(os.environ.get(name, "").strip() for name in OTEL_VARIABLES):
+        return True
+    from magent import paths
+
+    return os.path.lexists(paths.config_dir(root) / OTEL_SETTINGS)
 
 
 def __getattr__(name: str) -> Any:

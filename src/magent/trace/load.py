@@ -109,7 +109,7 @@ class TraceView:
     def status(self) -> str:
         if self.task is None:
             return "unknown"
-        from magent.store.listing import shown_status
+        from magent.vocabulary import shown_status
 
         return shown_status(self.task.status, self.live)
 

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-SETTINGS_FILE = "otel.yaml"
+from magent.trace import OTEL_SETTINGS, OTEL_VARIABLES
+
+SETTINGS_FILE = OTEL_SETTINGS
 TRACES_PATH = "/v1/traces"
 DEFAULT_TIMEOUT = 5.0
 _FIELDS = ("endpoint", "headers", "timeout_seconds")
@@ -72,7 +74,7 @@ def configured(root: Path | None = None) -> OTLPTarget | None:
     or ``UsageError`` for an environment variable that is not a URL."""
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
-    for name, base in (("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", False), ("OTEL_EXPORTER_OTLP_ENDPOINT", True)):
+    for name, base in zip(OTEL_VARIABLES, (False, True)):
         value = os.environ.get(name, "").strip()
         if value:
             return OTLPTarget(url=traces_url(value, base=base), source=name)
