@@ -200,3 +200,30 @@ def test_the_meter_counts_as_setting_each_field_would() -> None:
         assert {k: s.model_fields_set for k, s in meter.spent.items()} == \
             {k: s.model_fields_set for k, s in expected.items()}
     assert meter.spent["task"].model_dump() == {"tokens": 11, "cost_usd": 0.25, "model_calls": 2, "tool_calls": 1}
+
+
+def test_the_budgets_in_force_are_made_again_only_when_what_they_come_from_changes() -> None:
+    from types import SimpleNamespace
+
+    from magent.engine.budget import Meter, limits
+    from magent.models.budget import Budget
+
+    options: dict = {"budget": {"max_tokens": 500}}
+    worker = SimpleNamespace(agent=SimpleNamespace(budget=Budget(max_tool_calls=3)))
+    run = SimpleNamespace(task=SimpleNamespace(config_snapshot={"options": options}), sessions={},
+                          graph=SimpleNamespace(workflow=SimpleNamespace(budget=Budget(max_model_calls=9)),
+                                                agents={"worker": worker}, nodes={}))
+    run.meter = Meter(run)  # type: ignore[arg-type]
+
+    def seen() -> list:
+        return [(scope, b.limits()) for scope, b in limits(run, "worker")]  # type: ignore[arg-type]
+
+    assert seen() == [("task", {"max_tokens": 500, "max_model_calls": 9}), ("agent:worker", {"max_tool_calls": 3})]
+    assert limits(run, "worker") is limits(run, "worker")  # type: ignore[arg-type]
+    options["budget"]["max_tokens"] = 800  # a person raised it (in place)
+    options["agent_budgets"] = {"worker": {"max_tool_calls": 5}}
+    assert seen() == [("task", {"max_tokens": 800, "max_model_calls": 9}), ("agent:worker", {"max_tool_calls": 5})]
+    run.graph.workflow.budget = None
+    worker.agent.budget = Budget(max_tool_calls=4, max_tokens=100)
+    assert seen() == [("task", {"max_tokens": 800}), ("agent:worker", {"max_tokens": 100, "max_tool_calls": 5})]
+    assert [(s, b.limits()) for s, b in limits(run, None)] == [("task", {"max_tokens": 800})]  # type: ignore[arg-type]

@@ -49,6 +49,8 @@ class Meter:
         two or three events a model turn are counted, each with the same lookups."""
         self._agents: dict[tuple[str | None, str | None], str | None] = {}
         """The agent of a tool call, by its event's session and node (``_agent_of``)."""
+        self.limits_made: dict[str | None, tuple[Any, ...]] = {}
+        """The budgets in force for each agent's calls, with what they were made of (``limits``)."""
 
     def observe(self, event: Event | dict[str, Any]) -> None:
         """Count ``event`` (an ``Event``, or the bus's dict of one)."""
@@ -119,17 +121,36 @@ class Meter:
 # limits in force ---------------------------------------------------------------------------
 
 def limits(run: "RunContext", agent: str | None) -> list[tuple[str, Budget]]:
-    """The budgets that apply to a call by ``agent``: the task's, then the agent's."""
+    """The budgets that apply to a call by ``agent``: the task's, then the agent's.
+
+    Made again only when what they are made of changed (a declared budget, a limit a person
+    raised): checked before every model call and every turn's tool calls, each made by a dump
+    and a validation (~5-12 us a budget)."""
     options = run.task.config_snapshot.get("options", {})
+    declared, raised = run.graph.workflow.budget, options.get("budget")
+    has_own = bool(agent) and agent in run.graph.agents
+    own_declared = run.graph.agents[agent].agent.budget if has_own else None  # type: ignore[index]
+    own_raised = (options.get("agent_budgets") or {}).get(agent) if has_own else None
+    made = run.meter.limits_made.get(agent)
+    if (made is not None and made[0] is declared and made[1] is own_declared and made[2] == raised
+            and made[3] == own_raised):
+        out: list[tuple[str, Budget]] = made[4]
+        return out
     out = []
-    task_budget = _merged(run.graph.workflow.budget, options.get("budget"))
+    task_budget = _merged(declared, raised)
     if task_budget is not None:
         out.append((TASK, task_budget))
-    if agent and agent in run.graph.agents:
-        own = _merged(run.graph.agents[agent].agent.budget, (options.get("agent_budgets") or {}).get(agent))
+    if has_own:
+        own = _merged(own_declared, own_raised)
         if own is not None:
-            out.append((agent_scope(agent), own))
+            out.append((agent_scope(agent), own))  # type: ignore[arg-type]
+    # (the raised limits as they are now: a copy, in case their dicts change in place)
+    run.meter.limits_made[agent] = (declared, own_declared, _copied(raised), _copied(own_raised), out)
     return out
+
+
+def _copied(raised: Any) -> Any:
+    return dict(raised) if isinstance(raised, dict) else raised
 
 
 def _merged(declared: Budget | None, raised: dict[str, Any] | None) -> Budget | None:
