@@ -125,8 +125,9 @@ TRACE_READABLE_FROM = 4
 """The oldest trace.json version read as it is (migrated); an older one is rebuilt from the events."""
 
 
-def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
-    """trace.json as a dict if it is current; otherwise None with the reason in ``notes``."""
+def _read_trace_file(td: "TaskDir", notes: list[str], expanded: bool = True) -> dict[str, Any] | None:
+    """trace.json as a dict if it is current; otherwise None with the reason in ``notes``
+    (``expanded``: with what it leaves out put back, ``models.tracedisk.expand``)."""
     from magent.models import SCHEMA_VERSION
 
     trace_time = _mtime(td.trace_file)
@@ -156,7 +157,7 @@ def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
         notes.append("trace.json is older than events.jsonl (the run stopped without writing it)")
         doc["_unusable"] = True
         return doc
-    return expand(doc)
+    return expand(doc) if expanded else doc
 
 
 def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
@@ -239,12 +240,15 @@ _ID_FIRST = b'{"id":"'
 
 
 def load_view(td: "TaskDir", *, need_events: bool = False,
-              entries: dict[str, dict[str, Any]] | None = None) -> TraceView:
+              entries: dict[str, dict[str, Any]] | None = None, expanded: bool = True) -> TraceView:
     """The trace of the task in ``td`` with notes on anything missing or damaged.
 
     ``need_events`` builds from ``events.jsonl`` even when ``trace.json`` is current
     (``--step`` needs the events behind each step). ``entries`` (raw entries by id) saves
-    reading ``entries.jsonl`` again when the caller has it.
+    reading ``entries.jsonl`` again when the caller has it. ``expanded=False`` leaves a
+    trace.json's steps as stored (``tracedisk.compact`` leaves fields out of them, never a
+    step, nor anything of the totals): for a caller that counts the steps and reads the
+    totals, and nothing else.
     """
 
     notes: list[str] = []
@@ -257,7 +261,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
     trace_notes: list[str] = []
     stored = None
     if not live and not need_events:
-        stored = _read_trace_file(td, trace_notes)
+        stored = _read_trace_file(td, trace_notes, expanded)
         if stored is not None and not stored.get("_unusable"):
             return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                              live=live, notes=notes)
@@ -278,10 +282,11 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
 
     notes.append("events.jsonl is missing")
     if stored is None and (live or need_events):
-        stored = _read_trace_file(td, trace_notes)
+        stored = _read_trace_file(td, trace_notes, expanded)
     if stored is not None:
         stored.pop("_unusable", None)
-        expand(stored)
+        if expanded:
+            expand(stored)
         notes.extend(f"{n}; showing what it holds" for n in trace_notes)
         return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                          live=live, notes=notes)
