@@ -15,7 +15,6 @@ from magent.ids import new_id, now
 from magent.models import Checkpoint, HumanFeedback, HumanRequest, Message
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
-from magent.store.checkpoints import encoded
 from magent.store.cpform import run_form
 
 if TYPE_CHECKING:
@@ -34,25 +33,18 @@ def write(ctx: "RunContext", reason: str, request: HumanRequest | None = None,
     log = ctx.td.checkpoints
     seq = log.next_number()
     checkpoint_id = new_id()
-    form = text = None
+    form = None
     if request is None and feedback is None and (len(ctx.sessions) == 1 or not ctx.open_children()):
-        # The usual checkpoint (one per model turn): its file's document built as it is, from
-        # the run's values unmasked; a secret the model or a person repeated must not reach the
-        # file either, so its JSON is screened, and only one that may hold one is masked field by field.
+        # The usual checkpoint (one per model turn): its file's document built as it is. A
+        # secret the model or a person repeated must not reach the file either: masked first.
         state = ctx.state
-        form = _run_form(ctx, checkpoint_id, reason, state.metadata, ctx.progress, state.next_action,
-                         state.routing_key)
-        if form is not None:
-            text = encoded(*form)
-            if not ctx.redactor.passes(text.decode()):
-                mask = ctx.redactor.data
-                form = _run_form(ctx, checkpoint_id, reason, mask(state.metadata), mask(ctx.progress),
-                                 mask(state.next_action), mask(state.routing_key))
-                text = None
+        mask = ctx.redactor.data
+        form = _run_form(ctx, checkpoint_id, reason, mask(state.metadata), mask(ctx.progress),
+                         mask(state.next_action), mask(state.routing_key))
     if form is None:
         log.write(_as_model(ctx, checkpoint_id, seq, reason, request, feedback))
     else:
-        log.write_doc(form[0], seq, plain=form[1], text=text)
+        log.write_doc(form[0], seq, plain=form[1])
     ctx.last_checkpoint_id = checkpoint_id
     ctx.bus.emit("checkpoint", ctx.position, sequence=seq, reason=reason)
     failpoints.hit("after_checkpoint")

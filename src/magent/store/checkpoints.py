@@ -130,21 +130,18 @@ class CheckpointLog:
         digest = self.write_doc(to_disk(checkpoint), checkpoint.sequence)
         return checkpoint.model_copy(update={"sha256": digest})
 
-    def write_doc(self, doc: dict, sequence: int, *, plain: bool = False, text: bytes | None = None) -> str:
+    def write_doc(self, doc: dict, sequence: int, *, plain: bool = False) -> str:
         """Write checkpoint ``sequence`` from its file form (``cpform.to_disk``'s, or
         ``cpform.run_form``'s: a run builds its own checkpoints' documents without the model) as a
-        new file, and return its ``sha256``. ``plain`` as for ``canonical_hash``; ``text``: the
-        document's ``encoded`` form, when the caller has it. Raises as ``write`` does for a
-        sequence out of order."""
+        new file, and return its ``sha256``. ``plain`` as for ``content_hash``. Raises as
+        ``write`` does for a sequence out of order."""
         expected = self.next_number()
         if sequence != expected:
             raise CheckpointSequenceError(
                 f"task {self.task_id[:8]}: checkpoint sequence {sequence} out of order (next is {expected})")
         digest = content_hash(doc, self.task_id, sequence, plain)
-        if text is None:
-            text = encoded(doc, plain)
         # The hash goes last, as if set in the document before it was encoded (it holds no "sha256").
-        data = b"".join((text[:-1], b',"sha256":"', digest.encode(), b'"}'))
+        data = b"".join((encoded(doc, plain)[:-1], b',"sha256":"', digest.encode(), b'"}'))
         if self.committer is not None:
             path = self.path(sequence)
             fd, temp = self.committer.write_temp(path, data)

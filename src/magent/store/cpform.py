@@ -55,12 +55,12 @@ def run_form(*, checkpoint_id: str, parent_id: str | None, position: str, create
     feedback and no open child session), without building it: what ``model_dump(mode="json",
     exclude_defaults=True)`` gives, field by field in the model's order, then what ``to_disk``
     does to that; and whether it holds no float (then pydantic's encoder writes it byte for
-    byte as ``json`` does: ``checkpoints.encoded``). ``metadata``, ``next_action`` and
-    ``routing_key`` are taken as they are, not copied (the document is written and dropped);
-    ``node_progress`` is copied, as what the other fields tell is left out of it. None when one
-    of them holds a value that JSON has no plain form for (a tuple, a NaN, a key that is not a
-    text...): pydantic turns such a value into JSON its own way, so the caller then builds the
-    model."""
+    byte as ``json`` does: ``checkpoints.encoded``). ``metadata``, ``node_progress``,
+    ``next_action`` and ``routing_key`` are already masked and are taken as they are (not
+    copied; ``metadata`` and ``node_progress`` are fresh dicts, as masking returns them). None
+    when one of them holds a value that JSON has no plain form for (a tuple, a NaN, a key that
+    is not a text...): pydantic turns such a value into JSON its own way, so the caller then
+    builds the model."""
     plain = True
     for value in (metadata, node_progress, next_action, routing_key):
         if not plain_json(value, "none"):
@@ -92,7 +92,7 @@ def run_form(*, checkpoint_id: str, parent_id: str | None, position: str, create
     if node_done:
         doc["node_done"] = node_done
     if node_progress:
-        doc["node_progress"] = dict(node_progress)
+        doc["node_progress"] = node_progress
     if visits:
         doc["visits"] = dict(visits)
     if turn_index != 0:
