@@ -347,3 +347,16 @@ def test_an_event_line_is_what_masking_field_by_field_then_dumping_gives(doc: di
     for redactor in (Redactor(), Redactor({QUOTED, "ssw"}), Redactor({"stopped"}, patterns=SCREENED)):
         assert redactor.json_line(doc) == dumps(to_jsonable_python(redactor.data(doc)))
     assert MASK.encode() in Redactor({QUOTED}).json_line(doc) or QUOTED not in json.dumps(doc, default=str)
+
+
+@pytest.mark.parametrize("size", [100, 5_000, 20_000, 70_000])
+def test_a_text_masked_before_a_secret_was_added_is_masked_again_after(size: int) -> None:
+    """Texts are remembered once masked (by value, or, when long, by identity): a secret added
+    later is still masked in a text seen before, and a text equal to one seen is masked alike."""
+    text = "n" * (size // 2) + " tok-12345678 " + "m" * (size // 2)
+    redactor = Redactor({"other-secret"}, patterns=())
+    assert redactor.text(text) is redactor.text(text) or size > 65_536
+    assert redactor.text(text) == text
+    redactor.add({"tok-12345678"})
+    assert redactor.text(text) == text.replace("tok-12345678", MASK)
+    assert redactor.text("".join([text[:10], text[10:]])) == text.replace("tok-12345678", MASK)
