@@ -38,6 +38,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
     p = ctx.progress
     client = ctx.client_for(agent.name)
     specs = tools.specs + delegates
+    delegated = {s.name for s in delegates}
     text_mode = agent.tool_calling == "text" or (
         agent.tool_calling == "auto" and bool(specs) and not client.supports_tools(ctx.llm_config(agent.name).model))
     while True:
@@ -49,7 +50,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
             # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
             pending = unanswered_calls(ctx.state.messages)
             if pending:
-                await _finish_turn(ctx, node, agent, tools, {s.name for s in delegates}, pending)
+                await _finish_turn(ctx, node, agent, tools, delegated, pending)
             p["iteration"] = p.get("iteration", 0) + 1
             for done in ("turn_open", "decisions", "unsure"):
                 p.pop(done, None)
@@ -147,12 +148,11 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
     pending = guard.release_held(ctx, node, pending)  # results a rail held: never run twice
     refused = turn_refusals(policy, turn.tool_calls, pending)
     # (a server that restarted or changed its tools shows its new definitions to the pin check)
-    await ctx.registry.ready([c.full_name for c in pending if c.id not in refused and c.full_name not in delegates])
-    for call in pending:  # every pause is asked before any call of the turn runs
-        if call.id not in refused and call.full_name not in delegates:
-            check_before_call(ctx, node, call.id, call.full_name, call.arguments, f"Agent '{agent.name}'")
-    budget.before_tool_calls(ctx, agent.name, node, sum(
-        1 for c in pending if c.id not in refused and c.full_name not in delegates and not declined(ctx, c.id)))
+    to_run = [(c, name) for c in pending if c.id not in refused and (name := c.full_name) not in delegates]
+    await ctx.registry.ready([name for _, name in to_run])
+    for call, name in to_run:  # every pause is asked before any call of the turn runs
+        check_before_call(ctx, node, call.id, name, call.arguments, f"Agent '{agent.name}'")
+    budget.before_tool_calls(ctx, agent.name, node, sum(1 for c, _ in to_run if not declined(ctx, c.id)))
     jobs: list[Any] = []
     for call in pending:
         reason = refused.get(call.id) or declined(ctx, call.id)
