@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
-from magent.engine import checkpointing
+from magent.engine import checkpointing, modelcalls
 from magent.engine.events import EventBus, truncate
 from magent.engine.sessions import Session, SessionContext, StopSignal
 from magent.ids import new_id
@@ -21,7 +21,6 @@ from magent.models import (
     Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, Usage,
 )
 from magent.models.session import MAIN_SESSION
-from magent.models.task import usage_key
 from magent.redact import Redactor
 from magent.store import TaskDir
 from magent.store.journal import Positions as JournalPositions
@@ -29,7 +28,7 @@ from magent.store.journal import Positions as JournalPositions
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
-    from magent.llm.base import Attempt, AttemptSink, LLMClient, LLMRequest, LLMResponse
+    from magent.llm.base import LLMClient
     from magent.tools.registry import ToolRegistry
 
 
@@ -41,15 +40,6 @@ class Recovery:
     """Tool call ids with an intent event but no result: they may or may not have run."""
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Tool call id → its tool_result event (for calls whose result is not an entry)."""
-
-
-def _plus(usage: Usage | None, tokens_in: int, tokens_out: int, cost: float, unpriced: int) -> Usage:
-    """``usage`` (None: nothing yet) with one answered call added, as ``Usage.add`` adds them
-    (one model built, not three)."""
-    if usage is None:
-        return Usage(input=tokens_in, output=tokens_out, cost=round(0.0 + cost, 10), calls=1, unpriced=unpriced)
-    return Usage(input=usage.input + tokens_in, output=usage.output + tokens_out,
-                 cost=round(usage.cost + cost, 10), calls=usage.calls + 1, unpriced=usage.unpriced + unpriced)
 
 
 @dataclass
@@ -313,7 +303,7 @@ class RunContext:
             return feedback
         return None
 
-    # models
+    # models (engine/modelcalls.py)
     def llm_config(self, agent_name: str) -> LLMConfig:
         return self.needs.models[agent_name]
 
@@ -321,103 +311,10 @@ class RunContext:
         return self.model_client(agent_name, self.llm_config(agent_name), self.graph.agents[agent_name].base_dir,
                                  session)
 
-    def model_client(self, key: str, config: LLMConfig, base_dir: Any,
-                     session: Session | None = None) -> "LLMClient":
-        """The client for ``config``, made once per session and ``key`` (an agent's name, or a
-        guardrail's key: those use the main session's); a scripted model's position is
-        ``session.cursors[key]``."""
-        session = session or self.main
-        client = self._clients.get((session.id, key))
-        if client is None:
-            factory = self.options.llm_factory
-            if factory is None:
-                from magent.llm.factory import make_client as factory
-            from magent.llm.limits import throttled
-
-            # (behind the rate limits of a batch this run is part of, if any)
-            client = throttled(factory(config, agent=key, base_dir=base_dir, cursors=session.cursors))
-            self._clients[(session.id, key)] = client
-        return client
-
-    async def call_model(self, request: "LLMRequest", *, node: str, iteration: int,
-                         on_token: Callable[[str], None] | None = None,
-                         session: Session | None = None) -> "LLMResponse":
-        """Ask ``request.agent``'s model. Each attempt is announced live (``llm_started``) and
-        each failed one is recorded as it fails (an ``llm_call`` with its ``error``), so a run
-        that dies or gives up mid-retry leaves every attempt in its trace. The answer itself
-        is recorded by ``record_llm_call`` once the caller knows its entry."""
-        session = session or self.main
-        sink = self.attempt_sink(agent=request.agent, node=node, iteration=iteration, session=session,
-                                 request=request)
-        await self.durable("model")
-        client = self.client_for(request.agent, session)
-        if on_token is None:
-            return await client.complete(request, None, on_attempt=sink)
-        from magent.redact_stream import complete_masked  # streamed text is masked as what is written
-
-        return await complete_masked(client, request, on_token, sink, self.redactor)
-
-    def attempt_sink(self, *, agent: str, node: str | None, iteration: int, session: Session | None = None,
-                     rail: str | None = None, request: "LLMRequest | None" = None,
-                     keep_messages: bool = False) -> "AttemptSink":
-        """The events of a model call's attempts: a live-only ``llm_started`` as each starts, an
-        ``llm_call`` with its ``error`` for each one that fails (``rail``: a guardrail's judge),
-        naming what it sent as an answered call does (``request``: stored once, by hash)."""
-        session = session or self.main
-        sent: list[dict[str, Any]] = []
-
-        def what_was_sent() -> dict[str, Any] | None:
-            if request is None:
-                return None
-            if not sent:
-                sent.append(self._sent(request, rail, keep_messages))
-            return sent[0]
-
-        def on_attempt(attempt: "Attempt") -> None:
-            common = dict(agent=agent, model=attempt.model, iteration=iteration, attempt=attempt.number,
-                          attempts=attempt.allowed, fallback=attempt.fallback or None, session=session.tag,
-                          rail=rail)
-            if attempt.error is None:
-                self.bus.emit("llm_started", node, timeout_s=attempt.timeout, **common)
-            else:
-                self.bus.emit("llm_call", node, provider=attempt.provider or None,
-                              error=self.redactor.text(attempt.error), latency_ms=attempt.duration_ms,
-                              retry_in=attempt.retry_in, cancelled=attempt.cancelled or None,
-                              request=what_was_sent(), **common)
-
-        return on_attempt
-
-    def _sent(self, request: "LLMRequest", rail: str | None, keep_messages: bool) -> dict[str, Any]:
-        """The ``request`` field of a call's ``llm_call`` events; its pieces are stored first.
-        A guardrail judge's messages are kept only when ``keep_messages`` (see engine.guard)."""
-        from magent.engine.sent import record
-
-        return record(request, self.td.requests, self.redactor, keep_messages=rail is None or keep_messages)
-
-    def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
-                        entry_id: str | None = None, session: Session | None = None,
-                        rail: str | None = None, request: "LLMRequest | None" = None,
-                        keep_messages: bool = False) -> None:
-        session = session or self.main
-        sent = None
-        if request is not None:  # its pieces are stored before the event names them
-            sent = self._sent(request, rail, keep_messages)
-        key = usage_key(response.model, response.provider)
-        counts = (response.tokens_in, response.tokens_out, response.cost or 0.0, int(response.cost is None))
-        self.usage_by_model[key] = _plus(self.usage_by_model.get(key), *counts)
-        self.total_usage = _plus(self.total_usage, *counts)
-        self.turn_index += 1
-        self.bus.emit(
-            "llm_call", node, agent=agent, model=response.model, provider=response.provider,
-            tokens_in=response.tokens_in, tokens_out=response.tokens_out, cost=response.cost,
-            latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
-            attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
-            cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
-            response=None if entry_id and not self.bus.wants_texts else {  # (its entry holds it)
-                "content": self.redactor.text(response.content),
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
-                                "raw_arguments": c.raw_arguments if c.arguments is None else None}
-                               for c in response.tool_calls]})
+    model_client = modelcalls.model_client
+    call_model = modelcalls.call_model
+    attempt_sink = modelcalls.attempt_sink
+    record_llm_call = modelcalls.record_llm_call
 
     # durability
     async def durable(self, before: str, *, idempotent: bool = True) -> None:
