@@ -346,3 +346,31 @@ def test_a_read_command_collects_nothing_and_leaves_its_rows_to_the_exit_only_in
     p = subprocess.run([sys.executable, "-c", READING], capture_output=True, text=True, timeout=60)
     imported, program = json.loads(p.stdout)
     assert imported == [True, 0] and program == [False, True]
+
+
+INTERNAL_RECORDS = {
+    "magent.engine.guard": ("Records", "TaskGate", "AnswerCheck"), "magent.engine.statekeys": ("Reads",),
+    "magent.config.templates": ("Needs",), "magent.engine.templating": ("Templates",),
+    "magent.engine.textmode": ("Parsed",), "magent.tools.ratelimit": ("Slot",),
+    "magent.engine.children": ("ChildOutcome",), "magent.engine.nodes.base": ("NodeResult",),
+    "magent.guardrails.rails": ("RailLists", "GraphRails"), "magent.engine.graph": ("Graph",),
+    "magent.tools.setup": ("ToolConfig",), "magent.tools.function": ("FunctionTool",),
+    "magent.tools.pinning": ("PinChange",), "magent.llm.limits": ("ModelLimits",),
+    "magent.config.files": ("LoadedAgent", "LoadedMCP", "LoadedMemorySettings"),
+    "magent.config.yamlfile": ("SourceFile",), "magent.config.prompts": ("PromptTemplate",),
+    "magent.memory.run": ("RunMemory",),
+}
+
+
+def test_a_runs_internal_records_compile_no_equality():
+    """Python compiles each dataclass's generated methods when its module is imported; these
+    records of a run are never compared (an instance is only ever equal to itself), so they
+    are declared ``eq=False`` and start-up compiles no ``__eq__`` for them."""
+    import dataclasses
+    import importlib
+
+    for module, names in INTERNAL_RECORDS.items():
+        for name in names:
+            cls = getattr(importlib.import_module(module), name)
+            assert dataclasses.is_dataclass(cls) and "__eq__" not in cls.__dict__, f"{module}.{name}"
+            assert "__repr__" in cls.__dict__, f"{module}.{name}"   # printed as before

@@ -61,7 +61,7 @@ def detect_kind(source: SourceFile) -> ConfigKind:
     return winners[0]
 
 
-@dataclass
+@dataclass(eq=False)
 class LoadedAgent:
     agent: Agent
     source: SourceFile | None
@@ -120,7 +120,7 @@ def load_workflow_file(path: Path | str, source: SourceFile | None = None) -> tu
     return validate(source, Workflow), source
 
 
-@dataclass
+@dataclass(eq=False)
 class LoadedMCP:
     config: MCPServersFile
     source: SourceFile | None
@@ -165,7 +165,7 @@ def load_retention_policy(path: Path | str, *, missing_ok: bool = True) -> Reten
 
 
 
-@dataclass
+@dataclass(eq=False)
 class LoadedMemorySettings:
     settings: MemorySettings
     secrets: set[str]

@@ -26,7 +26,7 @@ NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-@dataclass
+@dataclass(eq=False)
 class PromptTemplate:
     """One version of a stored prompt (seed 004 ``PromptTemplate``)."""
 

@@ -35,7 +35,7 @@ class TemplateProblem(ValueError):
         """1-based line within the template."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Needs:
     """What one template reads."""
 

@@ -22,7 +22,7 @@ from magent.errors import ConfigError
 FieldPath = tuple[Any, ...]
 
 
-@dataclass
+@dataclass(eq=False)
 class SourceFile:
     """A parsed config file: raw data as written, data with ``${VAR}`` resolved, and marks."""
 

@@ -17,7 +17,7 @@ from magent.engine.sessions import Session
 from magent.errors import LLMError
 
 
-@dataclass
+@dataclass(eq=False)
 class ChildOutcome:
     ok: bool
     text: str

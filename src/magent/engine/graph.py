@@ -35,7 +35,7 @@ END = "END"
 AGENT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-@dataclass
+@dataclass(eq=False)
 class Graph:
     workflow: Workflow
     nodes: dict[str, Node]

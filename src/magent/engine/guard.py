@@ -71,7 +71,7 @@ def _label(rail: Rail, stage: str) -> str:
     return f"{stage} rail '{rail.name}'" + ("" if rail.name == rail.kind else f" ({rail.kind})")
 
 
-@dataclass
+@dataclass(eq=False)
 class Records:
     """Rails' decisions and model calls kept back, to be recorded after what they judged."""
 
@@ -116,7 +116,7 @@ class Records:
 # The task text (or a follow-up's message): screened before anything of it is written, recorded
 # once the run has its context.
 
-@dataclass
+@dataclass(eq=False)
 class TaskGate:
     """The task text after its input rails, and what they did (recorded when the run opens).
 
@@ -319,7 +319,7 @@ def settle_turn(ctx, node: str) -> None:
 # Final answers: screened before the model call is recorded and before the entry; what the rails
 # did is recorded after that call (so the trace shows the answer, then what became of it).
 
-@dataclass
+@dataclass(eq=False)
 class AnswerCheck:
     screening: Screening
     info: RailInput

@@ -20,7 +20,7 @@ FIELDS = ("routing_key", "next_action", "current_agent")
 READ_BY_MAGENT = {"last_output", "outputs", "human", "reflection"}
 
 
-@dataclass
+@dataclass(eq=False)
 class Reads:
     fields: set[str] = field(default_factory=set)
     """State fields read: ``routing_key``, ``next_action``, ``current_agent``, and ``metadata``

@@ -24,7 +24,7 @@ SET_BY_MAGENT = {"last_output", "outputs", "human", "reflection", "result", "las
 """``metadata`` keys magent itself writes during a run."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Templates:
     """The templates of a graph and what they need."""
 

@@ -42,7 +42,7 @@ def instructions(tools: list[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
-@dataclass
+@dataclass(eq=False)
 class Parsed:
     thought: str
     action: str | None = None

@@ -37,13 +37,13 @@ def rail_kinds() -> dict[str, type[Rail]]:
         RegexRail, PIIRail, MaxLengthRail, JsonSchemaRail, TopicRail, JudgeRail, CustomRail)}
 
 
-@dataclass
+@dataclass(eq=False)
 class RailLists:
     input: list[Rail] = field(default_factory=list)
     output: list[Rail] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(eq=False)
 class GraphRails:
     """The rails of a run: the workflow's, then each agent's own."""
 

@@ -22,7 +22,7 @@ _clock = time.monotonic
 _sleep = asyncio.sleep
 
 
-@dataclass
+@dataclass(eq=False)
 class ModelLimits:
     rpm: int | None = None
     tpm: int | None = None

@@ -39,7 +39,7 @@ SHOWN_CHARS = 200
 """Characters of each recalled memory the trace keeps."""
 
 
-@dataclass
+@dataclass(eq=False)
 class RunMemory:
     task_id: str | None
     workflow: str | None

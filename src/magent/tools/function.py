@@ -19,7 +19,7 @@ class ToolFailure(Exception):
     """Raised by an in-process tool to report that it ran but failed (outcome FAILURE)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class FunctionTool:
     tool: Tool
     fn: ToolFn

@@ -38,7 +38,7 @@ def definition_hash(tool: Tool) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-@dataclass
+@dataclass(eq=False)
 class PinChange:
     """A tool whose definition differs from the one pinned for this task."""
 

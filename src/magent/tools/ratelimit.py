@@ -30,7 +30,7 @@ def monotonic() -> float:
     return time.monotonic()
 
 
-@dataclass
+@dataclass(eq=False)
 class Slot:
     """A reserved start: ``wait`` seconds from now (0: go at once)."""
 

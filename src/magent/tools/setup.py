@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from magent.models.servers import MCPServersFile
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolConfig:
     """The MCP files of a run merged: later files override servers of the same name."""
 

@@ -20,7 +20,7 @@ class NodeConfig(NodeDef):
     model_config = ConfigDict(extra="forbid")
 
 
-@dataclass
+@dataclass(eq=False)
 class NodeResult:
     output: str | None = None
     """The node's answer/output (the task's result when it is the last node)."""
