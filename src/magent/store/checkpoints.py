@@ -44,8 +44,8 @@ def content_hash(doc: dict, task_id: str, sequence: int | None = None, plain: bo
     """A checkpoint file's ``sha256``: of its document without it, the task id and (given) the
     sequence number included (since schema 5 the id is not stored, since schema 17 the number,
     which the file's name holds; a checkpoint copied into another task's directory or renamed
-    must still fail its hash). ``plain``: ``doc`` is ``cpform.run_form``'s and holds no float,
-    so pydantic's encoder writes its canonical form as ``json`` does, three times faster, once
+    must still fail its hash). ``plain``: ``doc`` is ``cpform.run_form``'s and pydantic's
+    encoder writes it as ``json`` does (``run_form`` says so), three times faster, once
     ``cpform.in_order`` has put its keys in order (it cannot sort them)."""
     if plain and sequence is not None and "task_id" not in doc and "sequence" not in doc:
         try:

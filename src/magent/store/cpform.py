@@ -13,7 +13,7 @@ import math
 from datetime import datetime
 from typing import Any, Iterable
 
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from magent.models import SCHEMA_VERSION, Checkpoint, Usage
 from magent.models.budget import Spent
@@ -54,8 +54,9 @@ def run_form(*, checkpoint_id: str, parent_id: str | None, position: str, create
     """``to_disk`` of the checkpoint these values make (one not awaiting a person, with no
     feedback and no open child session), without building it: what ``model_dump(mode="json",
     exclude_defaults=True)`` gives, field by field in the model's order, then what ``to_disk``
-    does to that; and whether it holds no float (then pydantic's encoder writes it byte for
-    byte as ``json`` does: ``checkpoints.encoded``). ``metadata``, ``node_progress``,
+    does to that; and whether pydantic's encoder writes it byte for byte as ``json`` does
+    (``checkpoints.encoded``): no float in the values given, and the usage and spent figures'
+    floats written alike (``_written_alike``). ``metadata``, ``node_progress``,
     ``next_action`` and ``routing_key`` are already masked and are taken as they are (not
     copied; ``metadata`` and ``node_progress`` are fresh dicts, as masking returns them). None
     when one of them holds a value that JSON has no plain form for (a tuple, a NaN, a key that
@@ -198,7 +199,7 @@ def _dumped(model: Usage | Spent, fields: tuple[tuple[str, type, Any], ...]) -> 
     """``model.model_dump(mode="json", exclude_defaults=True)`` of a model of numbers: an int
     where a float belongs is written as a float, as pydantic does (``Meter`` adds to its
     ``Spent`` in place, unvalidated); anything else unusual is left to pydantic. With it, whether
-    it holds only integers (False, too, when pydantic made it)."""
+    pydantic's encoder writes it as ``json`` does (False, too, when pydantic made it)."""
     out: dict[str, Any] = {}
     whole = True
     for name, kind, default in fields:
@@ -213,9 +214,15 @@ def _dumped(model: Usage | Spent, fields: tuple[tuple[str, type, Any], ...]) -> 
             return model.model_dump(mode="json", exclude_defaults=True), False
         if value != default:
             out[name] = value
-            if kind is float:
-                whole = False
+            if kind is float and whole:
+                whole = _written_alike(value)
     return out, whole
+
+
+def _written_alike(value: float) -> bool:
+    """Whether pydantic's encoder writes ``value`` as ``json`` does (``repr``): most costs, but
+    not 3e-05 (``0.00003``)."""
+    return to_json(value) == repr(value).encode()
 
 
 def _when(moment: datetime) -> str:
