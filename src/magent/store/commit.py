@@ -42,7 +42,6 @@ import itertools
 import os
 import threading
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -64,19 +63,6 @@ _POOL = Threads(8)
 overlap too)."""
 
 
-@dataclass(eq=False)
-class _Pending:
-    """A checkpoint written to its temp file, waiting for its content to be on disk."""
-
-    fd: int
-    temp: Path
-    final: Path
-    on_error: Callable[[], None]
-    synced: bool = False
-    covered: bool = False
-    """A commit under way syncs it."""
-
-
 class Committer:
     """The durable writes of one task directory (one per run; only the lock holder writes)."""
 
@@ -86,7 +72,6 @@ class Committer:
         self.dir = directory
         self.mode = mode
         self._writers = writers
-        self._links: deque[_Pending] = deque()
         self._covered: dict["JsonlWriter", int] = {}
         """Per file, how many of its lines a commit under way (or done) syncs."""
         self._dir_dirty = False
@@ -110,13 +95,28 @@ class Committer:
     # what the writers hand over
     def add_checkpoint(self, fd: int, temp: Path, final: Path, on_error: Callable[[], None]) -> None:
         """Take a checkpoint whose content was written to ``temp`` (``fd`` still open): it is
-        linked to ``final`` once its content is durable (mode ``exit``: now)."""
+        linked to ``final`` now, and its content and name are synced by the next commit."""
         # Linked at once, so a kill -9 never loses a checkpoint the run went on from; its content
         # is synced by the next commit (a power loss before it can leave the name on damaged
         # content: it fails its hash, is moved aside, and the run continues from the one before).
-        pending = _Pending(fd, temp, final, on_error, synced=True)
-        self._links.append(pending)
-        self._link_ready()
+        failpoints.hit("before_link")
+        try:
+            os.link(temp, final)  # link(2) never replaces an existing name
+        except OSError as exc:
+            os.close(fd)
+            on_error()
+            raise StoreError(f"cannot write {final}: {exc.strerror or exc}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            temp.unlink(missing_ok=True)
+        self._dir_dirty = True
+        if self.mode == "exit":  # synced by name at the end: hold no descriptor that long
+            os.close(fd)
+            self._unsynced.append((final, None))
+        else:
+            self._unsynced.append((final, fd))
 
     def write_temp(self, path: Path, data: bytes) -> tuple[int, Path]:
         """``files.write_temp(path, data)``, into a temp file made ready by a commit's thread
@@ -139,17 +139,17 @@ class Committer:
                 pass  # the checkpoint's own write makes its file and reports the error
 
     def waiting_links(self) -> bool:
-        """True while a checkpoint written is not yet linked to its name."""
-        return bool(self._links)
+        """True while a checkpoint handed over is not yet linked to its name: never, as
+        ``add_checkpoint`` links it at once (a reader of checkpoints asks before it lists)."""
+        return False
 
     def pending(self) -> bool:
-        """True while something written is not yet durable (or a checkpoint not yet linked)."""
-        return bool(self._links or self._dir_dirty or self._unsynced
-                    or any(w.dirty for w in self._writers()))
+        """True while something written is not yet durable."""
+        return bool(self._dir_dirty or self._unsynced or any(w.dirty for w in self._writers()))
 
     def _uncovered(self) -> bool:
         """True when something written is in no commit yet."""
-        return bool(self._dir_dirty or self._unsynced or any(not p.covered for p in self._links)
+        return bool(self._dir_dirty or self._unsynced
                     or any(w.dirty and w.appended > self._covered.get(w, 0) for w in self._writers()))
 
     # making it durable
@@ -236,7 +236,7 @@ class Committer:
         everything written so far, synced and linked, the directory included (the commits
         under way are waited for first)."""
         self._settle_running()
-        while self.pending():  # a round's links dirty the directory: the next round syncs it
+        while self.pending():  # (mode exit: a bounded number of checkpoints a round)
             commit = self._snapshot(everything=True)
             try:
                 _POOL.run_all(_fsync, commit.fds)
@@ -259,10 +259,6 @@ class Committer:
                 commit.marks.append((writer, writer.appended))
                 self._covered[writer] = max(self._covered.get(writer, 0), writer.appended)
                 commit.add(writer.fd, str(writer.path), own=False)
-        commit.links = [p for p in self._links if not p.synced and (everything or not p.covered)]
-        for pending in commit.links:
-            pending.covered = True
-            commit.add(os.dup(pending.fd), str(pending.final))
         if self._dir_dirty:
             commit.synced_dir = True
             if self._dir_fd < 0:
@@ -281,29 +277,6 @@ class Committer:
                     continue  # moved aside since: nothing left to sync
             commit.add(fd, str(path))
         return commit
-
-    def _link_ready(self) -> None:
-        """Link, in sequence order, the checkpoints whose content is on disk."""
-        while self._links and self._links[0].synced:
-            pending = self._links.popleft()
-            failpoints.hit("before_link")
-            try:
-                os.link(pending.temp, pending.final)  # link(2) never replaces an existing name
-            except OSError as exc:
-                os.close(pending.fd)
-                pending.on_error()
-                raise StoreError(f"cannot write {pending.final}: {exc.strerror or exc}") from None
-            except BaseException:
-                os.close(pending.fd)
-                raise
-            finally:
-                pending.temp.unlink(missing_ok=True)
-            self._dir_dirty = True
-            if self.mode == "exit":  # synced by name at the end: hold no descriptor that long
-                os.close(pending.fd)
-                self._unsynced.append((pending.final, None))
-            else:
-                self._unsynced.append((pending.final, pending.fd))
 
     def close(self) -> None:
         """Let go of the descriptors still held for a sync that will not come (a run that
@@ -334,7 +307,6 @@ class _Commit:
         """The descriptors it closes once synced (the others are the writers' and the directory's)."""
         self.waits: list[_Wait] = []
         self.marks: list[tuple["JsonlWriter", int]] = []
-        self.links: list[_Pending] = []
         self.checkpoints: list[Path] = []
         self.synced_dir = False
         self.error: BaseException | None = None
@@ -403,7 +375,7 @@ class _Commit:
             self.committer._running.remove(self)
         try:
             self.failed() if self.error is not None else self.done()
-        except BaseException as exc:  # a link that could not be made
+        except BaseException as exc:  # (neither should raise; its waiters must hear if one did)
             self.error = self.error or exc
         waits, self.waits = self.waits, []
         for wait in waits:
@@ -412,17 +384,12 @@ class _Commit:
     def done(self) -> None:
         for writer, count in self.marks:
             writer.synced_up_to(count)
-        for pending in self.links:
-            pending.synced = True
-        self.committer._link_ready()
 
     def failed(self) -> None:
         """Nothing of it is known durable: the next commit takes it all again."""
         committer = self.committer
         for writer, _ in self.marks:
             committer._covered[writer] = writer.synced
-        for pending in self.links:
-            pending.covered = False
         # its checkpoints are synced again by name (its descriptors are closed)
         committer._unsynced[:0] = [(path, None) for path in self.checkpoints]
         if self.synced_dir:
