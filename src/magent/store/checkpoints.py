@@ -83,16 +83,11 @@ class CheckpointLog:
         self.task_id = task_id
         self._last: int | None = None  # cached by the single writer
         self.committer: Committer | None = None
-        """The run's group commit: set, a checkpoint is linked into place once it is durable."""
-
-    def _settle(self) -> None:
-        """Link the checkpoints still waiting for their commit, so a read sees them."""
-        if self.committer is not None and self.committer.waiting_links():
-            self.committer.flush()
+        """The run's group commit: set, a checkpoint written is handed to it (linked at once,
+        its content synced by the next commit)."""
 
     def numbers(self) -> list[int]:
         """Sequence numbers of the checkpoint files present (corrupt ones excluded), ascending."""
-        self._settle()
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:
@@ -164,7 +159,6 @@ class CheckpointLog:
 
     def read(self, sequence: int) -> Checkpoint:
         """Load and verify checkpoint ``sequence``; a fresh object every call."""
-        self._settle()
         path = self.path(sequence)
         where = f"task {self.task_id[:8]} {path.name}"
         try:

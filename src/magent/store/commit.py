@@ -138,11 +138,6 @@ class Committer:
             except OSError:
                 pass  # the checkpoint's own write makes its file and reports the error
 
-    def waiting_links(self) -> bool:
-        """True while a checkpoint handed over is not yet linked to its name: never, as
-        ``add_checkpoint`` links it at once (a reader of checkpoints asks before it lists)."""
-        return False
-
     def pending(self) -> bool:
         """True while something written is not yet durable."""
         return bool(self._dir_dirty or self._unsynced or any(w.dirty for w in self._writers()))
