@@ -155,7 +155,6 @@ def _expand_turn_iterations(turns: list[dict[str, Any]]) -> None:
 
 
 _MICROS = re.compile(r"\.(\d{3})000Z$")
-_MILLIS = re.compile(r"\.(\d{3})Z$")
 
 
 def _compact_timestamps(steps: list[Any]) -> None:
@@ -166,10 +165,13 @@ def _compact_timestamps(steps: list[Any]) -> None:
 
 
 def _expand_timestamps(steps: list[Any]) -> None:
+    # What replacing ``\.(\d{3})Z$`` with ``.\1000Z`` gives, by slicing: a trace shows every step's
+    # time, and a regular expression's substitution per step was most of expanding them.
+    # (``isdecimal`` is ``\d``'s own class: Unicode decimal digits.)
     for step in steps:
         ts = step.get("timestamp") if isinstance(step, dict) else None
-        if isinstance(ts, str) and ts.endswith("Z") and len(ts) > 5 and ts[-5] == ".":
-            step["timestamp"] = _MILLIS.sub(r".\g<1>000Z", ts)
+        if isinstance(ts, str) and ts.endswith("Z") and len(ts) > 5 and ts[-5] == "." and ts[-4:-1].isdecimal():
+            step["timestamp"] = ts[:-1] + "000Z"
 
 
 def _expand_turn_nodes(turns: list[dict[str, Any]]) -> None:
