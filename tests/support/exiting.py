@@ -74,13 +74,16 @@ def children():
 
 
 def watched_exit(code):
-    # a thread pool's idle worker waits for work in _worker itself; any other thread, or a
-    # worker inside a job (an fsync, a write), is still doing something os._exit would cut short
+    # an idle pool worker waits for work in its loop itself (a ThreadPoolExecutor's _worker,
+    # or the fsync threads' Threads._work); any other thread, or a worker inside a job (an
+    # fsync, a write), is still doing something os._exit would cut short
     frames = sys._current_frames()
+    idle_loops = {("_worker", os.path.join("concurrent", "futures", "thread.py")),
+                  ("_work", os.path.join("magent", "store", "syncthreads.py"))}
     busy = [t.name for t in threading.enumerate()
             if t is not threading.main_thread() and t.ident in frames
-            and not (frames[t.ident].f_code.co_name == "_worker"
-                     and frames[t.ident].f_code.co_filename.endswith(os.path.join("concurrent", "futures", "thread.py")))]
+            and not any(frames[t.ident].f_code.co_name == name and frames[t.ident].f_code.co_filename.endswith(path)
+                        for name, path in idle_loops)]
     with open(report, "w") as f:
         json.dump({"code": code, "threads": busy, "children": children()}, f)
     real_exit(code)
