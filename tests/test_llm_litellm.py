@@ -161,6 +161,44 @@ def test_a_stream_cut_without_a_finish_reason_is_retried(stub: OpenAIStub) -> No
                               "without a finish reason after 4 characters (1 attempt)")
 
 
+class _Chunk:
+    """A stream chunk in the OpenAI shape litellm hands out."""
+
+    def __init__(self, text: str) -> None:
+        delta = type("Delta", (), {"content": text, "tool_calls": None})()
+        self.choices = [type("Choice", (), {"finish_reason": None, "delta": delta})()]
+        self.usage = None
+
+
+async def _stream_then(error: BaseException):
+    for piece in ("The answer ", "is"):
+        yield _Chunk(piece)
+    raise error
+
+
+@pytest.mark.parametrize("error", [RuntimeError("Stream ended before a finish_reason was received"),
+                                   ValueError("any words a library version picks"),
+                                   ConnectionResetError("peer reset")])
+def test_a_stream_that_fails_after_some_text_is_cut_whatever_the_library_says(error: Exception) -> None:
+    """magent tells a cut stream from what it received, not from a dependency's message."""
+    import litellm
+
+    from magent.llm.failures import cut_mid_stream, describe
+    from magent.llm.stream import Collected, collect, incomplete
+
+    got = Collected()
+    with pytest.raises(type(error)):
+        asyncio.run(collect(_stream_then(error), None, got))
+    assert got.text == "The answer is" and got.finish is None
+    assert cut_mid_stream(error, got, litellm)
+    assert incomplete(None, got, None) == ("the stream was cut off: it ended without a finish "
+                                           "reason after 13 characters")
+    # before any text it is not a cut reply; a stalled stream is a timeout, named as such
+    assert not cut_mid_stream(error, Collected(), litellm)
+    assert not cut_mid_stream(asyncio.TimeoutError(), got, litellm)
+    assert describe(asyncio.TimeoutError(), 5, litellm)[0] == "timed out after 5 s"
+
+
 @pytest.mark.parametrize("content_type", ["text/html", "application/json"])
 def test_a_200_whose_body_is_not_a_completion_is_a_failed_attempt(stub: OpenAIStub,
                                                                   content_type: str) -> None:

@@ -37,7 +37,7 @@ def describe(exc: BaseException, timeout: float, litellm: Any,
         return (f"the stream broke: the server sent a chunk that is not valid JSON ({broken.msg}: "
                 f"character {broken.pos} of the chunk)"), True, None
     status = getattr(exc, "status_code", None)
-    detail = _clean(exc)
+    detail = server_said(exc) or _clean(exc)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return f"rate limited (HTTP 429): {detail}", True, retry_after(exc)
     if isinstance(exc, litellm.AuthenticationError) or status == 401:
@@ -56,6 +56,21 @@ def describe(exc: BaseException, timeout: float, litellm: Any,
                         litellm.APIError, ConnectionError, OSError)):
         return f"server or connection error: {detail}", True, None
     return f"unexpected error ({type(exc).__name__}): {detail}", False, None
+
+
+def cut_mid_stream(exc: BaseException, got: Any, litellm: Any) -> bool:
+    """Whether a failure while a stream was read cut a reply short.
+
+    magent decides this from what it received, not from how a library words the failure:
+    some text or a tool call had come and no finish reason, and the failure is neither a
+    timeout nor a chunk of broken JSON (those are named for what they are). litellm reports
+    such a stream itself in some versions and not in others; either way it reads the same.
+    """
+    if got.finish is not None or not (got.text or got.calls):
+        return False
+    if isinstance(exc, asyncio.TimeoutError) or isinstance(exc, litellm.Timeout):
+        return False
+    return not any(isinstance(c, json.JSONDecodeError) for c in causes(exc))
 
 
 def causes(exc: BaseException) -> Iterator[BaseException]:
@@ -102,6 +117,40 @@ def _url_in(chain: list[BaseException]) -> str | None:
         url = getattr(request, "url", None)
         if url:
             return str(url)
+    return None
+
+
+def server_said(exc: BaseException) -> str | None:
+    """The message in the body of the HTTP error response behind ``exc``, or None.
+
+    Read from the response itself (``error.message``, ``message`` or ``error`` in a JSON
+    body; else its first line of text), so what a user sees is the provider's words,
+    whatever prefixes a litellm version puts around them.
+    """
+    for c in causes(exc):
+        response = getattr(c, "response", None)
+        try:
+            text = str(response.text).strip() if response is not None else ""
+        except Exception:  # a streamed response whose body was never read
+            continue
+        if not text:
+            continue
+        try:
+            body = json.loads(text)
+        except ValueError:  # plain text is the server's words; an HTML page is not a message
+            return None if text.startswith("<") else text.splitlines()[0][:200]
+        found = _message_in(body)
+        if found:
+            return found[:200]
+    return None
+
+
+def _message_in(body: Any) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error")
+        for value in (error.get("message") if isinstance(error, dict) else error, body.get("message")):
+            if isinstance(value, str) and value.strip():
+                return " ".join(value.split())
     return None
 
 

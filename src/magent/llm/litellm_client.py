@@ -32,11 +32,11 @@ from urllib.parse import urlparse
 
 from magent.errors import LLMError
 from magent.llm.base import Attempt, AttemptSink, LLMRequest, LLMResponse, LLMToolCall, TokenSink
-from magent.llm.failures import IncompleteReply, describe
+from magent.llm.failures import IncompleteReply, cut_mid_stream, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
-from magent.llm.stream import collect, incomplete, server_finish
+from magent.llm.stream import Collected, collect, incomplete, server_finish
 
 if TYPE_CHECKING:
     from magent.models.agent import FallbackModel
@@ -263,7 +263,13 @@ class LiteLLMClient:
         # times out like one that never answers.
         stream = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=request.timeout)
         remaining = max(request.timeout - (time.monotonic() - started), 0.001)
-        got = await asyncio.wait_for(collect(stream, on_token), timeout=remaining)
+        got = Collected()
+        try:
+            await asyncio.wait_for(collect(stream, on_token, got), timeout=remaining)
+        except Exception as exc:  # a failure after some of the reply came is a cut stream
+            if not cut_mid_stream(exc, got, litellm):
+                raise
+            raise IncompleteReply(incomplete(stream, got, endpoint)) from exc
         if server_finish(stream, got) is None:  # a cut stream, or no stream at all: not an answer
             raise IncompleteReply(incomplete(stream, got, endpoint))
         content, raw_calls, finish, usage = got.text, got.calls, got.finish, got.usage

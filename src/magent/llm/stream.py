@@ -24,11 +24,22 @@ class Collected:
     """(prompt tokens, completion tokens) when the provider reported them."""
 
 
-async def collect(stream: Any, on_token: TokenSink | None) -> Collected:
-    """Drain ``stream``: text (streamed to ``on_token``), tool calls, finish reason, usage."""
+async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Collected:
+    """Drain ``stream`` into ``out``: text (streamed to ``on_token``), tool calls, finish
+    reason, usage. What arrived before a failure stays in ``out`` (text and calls as far as
+    they came), so the caller can tell a stream cut mid-way from one that never started."""
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
-    out = Collected()
+    try:
+        await _drain(stream, on_token, out, text, calls)
+    finally:
+        out.text = "".join(text)
+        out.calls = [calls[i] for i in sorted(calls)]
+    return out
+
+
+async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: list[str],
+                 calls: dict[int, dict[str, str]]) -> None:
     async for chunk in stream:
         chunk_usage = getattr(chunk, "usage", None)
         if chunk_usage is not None and (chunk_usage.prompt_tokens or chunk_usage.completion_tokens):
@@ -54,9 +65,6 @@ async def collect(stream: Any, on_token: TokenSink | None) -> Collected:
                         call["name"] = fn.name
                     if fn.arguments:
                         call["arguments"] += fn.arguments
-    out.text = "".join(text)
-    out.calls = [calls[i] for i in sorted(calls)]
-    return out
 
 
 def server_finish(stream: Any, got: Collected) -> str | None:
