@@ -28,8 +28,8 @@ def _env(monkeypatch):
 
 def test_version():
     r = invoke("--version")
-    assert (r.code, r.out) == (0, f"magent {__version__}\n")
-    assert run("--version").out == f"magent {__version__}\n"
+    assert (r.code, r.out) == (0, f"magent {__version__} (magent-runner)\n")
+    assert run("--version").out == f"magent {__version__} (magent-runner)\n"
 
 
 def test_help_lists_the_read_commands():

@@ -217,11 +217,11 @@ def test_without_the_extra_nothing_imports_the_sdk_and_runs_go_on(tmp_path: Path
                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"})
     assert asked.returncode == 0
     assert asked.stderr.startswith("magent: warning: OTEL_EXPORTER_OTLP_ENDPOINT asks for OpenTelemetry export, "
-                                   "but the SDK is not installed (pip install 'magent[otel]'); this run is not "
+                                   "but the SDK is not installed (pip install 'magent-runner[otel]'); this run is not "
                                    "exported\n")
     export = magent("trace", task_id, "--otlp", "http://127.0.0.1:1")
     assert export.returncode == 2
-    assert export.stderr.startswith("magent: error: --otlp needs the OpenTelemetry SDK: pip install 'magent[otel]'\n")
+    assert export.stderr.startswith("magent: error: --otlp needs the OpenTelemetry SDK: pip install 'magent-runner[otel]'\n")
     for args in (["trace", task_id], ["trace", task_id, "--html", "-"], ["tasks", "list"]):
         out = magent(*args)
         assert out.returncode == 0 and out.stderr.rsplit("MODULES", 1)[1].strip() == "[]", args

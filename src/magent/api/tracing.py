@@ -217,7 +217,7 @@ def export_trace(task_id: str, url: str, *, home: PathLike | None = None) -> Tra
     """Send a stopped task's trace as OpenTelemetry spans to an OTLP/HTTP endpoint
     (``magent trace ID --otlp URL``; ``http://localhost:4318`` gets ``/v1/traces`` added).
 
-    Needs ``pip install 'magent[otel]'`` (else a ``UsageError``); a running task or one with no
+    Needs ``pip install 'magent-runner[otel]'`` (else a ``UsageError``); a running task or one with no
     events is a ``TaskStateError``; an endpoint that does not take them is an ``ExportError``.
     """
     from magent.errors import TaskStateError, UsageError
@@ -237,7 +237,7 @@ def export_trace(task_id: str, url: str, *, home: PathLike | None = None) -> Tra
         try:
             from magent.trace.otel import export_task
         except ImportError:
-            raise UsageError("--otlp needs the OpenTelemetry SDK: pip install 'magent[otel]'") from None
+            raise UsageError("--otlp needs the OpenTelemetry SDK: pip install 'magent-runner[otel]'") from None
         sent = export_task(td, target)
     return TraceExport(task_id=td.id, url=target.url, spans=int(sent["spans"]), trace_id=str(sent["trace_id"]))
 

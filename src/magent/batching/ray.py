@@ -1,4 +1,4 @@
-"""The Ray executor: each row a Ray task (``pip install 'magent[ray]'``).
+"""The Ray executor: each row a Ray task (``pip install 'magent-runner[ray]'``).
 
 A row runs in a Ray worker process exactly as the local executor runs it (``run_row``):
 the worker writes the row's task, checkpoints and row → task line straight into
@@ -34,7 +34,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise RayUnavailableError("--executor ray needs Ray: pip install 'magent[ray]'") from None
+        raise RayUnavailableError("--executor ray needs Ray: pip install 'magent-runner[ray]'") from None
     return ray
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from magent import __version__
+from magent import DISTRIBUTION, __version__
 from magent.cli import collector
 
 
@@ -96,7 +96,7 @@ _root = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        print(f"magent {__version__}")
+        print(f"magent {__version__} ({DISTRIBUTION})")
         raise typer.Exit(0)
 
 

@@ -30,7 +30,7 @@ Concurrency = Annotated[int, typer.Option("--concurrency", "-c", metavar="N", he
 MaxRpm = Annotated[Optional[int], typer.Option("--max-rpm", metavar="N", help="At most N model calls a minute, all rows together.")]
 MaxTpm = Annotated[Optional[int], typer.Option("--max-tpm", metavar="N", help="At most N tokens a minute, all rows together.")]
 MaxFailures = Annotated[Optional[int], typer.Option("--max-failures", metavar="N", help="Start no more rows once N have failed (running ones finish).")]
-ExecutorOpt = Annotated[str, typer.Option("--executor", metavar="local|ray", help="Run rows in this process (local) or as Ray tasks (pip install 'magent[ray]').")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", metavar="local|ray", help="Run rows in this process (local) or as Ray tasks (pip install 'magent-runner[ray]').")]
 RayAddress = Annotated[Optional[str], typer.Option("--ray-address", metavar="ADDR", help="Ray cluster to use (host:port); default: RAY_ADDRESS, else a local one.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON line per row as it finishes: its AgentResult with \"row\".")]
 BatchId = Annotated[str, typer.Argument(metavar="BATCH_ID", help="A batch id or unique prefix (magent batch list).")]

@@ -31,7 +31,7 @@ def trace(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Show the run live until it stops (with --json: events as JSON Lines).")] = False,
     show_all: Annotated[bool, typer.Option("--all", help="Show every turn (long runs of uneventful turns are folded by default).")] = False,
     html: Annotated[bool, typer.Option("--html", help="Write the trace as one self-contained HTML page that opens offline in a browser: timeline, steps, prompts, tool results, tokens and cost, the workflow graph.")] = False,
-    otlp: Annotated[Optional[str], typer.Option("--otlp", metavar="URL", help="Send the finished task's trace as OpenTelemetry spans to this OTLP/HTTP endpoint (like http://localhost:4318); needs pip install 'magent[otel]'.")] = None,
+    otlp: Annotated[Optional[str], typer.Option("--otlp", metavar="URL", help="Send the finished task's trace as OpenTelemetry spans to this OTLP/HTTP endpoint (like http://localhost:4318); needs pip install 'magent-runner[otel]'.")] = None,
     session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", help="Show one child session (its id, first characters or key, e.g. subtask:facts#0) and the sessions it opened; with --json only their steps, sessions and usage.")] = None,
     request: Annotated[bool, typer.Option("--request", help="With --step: the exact request each model call of the step sent (system prompt, tools, messages, parameters).")] = False,
 ) -> None:

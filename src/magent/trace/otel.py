@@ -1,4 +1,4 @@
-"""Sending spans over OTLP/HTTP with the OpenTelemetry SDK (the optional ``magent[otel]`` extra).
+"""Sending spans over OTLP/HTTP with the OpenTelemetry SDK (the optional ``magent-runner[otel]`` extra).
 
 Only imported when an endpoint is configured or ``--otlp`` is given. The spans come
 from ``trace.spans`` (plain data); here they become the SDK's ``ReadableSpan`` with

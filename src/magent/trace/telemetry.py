@@ -2,7 +2,7 @@
 
 This module never imports OpenTelemetry; ``magent.trace.otel`` does, in ``--otlp`` and in
 the exporter process a live run starts (``magent.trace.otellive``), and only when the
-optional ``magent[otel]`` extra is installed.
+optional ``magent-runner[otel]`` extra is installed.
 
 A run exports live when one of these is set (first wins):
 
@@ -195,7 +195,7 @@ def open_live(task_id: str, events_file: Path, after_seq: int) -> LiveExport | N
         return None
     if sdk_missing():
         warn(f"{target.source} asks for OpenTelemetry export, but the SDK is not installed "
-             "(pip install 'magent[otel]'); this run is not exported")
+             "(pip install 'magent-runner[otel]'); this run is not exported")
         return None
     try:
         return LiveExport(task_id, target, events_file, after_seq)
