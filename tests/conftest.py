@@ -41,6 +41,24 @@ socket.socket.connect = _loopback_only  # type: ignore[method-assign]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+BROWSER_TESTS = ROOT / "tests" / "test_trace_browser.py"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run that includes the browser tests on a machine without Chromium stops at once, with
+    one line that says how to get it (not with a failure per browser test, minutes later)."""
+    if hasattr(config, "workerinput") or config.option.keyword or config.option.markexpr:
+        return  # a worker (the controller checked), or a selection this cannot see through
+    if any(str(BROWSER_TESTS) in str(d) for d in config.getoption("deselect") or []):
+        return
+    asked = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    if not any(p == BROWSER_TESTS or p in BROWSER_TESTS.parents for p in asked):
+        return
+    from support.browser import missing
+
+    why = missing()
+    if why:
+        raise pytest.UsageError(f"{why}; or leave them out: --deselect tests/test_trace_browser.py")
 
 
 @pytest.fixture(autouse=True)

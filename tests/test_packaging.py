@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from magent import __version__
+
 ROOT = Path(__file__).resolve().parent.parent
 NOT_SOURCE = (".venv", "venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
 
@@ -53,7 +55,8 @@ def test_the_build_is_clean_and_the_sdist_holds_the_tests_and_examples(built: di
         files = {p.relative_to(built["src"]).as_posix() for p in (built["src"] / folder).rglob("*")
                  if p.is_file() and "__pycache__" not in p.parts}
         assert files and files <= names, sorted(files - names)
-    assert {"LICENSE", "README.md", "setup.py", ".ci/run", "tests/conftest.py"} <= names
+    assert {"LICENSE", "README.md", "setup.py", ".ci/run", "tests/conftest.py", "requirements/test.txt",
+            "scripts/lock", "scripts/check-latest"} <= names
 
 
 def test_the_wheel_says_what_it_is_and_carries_the_examples(built: dict) -> None:
@@ -61,6 +64,9 @@ def test_the_wheel_says_what_it_is_and_carries_the_examples(built: dict) -> None
         names = set(whl.namelist())
         (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
         meta = Parser().parsestr(whl.read(meta_name).decode())
+    # magent is installed by a name of its own ("magent" on the registry is another project)
+    assert (meta["Name"], meta["Version"]) == ("magent-runner", __version__)
+    assert built["wheel"].name.startswith(f"magent_runner-{__version__}-")
     assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE"
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "Typing :: Typed" in meta.get_all("Classifier")
@@ -86,7 +92,7 @@ def wheel_venv(built: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     Path(purelib, "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    # PATH as after `pip install "magent[examples]"`: magent, and mcp-server-time the tour starts
+    # PATH as after `pip install "magent-runner[examples]"`: magent, and mcp-server-time the tour starts
     # (its script lives with the borrowed dependencies).
     path = os.pathsep.join([str(venv / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
     return {"venv": venv, "python": python, "purelib": purelib, "path": path}
@@ -110,7 +116,7 @@ def test_the_tour_runs_from_the_wheel_in_a_fresh_virtualenv(wheel_venv: dict, tm
     where = subprocess.run([str(wheel_venv["python"]), "-c", "import magent; print(magent.__file__)"],
                            capture_output=True, text=True, cwd=work, env=env, check=True).stdout
     assert where.startswith(wheel_venv["purelib"])        # the wheel's magent, not this checkout's
-    assert magent("--version").stdout.startswith("magent ")
+    assert magent("--version").stdout == f"magent {__version__} (magent-runner)\n"
     copied = magent("examples", "copy")
     shipped = len([p for p in (ROOT / "examples").rglob("*") if p.is_file()])   # every example, no more
     assert copied.returncode == 0 and copied.stdout.startswith(f"copied {shipped} files to examples"), copied.stderr

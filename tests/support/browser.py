@@ -21,16 +21,26 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+INSTALL = "apt-get install chromium"
+
+
+def missing() -> str | None:
+    """Why the browser tests cannot run here, in one line with the fix; None when they can."""
+    if os.path.isfile(CHROMIUM) or shutil.which(CHROMIUM):
+        return None
+    return (f"the browser tests need Chromium at {CHROMIUM}: {INSTALL} (as root; .ci/run does it), "
+            "or set MAGENT_TEST_CHROMIUM to a Chromium binary")
+
+
 @contextlib.contextmanager
 def chromium(width: int = 1280, height: int = 900) -> Iterator:
     """A browser context (a fresh profile); fails the test with what to install when it cannot start."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("the browser tests need Playwright: .venv/bin/pip install -e '.[test]'")
-    if not (os.path.isfile(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.fail(f"the browser tests need Chromium at {CHROMIUM}: apt-get install chromium "
-                    "(.ci/run does it), or set MAGENT_TEST_CHROMIUM")
+        pytest.fail("the browser tests need Playwright: the README's test command installs it")
+    if missing():
+        pytest.fail(missing())
     with tempfile.TemporaryDirectory(prefix="magent-chromium-") as profile, sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             profile, executable_path=CHROMIUM, headless=True, args=FLAGS,
