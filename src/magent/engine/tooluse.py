@@ -118,8 +118,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         result = ToolResult(outcome="ERROR", tool=name,
                             content=f"arguments were not a JSON object: {truncate(call.raw_arguments, 200)!r}",
                             error="invalid JSON arguments")
-    elif (why := policy.unavailable(name)) is not None:
-        result = ToolResult(outcome="ERROR", tool=name, content=why, error=why)
+    elif (down := policy.unavailable(name)) is not None:
+        result = down
     else:
         screen = guard.result_screen(ctx, node, policy.agent, call)
         if turn is not None:

@@ -94,8 +94,9 @@ async def _start_tools(ctx: RunContext) -> None:
     redactor.add(ctx.registry.secrets)
     for problem in ctx.pins.warnings:
         ctx.bus.emit("warning", None, message=problem)
-    for server, error in ctx.registry.start_errors.items():
-        ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: {error}")
+    for server in ctx.registry.start_errors:
+        ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: "
+                                              f"{ctx.registry.down_reason(server)}")
 
 
 async def _close(ctx: RunContext) -> None:

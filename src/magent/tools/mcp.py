@@ -10,7 +10,9 @@ timeout. What can go wrong comes back as a ``ToolResult`` (never raised):
   its calls are ERROR observations naming the crash;
 - the call hangs: TIMEOUT; the request is cancelled and a stdio server's
   process group terminated, then killed, and reaped (it starts again on the
-  next call, without using up the crash restart).
+  next call, without using up the crash restart);
+- the server cannot be started or reached: ERROR with the cause; its calls
+  answer so at once until its next try is due (``retry.RetrySchedule``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from magent.models.tools import HttpServer, StdioServer
 from magent.tools.base import ToolResult
 from magent.tools.mcp_convert import describe_error, result_text, to_tool
 from magent.tools.mcp_process import StdioProcess, stdio_transport
+from magent.tools.retry import RetrySchedule
 
 # magent reports every MCP failure itself; the SDK's own log lines would only
 # repeat them on the terminal (a handler here keeps logging's last resort quiet).
@@ -156,6 +159,8 @@ class MCPProvider:
         self._down: str | None = None
         """Why the server is not restarted again (set after the restart budget is spent)."""
         self._crashed = False
+        self.retry = RetrySchedule()
+        """After a failed connect (other than a crash's restart): when the server is tried again."""
         self._lock = asyncio.Lock()
         self._tools: list[Tool] = []
         self.stderr_tail = ""
@@ -187,7 +192,7 @@ class MCPProvider:
         async with self._lock:
             if self._conn is not None and self._conn.usable:
                 return
-            await self._connect()
+            await self._connect_when_due()
 
     async def list_tools(self) -> list[Tool]:
         return list(self._tools)
@@ -210,7 +215,7 @@ class MCPProvider:
                 self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in listed]
                 self.generation += 1
         except ToolError as exc:
-            return self._result("ERROR", str(exc), started, notes)
+            return self._result("ERROR", str(exc) + self.retry.note(), started, notes)
         except Exception as exc:  # noqa: BLE001 - listing failed: the call finds out what is wrong
             notes.append(self._redact(f"could not list the tools of {self.name!r} again: {describe_error(exc)}"))
         return None
@@ -221,7 +226,7 @@ class MCPProvider:
         try:
             conn = await self._ensure(notes)
         except ToolError as exc:
-            return self._result("ERROR", str(exc), started, notes)
+            return self._result("ERROR", str(exc) + self.retry.note(), started, notes)
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -252,6 +257,18 @@ class MCPProvider:
         await asyncio.gather(*stopping, return_exceptions=True)
 
     # -- connecting, restarting ---------------------------------------------------------------
+
+    async def _connect_when_due(self) -> None:
+        """Connect, unless the last try failed and the next is not due: then fail at once with its cause."""
+        if self.retry.waiting():
+            assert self.retry.cause is not None
+            raise ToolError(self.retry.cause)
+        try:
+            await self._connect()
+        except ToolError as exc:
+            self.retry.failed(str(exc))
+            raise
+        self.retry.succeeded()
 
     async def _connect(self) -> None:
         conn = _Connection(self)
@@ -323,7 +340,7 @@ class MCPProvider:
                 self.restarts += 1
                 self._crashed = False
             try:
-                await self._connect()
+                await (self._connect() if crashed else self._connect_when_due())
             except ToolError as exc:
                 if crashed:  # the one restart failed: do not try on every call
                     self._down = f"{exc}; restarting it after a crash failed, so it is down"

@@ -53,13 +53,13 @@ class ToolPolicy:
     def allowed(self, name: str) -> bool:
         return name in self.names
 
-    def unavailable(self, name: str) -> str | None:
-        """Why a tool the agent's patterns allow cannot be called: its server failed to start
-        (the cause, for the observation); None for any other tool."""
-        why = self.registry.unavailable(name)  # (None for nearly every call: asked first)
-        if why is None or not matches(name, self.patterns, self.deny):
+    def unavailable(self, name: str) -> ToolResult | None:
+        """The ERROR result of a call to a tool the agent's patterns allow whose server failed to
+        start (``ToolRegistry.unavailable``); None for any other tool."""
+        down = self.registry.unavailable(name)  # (None for nearly every call: asked first)
+        if down is None or not matches(name, self.patterns, self.deny):
             return None
-        return why
+        return down
 
     def needs_approval(self, name: str) -> bool:
         """A person must approve each call of this tool before it runs (the engine pauses)."""

@@ -52,6 +52,9 @@ class ToolRegistry:
         self._ready_notes: dict[str, list[str]] = {}
         """By server: what ``ready`` did to get it ready (a restart), for its next call's result."""
         self.start_errors: dict[str, str] = {}
+        self._retried: dict[str, float] = {}
+        """By server that failed to start: how long ``ready`` spent trying it again, for the next call
+        that finds it still down (that call waited so long: its duration says so)."""
         self.start_seconds: dict[str, float] = {}
         """How long each provider took to start (for the trace and the start-up benchmark)."""
         self.shared: set[str] = set()
@@ -124,12 +127,21 @@ class ToolRegistry:
         """Tools matching any of ``patterns`` (``server.tool`` or ``server.*``) and none of ``deny``."""
         return [tool for tool in self.all_tools() if matches(tool.full_name, patterns, deny or [])]
 
-    def unavailable(self, full_name: str) -> str | None:
-        """Why ``full_name`` cannot be called because its server failed to start (None otherwise)."""
+    def down_reason(self, server: str) -> str:
+        """Why ``server`` failed to start, and when it is tried again (for warnings and results)."""
+        retry = getattr(self.providers[server], "retry", None)
+        return self.start_errors[server] + (retry.note() if retry is not None else "")
+
+    def unavailable(self, full_name: str) -> ToolResult | None:
+        """The ERROR result of a call to ``full_name`` when its server failed to start (None
+        otherwise): the cause, when the server is tried again, and as its duration the time
+        ``ready`` just spent trying it."""
         server = full_name.split(".", 1)[0]
         if full_name in self._tools or server not in self.start_errors:
             return None
-        return f"tool {full_name!r} is unavailable: {self.start_errors[server]}"
+        msg = f"tool {full_name!r} is unavailable: {self.down_reason(server)}"
+        waited = self._retried.pop(server, 0.0)
+        return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name, duration_ms=int(waited * 1000))
 
     def unmatched(self, patterns: list[str]) -> list[str]:
         """Patterns that match no known tool (for clear errors before a run starts)."""
@@ -192,7 +204,10 @@ class ToolRegistry:
                               content=f"tool {full_name!r} {why}; allowed tools: {choices}",
                               error=f"tool {full_name} {why}"), False
         if tool is None:
-            msg = self.unavailable(full_name) or f"tool {full_name!r} does not exist"
+            down = self.unavailable(full_name)
+            if down is not None:
+                return down, False
+            msg = f"tool {full_name!r} does not exist"
             return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name), False
         if not isinstance(arguments, dict):
             msg = "arguments must be a JSON object"
@@ -254,9 +269,17 @@ class ToolRegistry:
         """Get the servers of these tools ready before the engine looks at the tools' definitions
         (its pin check): a server that crashed since its last call is restarted and one that said
         its tools changed is listed again, so that a changed definition is seen before the call
-        that would run it, not after. A server that cannot be reached is left for the call to
-        report; what was done goes on the server's next call's result."""
+        that would run it, not after; one that failed to start is tried again when its retry is
+        due. A server that cannot be reached is left for the call to report; what was done goes
+        on the server's next call's result."""
         for server in {name.split(".", 1)[0] for name in full_names}:
+            if server in self.start_errors and hasattr(self.providers.get(server), "retry"):
+                began = time.perf_counter()
+                self._started.discard(server)
+                await self.start(only={server})  # at once while the retry is not due
+                if server in self.start_errors:
+                    self._retried[server] = time.perf_counter() - began
+                continue
             prepare = getattr(self.providers.get(server), "prepare", None)
             if prepare is None or server not in self._started:
                 continue
