@@ -173,4 +173,5 @@ def test_the_memory_tools_can_be_tried_from_the_command_line(magent_home: Path) 
     found = invoke("tools", "call", "memory.search", "--args", '{"query": "when are deploys"}')
     assert found.code == 0 and "Deploys happen on Thursdays" in found.out
     listed = invoke("tools", "list", "--server", "memory", "--json")
-    assert sorted(t["name"] for t in json.loads(listed.out)) == ["memory.forget", "memory.remember", "memory.search"]
+    assert sorted(t["name"] for t in json.loads(listed.out)["tools"]) == ["memory.forget", "memory.remember",
+                                                                          "memory.search"]

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from servers.harness import refused_url, stdio_server
+from servers.harness import refused_url, stdio_server, write_mcp_file
 from support.cli import invoke
 
 pytestmark = pytest.mark.slow
@@ -74,12 +74,31 @@ def test_tools_list_shows_names_descriptions_and_arguments(configured: Path) -> 
     assert "Add two integers." in rows["tb.add"]
     assert rows["tb.pid"].rstrip().endswith("-")
     listed = json.loads(invoke("tools", "list", "--server", "tb", "--json").out)
-    add = next(t for t in listed if t["name"] == "tb.add")
+    assert listed["failed"] == {}
+    add = next(t for t in listed["tools"] if t["name"] == "tb.add")
     assert add["arguments"] == "a: integer*, b: integer*" and add["idempotent"] is True
     assert add["input_schema"]["required"] == ["a", "b"]
-    everything = invoke("tools", "list")
-    assert everything.code == 0 and "kv.get" in everything.out and "tb.echo" in everything.out
+    everything = invoke("tools", "list")  # ghost and away do not start: exit 4
+    assert everything.code == 4 and "kv.get" in everything.out and "tb.echo" in everything.out
     assert "magent: warning: MCP server 'ghost'" in everything.err
+
+
+def test_tools_list_exits_4_when_a_server_fails_and_still_lists_the_others(tmp_path: Path,
+                                                                          magent_home: Path) -> None:
+    servers = write_mcp_file(tmp_path / "mcp.yaml", [
+        stdio_server("tb"), stdio_server("quits", env={"TOOLBOX_EXIT": "3", "TOOLBOX_STDERR": "no licence"})])
+    listed = invoke("tools", "list", "--mcp", str(servers))
+    assert listed.code == 4
+    assert "tb.echo" in listed.out and "kv.get" in listed.out and "quits." not in listed.out
+    assert "magent: warning: MCP server 'quits'" in listed.err and "exited with code 3" in listed.err
+    as_json = invoke("tools", "list", "--mcp", str(servers), "--json")
+    assert as_json.code == 4
+    data = json.loads(as_json.out)
+    assert list(data["failed"]) == ["quits"]
+    assert "exited with code 3" in data["failed"]["quits"] and "no licence" in data["failed"]["quits"]
+    assert "tb.echo" in {t["name"] for t in data["tools"]}
+    alone = invoke("tools", "list", "--mcp", str(servers), "--server", "tb", "--json")
+    assert alone.code == 0 and json.loads(alone.out)["failed"] == {}  # only tb was listed
 
 
 def test_tools_list_of_an_unknown_server_is_a_usage_error(configured: Path) -> None:

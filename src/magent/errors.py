@@ -11,6 +11,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PAUSED = 3
+EXIT_SERVERS_DOWN = 4
+"""``magent tools list``: a listed tool server did not start (the others' tools are still listed)."""
 EXIT_INTERRUPTED = 130
 
 

@@ -31,6 +31,8 @@ class ToolList:
     """Each with ``full_name``, ``description`` and its JSON ``input_schema``."""
     problems: list[str] = field(default_factory=list)
     """One line per server that did not start (its tools are missing from ``tools``)."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """The servers that did not start, each with why."""
 
 
 async def alist_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
@@ -41,9 +43,9 @@ async def alist_tools(server: str | None = None, *, mcp: Iterable[PathLike] = ()
     with paths.using_home(home):
         registry = catalog.cli_registry(_files(mcp))
         found = await catalog.list_tools(registry, server)
-    problems = [error if name in error else f"{name}: {error}"
-                for name, error in sorted(registry.start_errors.items())]
-    return ToolList(tools=found, problems=problems)
+    failed = dict(sorted(registry.start_errors.items()))
+    problems = [error if name in error else f"{name}: {error}" for name, error in failed.items()]
+    return ToolList(tools=found, problems=problems, failed=failed)
 
 
 def list_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
@@ -51,7 +53,7 @@ def list_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
     """The tools agents can use (only ``server``'s when given), with descriptions and arguments.
 
     ``mcp`` adds MCP server files to the home's. An unknown ``server`` is a ``UsageError``
-    naming the servers there are; a server that fails to start is listed in ``problems``.
+    naming the servers there are; a server that fails to start is in ``failed`` and ``problems``.
     """
     return _sync(alist_tools(server, mcp=mcp, home=home), "list_tools")
 

@@ -19,15 +19,19 @@ app = typer.Typer(help="List tools and call one directly.", no_args_is_help=True
     "magent tools list --server time --mcp examples/mcp/time.yaml"))
 def list_tools(
     server: Annotated[Optional[str], typer.Option("--server", "-s", metavar="NAME", help="Only this server's tools.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the tools as a JSON array.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help='Print {"tools": [...], "failed": {server: why}} as JSON.')] = False,
     mcp: McpFiles = None,
 ) -> None:
     """List the tools agents can use, with descriptions and arguments.
 
-    Tools are named server.tool; a * marks a required argument.
+    Tools are named server.tool; a * marks a required argument. Exit 0 when every
+    listed server started, 4 when one did not (a warning says why; the other
+    servers' tools are still listed).
     """
     from magent.api import tooling
     from magent.cli.output import print_json, warn
+    from magent.errors import EXIT_SERVERS_DOWN
     from magent.tools import catalog
 
     listed = tooling.list_tools(server, mcp=mcp or [])
@@ -35,15 +39,16 @@ def list_tools(
     for problem in listed.problems:
         warn(problem)
     if json_out:
-        print_json([catalog.tool_dict(t) for t in tools])
-        return
-    if not tools:
+        print_json({"tools": [catalog.tool_dict(t) for t in tools], "failed": listed.failed})
+    elif not tools:
         print("no tools" + (f" on {server}" if server else ""))
-        return
-    from magent import render
+    else:
+        from magent import render
 
-    rows = [[t.full_name, t.description.split("\n")[0], catalog.schema_summary(t.input_schema)] for t in tools]
-    render.grid(["TOOL", "DESCRIPTION", "ARGUMENTS"], rows, flexible=[1, 2])
+        rows = [[t.full_name, t.description.split("\n")[0], catalog.schema_summary(t.input_schema)] for t in tools]
+        render.grid(["TOOL", "DESCRIPTION", "ARGUMENTS"], rows, flexible=[1, 2])
+    if listed.failed:
+        raise typer.Exit(EXIT_SERVERS_DOWN)
 
 
 @app.command("call", epilog=examples(
