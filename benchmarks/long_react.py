@@ -263,7 +263,7 @@ def report(m: dict) -> None:
     per_step["entries.jsonl"] = per_step.get("entries.jsonl", 0) - n * PAYLOAD
     print("  per step beyond K:     ", ", ".join(f"{k} {v / n:,.0f} B" for k, v in
                                                sorted(per_step.items(), key=lambda kv: -kv[1]) if v / n >= 1),
-          f"(total {(m['total'] - n * PAYLOAD) / n:,.0f} B; goal <= {0.15 * PAYLOAD:,.0f})")
+          f"(total {(m['total'] - n * PAYLOAD) / n:,.0f} B; guard <= {0.35 * PAYLOAD:,.0f})")
 
 
 def main() -> None:

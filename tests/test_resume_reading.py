@@ -106,26 +106,32 @@ def _turns() -> list[dict]:
 
 
 def test_compact_events_read_back_whole_from_any_point(tmp_path):
-    """Schemas 10 and 16: what a line of events.jsonl can be told from, itself or the line
-    before (its ts too, when that line wrote the same), is left out, and every reader (the whole file, a follower, a resume from any checkpoint) gets
-    the events back whole; lines written in full (older files) read as they are."""
-    from magent.engine.events import pack, unpack_all
+    """Schemas 10 to 17 left out of a line of events.jsonl what it could be told from, itself or
+    the line before (its ts too, when that line wrote the same): every reader (the whole file, a
+    follower, a resume from any checkpoint) gets those events back whole; lines written in full
+    (schema 18, and before 10) read as they are."""
+    from magent.engine.events import unpack_all
     from magent.store.files import read_jsonl
     from magent.trace.follow import Tail
 
     events = _turns()
-    packed, previous, previous_ts = [], None, None
-    for ev in events:
-        packed.append(pack(ev, previous, previous_ts))
-        previous, previous_ts = ev, packed[-1].get("ts")
-    assert packed[0]["ts"].endswith(".000Z") and "agent" not in packed[0] and "latency_ms" not in packed[0]
-    assert packed[0]["request"]["conversation"] == {"leaf": "e0", "count": 1}    # nothing before it
-    assert packed[2] == {"seq": 3, "type": "tool_result",                          # the ts before it
-                         "tool": "kv.get_v2", "duration_ms": 0, "entry_id": "e2"}
-    assert packed[1]["ts"] == "2026-01-01T00:00:01.000Z" and "ts" not in packed[5] and packed[6]["ts"]
-    assert packed[3]["agent"] == "helper" and packed[3]["request"]["conversation"] == {"count": 3}
-    assert packed[6]["call_id"] == "c2" and packed[6]["outcome"] == "ERROR"        # not after its call
-    assert "call_id" in packed[7] and packed[8]["request"]["conversation"]["leaf"] == "e0"
+    z = "2026-01-01T00:00:0{}.000Z"
+    # the lines a schema 16/17 magent wrote for those events (schema 18 writes them whole)
+    packed = [
+        {"seq": 1, "ts": z.format(0), "type": "llm_call", "node": "n", "entry_id": "e1",
+         "request": {"params": "p", "conversation": {"leaf": "e0", "count": 1}}},   # nothing before it
+        {"seq": 2, "ts": z.format(1), "type": "tool_call", "node": "n", "call_id": "c1", "tool": "kv.get"},
+        {"seq": 3, "type": "tool_result", "tool": "kv.get_v2", "duration_ms": 0, "entry_id": "e2"},  # the ts before it
+        {"seq": 5, "ts": z.format(2), "type": "llm_call", "node": "n", "agent": "helper", "latency_ms": 7,
+         "entry_id": "e3", "request": {"params": "p", "conversation": {"count": 3}}},
+        {"seq": 6, "ts": z.format(3), "type": "tool_call", "node": "n", "call_id": "c2", "tool": "kv.get"},
+        {"seq": 7, "type": "tool_call", "node": "n", "call_id": "c3", "tool": "kv.set"},
+        {"seq": 8, "ts": z.format(4), "type": "tool_result", "node": "n", "call_id": "c2", "tool": "kv.get",
+         "outcome": "ERROR", "entry_id": "e4"},                                      # not after its call
+        {"seq": 9, "type": "tool_result", "node": "n", "call_id": "c3", "tool": "kv.set", "entry_id": "e5"},
+        {"seq": 10, "ts": z.format(5), "type": "llm_call", "node": "n", "latency_ms": 3, "entry_id": "e6",
+         "request": {"params": "p", "conversation": {"leaf": "e0", "count": 6}}},
+    ]
     for lines in (packed, events):
         path = tmp_path / "events.jsonl"
         path.write_text("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in lines))

@@ -136,7 +136,7 @@ def test_tasks_list_does_not_import_the_models(read_report):
 def test_trace_of_a_finished_task_builds_no_model(tmp_path, monkeypatch):
     """A finished task's tree is drawn from its trace.json as plain JSON: neither the models of
     tasks, checkpoints and entries nor the builder of traces from events are imported (only
-    ``models.base``, for the schema version, and ``models.tracedisk``, plain functions)."""
+    ``models.base``, for the schema version)."""
     monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
     ran = _imports("run", str(_scripted_agent(tmp_path)), "-t", "note the city", "--json")
     task_id = json.loads(ran["out"].splitlines()[-1])["task_id"]
@@ -144,7 +144,7 @@ def test_trace_of_a_finished_task_builds_no_model(tmp_path, monkeypatch):
     assert report["code"] == 0 and "kv" in report["out"], report["out"]
     loaded = [m for m in report["modules"] if m.startswith(("magent.models.", "magent.store.checkpoints",
               "magent.store.entries", "magent.engine", "magent.trace.steps", "magent.trace.build"))]
-    assert loaded == ["magent.models.base", "magent.models.tracedisk"]
+    assert loaded == ["magent.models.base"]
 
 
 def test_a_scripted_run_with_builtin_tools_imports_neither_litellm_nor_mcp(tmp_path, monkeypatch):

@@ -46,17 +46,16 @@ def test_files_are_numbered_and_chained_by_parent_id(task):
     for n, d in enumerate(docs):
         assert d["schema_version"] == SCHEMA_VERSION
         stored = d.pop("sha256")
-        assert not {"task_id", "sequence"} & set(d)    # the directory and the name hold them; hashed
-        assert stored == content_hash(d, task.id, n) != content_hash(d, task.id, n + 1)
-        assert content_hash(d, task.id, n) != canonical_hash(d)
+        assert (d["task_id"], d["sequence"]) == (task.id, n)     # each file reads on its own
+        assert stored == content_hash(d, task.id, n) == canonical_hash(d)
 
 
 def test_a_renamed_checkpoint_fails_its_hash(task):
-    """The number is the file's name, hashed with the content: a checkpoint moved to another
+    """A checkpoint holds its number (schema 18), as its file's name does: one moved to another
     number is corrupt, not read as that one."""
     task.checkpoint_file(2).unlink()
     task.checkpoint_file(1).rename(task.checkpoint_file(2))
-    with pytest.raises(CheckpointCorruptError, match="does not match its sha256"):
+    with pytest.raises(CheckpointCorruptError, match=r"holds checkpoint 1 \(renamed or copied\?\)"):
         task.dir.checkpoints.read(2)
 
 
@@ -140,10 +139,11 @@ def _edit_and_rehash_wrong_task(path):
 
 
 def _written_for_another_task(path):
-    """A checkpoint as another task would have written it (its id is hashed, not stored)."""
+    """A checkpoint as another task wrote it (its id inside, hashed), copied here."""
     doc = json.loads(path.read_text())
     doc.pop("sha256")
-    doc["sha256"] = content_hash(doc, new_id(), _number(path))
+    doc["task_id"] = new_id()
+    doc["sha256"] = content_hash(doc, doc["task_id"], _number(path))
     path.write_text(json.dumps(doc))
 
 
@@ -184,7 +184,7 @@ DAMAGE = {
     "empty": (_empty, "not valid JSON"),
     "not an object": (_array, "not a JSON object"),
     "another task": (_edit_and_rehash_wrong_task, "belongs to another task"),
-    "another task's file": (_written_for_another_task, "does not match its sha256"),
+    "another task's file": (_written_for_another_task, "belongs to another task"),
     "newer schema": (_future_schema, "written by a newer magent"),
     "wrong type": (_bad_field, "sequence"),
 }
@@ -297,31 +297,27 @@ def test_state_round_trips_except_messages(task):
     assert cp.state.messages == []
 
 
-def test_what_a_checkpoints_fields_tell_is_left_out_and_read_back(task):
-    """Schema 9: a model turn's reason, its position's agent, the node's iteration as the turn
-    count and usage sums as the task's spent are left out, and (schema 14) a node's entered and
-    started flags past its first turn; a checkpoint where they differ (the defaults included,
-    which absence no longer means) writes them, and both read back whole."""
+def test_a_checkpoint_is_written_whole(task):
+    """Schema 18: nothing is left for other fields, the directory or the file's name to tell (the
+    reason, the position's agent, the turn count, the task's spent, an agent's spent equal to
+    the task's, the flags of a node past its first turn); only optional fields at their defaults
+    are left out. (Schemas 9-17 left those out: tests/test_store_old_schemas.py reads them.)"""
     from magent.models import Usage
     from magent.models.budget import Spent
 
     log = task.dir.checkpoints
     usage = {"scripted": Usage(input=100, output=7, calls=2, cost=0.25)}
-    told = _next(task, position="long", reason="llm_turn", state=State(current_agent="long"),
-                 node_progress={"entered": True, "started": True, "iteration": 2}, turn_index=2, usage_by_model=usage,
-                 spent={"task": Spent(tokens=107, model_calls=2, tool_calls=1, cost_usd=0.25)})
-    log.write(told)
-    doc = json.loads(task.checkpoint_file(told.sequence).read_text())
-    assert not {"reason", "state", "turn_index"} & set(doc) and doc["spent"] == {"task": {"tool_calls": 1}}
-    assert doc["node_progress"] == {"iteration": 2}
-    assert log.read(told.sequence).model_dump(exclude={"sha256"}) == told.model_dump(exclude={"sha256"})
-
-    differs = _next(task, position="long", state=State(current_agent=""),
-                    node_progress={"entered": True, "started": False, "iteration": 2},
-                    usage_by_model=usage, spent={"task": Spent(tool_calls=1)})
-    log.write(differs)
-    doc = json.loads(task.checkpoint_file(differs.sequence).read_text())
-    assert (doc["reason"], doc["state"], doc["turn_index"]) == ("node_end", {"current_agent": ""}, 0)
-    assert doc["node_progress"] == {"started": False, "iteration": 2}
-    assert doc["spent"]["task"] == {"tokens": 0, "model_calls": 0, "tool_calls": 1, "cost_usd": 0.0}
-    assert log.read(differs.sequence).model_dump(exclude={"sha256"}) == differs.model_dump(exclude={"sha256"})
+    spent = Spent(tokens=107, model_calls=2, tool_calls=1, cost_usd=0.25)
+    cp = _next(task, position="long", reason="llm_turn", state=State(current_agent="long"),
+               node_progress={"entered": True, "started": True, "iteration": 2}, turn_index=2,
+               usage_by_model=usage, spent={"task": spent, "agent:long": spent})
+    log.write(cp)
+    doc = json.loads(task.checkpoint_file(cp.sequence).read_text())
+    assert (doc["task_id"], doc["sequence"], doc["reason"], doc["awaiting_human"]) == (
+        task.id, cp.sequence, "llm_turn", False)
+    assert (doc["state"], doc["turn_index"]) == ({"current_agent": "long"}, 2)
+    assert doc["node_progress"] == {"entered": True, "started": True, "iteration": 2}
+    assert doc["spent"]["task"] == doc["spent"]["agent:long"] == {
+        "tokens": 107, "cost_usd": 0.25, "model_calls": 2, "tool_calls": 1}
+    assert list(doc)[-1] == "sha256" and "messages" not in doc["state"]
+    assert log.read(cp.sequence).model_dump(exclude={"sha256"}) == cp.model_dump(exclude={"sha256"})

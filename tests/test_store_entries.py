@@ -194,20 +194,26 @@ def test_the_index_skips_what_load_skips(t):
     assert [e.content for e in t.dir.entries.path_to(reordered["id"], index)] == ["a", "b", "c"]
 
 
-def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_path):
-    """Schemas 12-13: a tool result appended just after the reply that made its one call leaves
-    out that call's id and name (a name the call does not give is kept) and the reply's node (a
-    node that differs is written, even none); after two calls, or from a
-    writer that did not append the reply, the result is written whole. Load and the index put
-    everything back."""
+def test_tool_results_are_written_whole_and_older_compact_ones_read_back(tmp_path):
+    """Schema 18 writes a tool result's line whole (its call id, name and node). Schemas 12-13
+    left out of a result appended just after the reply that made its one call that call's id and
+    name (a name the call does not give was kept) and the reply's node (a node that differed was
+    written, even none); load and the index put everything back from such lines."""
     from magent.models import ToolCall
+    from magent.store.files import dumps
 
     def entry(role: str, parent: Entry | None, **kw) -> Entry:
         return Entry(id=new_id(), parent_id=parent.id if parent else None, role=role,
                      created_at="2026-01-01T00:00:00Z", **kw)
 
-    path = tmp_path / "entries.jsonl"
-    log = EntryLog(path)
+    fresh = EntryLog(tmp_path / "new.jsonl")
+    ask = entry("assistant", None, tool_calls=[ToolCall(id="c0", server="kv", tool="get")], node="n")
+    fresh.append(ask)
+    fresh.append(entry("tool", ask, content="0", tool_call_id="c0", name="kv.get", node="n"))
+    fresh.close()
+    line = json.loads((tmp_path / "new.jsonl").read_text().splitlines()[1])
+    assert (line["tool_call_id"], line["name"], line["node"]) == ("c0", "kv.get", "n")
+
     one = entry("assistant", None, tool_calls=[ToolCall(id="c1", server="kv", tool="get")], node="n")
     r1 = entry("tool", one, content="1", tool_call_id="c1", name="kv.get", node="n")
     two = entry("assistant", r1, tool_calls=[ToolCall(id="c2", server="kv", tool="get"),
@@ -217,20 +223,20 @@ def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_p
     three = entry("assistant", r3, tool_calls=[ToolCall(id="c4", server="kv", tool="get")], node="n")
     r4 = entry("tool", three, content="4", tool_call_id="c4", name="kv.get_v2")
     four = entry("assistant", r4, tool_calls=[ToolCall(id="c5", server="kv", tool="get")])
-    written = [one, r1, two, r2, r3, three, r4, four]
-    for e in written:
-        log.append(e)
-    log.close()
-    later = EntryLog(path)                         # another run: it did not append ``four``
     r5 = entry("tool", four, content="5", tool_call_id="c5", name="kv.get")
-    later.append(r5)
-    later.close()
-    written.append(r5)
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert not {"tool_call_id", "name", "node"} & set(lines[1])
-    assert (lines[3]["tool_call_id"], lines[4]["tool_call_id"]) == ("c2", "c3")
-    assert "tool_call_id" not in lines[6] and lines[6]["name"] == "kv.get_v2" and lines[6]["node"] is None
-    assert (lines[8]["tool_call_id"], lines[8]["name"]) == ("c5", "kv.get")
+    written = [one, r1, two, r2, r3, three, r4, four, r5]
+    # as a schema 13 magent wrote them: r1 without call id, name and node; r4 without its call
+    # id, its node written null; the rest whole
+    left_out = {1: ({"tool_call_id", "name", "node"}, False), 6: ({"tool_call_id", "node"}, True)}
+    path = tmp_path / "entries.jsonl"
+    with open(path, "wb") as f:
+        for n, e in enumerate(written):
+            drop, null_node = left_out.get(n, (set(), False))
+            doc = {k: v for k, v in e.model_dump(mode="json", exclude_none=True).items()
+                   if k not in drop and v not in ([], "", "message")}
+            if null_node:
+                doc["node"] = None
+            f.write(dumps(doc) + b"\n")
     want = {e.id: e for e in written}
     assert EntryLog(path).load() == want
     assert dict(EntryLog(path).index()) == want
@@ -240,9 +246,9 @@ def test_a_tool_result_after_its_one_call_leaves_out_the_calls_id_and_name(tmp_p
 
 
 def test_an_entry_line_is_the_json_of_its_model_dump(tmp_path):
-    """A line is what ``json.dumps`` makes of the entry's dump (the defaults and what the tool result
-    leaves out aside), however it is made: floats in a call's arguments as ``json`` writes them
-    (``1e-05``, not pydantic's ``0.00001``), text escaped alike, a differing node written null last."""
+    """A line is what ``json.dumps`` makes of the entry's dump (None and a message's defaults
+    aside): floats in a call's arguments as ``json`` writes them (``1e-05``, not pydantic's
+    ``0.00001``), text escaped alike."""
     from magent.models import ToolCall
     from magent.models.state import Compaction
 
@@ -272,76 +278,7 @@ def test_an_entry_line_is_the_json_of_its_model_dump(tmp_path):
         return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
     lines = path.read_text(encoding="utf-8").split("\n")[:-1]  # (splitlines would cut at U+2028)
-    assert lines == [expected(ask, set()), expected(result, {"tool_call_id", "name"}, null_node=True),
-                     expected(ask2, set()), expected(result2, {"tool_call_id", "name", "node"}),
-                     expected(summary, set())]
-    assert '"f":1e-05' in lines[0] and lines[1].endswith(',"node":null}')
+    assert lines == [expected(ask, set()), expected(result, set()), expected(ask2, set()),
+                     expected(result2, set()), expected(summary, set())]
+    assert '"f":1e-05' in lines[0] and '"tool_call_id":"c1"' in lines[1]
     assert EntryLog(path).load() == {e.id: e for e in written}
-
-
-def test_a_message_appended_without_its_entry_model_is_the_same_line(tmp_path):
-    """``append_message`` (a run's usual messages, no ``Entry`` built) writes the bytes ``append``
-    writes for the entry the message makes, in every shape a run appends; and where it would not
-    (a float in a call's arguments, a tool result whose node is written null, an id that is not a
-    UUID v4, a text that is not a plain str, a text pydantic refuses) it writes nothing and says so."""
-    from datetime import datetime, timezone
-
-    from magent.models import Message, ToolCall
-
-    when = datetime(2026, 1, 1, 0, 0, 0, 120000, tzinfo=timezone.utc)
-    session = new_id()
-
-    class Node(str):
-        pass
-
-    def msg(role: str, **kw) -> Message:
-        return Message(role=role, timestamp=when, **kw)
-
-    one = [ToolCall(id="c1", server="kv", tool="set", arguments={"k": "é \u2028 \x01 \"q\" \\", "n": [1, None, True]})]
-    two = [ToolCall(id="c2", tool="now"), ToolCall(id="c3", server="s", tool="t", raw_arguments="{oops")]
-    # (message, turn_id, node, session, masked arguments): appended in this order, each after the one before
-    shapes = [
-        (msg("user", content="the task", name="workflow"), None, None, None, None),
-        (msg("assistant", content="", tool_calls=one), "a:0", "a", None, None),
-        (msg("tool", content="x" * 600, tool_call_id="c1", name="kv.set"), None, "a", None, None),  # all told
-        (msg("assistant", content="two", tool_calls=one), "a:1", "a", None, [{"k": "***", "n": [1]}]),
-        (msg("tool", content="r", tool_call_id="c1", name="other"), None, "b", None, None),  # only the id told
-        (msg("assistant", content="many", tool_calls=two), "a:2", "a", session, None),
-        (msg("tool", content="", tool_call_id="c2", name="now"), None, "a", session, None),  # two calls: none told
-        (msg("system", content="summary", name="magent"), None, "a", session, None),
-    ]
-    model_log, plain_log = EntryLog(tmp_path / "model.jsonl"), EntryLog(tmp_path / "plain.jsonl")
-    parent = None
-    for message, turn, node, tag, masked in shapes:
-        entry_id = new_id()
-        calls = message.tool_calls if masked is None else [
-            c.model_copy(update={"arguments": a}) for c, a in zip(message.tool_calls, masked)]
-        model_log.append(Entry(id=entry_id, parent_id=parent, role=message.role, content=message.content,
-                               tool_calls=calls, tool_call_id=message.tool_call_id, name=message.name,
-                               turn_id=turn, node=node, session=tag, created_at=message.timestamp))
-        assert plain_log.append_message(entry_id, parent, message, message.content, masked, turn, node, tag)
-        parent = entry_id
-    model_log.close()
-    plain_log.close()
-    model_lines = (tmp_path / "model.jsonl").read_bytes().split(b"\n")
-    plain_lines = (tmp_path / "plain.jsonl").read_bytes().split(b"\n")
-    assert plain_lines == model_lines
-    assert b'"tool_call_id"' not in model_lines[2] and b'"node"' not in model_lines[2]
-    assert b'"tool_call_id"' not in model_lines[4] and b'"name":"other"' in model_lines[4]
-    assert b'"tool_call_id":"c2"' in model_lines[6]
-
-    # What it leaves to the model, writing nothing.
-    log = EntryLog(tmp_path / "other.jsonl")
-    reply = msg("assistant", tool_calls=one)
-    assert log.append_message(new_id(), None, reply, "", None, None, "a", None)
-    reply_id = json.loads((tmp_path / "other.jsonl").read_bytes())["id"]
-    result = msg("tool", content="r", tool_call_id="c1", name="kv.set")
-    assert not log.append_message(new_id(), reply_id, result, "r", None, None, None, None)  # node null
-    floats = msg("assistant", tool_calls=[ToolCall(id="c9", tool="t", arguments={"f": 1e-05})])
-    assert not log.append_message(new_id(), None, floats, "", None, None, None, None)
-    assert not log.append_message("not-an-id", None, result, "r", None, None, None, None)
-    assert not log.append_message(new_id(), "not-an-id", result, "r", None, None, None, None)
-    assert not log.append_message(new_id(), None, result, "r", None, None, Node("a"), None)
-    assert not log.append_message(new_id(), None, result, "\ud800 lone", None, None, None, None)
-    log.close()
-    assert (tmp_path / "other.jsonl").read_bytes().count(b"\n") == 1

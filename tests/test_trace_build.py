@@ -9,7 +9,6 @@ from magent.models import TraceLog
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider, ToolFailure
 from magent.trace import attempts, build_trace, compress_actions, hydrate, write_trace
-from magent.models.tracedisk import compact, expand
 from support.cli import invoke
 from support.engine import agent_yaml, events, resume_with, run_with, task_dir, write
 
@@ -59,19 +58,15 @@ def test_action_records_are_one_per_react_turn_and_attempts_are_derived() -> Non
     assert trace.actions[0].thinking == "Let me save a working title before drafting."
     assert [c.name for c in trace.actions[0].tool_calls] == ["kv.set"]
     assert attempts(trace) == ['kv.set(key="title", value="Tidy") → SUCCESS']
-    # On disk the action record holds only what its turn's step cannot tell (the step's record
-    # has the call, its arguments and result; its name, message and kind follow from it) ...
+    # On disk the action record and its turn's step each read on their own (schema 18)
     raw = json.loads(task_dir(task_id).trace_file.read_text())
-    assert raw["actions"][0] == {"thinking": "Let me save a working title before drafting."}
-    turn = next(s for s in raw["steps"] if s.get("iteration") == 0)
-    assert not {"step_name", "message", "kind"} & set(turn)
-    assert "attempts" not in raw
-    # ... and reading fills them back in.
-    doc = hydrate(expand(raw))
-    assert doc["actions"][0]["tool_calls"][0] == {"name": "kv.set", "args": {"key": "title", "value": "Tidy"},
-                                                  "result": "stored title", "outcome": "SUCCESS"}
-    assert doc["actions"][0]["iteration"] == 0 and doc["actions"][0]["timestamp"] == trace.actions[0].timestamp \
+    assert raw["actions"][0]["tool_calls"][0] == {"name": "kv.set", "args": {"key": "title", "value": "Tidy"},
+                                                  "result": "stored title"}
+    assert raw["actions"][0]["iteration"] == 0 and raw["actions"][0]["timestamp"] == trace.actions[0].timestamp \
         .isoformat().replace("+00:00", "Z")
+    assert raw["actions"][0]["thinking"] == "Let me save a working title before drafting."
+    turn = next(s for s in raw["steps"] if s.get("iteration") == 0)
+    assert "attempts" not in raw
     assert (turn["step_name"], turn["message"], turn["kind"]) == ("write:0", "calls kv.set", "agent")
 
 
@@ -83,8 +78,10 @@ def test_results_are_stored_once_and_read_back_at_about_1000_characters(tmp_path
     td = task_dir(outcome.task_id)
     on_disk = json.loads(td.trace_file.read_text())
     stored = on_disk["steps"][1]["tool_calls"][0]["result"]
-    # trace.json keeps the entry's id: the text is stored once, in the entry
-    assert stored == {"entry_id": stored["entry_id"]} and "x" * 100 not in td.trace_file.read_text()
+    # trace.json keeps a preview that says so, and the entry's id: the text is stored once, in the entry
+    assert stored == {"text": "x" * 200 + "… [4807 more characters]", "preview": True,
+                      "entry_id": stored["entry_id"]}
+    assert "x" * 201 not in td.trace_file.read_text()
     assert td.entries.load()[stored["entry_id"]].content.endswith("THE END")
     # what magent shows (and prints with --json) carries the seed's ~1,000 characters
     shown = invoke("trace", outcome.task_id, "--json")
@@ -170,15 +167,15 @@ def test_errors_warnings_and_failed_runs_are_steps(tmp_path: Path) -> None:
     assert refused.outcome == "ERROR" and refused.tool == "missing"
 
 
-def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
-    """trace.json leaves out only what reading gives back exactly: a step named after its agent
-    (a sub-agent's turn), a call the run routed to another tool, an action whose answer came
-    after failed attempts, and a short result keep what differs; a turn's agent, model, provider
-    and stop reason are left out only when they are its node, the previous call's, and what its
-    tool calls tell (schema 8), and written even as defaults when they differ; its node when it
-    is the previous turn's (schema 11); its iteration when it follows the previous turn's at its
-    node (a step that keeps its name keeps it), and its time in milliseconds (schema 15)."""
-    import copy
+def test_a_compact_trace_of_schemas_6_to_17_reads_back_whole() -> None:
+    """Schemas 6 to 17 left out of trace.json what reading gave back exactly (a step named after
+    its agent, a call routed to another tool, an action whose answer came after failed attempts
+    and a short result kept what differed; a turn's agent, model, provider and stop reason were
+    left out when they were its node, the previous call's and what its tool calls told, written
+    even as defaults when they differed; its node when it was the previous turn's; its iteration
+    when it followed the previous turn's at its node; its time in milliseconds). ``small`` is
+    what the schema 17 writer made of ``doc``; the migration to 18 puts it all back."""
+    from magent.store.migrations import migrate
 
     def turn(name: str, message: str, ts: str, calls: list, llm: list, agent: str = "n", iteration: int = 0) -> dict:
         return {"step_name": name, "message": message, "timestamp": ts, "agent": agent, "kind": "agent",
@@ -204,23 +201,22 @@ def test_the_compact_form_keeps_what_its_turn_step_does_not_say() -> None:
          "tool_calls": [{"name": "kv.get", "args": {"key": "a"}, "result": "short"}]},
         {"iteration": 1, "timestamp": "2026-01-01T00:00:03.010000Z", "thinking": "c", "tool_calls": []},
     ]}
-    small = compact(copy.deepcopy(doc))
-    first, second = small["steps"][1], small["steps"][2]
-    assert not {"step_name", "message", "kind"} & set(first) and "text" not in first["tool_calls"][0]["result"]
-    assert (second["step_name"], second["message"]) == ("helper:0", "calls kv.get")
-    assert "agent" not in first and first["llm_calls"] == [{"model": "m", "provider": "p", "latency_ms": 250}]
-    assert second["agent"] == "helper" and second["llm_calls"] == [
-        {"error": "timeout", "latency_ms": 9}, {"model": "m2", "latency_ms": 10, "stop_reason": None}]
-    third = small["steps"][3]
-    assert third["agent"] == "" and third["llm_calls"] == [{"provider": "", "latency_ms": 10}]
-    assert first["node"] == "n" and "node" not in second and "node" not in third   # the turn before's
-    assert first["timestamp"] == "2026-01-01T00:00:01.500Z"                         # milliseconds
-    assert "iteration" not in third and (first["iteration"], second["iteration"]) == (0, 0)
-    assert second["tool_calls"][0]["result"]["text"] == "short"
-    assert small["actions"][0] == {"thinking": "a"}
-    assert small["actions"][1] == {"timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",
-                                   "tool_calls": [{"name": "kv.get", "args": {"key": "a"}}]}
-    back = expand(small)
+    small = {"steps": [
+        {"step_name": "n", "message": "\u2192 END", "timestamp": "2026-01-01T00:00:00Z", "kind": "agent", "node": "n"},
+        {"timestamp": "2026-01-01T00:00:01.500Z", "node": "n", "iteration": 0, "tool_calls": [
+            {"call_id": "c1", "server": "kv", "tool": "get", "arguments": {"key": "a"}, "result": {"entry_id": "e1"}}],
+         "llm_calls": [{"model": "m", "provider": "p", "latency_ms": 250}]},
+        {"step_name": "helper:0", "message": "calls kv.get", "timestamp": "2026-01-01T00:00:02Z", "agent": "helper",
+         "iteration": 0, "tool_calls": [{"call_id": "c2", "server": "kv", "tool": "get_v2", "arguments": {"key": "a"},
+                                         "result": {"text": "short", "entry_id": "e2", "requested": "kv.get"}}],
+         "llm_calls": [{"error": "timeout", "latency_ms": 9}, {"model": "m2", "latency_ms": 10, "stop_reason": None}]},
+        {"message": "", "timestamp": "2026-01-01T00:00:03Z", "agent": "", "tool_calls": [],
+         "llm_calls": [{"provider": "", "latency_ms": 10}]}],
+        "actions": [{"thinking": "a"}, {"timestamp": "2026-01-01T00:00:02.050000Z", "thinking": "b",
+                                        "tool_calls": [{"name": "kv.get", "args": {"key": "a"}}]}, {"thinking": "c"}],
+        "schema_version": 17}
+    back = migrate("trace", small)
+    assert back.pop("schema_version") == 18
     for want in doc["actions"]:
         for c in want["tool_calls"]:
             del c["result"]                                  # the actions' copies: hydrate's part

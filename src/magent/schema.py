@@ -1,6 +1,6 @@
 """The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 """Version of every on-disk document magent writes. Bump with a named migration
 (``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``; 3 added
 sessions (checkpoints list the open ones, trace steps and sessions name theirs); 4 dropped
@@ -24,7 +24,10 @@ previous turn step's; 12 leaves out of entries.jsonl a tool result's ``tool_call
 and ``started`` when they are true past a node's first turn; 15 leaves out of trace.json a
 turn step's iteration when it follows the previous turn's at its node, and writes steps' times
 in milliseconds when they are; 16 leaves out of an events.jsonl line the ``ts`` the line before
-wrote; 17 leaves a checkpoint's ``sequence`` to its file's name (still hashed)."""
+wrote; 17 leaves a checkpoint's ``sequence`` to its file's name (still hashed); 18 writes every
+record whole again, the plain form: nothing is left out because another record, the line before,
+the file's name or other fields say it (only optional fields at their published defaults are);
+versions 5-17 are read through the migrations, never rewritten unless ``magent migrate`` is asked."""
 
 
 def check_readable(task_id: str, doc: object) -> None:

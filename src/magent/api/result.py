@@ -121,9 +121,8 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
     from magent.trace.load import load_view
 
     task = task or td.load_task()
-    # as read: the totals and the count of steps need no result text read back, nor the fields
-    # trace.json leaves out of its steps put back (a 1,000-step run's end would pay for both)
-    doc = load_view(td, expanded=False).partial
+    # as read: the totals and the count of steps need no result text read back
+    doc = load_view(td).partial
     by_model = {key: Usage.model_validate(value) for key, value in (doc.get("usage_by_model") or {}).items()
                 if isinstance(value, dict)}
     usage = task.usage

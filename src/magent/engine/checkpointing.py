@@ -1,13 +1,13 @@
 """Checkpoints of a run: writing the next one, and continuing from one.
 
-``RunContext.checkpoint`` and ``RunContext.restore`` call these. The usual checkpoint (one per
-model turn, no pause, no open child) is built as its file's document (``store/cpform``); the
-rest go through the ``Checkpoint`` model. Everything written is masked first.
+``RunContext.checkpoint`` and ``RunContext.restore`` call these. Every checkpoint is built as a
+``Checkpoint`` model and written in its plain form (``store.checkpoints.to_disk``); everything
+written is masked first.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from magent import failpoints
 from magent.engine.sessions import Session
@@ -15,7 +15,6 @@ from magent.ids import new_id, now
 from magent.models import Checkpoint, HumanFeedback, HumanRequest, Message
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
-from magent.store.cpform import run_form
 
 if TYPE_CHECKING:
     from magent.engine.context import RunContext
@@ -33,40 +32,17 @@ def write(ctx: "RunContext", reason: str, request: HumanRequest | None = None,
     log = ctx.td.checkpoints
     seq = log.next_number()
     checkpoint_id = new_id()
-    form = None
-    if request is None and feedback is None and (len(ctx.sessions) == 1 or not ctx.open_children()):
-        # The usual checkpoint (one per model turn): its file's document built as it is. A
-        # secret the model or a person repeated must not reach the file either: masked first.
-        state = ctx.state
-        mask = ctx.redactor.data
-        form = _run_form(ctx, checkpoint_id, reason, mask(state.metadata), mask(ctx.progress),
-                         mask(state.next_action), mask(state.routing_key))
-    if form is None:
-        log.write(_as_model(ctx, checkpoint_id, seq, reason, request, feedback))
-    else:
-        log.write_doc(form[0], seq, plain=form[1])
+    log.write(_as_model(ctx, checkpoint_id, seq, reason, request, feedback))
     ctx.last_checkpoint_id = checkpoint_id
     ctx.bus.emit("checkpoint", ctx.position, sequence=seq, reason=reason)
     failpoints.hit("after_checkpoint")
     ctx.begin_commit("model")
 
 
-def _run_form(ctx: "RunContext", checkpoint_id: str, reason: str, metadata: dict[str, Any],
-              progress: dict[str, Any], next_action: Any, routing_key: Any) -> tuple[dict, bool] | None:
-    """``cpform.run_form`` of the run's next checkpoint, with these values."""
-    state = ctx.state
-    return run_form(
-        checkpoint_id=checkpoint_id, parent_id=ctx.last_checkpoint_id, position=ctx.position,
-        created_at=now(), reason=reason, next_action=next_action, current_agent=state.current_agent,
-        routing_key=routing_key, metadata=metadata, leaf_entry_id=ctx.leaf, entry_count=ctx.entry_count,
-        node_done=ctx.node_done, node_progress=progress, visits=ctx.visits, turn_index=ctx.turn_index,
-        usage_by_model=ctx.usage_by_model, cursors=ctx.cursors, events_seq=ctx.bus.seq,
-        spent=ctx.meter.spent, journals=ctx.journals())
-
-
 def _as_model(ctx: "RunContext", checkpoint_id: str, seq: int, reason: str, request: HumanRequest | None,
               feedback: HumanFeedback | None) -> Checkpoint:
-    """The next checkpoint as a model (``write`` builds most as their file's document), masked."""
+    """The next checkpoint as a model, masked (a secret the model or a person repeated must not
+    reach the file either)."""
     metadata = ctx.redactor.data(ctx.state.metadata)
     progress = ctx.redactor.data(ctx.progress)
     state = ctx.state.model_copy(update={

@@ -239,19 +239,15 @@ class RunContext:
         entry_id = entry_id or new_id()
         content = self.redactor.text(message.content)
         calls = message.tool_calls
-        arguments = [self.redactor.data(c.arguments) for c in calls] if calls and self.redactor.secrets else None
-        # The usual message is written without building its Entry (``EntryLog.append_message``).
-        if message.compaction is not None or not self.td.entries.append_message(
-                entry_id, session.leaf, message, content, arguments, turn_id, node, session.tag):
-            if arguments is not None:
-                calls = [c.model_copy(update={"arguments": a}) for c, a in zip(calls, arguments)]
-            self.td.entries.append(Entry(
-                id=entry_id, parent_id=session.leaf, role=message.role, content=content,
-                tool_calls=calls, tool_call_id=message.tool_call_id,
-                name=message.name, turn_id=turn_id, node=node, session=session.tag,
-                created_at=message.timestamp, compaction=message.compaction,
-                entry_type="compaction" if message.compaction is not None else "message"))
-        message.__pydantic_private__["_entry"] = entry_id  # (``message._entry = ``, without pydantic's ~1 us)
+        if calls and self.redactor.secrets:
+            calls = [c.model_copy(update={"arguments": self.redactor.data(c.arguments)}) for c in calls]
+        self.td.entries.append(Entry(
+            id=entry_id, parent_id=session.leaf, role=message.role, content=content,
+            tool_calls=calls, tool_call_id=message.tool_call_id,
+            name=message.name, turn_id=turn_id, node=node, session=session.tag,
+            created_at=message.timestamp, compaction=message.compaction,
+            entry_type="compaction" if message.compaction is not None else "message"))
+        message._entry = entry_id
         session.leaf = entry_id
         session.entry_count += 1
         session.state.messages.append(message)

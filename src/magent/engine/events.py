@@ -152,65 +152,24 @@ def for_disk(doc: dict[str, Any], *, lean: bool = True) -> dict[str, Any] | None
     return doc
 
 
-# events.jsonl's compact form (schema 10): what a line can be told from, left out.
-#
-# Four lines are written per model turn (llm_call, tool_call, tool_result), so what each repeats is
-# left out when reading puts it back exactly, from the line itself or from the line just before it
-# in the file (``pack``/``unpack``). Only fields that every older line carries are left out, so an
-# absent one can only mean the compact form:
-# - ``ts`` in UTC is written ``...Z`` instead of ``...+00:00`` (read back as ``+00:00``), and
-#   (schema 16) not at all when it is the one the line before wrote (the same millisecond);
-# - an ``llm_call``'s ``agent`` when it is its ``node``, its ``latency_ms`` when 0, and its
-#   ``request.conversation.leaf`` when it is the ``entry_id`` of the line before (the tool
-#   result the call answers);
-# - a ``tool_result``'s ``outcome`` when ``SUCCESS``; and when the line before is its own
-#   ``tool_call``, its ``call_id``, and its ``tool`` and ``node`` when they are the call's.
-# A line is told only from fields the line before always writes (``entry_id``, a tool_call's
-# ``call_id``, ``tool``, ``node``) or wrote itself (``ts``), so one line of look-back reads any
-# line back. The writer compares with the line it wrote last (none yet: nothing is left out that
-# needs it), so a run that appends to an older file, or after another writer, writes in full what
-# it cannot tell.
+# events.jsonl's compact form (schemas 10 to 17), read back: those versions left out of a line
+# what it could be told from, itself or the line before it; from schema 18 every line is written
+# whole, and ``unpack`` finds nothing to put back in it. What they left out:
+# - ``ts`` in UTC was written ``...Z`` instead of ``...+00:00`` (read back as ``+00:00``), and
+#   (schema 16) not at all when it was the one the line before wrote (the same millisecond);
+# - an ``llm_call``'s ``agent`` when it was its ``node``, its ``latency_ms`` when 0, and its
+#   ``request.conversation.leaf`` when it was the ``entry_id`` of the line before;
+# - a ``tool_result``'s ``outcome`` when ``SUCCESS``; and when the line before was its own
+#   ``tool_call``, its ``call_id``, and its ``tool`` and ``node`` when they were the call's.
+# Only fields that every line carries were left out, so an absent one can only mean that form.
 
 _UTC = "+00:00"
 
 
-def pack(doc: dict[str, Any], previous: dict[str, Any] | None, previous_ts: str | None = None) -> dict[str, Any]:
-    """``doc`` (a copy when anything is left out) as its line holds it; ``previous``: the event
-    of the line written just before it, in full (None when unknown); ``previous_ts``: the ``ts``
-    that line wrote (None: it wrote none, or it is unknown)."""
-    out = dict(doc)
-    ts = out.get("ts")
-    if isinstance(ts, str) and ts.endswith(_UTC):
-        out["ts"] = ts = ts[:-len(_UTC)] + "Z"
-        if ts == previous_ts:
-            del out["ts"]
-    kind = out.get("type")
-    if kind == "llm_call":
-        if "agent" in out and out["agent"] == out.get("node") and out["agent"] is not None:
-            del out["agent"]
-        if out.get("latency_ms") == 0 and type(out["latency_ms"]) is int:
-            del out["latency_ms"]
-        request = out.get("request")
-        if previous is not None and isinstance(request, dict):
-            conversation = request.get("conversation")
-            if (isinstance(conversation, dict) and conversation.get("leaf") is not None
-                    and conversation["leaf"] == previous.get("entry_id")):
-                out["request"] = {**request, "conversation": {k: v for k, v in conversation.items() if k != "leaf"}}
-    elif kind == "tool_result":
-        if out.get("outcome") == "SUCCESS":
-            del out["outcome"]
-        if (previous is not None and previous.get("type") == "tool_call" and out.get("call_id") is not None
-                and out["call_id"] == previous.get("call_id")):
-            del out["call_id"]
-            for key in ("tool", "node"):
-                if key in out and out[key] == previous.get(key):
-                    del out[key]
-    return out
-
-
 def unpack(doc: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
-    """Put back (in place) what ``pack`` left out of ``doc``; ``previous``: the event of the line
-    just before it in the file, as read (None when there is none, or it could not be read)."""
+    """Put back (in place) what a schema 10-17 line left out of ``doc``; ``previous``: the event
+    of the line just before it in the file, as read (None when there is none, or it could not be
+    read)."""
     if "ts" not in doc and previous is not None and "ts" in previous:
         doc["ts"] = previous["ts"]
     ts = doc.get("ts")
@@ -251,8 +210,8 @@ class Unpacker:
 
 
 def unpack_all(docs: Any) -> list[dict[str, Any]]:
-    """The events of ``docs`` (the readable lines of one file, in order) with what ``pack`` left
-    out put back."""
+    """The events of ``docs`` (the readable lines of one file, in order) with what older lines
+    left out put back (``unpack``)."""
     step = Unpacker()
     return [step(doc) for doc in docs]  # type: ignore[misc]
 

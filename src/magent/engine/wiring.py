@@ -9,7 +9,7 @@ from typing import Any, Callable
 from pydantic_core import to_jsonable_python
 
 from magent.engine.context import RunContext, RunOptions
-from magent.engine.events import LIVE_ONLY, EventBus, for_disk, pack
+from magent.engine.events import LIVE_ONLY, EventBus, for_disk
 from magent.engine.graph import Graph
 from magent.engine.toolbox import RunNeeds
 from magent.models import Event, Task
@@ -44,10 +44,9 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
         if redactor.tool_io:
             kept = for_disk(raw)
             if kept is not None:
-                line = pack(kept, td.last_event, td.last_ts)
-                td.append_event_line(redactor.json_line(line), kept, line.get("ts"))
+                td.append_event_line(redactor.json_line(kept))
         elif (kept := for_disk(doc, lean=False)) is not None:
-            td.append_event_doc(to_jsonable_python(redactor.event(pack(kept, td.last_event, td.last_ts))), kept)
+            td.append_event_doc(to_jsonable_python(redactor.event(kept)))
         if sinks:
             shown = Event.model_validate(doc)
             for sink in sinks:

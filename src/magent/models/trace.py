@@ -3,12 +3,11 @@ SubAgentSession (entity 7), and seed 003's action records."""
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from magent.models.base import Document, Model, Timestamp, UUID4Str
 from magent.models.state import Message
 from magent.models.task import Usage
-from magent.models.tracedisk import expand
 
 Outcome = Literal["SUCCESS", "FAILURE", "ERROR", "TIMEOUT"]
 
@@ -176,13 +175,6 @@ class TraceLog(Document):
     """When the task was created."""
     updated_at: Timestamp
     """When the trace was last written."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _put_back(cls, data: Any) -> Any:
-        """trace.json leaves out what a turn's step and action record can be told from: put it
-        back (in place), so the file read as it is is the whole TraceLog."""
-        return expand(data) if isinstance(data, dict) else data
 
 
 class SubAgentSession(Model):

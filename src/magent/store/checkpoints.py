@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, to_json
 
 from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
-from magent.store.cpform import from_disk, in_order, to_disk
 from magent.store.files import create_immutable, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
@@ -26,32 +24,39 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
-"""What ``json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` uses,
-made once (one checkpoint per model turn is hashed when written and when read). A document read
-from JSON or built by ``cpform`` cannot refer to itself, so it is not looked for (a sixth of the
-encoding's cost)."""
-_FILE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
-"""A checkpoint file's JSON: the bytes of ``files.dumps`` (whose other road, for long texts at the
-top level, gives the same bytes), without that look either."""
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_FILE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+ALWAYS_WRITTEN = ("checkpoint_id", "task_id", "sequence", "position", "created_at", "awaiting_human",
+                  "reason", "state")
+"""Written even at their defaults: seed 002's required fields of a Checkpoint, and what a reader
+looks for first (why it was written, its time)."""
+
+
+def to_disk(checkpoint: Checkpoint) -> dict:
+    """The checkpoint as its file holds it (without ``sha256``): every field, in the model's
+    order, but for optional ones at the default its published schema states; ``state`` without
+    ``messages`` (the conversation is ``entries.jsonl``, from ``leaf_entry_id``)."""
+    lean = checkpoint.model_dump(mode="json", exclude={"sha256": True, "state": {"messages"}},
+                                 exclude_defaults=True)
+    doc: dict = {"schema_version": checkpoint.schema_version}
+    for name in Checkpoint.model_fields:
+        if name in lean:
+            doc[name] = lean[name]
+        elif name in ALWAYS_WRITTEN:
+            doc[name] = {} if name == "state" else checkpoint.model_dump(mode="json", include={name})[name]
+    return doc
 
 
 def canonical_hash(doc: dict) -> str:
     return hashlib.sha256(_CANONICAL.encode(doc).encode()).hexdigest()
 
 
-def content_hash(doc: dict, task_id: str, sequence: int | None = None, plain: bool = False) -> str:
-    """A checkpoint file's ``sha256``: of its document without it, the task id and (given) the
-    sequence number included (since schema 5 the id is not stored, since schema 17 the number,
-    which the file's name holds; a checkpoint copied into another task's directory or renamed
-    must still fail its hash). ``plain``: ``doc`` is ``cpform.run_form``'s and pydantic's
-    encoder writes it as ``json`` does (``run_form`` says so), three times faster, once
-    ``cpform.in_order`` has put its keys in order (it cannot sort them)."""
-    if plain and sequence is not None and "task_id" not in doc and "sequence" not in doc:
-        try:
-            return hashlib.sha256(to_json(in_order(doc, task_id, sequence))).hexdigest()
-        except PydanticSerializationError:  # a lone surrogate: json's road, which refuses it too
-            pass
+def content_hash(doc: dict, task_id: str, sequence: int | None = None) -> str:
+    """A checkpoint file's ``sha256``: of its document without it. Schemas 5 to 17 left the task
+    id (and 17 the sequence number) to the directory and the file's name, and hashed them all
+    the same, so for those they are put in first: a checkpoint copied into another task's
+    directory or renamed fails its hash."""
     extra: dict = {}
     if "task_id" not in doc:
         extra["task_id"] = task_id
@@ -60,14 +65,8 @@ def content_hash(doc: dict, task_id: str, sequence: int | None = None, plain: bo
     return canonical_hash({**doc, **extra} if extra else doc)
 
 
-def encoded(doc: dict, plain: bool = False) -> bytes:
-    """A checkpoint file's JSON, as ``files.dumps`` writes it; ``plain`` as for
-    ``content_hash``: then by pydantic's encoder."""
-    if plain:
-        try:
-            return to_json(doc)
-        except PydanticSerializationError:
-            pass
+def encoded(doc: dict) -> bytes:
+    """A checkpoint file's JSON, as ``files.dumps`` writes it."""
     return _FILE.encode(doc).encode()
 
 
@@ -125,18 +124,15 @@ class CheckpointLog:
         digest = self.write_doc(to_disk(checkpoint), checkpoint.sequence)
         return checkpoint.model_copy(update={"sha256": digest})
 
-    def write_doc(self, doc: dict, sequence: int, *, plain: bool = False) -> str:
-        """Write checkpoint ``sequence`` from its file form (``cpform.to_disk``'s, or
-        ``cpform.run_form``'s: a run builds its own checkpoints' documents without the model) as a
-        new file, and return its ``sha256``. ``plain`` as for ``content_hash``. Raises as
-        ``write`` does for a sequence out of order."""
+    def write_doc(self, doc: dict, sequence: int) -> str:
+        """Write checkpoint ``sequence`` from its file form (``to_disk``'s) as a new file, and
+        return its ``sha256``. Raises as ``write`` does for a sequence out of order."""
         expected = self.next_number()
         if sequence != expected:
             raise CheckpointSequenceError(
                 f"task {self.task_id[:8]}: checkpoint sequence {sequence} out of order (next is {expected})")
-        digest = content_hash(doc, self.task_id, sequence, plain)
-        # The hash goes last, as if set in the document before it was encoded (it holds no "sha256").
-        data = b"".join((encoded(doc, plain)[:-1], b',"sha256":"', digest.encode(), b'"}'))
+        digest = content_hash(doc, self.task_id, sequence)
+        data = encoded({**doc, "sha256": digest})
         if self.committer is not None:
             path = self.path(sequence)
             fd, temp = self.committer.write_temp(path, data)
@@ -183,8 +179,10 @@ class CheckpointLog:
             raise CheckpointCorruptError(f"{where}: schema_version {version!r} is not a version")
         if version > SCHEMA_VERSION:
             raise CheckpointCorruptError(f"{where}: written by a newer magent (schema {version})")
+        doc.setdefault("task_id", self.task_id)  # schemas 5-17 left them to the directory and name
+        doc.setdefault("sequence", sequence)
         try:
-            doc = from_disk(migrate("checkpoint", doc), self.task_id, sequence)
+            doc = migrate("checkpoint", doc)
         except ValueError as exc:
             raise CheckpointCorruptError(f"{where}: {exc}") from None
         try:
@@ -193,8 +191,10 @@ class CheckpointLog:
             err = exc.errors()[0]
             raise CheckpointCorruptError(
                 f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-        if cp.sequence != sequence or cp.task_id != self.task_id:
-            raise CheckpointCorruptError(f"{where}: belongs to another task or position")
+        if cp.task_id != self.task_id:
+            raise CheckpointCorruptError(f"{where}: belongs to another task ({cp.task_id[:8]})")
+        if cp.sequence != sequence:
+            raise CheckpointCorruptError(f"{where}: holds checkpoint {cp.sequence} (renamed or copied?)")
         return cp.model_copy(update={"sha256": stored})
 
     def quarantine(self, sequence: int) -> Path:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import to_json
 
 from magent.errors import EntriesCorruptError
-from magent.ids import is_uuid4
-from magent.models import Entry, Message, ToolCall
-from magent.store.files import AppendLog, dumps, loads, plain_json, read_bytes, read_jsonl
+from magent.models import Entry, Message
+from magent.store.files import AppendLog, dumps, loads, read_bytes, read_jsonl
 
 _HEAD = re.compile(rb'\{"id":"([0-9a-f-]{36})"(?:,"parent_id":"([0-9a-f-]{36})")?,"(?:entry_type|role)":')
 """The start of a line as ``EntryLog.append`` writes it: the id, the parent's id when there is one."""
@@ -47,16 +45,9 @@ def restore(raw: dict[str, Any], parent: Mapping[str, Any] | None) -> dict[str, 
 
 class EntryLog(AppendLog):
 
-    def __init__(self, path: Any):
-        super().__init__(path)
-        self._last: _Reply | None = None
-        """The entry this process appended last when it was a model reply with one tool call
-        (None: it was not, none yet, or the append failed)."""
-
     def append(self, entry: Entry) -> Entry:
-        """Append ``entry``'s line. A tool result appended just after the model reply that made
-        its one call leaves out that call's id and name, and the reply's node (``restore`` puts
-        them back)."""
+        """Append ``entry``'s line: the whole entry, but for fields that are None and, for a
+        message, what is at its default (no tool calls, no text, the ``message`` type)."""
         leave_out = set()
         if not entry.tool_calls:
             leave_out.add("tool_calls")
@@ -64,97 +55,8 @@ class EntryLog(AppendLog):
             leave_out.add("entry_type")
         if not entry.content:
             leave_out.add("content")
-        null_node = False
-        if entry.role == "tool":
-            told = self._told(entry.parent_id, entry.tool_call_id, entry.name, entry.node)
-            if told is not None:
-                leave_out.update(told)
-                null_node = "null_node" in told
-                leave_out.discard("null_node")
-        self._last = None
-        self._append_line(_line(entry, leave_out, null_node))
-        self._last = _reply(entry.id, entry.role, entry.tool_calls, entry.node)
+        self._append_line(dumps(entry.model_dump(mode="json", exclude_none=True, exclude=leave_out)))
         return entry
-
-    def append_message(self, entry_id: str, parent_id: str | None, message: Message, content: str,
-                       arguments: list[dict[str, Any]] | None, turn_id: str | None, node: str | None,
-                       session: str | None) -> bool:
-        """Append the entry of ``message`` (not a compaction marker) without building its ``Entry``:
-        the line ``append`` writes for ``Entry(id=entry_id, parent_id=parent_id, role=message.role,
-        content=content, tool_calls=message.tool_calls (with ``arguments``, masked, when given),
-        tool_call_id=message.tool_call_id, name=message.name, turn_id=turn_id, node=node,
-        session=session, created_at=message.timestamp)``, built as a dict in the model's field
-        order and turned into JSON by pydantic as the model is (tests/test_store_entries.py holds
-        the two to the same bytes). Two entries are appended per model turn; building and
-        validating the model only to write it was most of what writing one cost.
-
-        False, with nothing written, when a value is not what that entry would hold as it is
-        (an id that is not a UUID v4, a text that is not a ``str``, a float in a call's arguments,
-        which pydantic writes its own way), or when ``_line`` would not write it with pydantic:
-        the caller then appends the model."""
-        calls = message.tool_calls
-        if arguments is None:
-            arguments = [call.arguments for call in calls]
-        if not (is_uuid4(entry_id) and (parent_id is None or is_uuid4(parent_id))
-                and (session is None or is_uuid4(session))
-                and (turn_id is None or turn_id.__class__ is str) and (node is None or node.__class__ is str)
-                and all(plain_json(args, "none") for args in arguments)):
-            return False
-        role = message.role
-        doc: dict[str, Any] = {"id": entry_id}
-        if parent_id is not None:
-            doc["parent_id"] = parent_id
-        doc["role"] = role
-        if content:
-            doc["content"] = content
-        if calls:
-            doc["tool_calls"] = [_call_doc(call, args) for call, args in zip(calls, arguments)]
-        tool_call_id, name = message.tool_call_id, message.name
-        told = self._told(parent_id, tool_call_id, name, node) if role == "tool" else None
-        if told:
-            if "null_node" in told:
-                return False  # (rare: ``_line`` writes that line with json, not pydantic)
-            if "tool_call_id" in told:
-                tool_call_id = None
-            if "name" in told:
-                name = None
-            if "node" in told:
-                node = None
-        if tool_call_id is not None:
-            doc["tool_call_id"] = tool_call_id
-        if name is not None:
-            doc["name"] = name
-        if turn_id is not None:
-            doc["turn_id"] = turn_id
-        if node is not None:
-            doc["node"] = node
-        if session is not None:
-            doc["session"] = session
-        doc["created_at"] = message.timestamp
-        try:
-            line = to_json(doc)
-        except ValueError:  # a text pydantic refuses (a lone surrogate): the model's way
-            return False
-        self._last = None
-        self._append_line(line)
-        self._last = _reply(entry_id, role, calls, node)
-        return True
-
-    def _told(self, parent_id: str | None, tool_call_id: str | None, name: str | None,
-              node: str | None) -> set[str] | None:
-        """What a tool result's line leaves out (``null_node``: its node is written null, last)
-        when it follows the reply that made its one call; None when it does not."""
-        last = self._last
-        if last is None or parent_id != last.id or tool_call_id is None or tool_call_id != last.call_id:
-            return None
-        told = {"tool_call_id"}
-        if name is not None and name == last.call_name:
-            told.add("name")
-        if last.node is not None and node == last.node:
-            told.add("node")
-        elif last.node is not None and node is None:
-            told.add("null_node")  # null is written: the reader would give the reply's
-        return told
 
     def load(self, problems: list[str] | None = None) -> dict[str, Entry]:
         """All readable entries by id, in file order."""
@@ -250,45 +152,6 @@ class EntryLog(AppendLog):
             chain.append(nxt)
             current = nxt.id
         return chain
-
-
-class _Reply(NamedTuple):
-    """What a tool result's line is told from: the model reply just before it, with its one call."""
-
-    id: str
-    call_id: str
-    call_name: str
-    node: str | None
-
-
-def _reply(entry_id: str, role: str, calls: list[ToolCall], node: str | None) -> _Reply | None:
-    if role != "assistant" or len(calls) != 1:
-        return None
-    return _Reply(entry_id, calls[0].id, calls[0].full_name, node)
-
-
-def _call_doc(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A tool call as an entry's line holds it (``ToolCall``'s fields, those that are None left out)."""
-    doc = {"id": call.id, "server": call.server, "tool": call.tool, "arguments": arguments}
-    if call.raw_arguments is not None:
-        doc["raw_arguments"] = call.raw_arguments
-    return doc
-
-
-def _line(entry: Entry, leave_out: set[str], null_node: bool) -> bytes:
-    """``entry``'s line of JSON without the fields in ``leave_out`` (and with ``"node":null`` last,
-    when ``null_node``), as ``json.dumps`` writes its ``model_dump`` (``files.dumps``). pydantic
-    writes it straight from the model when that gives the same bytes: it escapes text as ``json``
-    does and writes integers alike, but not every float (``1e-05`` is its ``0.00001``)."""
-    if not null_node and all(plain_json(call.arguments, "none") for call in entry.tool_calls):
-        try:
-            return entry.__pydantic_serializer__.to_json(entry, exclude_none=True, exclude=leave_out)
-        except ValueError:  # a text it refuses (a lone surrogate): as below
-            pass
-    doc = entry.model_dump(mode="json", exclude_none=True, exclude=leave_out)
-    if null_node:
-        doc["node"] = None
-    return dumps(doc)
 
 
 def _parse(line: bytes, parent: Any = None, raw: dict[str, Any] | None = None) -> Entry | None:

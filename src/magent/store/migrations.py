@@ -203,6 +203,72 @@ def same_format_to_17(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 17}
 
 
+_TOLD = ("reason", "state.current_agent", "turn_index", "spent.task.tokens", "spent.task.model_calls",
+         "spent.task.cost_usd", "node_progress.entered", "node_progress.started")
+"""The checkpoint fields schemas 9 to 17 left out when the checkpoint's other fields told them."""
+
+
+def _told(doc: dict[str, Any]) -> dict[str, Any]:
+    """What a schema 9-17 checkpoint's other fields tell of the fields in ``_TOLD``: a model turn's
+    reason, the position's agent, the node's iteration as the task's turn count, usage summed
+    over the models as what the task spent, and a node past its first turn as entered and started."""
+    progress = doc.get("node_progress")
+    progress = progress if isinstance(progress, dict) else {}
+    usage = [u for u in (doc.get("usage_by_model") or {}).values() if isinstance(u, dict)]
+    iteration = progress.get("iteration")
+    turned = True if type(iteration) is int and iteration >= 1 else None
+    return {"reason": "llm_turn", "state.current_agent": doc.get("position"),
+            "turn_index": progress.get("iteration", 0),
+            "spent.task.tokens": sum(u.get("input", 0) + u.get("output", 0) for u in usage),
+            "spent.task.model_calls": sum(u.get("calls", 0) for u in usage),
+            "spent.task.cost_usd": sum((u.get("cost", 0.0) for u in usage), 0.0),
+            "node_progress.entered": turned, "node_progress.started": turned}
+
+
+def checkpoint_17_to_18_spelled_out(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 18 writes every field a checkpoint has (optional ones at their defaults aside):
+    nothing is left for its other fields, its directory or its name to tell. A version 9-17
+    checkpoint gets back what they told (``_told``); an agent's ``spent`` written ``"task"`` (as
+    the task's, versions 5-17) is the task's figures. The reader has already put in the task id
+    and sequence number. Raises ``ValueError`` for a reference that names nothing."""
+    doc = {**doc, "schema_version": 18}
+    told = _told(doc)
+    for path in _TOLD:
+        *heads, key = path.split(".")
+        if heads[:1] == ["spent"] and not isinstance((doc.get("spent") or {}).get("task"), dict):
+            continue
+        if heads[:1] == ["node_progress"] and (told[path] is None or not isinstance(doc.get("node_progress"), dict)):
+            continue
+        holder = doc
+        for head in heads:
+            inner = holder.get(head)
+            holder[head] = inner = dict(inner) if isinstance(inner, dict) else {}
+            holder = inner
+        holder.setdefault(key, told[path])
+    spent = doc.get("spent")
+    if isinstance(spent, dict):
+        for key, value in spent.items():
+            if isinstance(value, str):
+                if not isinstance(spent.get(value), dict):
+                    raise ValueError(f"spent.{key}: refers to {value!r}, which is not there")
+                spent[key] = spent[value]
+    return doc
+
+
+def trace_17_to_18_spelled_out(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 18 writes every step and action record whole; a version 6-17 trace left out what a
+    turn's step and action record could be told from (``models.tracedisk.expand`` puts it back)."""
+    from magent.models.tracedisk import expand
+
+    return {**expand(doc), "schema_version": 18}
+
+
+def same_format_to_18(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks did not change in version 18. (events.jsonl and entries.jsonl lines are written
+    whole from version 18 on; their readers still put back what older lines left out.)"""
+    return {**doc, "schema_version": 18}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -252,6 +318,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 16): same_format_to_17,
     ("task", 16): same_format_to_17,
     ("trace", 16): same_format_to_17,
+    ("checkpoint", 17): checkpoint_17_to_18_spelled_out,
+    ("task", 17): same_format_to_18,
+    ("trace", 17): trace_17_to_18_spelled_out,
 }
 """(document kind, from version) → migration to the next version."""
 

@@ -57,11 +57,6 @@ class TaskDir:
         self.path = store.tasks_dir / task_id
         self.requests = RequestLog(self.path / "requests.jsonl")
         self._events: JsonlWriter | None = None
-        self.last_event: dict[str, Any] | None = None
-        self.last_ts: str | None = None
-        """The ``ts`` that line wrote (None: none, or not known)."""
-        """The event of the line this process appended last to events.jsonl, in full (None:
-        none yet, or the append failed): what the next line may be told from."""
         self.committer: "Committer | None" = None
         """Set for a run (``commit_with``): how its writes become durable."""
 
@@ -165,25 +160,18 @@ class TaskDir:
     def append_event(self, event: Event) -> None:
         self.append_event_doc(event.model_dump(mode="json", exclude_none=True))
 
-    def append_event_doc(self, doc: dict[str, Any], event: dict[str, Any] | None = None) -> None:
+    def append_event_doc(self, doc: dict[str, Any]) -> None:
         """Append an event already in its JSON form (what ``Event.model_dump(mode="json",
-        exclude_none=True)`` gives), so the run's hot path serialises it once; ``event``: the
-        whole event when ``doc`` is its compact form (``engine.events.pack``)."""
+        exclude_none=True)`` gives), so the run's hot path serialises it once."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
-        self.last_event, self.last_ts = None, None
         self._events.append(doc)
-        self.last_event, self.last_ts = (event if event is not None else doc), doc.get("ts")
 
-    def append_event_line(self, line: bytes, event: dict[str, Any] | None, ts: str | None = None) -> None:
-        """Append an event already turned into its line of JSON (without the newline); ``event``:
-        the event the line holds, in full (None: not known); ``ts``: the ``ts`` the line holds
-        (None: none)."""
+    def append_event_line(self, line: bytes) -> None:
+        """Append an event already turned into its line of JSON (without the newline)."""
         if self._events is None:
             self._events = JsonlWriter(self.events_file)
-        self.last_event, self.last_ts = None, None
         self._events.append_line(line)
-        self.last_event, self.last_ts = event, ts
 
     def sync(self) -> None:
         """Make appended entries, request pieces and events durable (with a run's group commit:

@@ -9,8 +9,9 @@ if TYPE_CHECKING:
     from magent.models import TraceLog
 
 
-def hydrate(doc: dict[str, Any]) -> dict[str, Any]:
-    """Fill the action records' ``result`` (and ``args``, ``outcome``) from their iteration steps.
+def hydrate(doc: dict[str, Any], refresh: bool = False) -> dict[str, Any]:
+    """Fill the action records' ``result`` (and ``args``, ``outcome``) from their iteration steps
+    (``refresh``: the result even where there is one: the step's was read back longer).
 
     Returns ``doc`` (changed in place). Traces whose actions do not line up with
     their agent iteration steps (hand-edited, or from another writer) are left as they are.
@@ -28,7 +29,7 @@ def hydrate(doc: dict[str, Any]) -> dict[str, Any]:
             result = record.get("result") or {}
             if not call.get("args"):
                 call["args"] = record.get("arguments") or {}
-            if not call.get("result"):
+            if refresh or not call.get("result"):
                 call["result"] = result.get("text") or record.get("error") or ""
             call["outcome"] = record.get("outcome") or "SUCCESS"
     return doc

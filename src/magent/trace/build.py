@@ -23,20 +23,21 @@ Layout of ``steps`` (numbered from 1 by ``magent trace``):
 A tool call's result is kept once, truncated to about 1,000 characters, in its
 ``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
 is the entry ``entry_id`` in ``entries.jsonl`` (and ``artifact`` for big
-outputs). trace.json leaves out what a turn's step and action record can be
-told from (``models.tracedisk``); the action records' ``result`` is filled from the
-iteration step's record when the trace is read (``hydrate``), because action *k*
-and the *k*-th agent iteration step describe the same turn and list the same
-calls in the same order.
+outputs). The action records' ``args``, ``result`` and ``outcome`` are those of
+the iteration step's records (``hydrate``), because action *k* and the *k*-th
+agent iteration step describe the same turn and list the same calls in the same
+order; trace.json holds both whole, so each reads on its own.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
+from magent.trace.actions import hydrate
 from magent.trace.steps import TraceDoc, _Builder
 
 if TYPE_CHECKING:
@@ -62,13 +63,22 @@ def build_trace(task_id: str, events: Iterable[Any], created_at: datetime | None
     return TraceLog.model_validate(built.doc)
 
 
-def dump_for_disk(trace: "TraceLog") -> bytes:
-    """Compact JSON of ``trace``: defaults are left out inside records, and so is what a turn's
-    step and action record can be told from (``models.tracedisk``); reading puts them back."""
-    from magent.models.tracedisk import compact
+STEP_FIELDS = ("step_name", "message", "timestamp", "status", "agent", "tool_calls", "duration_ms")
+"""Seed 002's StepRecord fields: written in every step, even at their defaults."""
 
-    doc = compact(trace.model_dump(mode="json", exclude_defaults=True))
-    out = {"schema_version": trace.schema_version, "task_id": trace.task_id, "steps": doc.get("steps", []),
+
+def dump_for_disk(trace: "TraceLog") -> bytes:
+    """trace.json's JSON: every record whole, but for optional fields at their defaults (a step
+    always has seed 002's ``STEP_FIELDS``)."""
+    from magent.models import StepRecord
+
+    doc = trace.model_dump(mode="json", exclude_defaults=True)
+    defaults = {name: StepRecord.model_fields[name].get_default(call_default_factory=True)
+                for name in STEP_FIELDS}
+    steps = [{name: step[name] if name in step else defaults[name]
+              for name in StepRecord.model_fields if name in step or name in defaults}
+             for step in doc.get("steps", [])]
+    out = {"schema_version": trace.schema_version, "task_id": trace.task_id, "steps": steps,
            "sub_agent_sessions": doc.get("sub_agent_sessions", {}), "actions": doc.get("actions", []),
            "usage_by_model": doc.get("usage_by_model", {}),
            **trace.model_dump(mode="json", include={"created_at", "updated_at"})}
@@ -98,10 +108,28 @@ def write_trace(td: "TaskDir") -> "TraceLog":
         keep_tool_io = False
     if not keep_tool_io:
         omit_tool_io(built.doc)
+    shorten_results(built.doc)
+    hydrate(built.doc)
     built.doc["updated_at"] = now().isoformat()
     trace = TraceLog.model_validate(built.doc)
     atomic_write(td.trace_file, dump_for_disk(trace))
     return trace
+
+
+def shorten_results(doc: dict[str, Any]) -> None:
+    """Keep of each result longer than ``PREVIEW_LIMIT`` that is an entry (its whole text is in
+    entries.jsonl) a preview, marked as such: the history is stored once."""
+    from magent.trace.notes import PREVIEW_LIMIT
+
+    for step in doc.get("steps") or []:
+        for record in step.get("tool_calls") or []:
+            result = record.get("result")
+            text = (result or {}).get("text") or ""
+            if result and result.get("entry_id") and len(text) > PREVIEW_LIMIT:
+                more = re.search(r"… \[(\d+) more characters\]$", text)  # (cut to ~1,000 already)
+                total = len(text) - len(more[0]) + int(more[1]) if more else len(text)
+                result["text"] = f"{text[:PREVIEW_LIMIT]}… [{total - PREVIEW_LIMIT} more characters]"
+                result["preview"] = True
 
 
 def omit_tool_io(doc: dict[str, Any]) -> None:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from magent.store.files import loads, read_bytes
 from magent.trace.actions import hydrate
-from magent.models.tracedisk import expand
 
 # Building a trace from events (engine.events, trace.build) is imported where it is done: a
 # finished task's trace.json needs neither, nor the models they import.
@@ -87,7 +86,7 @@ class TraceView:
         filled in from the steps (both done on first use)."""
         if not self._whole:
             self.fill()
-            hydrate(self.partial)
+            hydrate(self.partial, refresh=True)
             self._whole = True
         return self.partial
 
@@ -125,9 +124,9 @@ TRACE_READABLE_FROM = 4
 """The oldest trace.json version read as it is (migrated); an older one is rebuilt from the events."""
 
 
-def _read_trace_file(td: "TaskDir", notes: list[str], expanded: bool = True) -> dict[str, Any] | None:
-    """trace.json as a dict if it is current; otherwise None with the reason in ``notes``
-    (``expanded``: with what it leaves out put back, ``models.tracedisk.expand``)."""
+def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
+    """trace.json as a dict (an older version migrated) if it is current; otherwise None with the
+    reason in ``notes``."""
     from magent.models import SCHEMA_VERSION
 
     trace_time = _mtime(td.trace_file)
@@ -157,7 +156,7 @@ def _read_trace_file(td: "TaskDir", notes: list[str], expanded: bool = True) -> 
         notes.append("trace.json is older than events.jsonl (the run stopped without writing it)")
         doc["_unusable"] = True
         return doc
-    return expand(doc) if expanded else doc
+    return doc
 
 
 def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
@@ -175,8 +174,9 @@ def cut_results(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             result = record.get("result")
             if not result or not result.get("entry_id"):
                 continue
-            # schema 6 leaves the text out; 4 and 5 kept a short preview marked ``preview``
+            # schemas 6-17 leave the text out; 4, 5 and 18 keep a short preview marked ``preview``
             if result.pop("preview", False) or "text" not in result:
+                result.pop("text", None)   # (a preview: the entry's first ~1,000 characters replace it)
                 cut.setdefault(result["entry_id"], []).append(result)
     return cut
 
@@ -240,15 +240,12 @@ _ID_FIRST = b'{"id":"'
 
 
 def load_view(td: "TaskDir", *, need_events: bool = False,
-              entries: dict[str, dict[str, Any]] | None = None, expanded: bool = True) -> TraceView:
+              entries: dict[str, dict[str, Any]] | None = None) -> TraceView:
     """The trace of the task in ``td`` with notes on anything missing or damaged.
 
     ``need_events`` builds from ``events.jsonl`` even when ``trace.json`` is current
     (``--step`` needs the events behind each step). ``entries`` (raw entries by id) saves
-    reading ``entries.jsonl`` again when the caller has it. ``expanded=False`` leaves a
-    trace.json's steps as stored (``tracedisk.compact`` leaves fields out of them, never a
-    step, nor anything of the totals): for a caller that counts the steps and reads the
-    totals, and nothing else.
+    reading ``entries.jsonl`` again when the caller has it.
     """
 
     notes: list[str] = []
@@ -261,7 +258,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
     trace_notes: list[str] = []
     stored = None
     if not live and not need_events:
-        stored = _read_trace_file(td, trace_notes, expanded)
+        stored = _read_trace_file(td, trace_notes)
         if stored is not None and not stored.get("_unusable"):
             return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                              live=live, notes=notes)
@@ -282,11 +279,9 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
 
     notes.append("events.jsonl is missing")
     if stored is None and (live or need_events):
-        stored = _read_trace_file(td, trace_notes, expanded)
+        stored = _read_trace_file(td, trace_notes)
     if stored is not None:
         stored.pop("_unusable", None)
-        if expanded:
-            expand(stored)
         notes.extend(f"{n}; showing what it holds" for n in trace_notes)
         return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                          live=live, notes=notes)

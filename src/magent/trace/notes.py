@@ -31,10 +31,12 @@ def plural_attempts(n: int) -> str:
 
 
 RESULT_LIMIT = 1000
-"""Characters of a tool result in the trace (seed 003: about 1,000). trace.json leaves out the
-text of a long result that is an entry, and reading the trace puts this much back from the
-entry (``models.tracedisk``, ``trace.load.restore_results``): the history is stored once. (Here
-rather than in ``trace.steps``, so reading a trace.json does not import the step builder.)"""
+"""Characters of a tool result the trace shows (seed 003: about 1,000). (Here rather than in
+``trace.steps``, so reading a trace.json does not import the step builder.)"""
+PREVIEW_LIMIT = 200
+"""Characters of a longer result that is an entry that trace.json keeps, marked ``preview``: the
+whole text is the entry ``entry_id`` in entries.jsonl (stored once), and reading the trace puts
+``RESULT_LIMIT`` characters back from it (``trace.load.restore_results``)."""
 
 
 def _truncate(text: str | None, limit: int) -> str:

@@ -1,7 +1,9 @@
-"""A task written by magent at schema version 4 (``tests/fixtures/schema4``: a scripted agent that
-set and read a key-value entry over three tool calls, then paused at an approval gate) still lists,
-traces, shows its checkpoints, resumes and forks: its files are read through the named migrations,
-never rewritten."""
+"""Tasks written by earlier magents still list, trace, show their checkpoints, resume and fork:
+their files are read through the named migrations, never rewritten. Each fixture is the same run (a
+scripted agent that set and read a key-value entry over three tool calls, then paused at an
+approval gate), written at schema version 4 (``tests/fixtures/schema4``) and at schema version 17
+(``tests/fixtures/schema17``, the last compact form: fields left out when the line before, the
+file's name or other fields told them)."""
 
 from __future__ import annotations
 
@@ -16,17 +18,23 @@ from magent.models import SCHEMA_VERSION
 from magent.store import Store
 from support.cli import invoke
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "schema4"
-TASK_ID = "6d418b72-3052-4547-84d3-4c0e4bbe93a8"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TASKS = {4: "6d418b72-3052-4547-84d3-4c0e4bbe93a8", 17: "88cac5a2-ce6e-4e19-8cb5-58557cb09489"}
+
+
+@pytest.fixture(params=sorted(TASKS), ids=lambda v: f"schema{v}")
+def version(request: pytest.FixtureRequest) -> int:
+    return request.param
 
 
 @pytest.fixture
-def old_task(magent_home: Path, tmp_path: Path) -> Path:
+def old_task(magent_home: Path, tmp_path: Path, version: int) -> Path:
     """The schema-4 task in a fresh home, its definitions beside it (the snapshot's paths are
     where they were when it ran, so they are pointed at the copies)."""
+    FIXTURE = FIXTURES / f"schema{version}"
     defs = tmp_path / "defs"
     shutil.copytree(FIXTURE / "defs", defs)
-    folder = magent_home / "tasks" / TASK_ID
+    folder = magent_home / "tasks" / TASKS[version]
     shutil.copytree(FIXTURE / "task", folder)
     task = folder / "task.json"
     task.write_text(task.read_text().replace("/tmp/fx/defs", str(defs)))
@@ -36,13 +44,14 @@ def old_task(magent_home: Path, tmp_path: Path) -> Path:
     return folder
 
 
-def test_the_fixture_is_of_schema_4() -> None:
+def test_the_fixtures_are_of_their_schema(version: int) -> None:
     for name in ("task.json", "trace.json", "checkpoint_003.json"):
-        assert json.loads((FIXTURE / "task" / name).read_text())["schema_version"] == 4
-    assert SCHEMA_VERSION > 4
+        assert json.loads((FIXTURES / f"schema{version}" / "task" / name).read_text())["schema_version"] == version
+    assert SCHEMA_VERSION > version
 
 
-def test_a_schema_4_task_lists_traces_and_shows_its_checkpoints(old_task: Path) -> None:
+def test_a_old_task_lists_traces_and_shows_its_checkpoints(old_task: Path) -> None:
+    TASK_ID = old_task.name
     listed = json.loads(invoke("tasks", "list", "--json").out)
     assert [(t["id"], t["status"]) for t in listed] == [(TASK_ID, "awaiting_human")]
 
@@ -65,9 +74,15 @@ def test_a_schema_4_task_lists_traces_and_shows_its_checkpoints(old_task: Path) 
     cp = json.loads(invoke("checkpoints", "show", TASK_ID, "6", "--json").out)
     assert cp["task_id"] == TASK_ID and cp["awaiting_human"] is True
     assert cp["journals"]["kv.jsonl"] > 0 and cp["spent"]["agent:counter"]["tool_calls"] == 3
+    # what a schema 9-17 turn checkpoint left to its other fields, read back
+    turn = json.loads(invoke("checkpoints", "show", TASK_ID, "3", "--json").out)
+    assert (turn["sequence"], turn["reason"], turn["state"]["current_agent"]) == (3, "llm_turn", "counter")
+    assert turn["turn_index"] == turn["node_progress"]["iteration"] == 2
+    assert turn["spent"]["task"]["model_calls"] == 2 and turn["spent"]["agent:counter"] == turn["spent"]["task"]
 
 
-def test_a_schema_4_task_resumes(old_task: Path) -> None:
+def test_a_old_task_resumes(old_task: Path) -> None:
+    TASK_ID = old_task.name
     before = {p.name: p.read_bytes() for p in old_task.glob("checkpoint_*.json")}
     done = invoke("resume", TASK_ID, "--approve", "--no-input")
     assert done.code == 0, done.out + done.err
@@ -84,7 +99,8 @@ def test_a_schema_4_task_resumes(old_task: Path) -> None:
     assert trace.code == 0 and json.loads(trace.out)["steps"][-1]["step_name"] != ""
 
 
-def test_a_schema_4_task_forks_from_an_old_checkpoint(old_task: Path) -> None:
+def test_a_old_task_forks_from_an_old_checkpoint(old_task: Path) -> None:
+    TASK_ID = old_task.name
     td = Store().task(TASK_ID)
     first_turn = next(n for n in td.checkpoints.numbers() if td.checkpoints.read(n).reason == "llm_turn")
     forked = invoke("resume", TASK_ID, "--from-checkpoint", str(first_turn), "--no-input")
