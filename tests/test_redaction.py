@@ -360,3 +360,58 @@ def test_a_text_masked_before_a_secret_was_added_is_masked_again_after(size: int
     redactor.add({"tok-12345678"})
     assert redactor.text(text) == text.replace("tok-12345678", MASK)
     assert redactor.text("".join([text[:10], text[10:]])) == text.replace("tok-12345678", MASK)
+
+
+PASTED = 'pw"Gl4ss/h0use+k&y=Z9'
+"""A server's ``${MY_PW}``, with characters JSON, URLs and base64 each write their own way."""
+
+
+def _forms(value: str) -> list[bytes]:
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    texts = {value, json.dumps(value)[1:-1], quote(value), quote(value, safe=""), quote_plus(value)}
+    data = value.encode()
+    return [t.encode() for t in texts] + [base64.b64encode(data), base64.urlsafe_b64encode(data)]
+
+
+@pytest.mark.slow
+def test_a_tool_servers_secret_typed_by_a_person_reaches_no_file(magent_home: Path, tmp_path: Path) -> None:
+    """``env: {TOKEN: ${MY_PW}}`` in the workflow's MCP file, and the same value pasted into -t
+    and --set: no file under the home holds it, in any encoding, from checkpoint 0 on."""
+    import sys
+
+    from servers.harness import TOOLBOX
+
+    write(tmp_path, "servers.yaml", f"""
+        servers:
+          - name: tb
+            transport: stdio
+            config: {{command: {sys.executable}, args: ["{TOOLBOX}"], env: {{TOKEN: "${{MY_PW}}"}}}}
+        """)
+    write(tmp_path, "worker.yaml", "name: worker\nrole: works\nsystem_prompt: Work.\ntools: [tb.echo]\n"
+          "llm_config: {model: scripted, script: worker.script.yaml}\n")
+    write(tmp_path, "worker.script.yaml", """
+        responses:
+          - tool_calls: [{name: tb.echo, arguments: {text: hello}}]
+          - content: Done.
+        """)
+    workflow = write(tmp_path, "wf.yaml", """
+        name: served
+        mcp_servers: servers.yaml
+        entry_point: work
+        nodes: {work: {type: agent, agent: worker}}
+        edges: []
+        """)
+    done = invoke("run", str(workflow), "-t", f"log in with {PASTED}", "--set", f"pw={PASTED}",
+                  "--json", "--no-input", env={"MY_PW": PASTED})
+    assert done.code == 0, done.err
+    task_id = json.loads(done.out.splitlines()[-1])["task_id"]
+    assert invoke("trace", task_id).code == 0
+    found = [f"{path.relative_to(magent_home)}: {form!r}" for path in magent_home.rglob("*") if path.is_file()
+             for form in _forms(PASTED) if form in path.read_bytes()]
+    assert found == []
+    assert PASTED not in done.out
+    task = json.loads((magent_home / "tasks" / task_id / "task.json").read_text())
+    assert task["description"] == f"log in with {MASK}"
+    assert task["config_snapshot"]["options"]["initial"]["metadata"] == {"pw": MASK}

@@ -1,7 +1,8 @@
 """What a run needs from its graph, resolved once, and starting its tools.
 
 ``prepare(graph, options)`` walks the graph one time and returns ``RunNeeds`` — the
-tool patterns and MCP files it can reach, the secrets to keep off disk, each
+tool patterns and MCP files it can reach, the secrets to keep off disk (its files' and
+its tool servers'), each
 agent's model config (with ``--model`` applied), the limits — after checking
 every model config and tool server (exit 2 before anything is written). The run
 context carries that value; nothing re-derives it from the graph.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncIterator, Callable
 
@@ -36,7 +37,8 @@ class RunNeeds:
     """Every tool name or pattern the run can reach: agents' tools and tool nodes' tools."""
     mcp_files: tuple[Path, ...]
     secrets: frozenset[str]
-    """Values taken from the environment, to be redacted from anything written."""
+    """Values taken from the environment by the run's files and its MCP files (``with_servers``),
+    to be redacted from anything written, from the task's first byte on."""
     models: dict[str, LLMConfig]
     """Each agent's model config, with the run's ``--model`` override applied."""
     real_model: bool
@@ -65,14 +67,18 @@ class RunNeeds:
                    secrets=frozenset(graph.secrets), models=models, real_model=real,
                    delegates=any(a.agent.sub_agents for a in graph.agents.values()))
 
+    def with_servers(self, registry: ToolRegistry) -> "RunNeeds":
+        """These needs with the secrets the MCP files took from the environment (a server's
+        ``env: {TOKEN: ${VAR}}``): known before the task exists, not when a server starts."""
+        return replace(self, secrets=self.secrets | registry.secrets)
+
 
 def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
     """Resolve what the run needs and check it: model configs (scripts, model names, keys) and
     that every tool pattern names a configured server. Raises ``ConfigError`` (exit 2)."""
     needs = _settings_checked(graph, options)
     check_models(needs, options)
-    prepare_registry(needs, None, options)
-    return needs
+    return needs.with_servers(prepare_registry(needs, None, options))
 
 
 @asynccontextmanager
@@ -92,14 +98,14 @@ async def prepared(graph: Graph, options: RunOptions) -> AsyncIterator[RunNeeds]
     needs = _settings_checked(graph, options)
     if not needs.real_model or current() is not None:
         check_models(needs, options)
-        prepare_registry(needs, None, options)
-        yield needs
+        yield needs.with_servers(prepare_registry(needs, None, options))
         return
     pool = SharedServers()
     early: asyncio.Task[None] | None = None
     with sharing(pool):
         try:
             registry = prepare_registry(needs, None, options)
+            needs = needs.with_servers(registry)
             wanted = set(registry.servers_for(list(needs.tool_patterns))) & registry.shared
             if wanted:
                 early = asyncio.create_task(registry.start(only=wanted))

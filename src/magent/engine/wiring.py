@@ -88,9 +88,8 @@ async def _start_tools(ctx: RunContext) -> None:
     """Start the tool servers the run can reach (seconds, so after the first checkpoint)."""
     from magent.engine.toolbox import open_registry
 
-    redactor = ctx.redactor
+    redactor = ctx.redactor  # it knows the servers' secrets already (RunNeeds.with_servers)
     ctx.registry = await open_registry(ctx.needs, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
-    redactor.add(ctx.registry.secrets)
     for problem in ctx.pins.warnings:
         ctx.bus.emit("warning", None, message=problem)
     for server in ctx.registry.start_errors:
