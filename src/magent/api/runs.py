@@ -151,11 +151,9 @@ def cancel(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
     cancelled (``TaskLockedError``), nor a finished one (``TaskStateError``)."""
     from magent.api.result import result_of
     from magent.engine.session import cancel_task
-    from magent.store.tasks import Store
 
     with paths.using_home(home):
-        done = cancel_task(task_id)
-        return result_of(Store().task(done.id), done)
+        return cancel_task(task_id, result_of)
 
 
 def budget_of(budget: "BudgetArg") -> dict[str, Any] | None:
@@ -224,6 +222,7 @@ def _tags(tags: Iterable[str] | None) -> list[str]:
 
 def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None,
              durability: str | None = None) -> "RunOptions":
+    from magent.api.result import result_of
     from magent.engine.context import RunOptions
     from magent.store.commit import MODES
 
@@ -236,14 +235,14 @@ def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler 
 
         factory = client_factory(llm)
     return RunOptions(model_override=model, no_input=True, llm_factory=factory, on_token=on_token,
-                      durability=durability)
+                      durability=durability, report=result_of)
 
 
 def _result(outcome: "RunOutcome") -> "AgentResult":
-    from magent.api.result import result_of
-    from magent.store.tasks import Store
-
-    return result_of(Store().task(outcome.task_id))
+    """The run's result, read while it held the task (``RunOptions.report``): a sweep may remove a
+    finished task as soon as its lock is let go."""
+    result: AgentResult = outcome.report
+    return result
 
 
 def _sync(call: Awaitable[T], name: str) -> T:

@@ -53,6 +53,9 @@ class RunOptions:
     on_token: Callable[[str], None] | None = None
     durability: str | None = None
     """``sync``, ``step`` or ``exit`` (``--durability``); None: the workflow's, else ``sync``."""
+    report: Callable[[TaskDir], Any] | None = None
+    """Reads the task once the run has ended and closed, while it still holds the task's lock
+    (``wiring.reported``): what it returns is the outcome's ``report`` (the API's ``AgentResult``)."""
 
 
 class RunContext:

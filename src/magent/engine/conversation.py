@@ -66,18 +66,24 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          from_checkpoint=cp.sequence, follow_up=ctx.redactor.text(gate.description),
                          answered_by=node, description=ctx.redactor.text(task.description))
-            gate.record(ctx)
-            if gate.blocked:  # the exchange fails and its message is not kept
-                return Executor(ctx).fail(gate.failure, "guardrail")
-            _open_exchange(ctx, node, gate.text)
-            request = gate.request(node)
-            if request is not None:  # approve: the node answers it; reject: the exchange fails
-                return Executor(ctx).pause(request)
-            return await Executor(ctx).run()
+            outcome = await _exchange(ctx, gate, node)
         finally:
             await wiring._close(ctx)
+        return wiring.reported(ctx, outcome)
     finally:
         lock.release()
+
+
+async def _exchange(ctx, gate: guard.TaskGate, node: str) -> RunOutcome:
+    """The follow-up's message meets its rails, is written, and ``node`` answers it."""
+    gate.record(ctx)
+    if gate.blocked:  # the exchange fails and its message is not kept
+        return Executor(ctx).fail(gate.failure, "guardrail")
+    _open_exchange(ctx, node, gate.text)
+    request = gate.request(node)
+    if request is not None:  # approve: the node answers it; reject: the exchange fails
+        return Executor(ctx).pause(request)
+    return await Executor(ctx).run()
 
 
 def check_can_follow(task: Task) -> None:

@@ -37,6 +37,8 @@ class RunOutcome:
     error: str | None = None
     request: HumanRequest | None = None
     model_calls: int = 0
+    report: Any = None
+    """What ``RunOptions.report`` read from the task before its lock was let go."""
 
     @property
     def exit_code(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from magent import failpoints
 from magent.engine import budget as budgets
@@ -24,13 +24,15 @@ from magent.engine.inputs import merge_updates
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
 from magent.engine.toolbox import prepare, prepared
-from magent.engine.wiring import Sink, _close, _context, durability_of, need_tools
+from magent.engine.wiring import Sink, _close, _context, durability_of, need_tools, reported
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
 from magent.models import ForkRef, Message, Task, TaskStatus
 from magent.redact import Redactor
 from magent.store import Store, TaskDir
 
+
+T = TypeVar("T")
 
 TOOL_PAUSES = frozenset({"tool_approval", "tool_recovery", "tool_changed"})
 """Pauses about one tool call: applying the answer looks the tool up, so its servers start first."""
@@ -77,11 +79,13 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
             try:
                 _begin(ctx, gate, initial, target=target)
                 if gate.blocked:
-                    return Executor(ctx).fail(gate.failure, "guardrail")
-                failpoints.hit("after_run_start")
-                return await _first_node(ctx, gate)
+                    outcome = Executor(ctx).fail(gate.failure, "guardrail")
+                else:
+                    failpoints.hit("after_run_start")
+                    outcome = await _first_node(ctx, gate)
             finally:
                 await _close(ctx)
+            return reported(ctx, outcome)
         finally:
             lock.release()
 
@@ -154,9 +158,10 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
                              description=ctx.redactor.text(task.description))
                 if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
                     await need_tools(ctx)  # the decision names a tool of the registry
-                return await _go_on(ctx, cp, feedback, new_state)
+                outcome = await _go_on(ctx, cp, feedback, new_state)
             finally:
                 await _close(ctx)
+            return reported(ctx, outcome)
     finally:
         lock.release()
 
@@ -177,10 +182,12 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     try:
         _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
         if gate.blocked:
-            return Executor(ctx).fail(gate.failure, "guardrail")
-        return await _first_node(ctx, gate)
+            outcome = Executor(ctx).fail(gate.failure, "guardrail")
+        else:
+            outcome = await _first_node(ctx, gate)
     finally:
         await _close(ctx)
+    return reported(ctx, outcome)
 
 
 async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None = None,
@@ -245,12 +252,14 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
             ctx.task = td.save_task(ctx.task.model_copy(update={"status": TaskStatus.running,
                                                                 "started_at": now()}))
             if paused:
-                return Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
-            if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
-                await need_tools(ctx)
-            return await _go_on(ctx, cp, feedback, new_state)
+                outcome = Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
+            else:
+                if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
+                    await need_tools(ctx)
+                outcome = await _go_on(ctx, cp, feedback, new_state)
         finally:
             await _close(ctx)
+        return reported(ctx, outcome)
     finally:
         lock.release()
 
@@ -307,8 +316,10 @@ def _messages(entries):
     return [to_message(e) for e in entries]
 
 
-def cancel_task(task_ref: str) -> Task:
-    """Abandon a paused or dead task: status ``cancelled``. A live run's lock makes this fail."""
+def cancel_task(task_ref: str, report: Callable[[TaskDir, Task], T]) -> T:
+    """Abandon a paused or dead task: status ``cancelled``. A live run's lock makes this fail.
+    Returns ``report(td, task)`` of the cancelled task, read before its lock is let go (as
+    ``wiring.reported`` reads a run's)."""
     td = Store().task(task_ref)
     lock = td.open_for_writing()
     try:
@@ -327,6 +338,6 @@ def cancel_task(task_ref: str) -> Task:
 
         write_trace(td)
         td.close()
-        return task
+        return report(td, task)
     finally:
         lock.release()

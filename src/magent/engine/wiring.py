@@ -4,7 +4,7 @@ the terminal, telemetry), its durability mode, its tool servers, and closing all
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic_core import to_jsonable_python
 
@@ -15,6 +15,9 @@ from magent.engine.toolbox import RunNeeds
 from magent.models import Event, Task
 from magent.redact import Redactor
 from magent.store import TaskDir
+
+if TYPE_CHECKING:
+    from magent.engine.runner import RunOutcome
 
 Sink = Callable[[Event], None]
 
@@ -95,6 +98,15 @@ async def _start_tools(ctx: RunContext) -> None:
     for server in ctx.registry.start_errors:
         ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: "
                                               f"{ctx.registry.down_reason(server)}")
+
+
+def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
+    """``outcome`` with ``ctx.options.report``'s reading of the task. Called after ``_close`` (the
+    trace is written) and before the lock is released: once it is, a retention sweep may remove
+    a finished task at any moment, so nothing of the run may be read back after that."""
+    if ctx.options.report is not None:
+        outcome.report = ctx.options.report(ctx.td)
+    return outcome
 
 
 async def _close(ctx: RunContext) -> None:
