@@ -25,6 +25,7 @@ POINTS = (
     "after_checkpoint",       # a checkpoint is written
     "after_node_end",         # a node's end checkpoint is written, routing not done
     "before_pause",           # a pause is about to be written
+    "before_trace",           # a run's end is synced (task.json has its status), trace.json not yet written
     "before_link",            # an immutable file's temp copy is written, not yet linked into place
     "memory_before_commit",   # a memory write transaction is complete but not committed
 )

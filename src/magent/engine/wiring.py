@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic_core import to_jsonable_python
 
+from magent import failpoints
+
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import LIVE_ONLY, EventBus, for_disk
 from magent.engine.graph import Graph
@@ -121,6 +123,7 @@ async def _close(ctx: RunContext) -> None:
             await asyncio.shield(ctx.registry.close())
     finally:
         ctx.td.sync()
+        failpoints.hit("before_trace")
         write_trace(ctx.td)
         ctx.td.close()
         if ctx.telemetry is not None:

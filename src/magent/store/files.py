@@ -102,10 +102,13 @@ def temp_files(directory: Path) -> list[Path]:
     """Temp files left in ``directory`` and its ``artifacts/`` by writes that were killed.
 
     Only the holder of a task's lock writes in its directory, so under that lock every one
-    of them is stale. Symlinks and directories with such names are not listed.
+    of them is stale. Symlinks and directories with such names are not listed, and a folder
+    that is a symlink is not looked into (what is removed stays inside the root).
     """
     found: list[Path] = []
     for folder in (directory, directory / "artifacts"):
+        if os.path.islink(folder):
+            continue
         try:
             it = os.scandir(folder)
         except OSError:

@@ -311,7 +311,7 @@ def list_rows(root: Path | None = None, status: str | None = None,
             if not live:
                 from magent.store.locks import clear_dead
 
-                clear_dead(locks_dir, task_id)   # a killed run's lock files: nobody holds them
+                clear_dead(locks_dir, task_id, writes_in=tasks_dir / task_id)   # a killed run's: nobody holds them
             if row.status in UNSETTLED:
                 row = row.shown_as(shown_status(row.status, live), index.usage_of(tasks_path, task_id))
         elif row.status in UNSETTLED:

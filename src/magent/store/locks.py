@@ -11,7 +11,8 @@ that its file has no name any more (filelock drops such a descriptor and opens t
 path afresh), so two holders can never each lock a different file. What a killed
 process leaves goes at the task's next release, or as soon as a command that reads the
 task (``magent tasks list``, ``tasks show``, ``trace``, ``retention sweep``) finds its lock
-file held by nobody: ``clear_dead`` takes the lock and removes the files the same way.
+file held by nobody: ``clear_dead`` takes the lock and removes the files the same way (and the
+temp files the killed run's writes left in its task).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from magent.errors import StoreError, SymlinkError, TaskLockedError
 from magent.ids import now
-from magent.store.files import FILE_MODE, atomic_write, dumps, ensure_dir, link_error, loads, read_bytes
+from magent.store.files import (FILE_MODE, atomic_write, dumps, ensure_dir, link_error, loads, read_bytes,
+                                remove_temp_files)
 
 LOCK_HINT = "remove it: lock files are made afresh"
 
@@ -141,11 +143,14 @@ def is_held(lock_file: str | Path) -> bool:
         os.close(fd)
 
 
-def clear_dead(locks_dir: Path, name: str) -> bool:
+def clear_dead(locks_dir: Path, name: str, writes_in: Path | None = None) -> bool:
     """Remove the lock files of ``name`` that a killed holder left (kill -9, a reboot): only when
     the lock file is there and no process holds it, and under the lock itself, as ``release``
     does, so a run that takes the lock at that moment waits a little instead of sharing it.
-    Returns True when it removed them; any trouble (a read-only home, a link) leaves them."""
+    With ``writes_in`` (the task's directory), the temp files of the holder's interrupted writes
+    go first, under the same lock: no writer can be mid-write there, and they go with the sign
+    that a writer was killed. Returns True when it removed the lock files; any trouble (a
+    read-only home, a link) leaves them."""
     path = locks_dir / f"{name}.lock"
     if not os.path.lexists(path) or os.path.islink(path) or is_held(path):
         return False
@@ -157,6 +162,8 @@ def clear_dead(locks_dir: Path, name: str) -> bool:
     except (Timeout, OSError):
         return False
     try:
+        if writes_in is not None:
+            remove_temp_files(writes_in)
         (locks_dir / f"{name}.holder.json").unlink(missing_ok=True)
         path.unlink(missing_ok=True)
     except OSError:

@@ -215,10 +215,11 @@ class TaskDir:
         return Lock(self.store.locks_dir, self.id, f"task {self.id}")
 
     def clear_dead_lock(self) -> bool:
-        """Remove the lock files a killed run left, if no process holds them (see ``clear_dead``)."""
+        """Remove the lock files a killed run left, and the temp files of its writes, if no process
+        holds the lock (see ``clear_dead``)."""
         from magent.store.locks import clear_dead
 
-        return clear_dead(self.store.locks_dir, self.id)
+        return clear_dead(self.store.locks_dir, self.id, writes_in=self.path)
 
     def open_for_writing(self) -> Lock:
         """Take the task's lock (or raise ``TaskLockedError``) and remove the temp files of
