@@ -216,10 +216,10 @@ def published(name: str) -> dict[str, Any]:
         _event_types(schema)
     elif name == "entry.schema.json":
         _tool_results(schema)
-    title = schema.pop("title", name)
+    title = schema.pop("title", None)  # (a union, such as a kv line, has none)
     return {"$schema": DIALECT, "$id": f"urn:magent:schema:{SCHEMA_VERSION}:{name}",
             "$comment": f"Generated from magent's models by `{COMMAND}`; do not edit by hand.",
-            "title": f"{title}: {what}", "x-magent-schema-version": SCHEMA_VERSION, **schema}
+            "title": f"{title}: {what}" if title else what, "x-magent-schema-version": SCHEMA_VERSION, **schema}
 
 
 def tracelog_schema() -> dict[str, Any]:
