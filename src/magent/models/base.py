@@ -34,6 +34,19 @@ class Document(Model):
     """Format version of this document; readers refuse versions newer than they know."""
 
 
+WRITTEN_ALWAYS: dict[str, tuple[str, ...]] = {
+    "Task": ("schema_version", "status", "created_at", "updated_at"),
+    "Checkpoint": ("schema_version", "created_at", "awaiting_human", "reason", "state", "sha256"),
+    "TraceLog": ("schema_version", "steps", "sub_agent_sessions", "created_at", "updated_at"),
+    "StepRecord": ("message", "timestamp", "status", "agent", "tool_calls", "duration_ms"),
+    "Entry": ("created_at",),
+}
+"""Fields with a default that every record of the model holds all the same on disk (seed 002
+requires them of a Task, a Checkpoint, a TraceLog and each StepRecord; a document's
+``schema_version`` and times); the published schemas require them. Fields without a default are
+always written anyway; other fields at their defaults are left out."""
+
+
 def timestamp() -> datetime:
     return now()
 

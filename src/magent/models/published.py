@@ -29,6 +29,8 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from magent.models.base import WRITTEN_ALWAYS
+
 from magent.schema import SCHEMA_VERSION
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -36,17 +38,6 @@ SCHEMA_DIR = Path(__file__).resolve().parents[3] / "docs" / "schemas"
 """``docs/schemas/`` of the checkout this module is in (an installed package has none)."""
 TRACELOG_FILE = Path(__file__).resolve().parent.parent / "trace" / "tracelog.schema.json"
 COMMAND = "python -m magent.models.published"
-
-WRITTEN_ALWAYS: dict[str, tuple[str, ...]] = {
-    "Task": ("schema_version", "status", "created_at", "updated_at"),
-    "Checkpoint": ("schema_version", "created_at", "awaiting_human", "reason", "state", "sha256"),
-    "TraceLog": ("schema_version", "steps", "sub_agent_sessions", "created_at", "updated_at"),
-    "StepRecord": ("message", "timestamp", "status", "agent", "tool_calls", "duration_ms"),
-    "Entry": ("created_at",),
-}
-"""Fields with a default that every record of the model holds all the same (seed 002 requires them
-of a Task, a Checkpoint, a TraceLog and each StepRecord; a document's ``schema_version`` and times).
-The fields without a default are required anyway."""
 
 TOOL_RESULT_HOLDS = ("tool_call_id", "name", "node")
 """What an entries.jsonl tool result (``role: tool``) always holds: the call it answers, the tool's

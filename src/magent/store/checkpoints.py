@@ -15,6 +15,7 @@ from magent.errors import (
     CheckpointCorruptError, CheckpointNotFoundError, CheckpointSequenceError, StoreError,
 )
 from magent.models import SCHEMA_VERSION, Checkpoint, CheckpointSummary
+from magent.models.base import WRITTEN_ALWAYS
 from magent.store.files import create_immutable, fsync_dir, loads, read_bytes
 from magent.store.migrations import migrate
 
@@ -27,10 +28,7 @@ _NAME = re.compile(r"^checkpoint_(\d{3,})\.json$")
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _FILE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
-ALWAYS_WRITTEN = ("checkpoint_id", "task_id", "sequence", "position", "created_at", "awaiting_human",
-                  "reason", "state")
-"""Written even at their defaults: seed 002's required fields of a Checkpoint, and what a reader
-looks for first (why it was written, its time)."""
+ALWAYS_WRITTEN = WRITTEN_ALWAYS["Checkpoint"]
 
 
 def to_disk(checkpoint: Checkpoint) -> dict:
@@ -41,6 +39,8 @@ def to_disk(checkpoint: Checkpoint) -> dict:
                                  exclude_defaults=True)
     doc: dict = {"schema_version": checkpoint.schema_version}
     for name in Checkpoint.model_fields:
+        if name == "sha256":
+            continue  # (written last, of the rest)
         if name in lean:
             doc[name] = lean[name]
         elif name in ALWAYS_WRITTEN:

@@ -63,18 +63,15 @@ def build_trace(task_id: str, events: Iterable[Any], created_at: datetime | None
     return TraceLog.model_validate(built.doc)
 
 
-STEP_FIELDS = ("step_name", "message", "timestamp", "status", "agent", "tool_calls", "duration_ms")
-"""Seed 002's StepRecord fields: written in every step, even at their defaults."""
-
-
 def dump_for_disk(trace: "TraceLog") -> bytes:
     """trace.json's JSON: every record whole, but for optional fields at their defaults (a step
-    always has seed 002's ``STEP_FIELDS``)."""
+    always has seed 002's fields: ``models.base.WRITTEN_ALWAYS``)."""
     from magent.models import StepRecord
+    from magent.models.base import WRITTEN_ALWAYS
 
     doc = trace.model_dump(mode="json", exclude_defaults=True)
     defaults = {name: StepRecord.model_fields[name].get_default(call_default_factory=True)
-                for name in STEP_FIELDS}
+                for name in WRITTEN_ALWAYS["StepRecord"] if name != "timestamp"}
     steps = [{name: step[name] if name in step else defaults[name]
               for name in StepRecord.model_fields if name in step or name in defaults}
              for step in doc.get("steps", [])]
