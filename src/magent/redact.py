@@ -122,12 +122,6 @@ _REMEMBERED = 64
 _REMEMBERED_MAX = 65_536
 """Longer texts are rare and would make the memory large: they are scanned each time."""
 _SEEN_LIMIT = 256
-_BY_IDENTITY = 4096
-"""Texts longer than this (a tool's result) are remembered by identity, not by value: a text's
-hash reads all of it (~3.5 us for 10 KB), paid for nothing when it is not seen again, and a long
-text seen again is nearly always the same object (a result's entry, then its event; the metadata
-every checkpoint masks)."""
-_BY_IDENTITY_KEPT = 8
 
 
 _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
@@ -154,8 +148,6 @@ class Redactor:
         """Texts already masked, with their masked form: the same text reaches disk several
         times (an entry, its event, the trace, each checkpoint's metadata), so it is scanned
         once, when it is first written."""
-        self._long: list[tuple[str, str]] = []
-        """The long texts masked last (``_BY_IDENTITY``), with their masked form, latest first."""
         self._needles: list[tuple[str, list[str]]] | None = self._json_needles()
 
     @classmethod
@@ -168,7 +160,6 @@ class Redactor:
         self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4},
                               key=len, reverse=True)
         self._seen.clear()
-        self._long.clear()
         self._floor = self._shortest()
         self._needles = self._json_needles()
 
@@ -183,17 +174,8 @@ class Redactor:
     def text(self, value: str) -> str:
         if len(value) < self._floor:
             return value
-        size = len(value)
-        if not _REMEMBERED <= size <= _REMEMBERED_MAX:
+        if not _REMEMBERED <= len(value) <= _REMEMBERED_MAX:
             return self._mask(value)
-        if size > _BY_IDENTITY:
-            for known, masked in self._long:
-                if known is value:
-                    return masked
-            masked = self._mask(value)
-            self._long.insert(0, (value, masked))
-            del self._long[_BY_IDENTITY_KEPT:]
-            return masked
         masked = self._seen.get(value)
         if masked is None:
             if len(self._seen) >= _SEEN_LIMIT:
