@@ -27,6 +27,8 @@ EIO, and unmounts; recovery runs on the image, an ordinary directory.
 Run as ``python lossyfs.py BACKING MOUNT IMAGE``; commands, one per line on stdin:
 ``cut SEED`` (now), ``arm syncs K SEED`` (after the K-th fsync or fsyncdir, which is applied
 and never answered), ``arm ops N SEED`` (after the N-th call that changes something),
+``arm file NAME N K SEED`` (after the K-th sync that follows the N-th fsync of a file whose
+name contains NAME; K = 0: that fsync itself),
 ``release`` (after a cut: blocked calls fail), ``stats``. It prints ``cut`` once the image is
 written, and ``stats SYNCS OPS`` on request. ``LossyDisk`` (``tests/support/powercut.py``)
 drives it.
@@ -47,6 +49,8 @@ import mfusepy
 from mfusepy import FuseOSError, Operations
 
 SECTOR = 512
+TRACE = bool(os.environ.get("LOSSYFS_TRACE"))
+"""Print each sync to stderr (``ROOT/lossyfs.log``), to see where a cut came."""
 
 
 class Lossy(Operations):
@@ -63,6 +67,8 @@ class Lossy(Operations):
         self.syncs = 0
         self.ops = 0
         self.arm: tuple[str, int] | None = None
+        self.file_arm: tuple[str, int, int] | None = None
+        """(name, n, k): cut at the k-th sync after the n-th fsync of a file so named."""
         self.rng = random.Random(0)
         self._next_id = 0
         self.ids: dict[int, int] = {}
@@ -119,10 +125,17 @@ class Lossy(Operations):
         self.dirs[self._id(path)] = names
 
     # the cut
-    def _counted(self, kind: str) -> None:
+    def _counted(self, kind: str, path: str | None = None) -> None:
         """(Under the mutex, after the call's effect) cut if the armed count is reached."""
         if kind == "sync":
             self.syncs += 1
+            if self.file_arm is not None and self.file_arm[1] > 0:
+                name, nth, offset = self.file_arm
+                if path is not None and name in os.path.basename(path):
+                    nth -= 1
+                if nth == 0:   # from here on, count ``offset`` more syncs
+                    self.arm = ("syncs", self.syncs + offset)
+                self.file_arm = (name, nth, offset)
         self.ops += 1
         if self.arm is not None and (self.arm[0] == "syncs" and self.syncs >= self.arm[1]
                                      or self.arm[0] == "ops" and self.ops >= self.arm[1]):
@@ -186,6 +199,9 @@ class Lossy(Operations):
             if words[0] == "cut":
                 self.rng.seed(int(words[1]))
                 self._cut()
+            elif words[0] == "arm" and words[1] == "file":
+                self.file_arm = (words[2], int(words[3]), int(words[4]))
+                self.rng.seed(int(words[5]))
             elif words[0] == "arm":
                 self.arm = (words[1], int(words[2]))
                 self.rng.seed(int(words[3]))
@@ -294,9 +310,13 @@ class Lossy(Operations):
         return self._change(lambda: os.utime(self._full(path), ns=times) if times else os.utime(self._full(path)))
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
-        return self._change(lambda: self._sync_file(fh), kind="sync")
+        if TRACE:
+            print(f"fsync {self.syncs + 1} {path} {os.fstat(fh).st_size}", file=sys.stderr, flush=True)
+        return self._change(lambda: self._sync_file(fh), kind="sync", path=path)
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
+        if TRACE:
+            print(f"fsyncdir {self.syncs + 1} {path}", file=sys.stderr, flush=True)
         return self._change(lambda: self._sync_dir(self._full(path)), kind="sync")
 
     def _plain(self, call: Callable[[], Any]) -> Any:
@@ -306,14 +326,14 @@ class Lossy(Operations):
         finally:
             self.mutex.release()
 
-    def _change(self, call: Callable[[], Any], kind: str = "change") -> Any:
+    def _change(self, call: Callable[[], Any], kind: str = "change", path: str | None = None) -> Any:
         """Run a call that changes the volatile (or, for a sync, the durable) state and count
         it; when it reaches the armed count the power is cut there, and the caller never hears
         back (it blocks until released, then gets EIO: it was dead by then)."""
         self._enter()
         try:
             result = call()
-            self._counted(kind)
+            self._counted(kind, path)
             cut = self.cut
         finally:
             self.mutex.release()

@@ -68,8 +68,14 @@ class LossyDisk:
         self.proc.stdin.flush()
 
     def arm(self, kind: str, count: int, seed: int) -> None:
-        """Cut the power right after the ``count``-th fsync (``kind`` "syncs") or change ("ops")."""
-        self._send(f"arm {kind} {count} {seed}")
+        """Cut the power right after the ``count``-th fsync (``kind`` "syncs") or change ("ops");
+        ``kind`` "file:NAME:N": after the ``count``-th sync that follows the N-th fsync of a file
+        whose name contains NAME (0: right after that fsync)."""
+        if kind.startswith("file:"):
+            _, name, nth = kind.split(":")
+            self._send(f"arm file {name} {nth} {count} {seed}")
+        else:
+            self._send(f"arm {kind} {count} {seed}")
 
     def cut_seen(self, timeout: float = 0) -> bool:
         """Whether the power was cut (waiting up to ``timeout`` seconds to hear it)."""

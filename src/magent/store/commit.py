@@ -254,6 +254,9 @@ class Committer:
                 commit.marks.append((writer, writer.appended))
                 self._covered[writer] = max(self._covered.get(writer, 0), writer.appended)
                 commit.add(writer.fd, str(writer.path), own=False)
+                if not writer.named:  # a file this run created: its name is synced with its lines
+                    commit.named.append(writer)
+                    self._dir_dirty = True
         if self._dir_dirty:
             commit.synced_dir = True
             if self._dir_fd < 0:
@@ -303,6 +306,8 @@ class _Commit:
         self.waits: list[_Wait] = []
         self.marks: list[tuple["JsonlWriter", int]] = []
         self.checkpoints: list[Path] = []
+        self.named: list["JsonlWriter"] = []
+        """Files created by the run whose names the directory's sync in it makes durable."""
         self.synced_dir = False
         self.error: BaseException | None = None
         self._finished = threading.Lock()
@@ -379,6 +384,8 @@ class _Commit:
     def done(self) -> None:
         for writer, count in self.marks:
             writer.synced_up_to(count)
+        for writer in self.named:
+            writer.named = True
 
     def failed(self) -> None:
         """Nothing of it is known durable: the next commit takes it all again."""

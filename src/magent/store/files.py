@@ -71,9 +71,19 @@ def read_bytes(path: Path | str) -> bytes:
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700. Raises ``StoreError`` if it cannot."""
+    """Create ``path`` (and parents) with mode 0700. Raises ``StoreError`` if it cannot.
+
+    Each folder made is durable when this returns: a new name lasts a power loss only once
+    its parent is synced (fsync(2)), and a home that vanished would take its tasks with it."""
+    missing = []
+    folder = path
+    while not os.path.lexists(folder) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
     try:
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        for made in reversed(missing):
+            fsync_dir(made.parent)
     except FileExistsError:
         raise StoreError(f"{path} exists and is not a directory") from None
     except PermissionError:
@@ -351,6 +361,9 @@ class JsonlWriter:
 
     def __init__(self, path: Path):
         self.path = path
+        self.named = os.path.lexists(path)
+        """Whether the file's name is known durable: one this writer creates is not, until its
+        directory is synced (``sync`` does it with the first lines, a group commit with its own)."""
         try:
             self._fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
@@ -411,6 +424,9 @@ class JsonlWriter:
             count = self.appended
             os.fsync(self._fd)
             self.synced_up_to(count)
+            if not self.named:  # lines a power loss keeps are no use under a name it loses
+                fsync_dir(self.path.parent)
+                self.named = True
 
     def close(self) -> None:
         if self._fd >= 0:
