@@ -43,3 +43,10 @@ def test_a_journal_created_keeps_its_name_with_its_first_line(tmp_path: Path, af
 
 
 
+def test_completed_reaches_the_disk_after_the_history_it_sums_up(tmp_path: Path) -> None:
+    """(B) mode exit: task.json said completed (synced) before the run's history was flushed; a
+    cut right after left a completed task with empty checkpoints nothing moved aside."""
+    trial = Trial(tmp_path, "exit").run("file:task.json:3", 1)
+    _holds(trial)
+    assert trial.cut_during == "run"
+

@@ -220,6 +220,10 @@ class Executor:
             "status": status, "result": kept if completed else ctx.task.result,
             "result_value": ctx.redactor.data(value) if completed else ctx.task.result_value,
             "error": ctx.redactor.text(error) if error else None, "completed_at": now() if finished else None})
+        # What the status sums up is made durable before the status (mode exit has synced
+        # nothing yet): a power loss must never leave a task that says completed or paused
+        # beside a history it lost.
+        ctx.td.sync()
         ctx.task = ctx.td.save_task(self._with_usage(task))
         memory.finish(ctx)  # consolidation after a task, when config/memory.yaml asks for it
         ctx.bus.emit("run_finished", None, status=status.value, result=ctx.redactor.text(result or "") or None,
