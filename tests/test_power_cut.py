@@ -42,6 +42,14 @@ def test_a_journal_created_keeps_its_name_with_its_first_line(tmp_path: Path, af
     _holds(Trial(tmp_path, "sync").run("file:kv.jsonl:1", after))
 
 
+def test_exit_mode_begins_again_when_the_power_took_its_first_checkpoint(tmp_path: Path) -> None:
+    """(A) mode exit, cut mid-run: checkpoint 0's name survived (task.json's write synced the
+    directory) but not its content, and every resume refused the task for want of a valid
+    checkpoint; it must start again, as a task killed before its first checkpoint does."""
+    trial = Trial(tmp_path, "exit").run("file:kv.jsonl:1", 0)
+    _holds(trial)
+    assert trial.cut_during == "run" and trial.outcome == "completed"
+
 
 def test_completed_reaches_the_disk_after_the_history_it_sums_up(tmp_path: Path) -> None:
     """(B) mode exit: task.json said completed (synced) before the run's history was flushed; a

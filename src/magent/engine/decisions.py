@@ -61,8 +61,12 @@ def _check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) ->
                              f"{cp.sequence}, then answer it")
 
 
-def _latest(td: TaskDir):
+def _latest(td: TaskDir, none_ok: bool = False):
+    """The checkpoint to go on from (damaged ones moved aside), the notes on them, the entries.
+    No valid one raises ``TaskStateError``, or with ``none_ok`` gives None."""
     cp, notes = td.checkpoints.latest(repair=True)
+    if cp is None and none_ok:
+        return None, notes, {}
     if cp is None:
         raise TaskStateError(f"task {td.id[:8]} has no valid checkpoint to resume from"
                              + (f" ({'; '.join(notes)})" if notes else ""))

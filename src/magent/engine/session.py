@@ -133,9 +133,9 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         _check_resumable(task, decision)
         graph = from_snapshot(task.config_snapshot)
         options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
-        if not td.checkpoints.ever_written():
-            return await _start_again(graph, td, task, decision, set_values, options, sinks)
-        cp, notes, entries = _latest(td)
+        cp, notes, entries = _latest(td, none_ok=True)
+        if cp is None:  # killed before its first checkpoint, or lost it with the power: begin again
+            return await _start_again(graph, td, task, decision, set_values, options, sinks, notes)
         _check_pause(task, cp, decision, notes)
         # Check every input before anything is written.
         feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
@@ -167,11 +167,17 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
 
 
 async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision | None,
-                       set_values: dict[str, Any] | None, options: RunOptions, sinks: list[Sink]) -> RunOutcome:
-    """Resume a task that stopped before its first checkpoint: nothing ran, so start it from task.json."""
+                       set_values: dict[str, Any] | None, options: RunOptions, sinks: list[Sink],
+                       notes: list[str] = ()) -> RunOutcome:
+    """Resume a task that has no checkpoint to go on from: start it from task.json. Either it
+    stopped before its first one, or a power loss left every one it had damaged (``notes``: they
+    were moved aside), which only mode ``exit`` allows for what ran: the others sync checkpoint 0
+    before the first model call."""
     if decision is not None:
-        raise TaskStateError(f"task {task.id[:8]} never started, so nothing waits for a person; "
-                             f"--{decision.action} has nothing to answer")
+        why = f"lost every checkpoint ({'; '.join(notes)})" if notes else "never started"
+        raise TaskStateError(f"task {task.id[:8]} {why}, so nothing waits for a person; "
+                             f"--{decision.action} has nothing to answer (`magent resume {task.id[:8]}` "
+                             "starts it again)")
     from magent.engine.recovery import events_after
 
     needs = prepare(graph, options)
@@ -180,6 +186,8 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     seq, _ = events_after(td.events_file, 0)
     ctx = _context(needs, td, task, options, sinks, start_seq=seq)
     try:
+        for note in notes:
+            ctx.bus.emit("warning", None, message=note)
         _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
         if gate.blocked:
             outcome = Executor(ctx).fail(gate.failure, "guardrail")

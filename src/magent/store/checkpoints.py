@@ -93,13 +93,6 @@ class CheckpointLog:
             return []
         return sorted(int(m.group(1)) for n in names if (m := _NAME.fullmatch(n)))
 
-    def ever_written(self) -> bool:
-        """True once any checkpoint was written, even if it has since been moved aside as corrupt."""
-        try:
-            return any(n.startswith("checkpoint_") for n in os.listdir(self.dir))
-        except FileNotFoundError:
-            return False
-
     def path(self, sequence: int) -> Path:
         return self.dir / file_name(sequence)
 
