@@ -58,3 +58,12 @@ def test_completed_reaches_the_disk_after_the_history_it_sums_up(tmp_path: Path)
     _holds(trial)
     assert trial.cut_during == "run"
 
+
+def test_a_reply_whose_record_the_power_took_is_not_asked_for_again(tmp_path: Path) -> None:
+    """Mode sync, cut right after the fsync that made the second reply's entry durable, while
+    events.jsonl (its llm_call record, with the script's cursor) waited for its own fsync in
+    the same commit: the resumed run took the reply back and ran its tools, then asked the
+    scripted model from the checkpoint's cursor, got the same reply, and ran ledger.append
+    again. (Which of the commit's two fsyncs the disk sees first is up to the threads, so
+    before the fix this failed only when entries.jsonl's came first.)"""
+    _holds(Trial(tmp_path, "sync").run("file:entries.jsonl:5", 0))

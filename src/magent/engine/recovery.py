@@ -127,6 +127,7 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
 
     intents: dict[str, set[str]] = {}
     results: dict[str, dict[str, dict]] = {}
+    recorded: set[str] = set()
     for event in events:
         ctx.meter.observe(event)  # what was spent after the checkpoint counts toward budgets
         session = event.field("session") or MAIN_SESSION
@@ -140,6 +141,7 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(usage)
             ctx.total_usage = ctx.total_usage.add(usage)
             ctx.turn_index += 1
+            recorded.add(event.field("entry_id"))
             owner = ctx.sessions.get(session)
             if owner is not None and event.field("entry_id") in adopted and event.field("cursor") is not None:
                 owner.cursors[event.field("agent")] = event.field("cursor")
@@ -147,6 +149,7 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             intents.setdefault(session, set()).add(event.field("call_id"))
         elif event.type == "tool_result":
             results.setdefault(session, {})[event.field("call_id")] = event.model_dump()
+    _unrecorded_turns(ctx, adopted - recorded, entries)
     _abandon_lost_sessions(ctx, events)
     for sid, session_results in results.items():
         recovery = ctx.recoveries.setdefault(sid, Recovery())
@@ -168,6 +171,19 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             # these calls started are behind the new checkpoint and would not be read again.
             unsure = session.progress.setdefault("unsure", [])
             unsure.extend(sorted(c for c in recovery.started_calls if c not in unsure))
+
+
+def _unrecorded_turns(ctx: RunContext, ids: set[str], entries: dict[str, Entry]) -> None:
+    """Replies taken back whose ``llm_call`` record was lost: a kill cannot do that (the record
+    is written first), a power loss can (entries.jsonl and events.jsonl are synced side by
+    side). The script cursor that record held is one past the checkpoint's for that agent."""
+    for entry_id in ids:
+        entry = entries.get(entry_id)
+        node = ctx.graph.nodes.get(entry.node) if entry is not None and entry.node else None
+        owner = ctx.sessions.get(entry.session or MAIN_SESSION) if entry is not None else None
+        if entry is None or entry.role != "assistant" or owner is None or node is None or not node.agent_name:
+            continue
+        owner.cursors[node.agent_name] = owner.cursors.get(node.agent_name, 0) + 1
 
 
 def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) -> set[str]:
