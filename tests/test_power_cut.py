@@ -67,3 +67,16 @@ def test_a_reply_whose_record_the_power_took_is_not_asked_for_again(tmp_path: Pa
     again. (Which of the commit's two fsyncs the disk sees first is up to the threads, so
     before the fix this failed only when entries.jsonl's came first.)"""
     _holds(Trial(tmp_path, "sync").run("file:entries.jsonl:5", 0))
+
+
+@pytest.mark.parametrize("mode", ["sync", "step", "exit"])
+@pytest.mark.parametrize("human", [False, True], ids=["react", "human"])
+def test_cuts_at_random_keep_the_promise_of_the_mode(tmp_path: Path, mode: str, human: bool) -> None:
+    """A few cuts per mode and flow: right after a sync point drawn at random, and after a
+    random change (any write, create, rename...)."""
+    rng = random.Random(f"{mode}-{human}")
+    cuts = [("syncs", rng.randint(1, SYNC_POINTS[human, mode])), ("ops", rng.randint(1, CHANGES[human]))]
+    if not human:
+        cuts.append(("syncs", rng.randint(1, SYNC_POINTS[human, mode])))
+    for n, (kind, count) in enumerate(cuts):
+        _holds(Trial(tmp_path / str(n), mode, human=human).run(kind, count, seed=rng.randrange(1 << 30)))
