@@ -27,6 +27,7 @@ POINTS = (
     "before_pause",           # a pause is about to be written
     "before_trace",           # a run's end is synced (task.json has its status), trace.json not yet written
     "before_link",            # an immutable file's temp copy is written, not yet linked into place
+    "migrate_between_files",  # `magent migrate` replaced one of a task's files, the next not yet
     "memory_before_commit",   # a memory write transaction is complete but not committed
 )
 

@@ -48,6 +48,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.remembering import memories as memories
     from magent.api.remembering import memory_entry as memory_entry
     from magent.api.remembering import search_memory as search_memory
+    from magent.api.migrating import MigrationReport as MigrationReport
+    from magent.api.migrating import migrate_tasks as migrate_tasks
     from magent.api.replaying import areplay as areplay
     from magent.api.replaying import replay as replay
     from magent.api.retention import RetentionPlan as RetentionPlan
@@ -108,6 +110,7 @@ _WHERE = {
     "prompting": ("StoredPrompt", "add_prompt", "prompt", "prompts", "prompts_folder"),
     "remembering": ("MemoryList", "MemorySearch", "add_memory", "consolidate_memory", "export_memories",
                     "forget_memories", "import_memories", "memories", "memory_entry", "search_memory"),
+    "migrating": ("MigrationReport", "migrate_tasks"),
     "replaying": ("areplay", "replay"),
     "retention": ("RetentionPlan", "retention_plan", "sweep"),
     "starting": ("Home", "copy_examples", "examples", "examples_folder", "init", "new_agent", "new_workflow"),

@@ -115,6 +115,7 @@ _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks", ("tasks",)),
     ("checkpoints", ("checkpoints",)),
     ("retention", ("retention",)),
+    ("migrate", ("migrate",)),
     ("tools", ("tools",)),
     ("mcp", ("mcp",)),
     ("trace", ("trace",)),

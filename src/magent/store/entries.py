@@ -43,19 +43,25 @@ def restore(raw: dict[str, Any], parent: Mapping[str, Any] | None) -> dict[str, 
     return raw
 
 
+def entry_line(entry: Entry) -> bytes:
+    """``entry``'s line in entries.jsonl (without its newline): the whole entry, but for fields
+    that are None and, for a message, what is at its default (no tool calls, no text, the
+    ``message`` type)."""
+    leave_out = set()
+    if not entry.tool_calls:
+        leave_out.add("tool_calls")
+    if entry.entry_type == "message":
+        leave_out.add("entry_type")
+    if not entry.content:
+        leave_out.add("content")
+    return dumps(entry.model_dump(mode="json", exclude_none=True, exclude=leave_out))
+
+
 class EntryLog(AppendLog):
 
     def append(self, entry: Entry) -> Entry:
-        """Append ``entry``'s line: the whole entry, but for fields that are None and, for a
-        message, what is at its default (no tool calls, no text, the ``message`` type)."""
-        leave_out = set()
-        if not entry.tool_calls:
-            leave_out.add("tool_calls")
-        if entry.entry_type == "message":
-            leave_out.add("entry_type")
-        if not entry.content:
-            leave_out.add("content")
-        self._append_line(dumps(entry.model_dump(mode="json", exclude_none=True, exclude=leave_out)))
+        """Append ``entry``'s line (``entry_line``)."""
+        self._append_line(entry_line(entry))
         return entry
 
     def load(self, problems: list[str] | None = None) -> dict[str, Entry]:

@@ -141,9 +141,11 @@ def remove_temp_files(directory: Path) -> list[Path]:
     return removed
 
 
-def _write_temp(path: Path, data: bytes) -> Path:
+def _write_temp(path: Path, data: bytes, mtime_ns: int | None = None) -> Path:
     fd, tmp = write_temp(path, data)
     try:
+        if mtime_ns is not None:
+            os.utime(fd, ns=(mtime_ns, mtime_ns))
         os.fsync(fd)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -211,15 +213,17 @@ def _store_error(exc: OSError, verb: str, path: Path) -> StoreError:
     return StoreError(f"cannot {verb} {path}: {reason}")
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, mtime_ns: int | None = None) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix.
+    With ``mtime_ns`` the new file has that modification time from the moment it has the name
+    (set on the temp file, so no crash leaves it with another).
 
     Raises ``StoreError`` when the directory cannot be written (read-only, full...), and
     ``SymlinkError`` when ``path`` is a link (replacing it would hide what was planted there).
     """
     refuse_link(path)
     try:
-        tmp = _write_temp(path, data)
+        tmp = _write_temp(path, data, mtime_ns)
         try:
             os.replace(tmp, path)
         except BaseException:

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 _PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
 
 
-def _task_json(task: Task) -> bytes:
+def task_json(task: Task) -> bytes:
+    """task.json's bytes for ``task``, as written."""
     return dumps(task.model_dump(mode="json"), indent=2)
 
 
@@ -139,7 +140,7 @@ class TaskDir:
     def save_task(self, task: Task) -> Task:
         """Write ``task`` as task.json (atomically) with ``updated_at`` set to now; returns it."""
         task = task.model_copy(update={"updated_at": now()})
-        atomic_write(self.task_file, _task_json(task))
+        atomic_write(self.task_file, task_json(task))
         return task
 
     # the conversation
@@ -300,7 +301,7 @@ class Store:
         try:
             staging.mkdir(mode=DIR_MODE)
             try:
-                atomic_write(staging / "task.json", _task_json(task))
+                atomic_write(staging / "task.json", task_json(task))
                 if fill is not None:
                     fill(staging)
                 os.rename(staging, td.path)

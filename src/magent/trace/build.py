@@ -87,12 +87,20 @@ def write_trace(td: "TaskDir") -> "TraceLog":
 
     Called by the engine whenever a run ends, pauses or is interrupted.
     """
+    from magent.store.files import atomic_write
+
+    trace = rebuilt_trace(td)
+    atomic_write(td.trace_file, dump_for_disk(trace))
+    return trace
+
+
+def rebuilt_trace(td: "TaskDir") -> "TraceLog":
+    """The trace ``write_trace`` writes: built from the task's ``events.jsonl``, as of now."""
     from magent.errors import MagentError
     from magent.ids import now
     from magent.models import TraceLog
     from magent.redact import load_settings
     from magent.engine.events import read_events
-    from magent.store.files import atomic_write
 
     try:
         created = td.load_task().created_at.isoformat()
@@ -108,9 +116,7 @@ def write_trace(td: "TaskDir") -> "TraceLog":
     shorten_results(built.doc)
     hydrate(built.doc)
     built.doc["updated_at"] = now().isoformat()
-    trace = TraceLog.model_validate(built.doc)
-    atomic_write(td.trace_file, dump_for_disk(trace))
-    return trace
+    return TraceLog.model_validate(built.doc)
 
 
 def shorten_results(doc: dict[str, Any]) -> None:

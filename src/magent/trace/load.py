@@ -124,7 +124,7 @@ TRACE_READABLE_FROM = 4
 """The oldest trace.json version read as it is (migrated); an older one is rebuilt from the events."""
 
 
-def _read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
+def read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
     """trace.json as a dict (an older version migrated) if it is current; otherwise None with the
     reason in ``notes``."""
     from magent.models import SCHEMA_VERSION
@@ -258,7 +258,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
     trace_notes: list[str] = []
     stored = None
     if not live and not need_events:
-        stored = _read_trace_file(td, trace_notes)
+        stored = read_trace_file(td, trace_notes)
         if stored is not None and not stored.get("_unusable"):
             return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                              live=live, notes=notes)
@@ -279,7 +279,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
 
     notes.append("events.jsonl is missing")
     if stored is None and (live or need_events):
-        stored = _read_trace_file(td, trace_notes)
+        stored = read_trace_file(td, trace_notes)
     if stored is not None:
         stored.pop("_unusable", None)
         notes.extend(f"{n}; showing what it holds" for n in trace_notes)

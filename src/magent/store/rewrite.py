@@ -1,0 +1,246 @@
+"""Rewriting a task written by an older schema in the current, plain form (``magent migrate``).
+
+magent reads old files through the named migrations and never rewrites them on its own; this
+is the one place that does, when asked, so that ``jq`` and other tools read them without
+magent. What each file becomes is what reading it gives, written by the current writer:
+
+- task.json: the task as loaded, written as ``save_task`` writes it (its ``updated_at`` kept:
+  migrating is not a change of the task);
+- each checkpoint: read (its hash verified) and migrated, written by ``checkpoints.to_disk``
+  with a new ``sha256`` under the same name; one that fails its hash is left as it is;
+- entries.jsonl and events.jsonl: each line as read (what older lines left out put back),
+  written whole, in order; a line that cannot be read is kept byte for byte;
+- trace.json, last: the stored trace migrated, or, when readers would not use it (stale or
+  unreadable), rebuilt from the events as a run's end would.
+
+A document is current when its ``schema_version`` is this magent's; a line when it reads back
+as it is written. Each file is replaced atomically, one after another, under the task's lock,
+so a kill leaves every file old or new (both read), and running again finishes the job. The
+two logs keep their modification time: trace.json is shown only when it is not older than
+events.jsonl, and that comparison must say after a rewrite (or a kill half way) what it said
+before. (Putting back events.jsonl's lines and rebuilding a trace are the engine's and the
+trace builder's: they are imported where they are used, as ``TaskDir.read_events`` does.)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from magent import failpoints
+from magent.errors import CheckpointCorruptError, CheckpointNotFoundError, StoreError
+from magent.schema import SCHEMA_VERSION
+from magent.store.files import atomic_write, dumps, loads, read_bytes
+
+if TYPE_CHECKING:
+    from magent.store.tasks import TaskDir
+
+
+@dataclass
+class Rewrite:
+    """One file's new content."""
+
+    path: Path
+    data: bytes
+    what: str
+    """How it is told: ``task.json``, ``checkpoint_003.json``, ``events.jsonl (12 lines)``."""
+    mtime_ns: int | None = None
+    """The modification time it keeps (the logs'; see the module docstring)."""
+
+
+@dataclass
+class Plan:
+    """What migrating one task rewrites, in order, and what it leaves as it is and why."""
+
+    rewrites: list[Rewrite] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    """Lines and checkpoints that cannot be read, left byte for byte (``file:line: why``)."""
+    checkpoints: int = 0
+    lines: dict[str, int] = field(default_factory=dict)
+    """Lines rewritten, by file name."""
+
+    @property
+    def current(self) -> bool:
+        return not self.rewrites
+
+
+def plan(td: "TaskDir") -> Plan:
+    """What migrating the task in ``td`` would write; reads only. Raises ``StoreError`` when
+    task.json cannot be read (nothing can be said of a task without it)."""
+    out = Plan()
+    _plan_task(td, out)
+    _plan_checkpoints(td, out)
+    _plan_lines(td.entries_file, _entry_fixer(), out)
+    events_mtime = _plan_lines(td.events_file, _event_fixer(), out)
+    _plan_trace(td, out, events_mtime)
+    return out
+
+
+def apply(td: "TaskDir", todo: Plan) -> None:
+    """Write ``todo``'s files in order, each atomically; the caller holds the task's lock.
+    The failpoint ``migrate_between_files`` is after each file."""
+    for rewrite in todo.rewrites:
+        atomic_write(rewrite.path, rewrite.data, mtime_ns=rewrite.mtime_ns)
+        failpoints.hit("migrate_between_files")
+
+
+def _version(data: bytes) -> Any:
+    try:
+        doc = loads(data)
+    except ValueError:
+        return None
+    return doc.get("schema_version") if isinstance(doc, dict) else None
+
+
+def _plan_task(td: "TaskDir", out: Plan) -> None:
+    from magent.store.tasks import task_json
+
+    try:
+        data = read_bytes(td.task_file)
+    except OSError as exc:
+        raise StoreError(f"task {td.id}: task.json is unreadable ({exc})") from None
+    if _version(data) != SCHEMA_VERSION:
+        out.rewrites.append(Rewrite(td.task_file, task_json(td.load_task()), "task.json"))
+
+
+def _plan_checkpoints(td: "TaskDir", out: Plan) -> None:
+    from magent.store.checkpoints import content_hash, encoded, to_disk
+
+    log = td.checkpoints
+    for sequence in log.numbers():
+        path = log.path(sequence)
+        try:
+            if _version(read_bytes(path)) == SCHEMA_VERSION:
+                continue
+            checkpoint = log.read(sequence)
+        except CheckpointNotFoundError:
+            continue    # removed since the listing (a retention trim)
+        except (CheckpointCorruptError, OSError) as exc:
+            out.kept.append(f"{path.name}: {exc}; left as it is")
+            continue
+        doc = to_disk(checkpoint)
+        data = encoded({**doc, "sha256": content_hash(doc, td.id, sequence)})
+        out.rewrites.append(Rewrite(path, data, path.name))
+        out.checkpoints += 1
+
+
+Fixer = Callable[[dict[str, Any]], "bytes | None"]
+"""A log's readable line (its JSON object) as the current writer writes it, or None when it
+does not fit its schema (kept as it is)."""
+
+
+def _plan_lines(path: Path, fix: Fixer, out: Plan) -> int | None:
+    """Plan the rewrite of JSON Lines file ``path`` line by line; returns its modification time
+    (None when it is missing)."""
+    try:
+        data = read_bytes(path)
+        mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
+    except FileNotFoundError:
+        return None
+    pieces = data.split(b"\n")
+    lines, torn = pieces[:-1], pieces[-1]
+    written, changed = [], 0
+    for number, line in enumerate(lines, 1):
+        new = _fixed(line, fix)
+        if new is None:
+            out.kept.append(f"{path.name}:{number}: cannot be read; kept as it is")
+            new = line
+        elif new != line:
+            changed += 1
+        written.append(new)
+    if torn:
+        out.kept.append(f"{path.name}: a torn last line (a crash mid-write); kept as it is")
+    if changed:
+        out.lines[path.name] = changed
+        out.rewrites.append(Rewrite(path, b"".join(line + b"\n" for line in written) + torn,
+                                    f"{path.name} ({changed} line{'s' if changed != 1 else ''})", mtime_ns))
+    return mtime_ns
+
+
+def _fixed(line: bytes, fix: Fixer) -> bytes | None:
+    if not line.strip():
+        return line
+    try:
+        doc = loads(line)
+    except ValueError:
+        return None
+    return fix(doc) if isinstance(doc, dict) else None
+
+
+def _entry_fixer() -> Fixer:
+    """Entries as ``EntryLog.load`` reads them (a tool result's call put back from its parent's
+    line, as read), written by ``entry_line``."""
+    from pydantic import ValidationError
+
+    from magent.models import Entry
+    from magent.store.entries import entry_line, restore
+
+    raws: dict[str, dict[str, Any]] = {}
+
+    def fix(raw: dict[str, Any]) -> bytes | None:
+        parent = raw.get("parent_id")
+        raw = restore(raw, raws.get(parent) if isinstance(parent, str) else None)
+        if isinstance(raw.get("id"), str):
+            raws[raw["id"]] = raw
+        try:
+            return entry_line(Entry.model_validate(raw))
+        except ValidationError:
+            return None
+
+    return fix
+
+
+_FIRST = ("seq", "ts", "type")
+"""The keys an event's line starts with, as emitted."""
+
+
+def _event_fixer() -> Fixer:
+    """Events as their readers read them (``unpack_all`` over the readable lines), written
+    whole in the order they are emitted."""
+    from magent.engine.events import Unpacker
+
+    unpack = Unpacker()
+
+    def fix(doc: dict[str, Any]) -> bytes:
+        doc = unpack(doc)   # type: ignore[assignment]
+        return dumps({key: doc[key] for key in _FIRST if key in doc} | doc)
+
+    return fix
+
+
+def _plan_trace(td: "TaskDir", out: Plan, events_mtime: int | None) -> None:
+    """trace.json, after the logs: the stored one migrated when readers show it, else rebuilt
+    from the events (a stale, unreadable or too old trace, which readers build from them too)."""
+    from magent.trace.build import dump_for_disk, rebuilt_trace, shorten_results
+    from magent.trace.actions import hydrate
+    from magent.trace.load import read_trace_file, restore_results
+
+    try:
+        data = read_bytes(td.trace_file)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        out.kept.append(f"trace.json: cannot be read ({exc}); left as it is")
+        return
+    if _version(data) == SCHEMA_VERSION:
+        return
+    doc = read_trace_file(td, [])
+    if doc is not None and not doc.get("_unusable"):
+        from pydantic import ValidationError
+
+        from magent.models import TraceLog
+
+        shorten_results(restore_results(doc, td))   # a long result's text: a preview, as written now
+        try:
+            trace = TraceLog.model_validate(hydrate(doc))
+        except ValidationError as exc:
+            out.kept.append(f"trace.json: does not fit the TraceLog model ({exc.errors()[0]['msg']}); left as it is")
+            return
+    elif events_mtime is not None:
+        trace = rebuilt_trace(td)
+    else:
+        out.kept.append("trace.json: cannot be read and there are no events to build it from; left as it is")
+        return
+    out.rewrites.append(Rewrite(td.trace_file, dump_for_disk(trace), "trace.json"))
