@@ -61,7 +61,7 @@ def _commands(task_id: str) -> list[tuple[str, ...]]:
         ("tasks", "list"), ("tasks", "show", task_id[:8]),
         ("checkpoints", "list", task_id[:8]), ("checkpoints", "show", task_id[:8]),
         ("checkpoints", "show", task_id[:8], "1", "--json"),
-        ("validate", *validate),
+        ("validate", *validate), ("migrate", "--all", "--dry-run"), ("migrate", task_id[:8]),
     ]
 
 

@@ -74,21 +74,24 @@ def migrate_tasks(task_ids: Iterable[str] = (), *, all_tasks: bool = False, dry_
 
 
 def _migrate_one(store: Any, task_id: str, dry_run: bool) -> TaskMigration:
+    """Plan without the lock (a task already current is not touched, not even its lock), then
+    take it and plan again before writing: what a run wrote in between counts."""
     from magent.store import TaskDir
     from magent.store import rewrite
 
     td = TaskDir(store, task_id)
+    lock = td.lock()
+    if not lock.is_free():
+        return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
     try:
         td.refuse_links()
-        if dry_run:
-            lock = td.lock()
-            if not lock.is_free():
-                return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
-            return _told(task_id, rewrite.plan(td), "would migrate")
+        todo = rewrite.plan(td)
+        if dry_run or todo.current:
+            return _told(task_id, todo, "would migrate" if dry_run else "migrated")
         try:
             lock = td.open_for_writing()
         except TaskLockedError:
-            return TaskMigration(task_id, "skipped", why=f"running ({_holder(td.lock())})")
+            return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
         try:
             todo = rewrite.plan(td)
             rewrite.apply(td, todo)
