@@ -2,8 +2,9 @@
 
 Each migration takes a document of version N and returns one of version N+1. A
 format change adds a function here and bumps ``models.SCHEMA_VERSION``. Documents
-are migrated when read; files on disk are never rewritten (checkpoints are
-immutable), so every step must stay here.
+are migrated when read; files on disk are not rewritten (checkpoints are
+immutable) unless a person asks (``magent migrate``, ``store.rewrite``), so every
+step must stay here.
 """
 
 from __future__ import annotations
