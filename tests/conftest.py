@@ -41,24 +41,56 @@ socket.socket.connect = _loopback_only  # type: ignore[method-assign]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-BROWSER_TESTS = ROOT / "tests" / "test_trace_browser.py"
+
+
+def _no_chromium() -> str | None:
+    from support.browser import missing
+
+    return missing()
+
+
+def _no_jq() -> str | None:
+    import shutil
+
+    return None if shutil.which("jq") else "the jq one-liners' test needs jq on PATH: apt-get install jq"
+
+
+def _no_fuse() -> str | None:
+    from support.powercut import fuse_missing
+
+    why = fuse_missing()
+    return None if why is None else (f"the power-cut tests need FUSE 3: {why}: apt-get install fuse3 "
+                                     "libfuse3-dev (and the lock's mfusepy)")
+
+
+PREREQUISITES = {
+    "test_trace_browser.py": _no_chromium,
+    "test_reading_files.py": _no_jq,
+    "test_power_cut.py": _no_fuse,
+    "test_lossyfs.py": _no_fuse,
+}
+"""Test files that need something from the system (``.ci/run`` installs it all), and what tells
+whether it is missing."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A run that includes the browser tests on a machine without Chromium stops at once, with
-    one line that says how to get it (not with a failure per browser test, minutes later)."""
+    """A run that includes tests needing something the machine lacks (Chromium, jq, FUSE) stops
+    at once, with one line that says what to install (not with a failure per test, minutes later)."""
     if hasattr(config, "workerinput") or config.option.keyword or config.option.markexpr:
         return  # a worker (the controller checked), or a selection this cannot see through
-    if any(str(BROWSER_TESTS) in str(d) for d in config.getoption("deselect") or []):
-        return
     asked = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
-    if not any(p == BROWSER_TESTS or p in BROWSER_TESTS.parents for p in asked):
-        return
-    from support.browser import missing
-
-    why = missing()
-    if why:
-        raise pytest.UsageError(f"{why}; or leave them out: --deselect tests/test_trace_browser.py")
+    deselected = " ".join(map(str, config.getoption("deselect") or []))
+    lacking: dict[str, list[str]] = {}
+    for name, missing in PREREQUISITES.items():
+        path = ROOT / "tests" / name
+        if name in deselected or not any(p == path or p in path.parents for p in asked):
+            continue
+        why = missing()
+        if why:
+            lacking.setdefault(why, []).append(f"--deselect tests/{name}")
+    if lacking:
+        raise pytest.UsageError(" | ".join(f"{why}; or leave them out: {' '.join(files)}"
+                                           for why, files in lacking.items()))
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from magent.store.files import fsync_dir as _fsync
-from support.powercut import LossyDisk, fuse_missing
+from support.powercut import LossyDisk
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(fuse_missing() is not None, reason=str(fuse_missing()))]
+pytestmark = pytest.mark.slow  # (a run without FUSE stops at once: conftest's PREREQUISITES)
 
 
 def _fsync_quietly(path: Path) -> None:

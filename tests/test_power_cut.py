@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from support.powercut import fuse_missing
 from support.powerflow import Trial
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(fuse_missing() is not None, reason=str(fuse_missing()))]
+pytestmark = pytest.mark.slow  # (a run without FUSE stops at once: conftest's PREREQUISITES)
 
 SYNC_POINTS = {(False, "sync"): 70, (False, "step"): 64, (False, "exit"): 34,
                (True, "sync"): 85, (True, "step"): 79, (True, "exit"): 47}
