@@ -1,0 +1,76 @@
+"""Real provider wire formats, replayed on 127.0.0.1 (tests/support/replay_server.py): each provider
+runs a real ``magent run`` of an agent with a tool call against its recorded replies, is killed after
+its first turn, resumed, and traced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.cli import invoke, run
+from support.engine import events, kv_store, task_dir, write
+from support.replay_server import ReplayServer
+
+# (fixture, model, the endpoint's path as the provider's docs or local server give it, key variable)
+PROVIDERS = [
+    ("openai_chat_tool_stream", "openai/gpt-4o-mini", "/v1"),
+    ("anthropic_messages_tool_stream", "anthropic/claude-sonnet-4-5-20250929", ""),
+    ("gemini_tool_stream", "gemini/gemini-2.5-flash", "/v1beta"),
+    ("ollama_chat_tool_stream", "ollama_chat/llama3.1", ""),
+    ("ollama_v1_no_usage_stream", "openai/llama3.1", "/v1"),
+]
+
+
+def keeper(folder: Path, model: str, endpoint: str, extra: str = "") -> Path:
+    return write(folder, "keeper.yaml", f"""
+        name: keeper
+        role: stores things
+        system_prompt: Store what you are told, then confirm.
+        tools: [kv.set]
+        llm_config:
+          model: {model}
+          endpoint: {endpoint}
+          api_key: test-key-not-real
+          max_retries: 1
+        {extra}
+        """)
+
+
+def llm_calls(task_id: str) -> list:
+    return [e for e in events(task_id) if e.type == "llm_call" and e.field("error") is None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,model,suffix", PROVIDERS, ids=[p[0] for p in PROVIDERS])
+def test_a_provider_run_with_a_tool_call_a_kill_a_resume_and_a_trace(
+        name: str, model: str, suffix: str, tmp_path: Path, magent_home: Path) -> None:
+    with ReplayServer(name) as server:
+        agent = keeper(tmp_path, model, server.url + suffix)
+        # killed once the first turn (the tool call and its result) is checkpointed
+        killed = run("run", str(agent), "-t", "Remember the city Lyon", "--no-input",
+                     env={"MAGENT_FAILPOINT": "after_checkpoint@2"})
+        assert killed.code == -9, killed.out + killed.err
+        (task_id,) = [p.name for p in (magent_home / "tasks").iterdir()]
+        resumed = invoke("resume", task_id, "--no-input")
+        assert resumed.code == 0, resumed.out + resumed.err
+        assert server.pending == 0, [r.path for r in server.received]
+    assert kv_store(task_id) == {"city": "Lyon"}
+    assert task_dir(task_id).load_task().result == "Stored: Lyon."
+    # the tool result went back to the model in the provider's own format
+    assert "stored city" in server.received[-1].text
+    calls = llm_calls(task_id)
+    assert len(calls) == 2 and calls[0].field("stop_reason") == "tool_calls"
+    assert all(c.field("tokens_in") and c.field("tokens_out") for c in calls)
+    shown = invoke("trace", task_id)
+    assert shown.code == 0 and "kv.set" in shown.out, shown.out
+
+
+def test_a_reply_nothing_fits_is_a_loud_400(tmp_path: Path) -> None:
+    with ReplayServer() as server:
+        agent = keeper(tmp_path, "openai/gpt-4o-mini", server.url + "/v1")
+        result = invoke("run", str(agent), "-t", "Remember the city Lyon", "--no-input")
+    assert result.code == 1
+    assert "no recorded reply fits POST /v1/chat/completions" in result.out + result.err
+    assert json.loads(server.received[0].text)["model"] == "gpt-4o-mini"
