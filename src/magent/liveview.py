@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from magent.money import cost_phrase
+from magent.money import cost_phrase, token_note
 from magent.render import console, esc, is_terminal, short
 from magent.vocabulary import STATUS_STYLE, how_started, plural
 
@@ -142,7 +142,7 @@ class EventPrinter:
         cost = "" if ev.field("cost") == 0 else f" · {cost_phrase(ev.field('cost'))}"
         attempt = f" · attempt {ev.field('attempt')}" if ev.field("attempt") else ""
         self.out.print(f"  {who}[dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
-                       f"{cost} · {ev.field('latency_ms')} ms{attempt}[/]")
+                       f"{token_note(ev.model_extra or {})}{cost} · {ev.field('latency_ms')} ms{attempt}[/]")
 
     def _failed_attempt(self, ev: Any) -> None:
         self._close_line()

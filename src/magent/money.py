@@ -7,6 +7,11 @@ shown as unknown. Imports nothing, so every view can use it.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
+TOKEN_PARTS = (("cache_read", "cache read"), ("cache_write", "cache write"), ("reasoning", "reasoning"))
+"""The parts of a call's tokens billed apart (usage and ``llm_call`` field names), as they read."""
+
 
 def money(cost: float | None, unpriced: int = 0) -> str:
     """``$0.0123``; ``$0.0123 + unknown`` when some calls were not priced; ``unknown`` when
@@ -21,3 +26,15 @@ def cost_phrase(cost: float | None, unpriced: int = 0) -> str:
     """``money`` for running text: ``cost unknown`` rather than a bare ``unknown``."""
     text = money(cost, unpriced)
     return text if text.startswith("$") else "cost unknown"
+
+
+def token_parts(counts: Mapping[str, Any]) -> str:
+    """``4,000 cache read, 256 reasoning``: the parts of ``counts``' tokens billed at their own
+    rate (keys as in ``Usage`` and ``llm_call`` events), or ``""`` when it has none."""
+    return ", ".join(f"{int(counts.get(key) or 0):,} {label}" for key, label in TOKEN_PARTS if counts.get(key))
+
+
+def token_note(counts: Mapping[str, Any]) -> str:
+    """``token_parts`` in brackets after a token count (`` (4,000 cache read)``), or ``""``."""
+    parts = token_parts(counts)
+    return f" ({parts})" if parts else ""

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from magent.money import money
+from magent.money import money, token_note
 from magent.vocabulary import STATUS_STYLE, checkpoint_moment
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] =
         ("started", task.started_at.isoformat(timespec="seconds") if task.started_at else "-"),
         ("finished", task.completed_at.isoformat(timespec="seconds") if task.completed_at else "-"),
         ("model calls", str(task.usage.calls)), ("checkpoints", str(checkpoints)),
-        ("tokens", f"{task.usage.input} in / {task.usage.output} out"),
+        ("tokens", f"{task.usage.input} in / {task.usage.output} out{token_note(task.usage.model_dump())}"),
         ("cost", money(task.usage.cost, task.usage.unpriced)),
         ("retention", f"{task.retention_days} days" if task.retention_days is not None else "policy"),
     ]

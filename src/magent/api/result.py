@@ -44,6 +44,12 @@ class TokenUsage(Model):
     """Completion tokens, all models together."""
     total: int = 0
     """``input + output``."""
+    cache_read: int = 0
+    """Of ``input``, prompt tokens the providers read from their caches."""
+    cache_write: int = 0
+    """Of ``input``, prompt tokens the providers wrote to their caches."""
+    reasoning: int = 0
+    """Of ``output``, tokens the models spent reasoning."""
     by_model: dict[str, Usage] = Field(default_factory=dict)
     """Per model (``provider/model`` keys): tokens, cost and number of calls."""
 
@@ -133,7 +139,8 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
         output=_output(task), error=error,
         started_at=task.started_at, finished_at=task.completed_at,
         token_usage=TokenUsage(input=usage.input, output=usage.output, total=usage.input + usage.output,
-                               by_model=by_model),
+                               cache_read=usage.cache_read, cache_write=usage.cache_write,
+                               reasoning=usage.reasoning, by_model=by_model),
         cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
         provenance=provenance(task))
 

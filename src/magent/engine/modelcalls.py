@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from magent.engine.sessions import Session
 from magent.models import LLMConfig, Usage
-from magent.models.task import usage_key
+from magent.models.task import CALL_DETAILS, usage_key
 
 if TYPE_CHECKING:
     from magent.engine.context import RunContext
@@ -103,13 +103,15 @@ def record_llm_call(ctx: "RunContext", response: "LLMResponse", *, node: str | N
     if request is not None:  # its pieces are stored before the event names them
         sent = _sent(ctx, request, rail, keep_messages)
     key = usage_key(response.model, response.provider)
-    counts = (response.tokens_in, response.tokens_out, response.cost or 0.0, int(response.cost is None))
-    ctx.usage_by_model[key] = _plus(ctx.usage_by_model.get(key), *counts)
-    ctx.total_usage = _plus(ctx.total_usage, *counts)
+    details = {name: getattr(response, name) or None for name in CALL_DETAILS}  # (0: left out)
+    call = Usage.of_call({"tokens_in": response.tokens_in, "tokens_out": response.tokens_out,
+                          "cost": response.cost, **details})
+    ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(call)
+    ctx.total_usage = ctx.total_usage.add(call)
     ctx.turn_index += 1
     ctx.bus.emit(
         "llm_call", node, agent=agent, model=response.model, provider=response.provider,
-        tokens_in=response.tokens_in, tokens_out=response.tokens_out, cost=response.cost,
+        tokens_in=response.tokens_in, tokens_out=response.tokens_out, **details, cost=response.cost,
         latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
         attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
         cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
@@ -118,12 +120,3 @@ def record_llm_call(ctx: "RunContext", response: "LLMResponse", *, node: str | N
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
                             "raw_arguments": c.raw_arguments if c.arguments is None else None}
                            for c in response.tool_calls]})
-
-
-def _plus(usage: Usage | None, tokens_in: int, tokens_out: int, cost: float, unpriced: int) -> Usage:
-    """``usage`` (None: nothing yet) with one answered call added, as ``Usage.add`` adds them
-    (one model built, not three)."""
-    if usage is None:
-        return Usage(input=tokens_in, output=tokens_out, cost=round(0.0 + cost, 10), calls=1, unpriced=unpriced)
-    return Usage(input=usage.input + tokens_in, output=usage.output + tokens_out,
-                 cost=round(usage.cost + cost, 10), calls=usage.calls + 1, unpriced=usage.unpriced + unpriced)

@@ -135,9 +135,7 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             continue  # a failed attempt: nothing answered, nothing counted
         if event.type == "llm_call":
             key = usage_key(event.field("model") or "", event.field("provider"))
-            cost = event.field("cost")  # absent: litellm had no price for the model
-            usage = Usage(input=event.field("tokens_in", 0), output=event.field("tokens_out", 0),
-                          cost=cost or 0.0, calls=1, unpriced=int(cost is None))
+            usage = Usage.of_call(event.model_extra or {})  # (no cost: litellm had no price for it)
             ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(usage)
             ctx.total_usage = ctx.total_usage.add(usage)
             ctx.turn_index += 1

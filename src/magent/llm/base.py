@@ -107,9 +107,17 @@ class LLMResponse:
     """The model that answered (the fallback when it was used)."""
     provider: str = ""
     tokens_in: int = 0
+    """Prompt tokens, all of them (those read from or written to a cache included)."""
     tokens_out: int = 0
+    """Completion tokens, reasoning included."""
+    cache_read: int = 0
+    """Of ``tokens_in``, those the provider read from its prompt cache (billed at its cache rate)."""
+    cache_write: int = 0
+    """Of ``tokens_in``, those the provider wrote to its prompt cache (billed at its write rate)."""
+    reasoning: int = 0
+    """Of ``tokens_out``, those the model spent reasoning (thinking) before its reply."""
     cost: float | None = 0.0
-    """USD as litellm computes it; None when litellm has no price for the model."""
+    """USD as litellm computes it from the whole usage; None when litellm has no price for the model."""
     latency_ms: int = 0
     stop_reason: str | None = None
     retries: list[str] = field(default_factory=list)

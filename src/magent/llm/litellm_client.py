@@ -36,7 +36,7 @@ from magent.llm.failures import IncompleteReply, cut_mid_stream, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
-from magent.llm.stream import Collected, collect, incomplete, server_finish
+from magent.llm.stream import Collected, collect, incomplete, server_finish, usage_parts
 
 if TYPE_CHECKING:
     from magent.models.agent import FallbackModel
@@ -284,7 +284,8 @@ class LiteLLMClient:
         return LLMResponse(
             content=content, tool_calls=calls, model=model,
             provider=provider_of(model, endpoint), tokens_in=tokens_in,
-            tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out),
+            tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out, got.billed),
+            **usage_parts(got.billed),
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else finish)
 
@@ -303,11 +304,18 @@ def _needs_key(model: str) -> bool:
     return any("KEY" in name for name in missing)
 
 
-def cost_of(model: str, tokens_in: int, tokens_out: int) -> float | None:
-    """USD for a call as litellm's (local) price map has it; None when the model is not priced."""
+def cost_of(model: str, tokens_in: int, tokens_out: int, usage: Any = None) -> float | None:
+    """USD for a call as litellm's (local) price map has it; None when the model is not priced.
+
+    Given the provider's whole ``usage`` (litellm's ``Usage``), litellm prices cache reads, cache
+    writes and reasoning at their own rates; the counts alone would price every prompt token
+    at the full input rate."""
     try:
-        prompt, completion = _litellm().cost_per_token(
-            model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out)
+        if usage is not None:
+            prompt, completion = _litellm().cost_per_token(model=model, usage_object=usage)
+        else:
+            prompt, completion = _litellm().cost_per_token(
+                model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out)
         return float(prompt) + float(completion)
     except Exception:
         return None

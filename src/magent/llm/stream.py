@@ -22,6 +22,8 @@ class Collected:
     finish: str | None = None
     usage: tuple[int, int] | None = None
     """(prompt tokens, completion tokens) when the provider reported them."""
+    billed: Any = None
+    """The usage object the counts came from (litellm's ``Usage``), for its details and price."""
 
 
 async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Collected:
@@ -44,6 +46,7 @@ async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: 
         chunk_usage = getattr(chunk, "usage", None)
         if chunk_usage is not None and (chunk_usage.prompt_tokens or chunk_usage.completion_tokens):
             out.usage = (int(chunk_usage.prompt_tokens or 0), int(chunk_usage.completion_tokens or 0))
+            out.billed = chunk_usage
         for choice in getattr(chunk, "choices", None) or []:
             if choice.finish_reason:
                 out.finish = str(choice.finish_reason)
@@ -65,6 +68,22 @@ async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: 
                         call["name"] = fn.name
                     if fn.arguments:
                         call["arguments"] += fn.arguments
+
+
+def usage_parts(usage: Any) -> dict[str, int]:
+    """The cache-read, cache-write and reasoning tokens of a usage object in litellm's (OpenAI's)
+    shape, the ones it has: litellm maps Anthropic's ``cache_read_input_tokens`` and Gemini's
+    ``cachedContentTokenCount`` onto ``prompt_tokens_details.cached_tokens``, Anthropic's
+    ``cache_creation_input_tokens`` onto the attribute of that name, and OpenAI's and Gemini's
+    reasoning (``thoughtsTokenCount``) onto ``completion_tokens_details.reasoning_tokens``."""
+    if usage is None:
+        return {}
+    prompt = getattr(usage, "prompt_tokens_details", None)
+    completion = getattr(usage, "completion_tokens_details", None)
+    parts = {"cache_read": getattr(prompt, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", None),
+             "cache_write": getattr(usage, "cache_creation_input_tokens", None),
+             "reasoning": getattr(completion, "reasoning_tokens", None)}
+    return {k: int(v) for k, v in parts.items() if isinstance(v, (int, float)) and v > 0}
 
 
 def server_finish(stream: Any, got: Collected) -> str | None:

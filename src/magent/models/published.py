@@ -178,8 +178,9 @@ def schema_of(root: Any, *, every_field: bool = False) -> dict[str, Any]:
             has, value = _default_of(info)
             if has and field in props and "default" not in props[field]:
                 props[field]["default"] = value
-        if every_field:
-            target["required"] = list(props)
+        if every_field:  # (but those its model leaves out at some value: a usage's cache parts at 0)
+            target["required"] = [f for f in props
+                                  if f not in cls.model_fields or cls.model_fields[f].exclude_if is None]
         else:
             required = set(target.get("required", ())) | set(WRITTEN_ALWAYS.get(name, ()))
             target["required"] = [f for f in props if f in required]

@@ -31,13 +31,17 @@ class TaskStatus(str, Enum):
         return self in (TaskStatus.completed, TaskStatus.failed, TaskStatus.cancelled)
 
 
+def _zero(value: int) -> bool:
+    return value == 0
+
+
 class Usage(Model):
     """Token and cost totals, per model or overall (seed 001 ``usageByModel``)."""
 
     input: int = 0
-    """Prompt tokens."""
+    """Prompt tokens, all of them (cache reads and writes included)."""
     output: int = 0
-    """Completion tokens."""
+    """Completion tokens (reasoning included)."""
     cost: float = 0.0
     """Cost in USD as litellm reports it, of the calls it could price."""
     calls: int = 0
@@ -45,11 +49,31 @@ class Usage(Model):
     unpriced: int = 0
     """Calls litellm had no price for (a local server, a model missing from its price map):
     their cost is unknown, so ``cost`` is a lower bound when this is not 0."""
+    # The parts below are written only when not 0, so a file without them reads the same.
+    cache_read: int = Field(default=0, exclude_if=_zero)
+    """Of ``input``, prompt tokens the provider read from its cache (billed at its cache rate)."""
+    cache_write: int = Field(default=0, exclude_if=_zero)
+    """Of ``input``, prompt tokens the provider wrote to its cache (billed at its write rate)."""
+    reasoning: int = Field(default=0, exclude_if=_zero)
+    """Of ``output``, tokens the model spent reasoning before its reply."""
 
     def add(self, other: "Usage") -> "Usage":
-        return Usage(input=self.input + other.input, output=self.output + other.output,
-                     cost=round(self.cost + other.cost, 10), calls=self.calls + other.calls,
-                     unpriced=self.unpriced + other.unpriced)
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in _COUNTS},
+                     cost=round(self.cost + other.cost, 10))
+
+    @classmethod
+    def of_call(cls, call: dict[str, Any]) -> "Usage":
+        """One answered call, from the fields of its ``llm_call`` event (a missing ``cost``: the
+        model had no price)."""
+        cost = call.get("cost")
+        return cls(input=int(call.get("tokens_in") or 0), output=int(call.get("tokens_out") or 0),
+                   cost=float(cost or 0.0), calls=1, unpriced=int(cost is None),
+                   **{name: int(call.get(name) or 0) for name in CALL_DETAILS})
+
+
+CALL_DETAILS = ("cache_read", "cache_write", "reasoning")
+"""The parts of a call's tokens counted apart, by the same name in ``llm_call`` events and ``Usage``."""
+_COUNTS = ("input", "output", "calls", "unpriced", *CALL_DETAILS)
 
 
 def usage_key(model: str, provider: str | None) -> str:

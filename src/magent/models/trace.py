@@ -41,11 +41,17 @@ class LLMCallRecord(Model):
     provider: str = ""
     """Provider as litellm names it (``openai``, ``anthropic``, ``scripted``...)."""
     tokens_in: int = 0
-    """Prompt tokens."""
+    """Prompt tokens, all of them (cache reads and writes included)."""
     tokens_out: int = 0
-    """Completion tokens."""
+    """Completion tokens (reasoning included)."""
+    cache_read: int = 0
+    """Of ``tokens_in``, those the provider read from its prompt cache."""
+    cache_write: int = 0
+    """Of ``tokens_in``, those the provider wrote to its prompt cache."""
+    reasoning: int = 0
+    """Of ``tokens_out``, those the model spent reasoning."""
     cost: float | None = 0.0
-    """Cost in USD as litellm reports it; None when it has no price for the model."""
+    """Cost in USD as litellm reports it from the whole usage; None when it has no price for the model."""
     latency_ms: int = 0
     """Wall time of this attempt."""
     stop_reason: str | None = None

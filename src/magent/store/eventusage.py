@@ -15,7 +15,9 @@ from typing import Any
 from magent.errors import StoreError
 from magent.store.files import loads, open_nofollow
 
-_FIELDS = ("input", "output", "cost", "calls", "unpriced")
+_PARTS = ("cache_read", "cache_write", "reasoning")
+"""Counted apart, and shown only when not 0 (as trace.json shows them)."""
+_FIELDS = ("input", "output", "cost", "calls", "unpriced", *_PARTS)
 
 _CHECK = 32
 """Bytes before the counted end kept with a count: the file must still hold them there (an
@@ -43,6 +45,9 @@ def _add(usage: dict[str, Any], lines: bytes) -> None:
         usage["cost"] = round(usage["cost"] + float(ev.get("cost") or 0.0), 10)
         usage["calls"] += 1
         usage["unpriced"] += int(ev.get("cost") is None)
+        for name in _PARTS:
+            if ev.get(name):
+                usage[name] = usage.get(name, 0) + int(ev[name])
 
 
 def _usable(known: Any, st: os.stat_result) -> bool:
@@ -50,7 +55,7 @@ def _usable(known: Any, st: os.stat_result) -> bool:
     return (type(known) is list and len(known) == 3 + len(_FIELDS) and known[0] == st.st_ino
             and type(known[1]) is int and 0 < known[1] <= st.st_size and type(known[2]) is str
             and len(known[2]) <= 2 * _CHECK and type(known[5]) in (int, float)   # (cost)
-            and all(type(known[i]) is int for i in (3, 4, 6, 7)))
+            and all(type(known[i]) is int for i in (3, 4, 6, 7, 8, 9, 10)))
 
 
 def count(task_dir: str, known: Any = None) -> tuple[dict[str, Any], list[Any] | None]:
@@ -78,7 +83,7 @@ def count(task_dir: str, known: Any = None) -> tuple[dict[str, Any], list[Any] |
             fh.seek(known[1] - len(check))
             if check and fh.read(len(check)) == check:
                 start, before = known[1], check
-                usage = dict(zip(_FIELDS, known[3:]))
+                usage = {k: v for k, v in zip(_FIELDS, known[3:]) if v or k not in _PARTS}
             else:
                 fh.seek(0)
         data = fh.read()
@@ -87,7 +92,7 @@ def count(task_dir: str, known: Any = None) -> tuple[dict[str, Any], list[Any] |
     end = start + whole
     if end == 0:
         return usage, None
-    return usage, [st.st_ino, end, (before + data[:whole])[-_CHECK:].hex(), *(usage[f] for f in _FIELDS)]
+    return usage, [st.st_ino, end, (before + data[:whole])[-_CHECK:].hex(), *(usage.get(f, 0) for f in _FIELDS)]
 
 
 def events_usage(task_dir: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from magent.models.task import usage_key
+from magent.models.task import CALL_DETAILS, usage_key
 from magent.trace import composition, notes
 from magent.trace.notes import RESULT_LIMIT, _truncate, describe_guardrail, plural_attempts, recalled_text, stored_text
 from magent.vocabulary import how_started, round_limit
@@ -226,23 +226,14 @@ class _Builder:
                   "latency_ms": int(ev.get("latency_ms") or 0),
                   "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt"),
                   "rail": ev.get("rail")}
+        record.update({name: int(ev[name]) for name in CALL_DETAILS if ev.get(name)})
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
-            total = self.usage.setdefault(usage_key(record["model"], record["provider"]),
-                                          {"input": 0, "output": 0, "cost": 0.0, "calls": 0})
-            total["input"] += record["tokens_in"]
-            total["output"] += record["tokens_out"]
-            total["cost"] = round(total["cost"] + (record["cost"] or 0.0), 10)
-            if record["cost"] is None:
-                total["unpriced"] = total.get("unpriced", 0) + 1
-            total["calls"] += 1
+            _count(self.usage.setdefault(usage_key(record["model"], record["provider"]),
+                                         {"input": 0, "output": 0, "cost": 0.0, "calls": 0}), record)
             info = self.sessions.get(ev.get("session") or "")
             if info is not None:
-                own = info["usage"]
-                own.update(input=own["input"] + record["tokens_in"], output=own["output"] + record["tokens_out"],
-                           cost=round(own["cost"] + (record["cost"] or 0.0), 10), calls=own["calls"] + 1)
-                if record["cost"] is None:
-                    own["unpriced"] = own.get("unpriced", 0) + 1
+                _count(info["usage"], record)
         response = ev.get("response") or {}
         node = self.node
         if ev.get("rail"):  # a guardrail's judge: on the step it judged for, not a turn of its own
@@ -467,3 +458,14 @@ class _Builder:
         if created:
             doc["created_at"] = created
         return TraceDoc(doc=doc, events=self.step_events)
+
+
+def _count(usage: dict[str, Any], record: dict[str, Any]) -> None:
+    """Add an answered call's ``record`` to ``usage`` (a ``Usage`` as a dict, its zero parts left out)."""
+    usage.update(input=usage["input"] + record["tokens_in"], output=usage["output"] + record["tokens_out"],
+                 cost=round(usage["cost"] + (record["cost"] or 0.0), 10), calls=usage["calls"] + 1)
+    if record["cost"] is None:
+        usage["unpriced"] = usage.get("unpriced", 0) + 1
+    for name in CALL_DETAILS:
+        if record.get(name):
+            usage[name] = usage.get(name, 0) + record[name]

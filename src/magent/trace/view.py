@@ -16,7 +16,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from magent.money import cost_phrase, money
+from magent.money import TOKEN_PARTS, cost_phrase, money, token_note, token_parts
 from magent.trace import sessionview
 from magent.trace.load import TraceView
 from magent.vocabulary import STATUS_STYLE, plural
@@ -81,6 +81,8 @@ def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             row["output"] += int(call.get("tokens_out") or 0)
             row["cost"] += float(call.get("cost") or 0.0)
             row["unpriced"] += call.get("cost", 0.0) is None  # (absent: the default, 0)
+            for key, _ in TOKEN_PARTS:
+                row[key] = row.get(key, 0) + int(call.get(key) or 0)
     return out
 
 
@@ -148,7 +150,7 @@ class _Tree:
             line.append((label + " · ", "bold"))
         line += [(call.get("model") or "?", "blue"),
                  (f" · {tokens(int(call.get('tokens_in') or 0))}→{tokens(int(call.get('tokens_out') or 0))} tokens"
-                  f" · {cost_phrase(cost)} · {duration(call.get('latency_ms'))}", "dim")]
+                  f"{token_note(call)} · {cost_phrase(cost)} · {duration(call.get('latency_ms'))}", "dim")]
         if call.get("stop_reason") and call.get("stop_reason") not in ("stop", "tool_calls", "end_turn"):
             line.append((f" · stopped: {call['stop_reason']}", "yellow"))
         if call.get("error"):
@@ -403,6 +405,8 @@ class _Tree:
                 self.lines.append([(self._row(model, row, width, failed), None)])
                 for key in everything:
                     everything[key] += row[key]
+                if token_parts(row):
+                    self.lines.append([(f"{'':<{width}}  of which {token_parts(row)}", "dim")])
             if len(rows) > 1:
                 self.lines.append([(self._row("all", everything, width, failed), "bold")])
             self.rollups()
