@@ -9,8 +9,10 @@ module is handed in, so only ``litellm_client`` imports it.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+import re
 import socket
 from typing import Any, Iterator
 
@@ -22,9 +24,13 @@ class IncompleteReply(Exception):
     after draining a stream; retried like any transient failure)."""
 
 
-def describe(exc: BaseException, timeout: float, litellm: Any,
-             endpoint: str | None = None) -> tuple[str, bool, float | None]:
-    """(what happened in a few words, whether to retry, the server's Retry-After if any)."""
+def describe(exc: BaseException, timeout: float, litellm: Any, endpoint: str | None = None,
+             not_found: str = "") -> tuple[str, bool, float | None]:
+    """(what happened in a few words, whether to retry, the server's Retry-After if any).
+    ``not_found`` is what a 404 from ``endpoint`` means (``endpoints.not_found``)."""
+    overloaded = _overloaded(exc)
+    if overloaded:
+        return overloaded, True, retry_after(exc)
     if isinstance(exc, IncompleteReply):
         return str(exc), True, None
     if isinstance(exc, asyncio.TimeoutError) or isinstance(exc, litellm.Timeout):
@@ -45,7 +51,8 @@ def describe(exc: BaseException, timeout: float, litellm: Any,
     if isinstance(exc, litellm.PermissionDeniedError) or status == 403:
         return f"permission denied (HTTP 403): {detail}", False, None
     if isinstance(exc, litellm.NotFoundError) or status == 404:
-        return f"model or endpoint not found (HTTP 404): {detail}", False, None
+        fix = f"; {not_found}" if not_found else ""
+        return f"model or endpoint not found (HTTP 404): {detail}{fix}", False, None
     if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
         return f"request rejected (HTTP {status or 400}): {detail}", False, None
     if isinstance(exc, litellm.APIConnectionError):
@@ -120,6 +127,50 @@ def _url_in(chain: list[BaseException]) -> str | None:
     return None
 
 
+def _overloaded(exc: BaseException) -> str | None:
+    """"the provider is overloaded (...): its words" when it said so, else None.
+
+    Anthropic says so with HTTP 529 or, once a stream has begun, with an ``overloaded_error``
+    event; litellm reports both as HTTP 500, so the status and the error's type are read from
+    the chain of causes and the response body (a body that could not be read leaves the
+    provider's message, ``Overloaded``)."""
+    chain = list(causes(exc))
+    codes = {getattr(c, "status_code", None) for c in chain}
+    said = server_said(exc) or _clean(chain[-1] if isinstance(exc, IncompleteReply) else exc)
+    if 529 not in codes and _error_type(exc) != "overloaded_error" and said.lower() != "overloaded":
+        return None
+    if 529 in codes:
+        how = "HTTP 529"
+    elif isinstance(exc, IncompleteReply) or any("MidStream" in type(c).__name__ for c in chain):
+        how = "in the middle of its reply"
+    else:
+        how = f"HTTP {getattr(exc, 'status_code', None) or 500}"
+    return f"the provider is overloaded ({how}): {said}"
+
+
+def _error_type(exc: BaseException) -> str | None:
+    """``error.type`` in the body of the error response behind ``exc`` (Anthropic's
+    ``overloaded_error``, ``not_found_error``...), or None."""
+    for text in _response_texts(exc):
+        body = _parsed(text)
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            return error["type"]
+    return None
+
+
+def _response_texts(exc: BaseException) -> Iterator[str]:
+    """The bodies of the HTTP responses behind ``exc`` that could be read and are not empty."""
+    for c in causes(exc):
+        response = getattr(c, "response", None)
+        try:
+            text = str(response.text).strip() if response is not None else ""
+        except Exception:  # a streamed response whose body was never read
+            continue
+        if text:
+            yield text
+
+
 def server_said(exc: BaseException) -> str | None:
     """The message in the body of the HTTP error response behind ``exc``, or None.
 
@@ -127,14 +178,7 @@ def server_said(exc: BaseException) -> str | None:
     body; else its first line of text), so what a user sees is the provider's words,
     whatever prefixes a litellm version puts around them.
     """
-    for c in causes(exc):
-        response = getattr(c, "response", None)
-        try:
-            text = str(response.text).strip() if response is not None else ""
-        except Exception:  # a streamed response whose body was never read
-            continue
-        if not text:
-            continue
+    for text in _response_texts(exc):
         try:
             body = json.loads(text)
         except ValueError:  # plain text is the server's words; an HTML page is not a message
@@ -145,10 +189,25 @@ def server_said(exc: BaseException) -> str | None:
     return None
 
 
+def _parsed(text: str) -> Any:
+    """``text`` as JSON, also when it is the repr of the bytes of a JSON body (``b'{...}'``, as
+    litellm words some providers' errors); None when it is neither."""
+    if text[:2] in ("b'", 'b"'):
+        try:
+            text = ast.literal_eval(text).decode("utf-8", "replace")
+        except (ValueError, SyntaxError, AttributeError):
+            return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def _message_in(body: Any) -> str | None:
     if isinstance(body, dict):
         error = body.get("error")
-        for value in (error.get("message") if isinstance(error, dict) else error, body.get("message")):
+        for value in (error.get("message") if isinstance(error, dict) else error, body.get("message"),
+                      body.get("detail")):
             if isinstance(value, str) and value.strip():
                 return " ".join(value.split())
     return None
@@ -167,6 +226,9 @@ def _clean(exc: BaseException) -> str:
             text = rest
             continue
         break
-    for noise in ("OpenAIException - ", "Exception - "):
-        text = text.replace(noise, "")
-    return text[:200] or type(exc).__name__
+    text = _PROVIDER_PREFIX.sub("", text)  # "AnthropicError - ", "Hosted_vllmException - "
+    said = _message_in(_parsed(text))       # a JSON body as litellm quotes it: its message
+    return (said or text)[:200] or type(exc).__name__
+
+
+_PROVIDER_PREFIX = re.compile(r"^[A-Za-z_]\w*(Error|Exception) - ")

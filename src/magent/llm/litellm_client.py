@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 
 from magent.errors import LLMError
 from magent.llm.base import Attempt, AttemptSink, LLMRequest, LLMResponse, LLMToolCall, TokenSink
+from magent.llm.endpoints import base_url, not_found
 from magent.llm.failures import IncompleteReply, cut_mid_stream, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
@@ -177,7 +178,8 @@ class LiteLLMClient:
                     report(attempt)
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
-                    what, retryable, retry_after = describe(exc, request.timeout, _litellm(), endpoint)
+                    what, retryable, retry_after = describe(exc, request.timeout, _litellm(), endpoint,
+                                                            not_found(provider, model, endpoint))
                     attempt.error, attempt.duration_ms = what, int((time.monotonic() - started) * 1000)
                     if retryable and number < allowed:
                         attempt.retry_in = self.policy.delay(number, retry_after)
@@ -246,7 +248,7 @@ class LiteLLMClient:
         if request.max_tokens:
             kwargs["max_tokens"] = request.max_tokens
         if endpoint:
-            kwargs["api_base"] = endpoint
+            kwargs["api_base"] = base_url(provider_of(model, endpoint), endpoint)
         if target.api_key:
             kwargs["api_key"] = target.api_key
         elif endpoint and _needs_key(model):
