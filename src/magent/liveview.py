@@ -195,6 +195,13 @@ class EventPrinter:
 
         self.out.print(f"  [yellow]⚠ {esc(short(notes.output_invalid(ev.model_dump()), 240))}[/]", highlight=False)
 
+    def _on_tool_mode(self, ev: Any) -> None:
+        if ev.field("mode") == "text":  # (native is the usual case: said only in the trace)
+            self.out.print(f"  {self._who(ev)}[yellow]tools in the text format (Thought/Action): "
+                           f"{esc(short(ev.field('reason') or '', 200))}[/]", highlight=False)
+        else:
+            self.out.print(f"  {self._who(ev)}[dim]tools: native function calling[/]", highlight=False)
+
     def _on_compaction(self, ev: Any) -> None:
         from magent.trace import notes
 

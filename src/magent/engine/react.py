@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from magent.engine import budget, compaction, guard, structured, templating, textmode
+from magent.engine import budget, compaction, guard, structured, templating, textmode, toolmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -36,11 +36,9 @@ async def react(ctx, agent: Agent, node: str) -> str:
     tools = ToolPolicy.for_agent(agent, ctx.registry)
     delegates = delegation_specs(ctx, agent)
     p = ctx.progress
-    client = ctx.client_for(agent.name)
     specs = tools.specs + delegates
     delegated = {s.name for s in delegates}
-    text_mode = agent.tool_calling == "text" or (
-        agent.tool_calling == "auto" and bool(specs) and not client.supports_tools(ctx.llm_config(agent.name).model))
+    text_mode = toolmode.tell(ctx, agent, node, specs)
     while True:
         ctx.check_stop()
         accepted = guard.resume_answer(ctx, node)  # a person decided on an answer a rail held

@@ -54,6 +54,7 @@ TOOL_PROVIDERS = {
     "openai", "text-completion-openai", "openai_like", "custom_openai", "hosted_vllm", "vllm",
     "lm_studio", "llamafile", "azure", "anthropic", "gemini", "vertex_ai", "mistral", "groq",
     "deepseek", "together_ai", "fireworks_ai", "openrouter", "xai", "cerebras", "bedrock",
+    "ollama", "ollama_chat",
 }
 
 _import_lock = threading.Lock()
@@ -201,17 +202,29 @@ class LiteLLMClient:
         raise LLMError("; then ".join(failures))
 
     def supports_tools(self, model: str) -> bool:
-        """litellm's ``supports_function_calling``; True for unknown models of tool-calling
-        (OpenAI-compatible) providers; never raises."""
+        """Whether ``model`` calls tools natively (``tool_support``); never raises."""
+        return self.tool_support(model)[0]
+
+    def tool_support(self, model: str) -> tuple[bool, str]:
+        """Whether ``model`` calls tools natively, and why magent thinks so: litellm's
+        ``supports_function_calling`` for a model its map knows (an ``ollama_chat/`` model as
+        the same ``ollama/`` model); for one it does not know, whether its provider takes tools
+        (``TOOL_PROVIDERS``). Never raises."""
         try:
             litellm = _litellm()
-            try:
-                litellm.get_model_info(model)
-            except Exception:  # not in litellm's map: decide by provider
-                return provider_of(model) in TOOL_PROVIDERS
-            return bool(litellm.supports_function_calling(model))
-        except Exception:
-            return True
+            provider = provider_of(model)
+            name = model.split("/", 1)[1] if "/" in model else model
+            for known in (model, f"ollama/{name}" if provider == "ollama_chat" else None):
+                if known is None or not _in_map(known):
+                    continue
+                native = bool(litellm.supports_function_calling(known))
+                return native, f"litellm's model map says {known} {'calls' if native else 'does not call'} functions"
+            if provider in TOOL_PROVIDERS:
+                return True, f"litellm does not know {model}; {provider} servers take tools"
+            return False, (f"litellm does not know {model} and {provider or 'its provider'} is not known to "
+                           "take tools (tool_calling: native sends them anyway)")
+        except Exception as exc:  # magent's best guess: most servers today take tools
+            return True, f"litellm could not say ({type(exc).__name__}); tools sent natively"
 
     def context_window(self, model: str) -> int | None:
         """Input tokens ``model`` accepts, as litellm's model map has it (None: unknown)."""
@@ -295,6 +308,15 @@ class LiteLLMClient:
 def _named(model: str, endpoint: str | None, what: str) -> str:
     """``model 'm' at URL`` (the endpoint unless ``what`` names it already)."""
     return f"model {model!r}" + (f" at {endpoint}" if endpoint and endpoint not in what else "")
+
+
+def _in_map(model: str) -> bool:
+    """Whether litellm's model map knows ``model``."""
+    try:
+        _litellm().get_model_info(model)
+    except Exception:
+        return False
+    return True
 
 
 def _needs_key(model: str) -> bool:

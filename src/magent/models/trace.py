@@ -95,6 +95,9 @@ class StepRecord(Model):
     """Model calls made in this step."""
     session: str | None = None
     """The child session this step belongs to (None: the main session)."""
+    tool_calling: str | None = None
+    """For an agent node with tools: ``native`` (the provider's function calling) or ``text``
+    (ReAct's Thought/Action format), then why (``text: litellm does not know ...``)."""
 
 
 class SubAgentSessionInfo(Model):

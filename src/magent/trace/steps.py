@@ -426,6 +426,10 @@ class _Builder:
         self._step(ev, step_name="warning", status="warning", agent=ev.get("agent") or "",
                    message=notes.output_invalid(ev))
 
+    def _on_tool_mode(self, ev: dict[str, Any]) -> None:
+        if self.node is not None:  # (the node's last word: a resume may decide again)
+            self.steps[self.node.index]["tool_calling"] = f"{ev.get('mode')}: {ev.get('reason')}"
+
     def _on_compaction(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="compaction", agent=ev.get("agent") or "", message=notes.compaction(ev))
 

@@ -213,6 +213,9 @@ class _Tree:
             line.append((f" · {sessionview.label(self.sessions[step['session']])}", "blue"))
         if visit:
             line.append((f" · {visit}", None))
+        mode = str(step.get("tool_calling") or "")
+        if mode:
+            line.append((f" · tools: {mode.split(':')[0]}", "dim"))
         unfinished = "did not finish" in parts
         if unfinished and live_tail:
             line.append((" · running…", "cyan"))
@@ -230,6 +233,8 @@ class _Tree:
         elif step.get("status") == "warning":
             line.append(("  ⚠", "yellow"))
         self.lines.append(line)
+        if mode.startswith("text:"):  # (why the agent writes Thought/Action instead of calling)
+            self.lines.append([self.num(None), ("    ", None), (f"tools in the text format:{mode[5:]}", "yellow")])
         for call in step.get("llm_calls") or []:
             self.llm_line(call, "    ")
         for record in step.get("tool_calls") or []:
