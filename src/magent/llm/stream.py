@@ -7,7 +7,7 @@ without importing litellm.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from magent.llm.base import TokenSink
 
@@ -70,7 +70,15 @@ async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: 
                         call["arguments"] += fn.arguments
 
 
-def usage_parts(usage: Any) -> dict[str, int]:
+class UsageParts(TypedDict, total=False):
+    """The parts of a reply's tokens billed at their own rates (``LLMResponse``'s fields)."""
+
+    cache_read: int
+    cache_write: int
+    reasoning: int
+
+
+def usage_parts(usage: Any) -> UsageParts:
     """The cache-read, cache-write and reasoning tokens of a usage object in litellm's (OpenAI's)
     shape, the ones it has: litellm maps Anthropic's ``cache_read_input_tokens`` and Gemini's
     ``cachedContentTokenCount`` onto ``prompt_tokens_details.cached_tokens``, Anthropic's
@@ -83,7 +91,7 @@ def usage_parts(usage: Any) -> dict[str, int]:
     parts = {"cache_read": getattr(prompt, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", None),
              "cache_write": getattr(usage, "cache_creation_input_tokens", None),
              "reasoning": getattr(completion, "reasoning_tokens", None)}
-    return {k: int(v) for k, v in parts.items() if isinstance(v, (int, float)) and v > 0}
+    return cast(UsageParts, {k: int(v) for k, v in parts.items() if isinstance(v, (int, float)) and v > 0})
 
 
 def server_finish(stream: Any, got: Collected) -> str | None:
