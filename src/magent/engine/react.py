@@ -64,7 +64,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
         request = await request_for(ctx, agent, node, iteration, specs, text_mode)
         response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
-        message, final = _interpret(response, text_mode)
+        message, final, nudge = _interpret(response, text_mode)
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first
             screening = await guard.check_answer(ctx, node, agent.name, iteration, final)
@@ -82,8 +82,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
             continue
         p["iteration"] = iteration + 1
         if not final.strip():
-            ctx.add_message(Message(role="user", content="Your reply was empty. Call a tool or "
-                                    "give your final answer."), node=node)
+            ctx.add_message(Message(role="user", content=nudge), node=node)
             ctx.checkpoint("llm_turn")
             continue
         if not guard.accept_answer(ctx, node, screening):
@@ -124,18 +123,24 @@ def _schema(ctx, agent: Agent) -> dict | None:
     return schema.schema if schema is not None else None
 
 
-def _interpret(response: LLMResponse, text_mode: bool) -> tuple[Message, str]:
+def _interpret(response: LLMResponse, text_mode: bool) -> tuple[Message, str, str]:
+    """The reply as a message, its final answer ("" when none) and, when it has neither tool
+    calls nor an answer, what to tell the model before it tries again."""
     calls: list[LLMToolCall] = list(response.tool_calls)
-    final = response.content
+    content = final = response.content
+    nudge = "Your reply was empty. Call a tool or give your final answer."
     if text_mode and not calls:
         parsed = textmode.parse(response.content)
         if parsed.action:
             calls = [LLMToolCall(id=f"call_{new_id()[:8]}", name=parsed.action,
                                  arguments=parsed.arguments, raw_arguments=parsed.raw_arguments)]
+            content = textmode.step_text(response.content)  # not its own made-up Observation
         elif parsed.final is not None:
             final = parsed.final
+        elif parsed.labelled:  # only a Thought: not an answer, it thinks on
+            final, nudge = "", textmode.NO_STEP
     tool_calls = [to_tool_call(c) for c in calls]
-    return Message(role="assistant", content=response.content, tool_calls=tool_calls), final
+    return Message(role="assistant", content=content, tool_calls=tool_calls), final, nudge
 
 
 async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegates: set[str],
