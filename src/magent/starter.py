@@ -114,6 +114,8 @@ tools: [kv.*]                     # server.tool or server.* (kv is built in; see
 max_iterations: 10                # model turns before the node gives up
 temperature: 0.7
 # tool_calling: text              # for models without function calling (Thought/Action/Final Answer)
+# on_truncation: fail             # a reply cut at max_tokens fails (default: ask it to continue)
+# on_refusal: pause               # a refusal pauses for a person (default: the node fails)
 llm_config:
 {model_lines}
   # endpoint: http://127.0.0.1:8080/v1   # an OpenAI-compatible server (llama.cpp, Ollama, vLLM)

@@ -27,7 +27,8 @@ class ErrorInfo(Model):
 
     type: str
     """What kind of failure: ``node_failed``, ``model_error``, ``guardrail``, ``max_iterations``,
-    ``rejected`` (a person rejected and nothing routes the rejection), ``routing`` (no edge
+    ``truncated`` (a reply cut at the output limit), ``refusal`` (the model refused, or a content
+    filter stopped it), ``rejected`` (a person rejected and nothing routes the rejection), ``routing`` (no edge
     matched), ``cancelled``, ``interrupted``, or ``failed`` (a task from an older magent)."""
     message: str
     """The message ``magent run`` prints."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from magent.engine import budget, compaction, guard, structured, templating, textmode, toolmode
+from magent.engine import budget, compaction, guard, stops, structured, templating, textmode, toolmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -44,6 +44,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
         accepted = guard.resume_answer(ctx, node)  # a person decided on an answer a rail held
         if accepted is not None:
             return accepted
+        stops.resume_refusal(ctx, node)  # a person decided after the model refused
         if p.get("turn_open"):
             # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
             pending = unanswered_calls(ctx.state.messages)
@@ -64,7 +65,10 @@ async def react(ctx, agent: Agent, node: str) -> str:
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
         request = await request_for(ctx, agent, node, iteration, specs, text_mode)
         response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
-        message, final, nudge = _interpret(response, text_mode)
+        if stops.stopped_short(response):  # cut at the output limit, refused, filtered
+            stops.take(ctx, agent, node, iteration, request, response)
+            continue
+        message, final, nudge = _interpret(response, text_mode, p.pop("parts", None))
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first
             screening = await guard.check_answer(ctx, node, agent.name, iteration, final)
@@ -123,14 +127,16 @@ def _schema(ctx, agent: Agent) -> dict | None:
     return schema.schema if schema is not None else None
 
 
-def _interpret(response: LLMResponse, text_mode: bool) -> tuple[Message, str, str]:
+def _interpret(response: LLMResponse, text_mode: bool, parts: list[str] | None = None) -> tuple[Message, str, str]:
     """The reply as a message, its final answer ("" when none) and, when it has neither tool
-    calls nor an answer, what to tell the model before it tries again."""
+    calls nor an answer, what to tell the model before it tries again. ``parts``: the replies
+    cut at the output limit that this one continues (the answer joins them)."""
     calls: list[LLMToolCall] = list(response.tool_calls)
-    content = final = response.content
+    content = response.content
+    final = "".join(parts or ()) + content
     nudge = "Your reply was empty. Call a tool or give your final answer."
     if text_mode and not calls:
-        parsed = textmode.parse(response.content)
+        parsed = textmode.parse(final)
         if parsed.action:
             calls = [LLMToolCall(id=f"call_{new_id()[:8]}", name=parsed.action,
                                  arguments=parsed.arguments, raw_arguments=parsed.raw_arguments)]

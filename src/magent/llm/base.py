@@ -120,6 +120,11 @@ class LLMResponse:
     """USD as litellm computes it from the whole usage; None when litellm has no price for the model."""
     latency_ms: int = 0
     stop_reason: str | None = None
+    """Why the reply ended, in OpenAI's words as litellm maps every provider's: ``stop``,
+    ``tool_calls``, ``length`` (cut at the output limit), ``content_filter``; or ``refusal``
+    (the model refused: ``refusal`` says what it wrote)."""
+    refusal: str | None = None
+    """The model's refusal message, when it refused instead of answering."""
     retries: list[str] = field(default_factory=list)
     """One line per failed attempt that was retried or fallen back from."""
     attempt: int = 1

@@ -302,7 +302,8 @@ class LiteLLMClient:
             tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out, got.billed),
             **usage_parts(got.billed),
             latency_ms=int((time.monotonic() - started) * 1000),
-            stop_reason="tool_calls" if calls else finish)
+            stop_reason="tool_calls" if calls else "refusal" if got.refusal else finish,
+            refusal=got.refusal or None)
 
 
 def _named(model: str, endpoint: str | None, what: str) -> str:

@@ -24,6 +24,8 @@ class Collected:
     """(prompt tokens, completion tokens) when the provider reported them."""
     billed: Any = None
     """The usage object the counts came from (litellm's ``Usage``), for its details and price."""
+    refusal: str = ""
+    """The model's refusal message (OpenAI's ``refusal``), when it refused instead of answering."""
 
 
 async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Collected:
@@ -32,8 +34,9 @@ async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Co
     they came), so the caller can tell a stream cut mid-way from one that never started."""
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
+    watched = _watch_refusals(stream, out)
     try:
-        await _drain(stream, on_token, out, text, calls)
+        await _drain(stream, on_token, out, text, calls, refusals=not watched)
     finally:
         out.text = "".join(text)
         out.calls = [calls[i] for i in sorted(calls)]
@@ -41,7 +44,7 @@ async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Co
 
 
 async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: list[str],
-                 calls: dict[int, dict[str, str]]) -> None:
+                 calls: dict[int, dict[str, str]], refusals: bool) -> None:
     async for chunk in stream:
         chunk_usage = getattr(chunk, "usage", None)
         if chunk_usage is not None and (chunk_usage.prompt_tokens or chunk_usage.completion_tokens):
@@ -53,6 +56,8 @@ async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: 
             delta = choice.delta
             if delta is None:
                 continue
+            if refusals and isinstance(getattr(delta, "refusal", None), str):
+                out.refusal += delta.refusal
             if delta.content:
                 text.append(delta.content)
                 if on_token is not None:
@@ -92,6 +97,37 @@ def usage_parts(usage: Any) -> UsageParts:
              "cache_write": getattr(usage, "cache_creation_input_tokens", None),
              "reasoning": getattr(completion, "reasoning_tokens", None)}
     return cast(UsageParts, {k: int(v) for k, v in parts.items() if isinstance(v, (int, float)) and v > 0})
+
+
+def _watch_refusals(stream: Any, out: Collected) -> bool:
+    """Read refusals from the provider's own chunks, under litellm's stream.
+
+    OpenAI sends a refusal as ``delta.refusal`` pieces with no content; litellm (1.110) drops a
+    chunk whose delta holds nothing else, so the refusal would look like an empty reply. The
+    provider's stream (``completion_stream``, OpenAI SDK chunks) is wrapped to note each piece
+    as it passes; chunks go on unchanged. A stream without one is left alone.
+    """
+    raw = getattr(stream, "completion_stream", None)
+    if raw is None or not hasattr(raw, "__aiter__"):
+        return
+
+    async def watched() -> Any:
+        try:
+            async for chunk in raw:
+                for choice in getattr(chunk, "choices", None) or []:
+                    piece = getattr(getattr(choice, "delta", None), "refusal", None)
+                    if isinstance(piece, str):
+                        out.refusal += piece
+                yield chunk
+        finally:
+            close = getattr(raw, "aclose", None) or getattr(raw, "close", None)
+            if close is not None:
+                closing = close()
+                if hasattr(closing, "__await__"):
+                    await closing
+
+    stream.completion_stream = watched()
+    return True
 
 
 def server_finish(stream: Any, got: Collected) -> str | None:

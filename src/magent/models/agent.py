@@ -138,6 +138,14 @@ class Agent(Model):
     output_retries: int = Field(default=2, ge=0, le=10)
     """How many times an answer that does not fit ``output_schema`` goes back to the model
     (with what is wrong) before the node fails with the validation error."""
+    on_truncation: Literal["continue", "fail"] = "continue"
+    """A reply cut at the output limit (``llm_config.max_tokens`` or the model's own): ``continue``
+    asks the model to go on where it stopped (up to twice; the parts are joined into one
+    answer) and then fails naming the limit; ``fail`` fails the node at once."""
+    on_refusal: Literal["fail", "pause"] = "fail"
+    """A reply the model refused or the provider's content filter stopped: ``fail`` the node at
+    once with the provider's reason, or ``pause`` for a person (approve: ask the model again,
+    with the person's message; reject: fail)."""
     budget: Budget | None = None
     """Limits on this agent's usage in a task (its model calls and tool calls, in every session)."""
 
