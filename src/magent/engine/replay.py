@@ -116,7 +116,7 @@ async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
 
 def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any], int]]:
     out = []
-    for ev in events:
+    for ev in _replayable(events):
         keys = COMPARED.get(ev.type)
         if keys is None or (ev.type == "llm_call" and ev.field("error")):
             continue  # (failed attempts of the original are not replayed: only answers are)
@@ -127,6 +127,32 @@ def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any
                                       for c in response.get("tool_calls") or []]
             fields["response"] = response
         out.append((ev.type, ev.node, fields, ev.seq))
+    return out
+
+
+def _replayable(events: list[Event]) -> list[Event]:
+    """The events a replay can reproduce. A run that failed or was killed and then resumed ended
+    because of its model or its process, which a replay does not play again (it plays answers
+    only): that end, and the node the resume entered again, are left out. A pause is kept: the
+    replay pauses there too, and gives the recorded decision."""
+    out: list[Event] = []
+    open_nodes: list[str] = []  # nodes started and not finished, as of the last run's end
+    reentered: set[str] = set()
+    for i, ev in enumerate(events):
+        if ev.type == "run_started":
+            resumed_after_end = bool(out) and not (out[-1].type == "run_finished"
+                                                   and out[-1].field("status") == "awaiting_human")
+            reentered = set(open_nodes) if resumed_after_end else set()
+            if resumed_after_end and out[-1].type == "run_finished":
+                out.pop()  # (its failure or interruption is the model's or the process's)
+        elif ev.type == "node_started":
+            if ev.node in reentered:
+                reentered.discard(ev.node)
+                continue
+            open_nodes.append(ev.node or "")
+        elif ev.type == "node_finished" and ev.node in open_nodes:
+            open_nodes.remove(ev.node or "")
+        out.append(ev)
     return out
 
 
@@ -146,7 +172,7 @@ def compare(original_id: str, replay_id: str, before: list[Event], after: list[E
     if same < len(a):
         x = a[same]
         step = _trace_step(original_id, before, x[3])
-        where = f"step {step} of the original's trace ({WHAT.get(x[0], x[0])} at node '{x[1]}')"
+        where = f"{_at(step)} of the original's trace ({_what(x)})"
         if same < len(b):
             y = b[same]
             return ReplayReport(original_id, replay_id, False, *counts, step=step,
@@ -157,8 +183,8 @@ def compare(original_id: str, replay_id: str, before: list[Event], after: list[E
     y = b[same]
     step = _trace_step(replay_id, after, y[3])
     return ReplayReport(original_id, replay_id, False, *counts,
-                        divergence=f"after the original ended, the replay went on with {WHAT.get(y[0], y[0])} "
-                                   f"at node '{y[1]}' (step {step} of the replay's trace)")
+                        divergence=f"after the original ended, the replay went on with {_what(y)} "
+                                   f"({_at(step)} of the replay's trace)")
 
 
 def _trace_step(task_id: str, events: list[Event], seq: int) -> int | None:
@@ -172,9 +198,18 @@ def _trace_step(task_id: str, events: list[Event], seq: int) -> int | None:
     return None
 
 
+def _at(step: int | None) -> str:
+    return f"step {step}" if step is not None else "the end"
+
+
+def _what(x: tuple) -> str:
+    """``a tool call at node 'n'``; ``the end of the run`` (it has no node)."""
+    return WHAT.get(x[0], x[0]) + (f" at node '{x[1]}'" if x[1] is not None else "")
+
+
 def _describe(x: tuple, y: tuple) -> str:
     if x[0] != y[0] or x[1] != y[1]:
-        return f"recorded {x[0]} at '{x[1]}', replay did {y[0]} at '{y[1]}'"
+        return f"recorded {_what(x)}, replay did {_what(y)}"
     diffs = [k for k in x[2] if x[2][k] != y[2].get(k)]
     k = diffs[0]
     show = lambda v: json.dumps(v, ensure_ascii=False, default=str)[:200]  # noqa: E731
