@@ -115,6 +115,7 @@ def record_llm_call(ctx: "RunContext", response: "LLMResponse", *, node: str | N
         latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
         attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
         cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
+        response_model=response.response_model,
         response=None if entry_id and not ctx.bus.wants_texts else {  # (its entry holds it)
             "content": ctx.redactor.text(response.content),
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,

@@ -125,6 +125,9 @@ class LLMResponse:
     (the model refused: ``refusal`` says what it wrote)."""
     refusal: str | None = None
     """The model's refusal message, when it refused instead of answering."""
+    response_model: str | None = None
+    """The model the provider's response names (``gpt-4o-mini-2024-07-18`` for ``openai/gpt-4o-mini``),
+    when it names one."""
     retries: list[str] = field(default_factory=list)
     """One line per failed attempt that was retried or fallen back from."""
     attempt: int = 1

@@ -303,7 +303,7 @@ class LiteLLMClient:
             **usage_parts(got.billed),
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else "refusal" if got.refusal else finish,
-            refusal=got.refusal or None)
+            refusal=got.refusal or None, response_model=got.model or None)
 
 
 def _named(model: str, endpoint: str | None, what: str) -> str:

@@ -26,6 +26,8 @@ class Collected:
     """The usage object the counts came from (litellm's ``Usage``), for its details and price."""
     refusal: str = ""
     """The model's refusal message (OpenAI's ``refusal``), when it refused instead of answering."""
+    model: str = ""
+    """The model the provider's response names (``gpt-4o-mini-2024-07-18``), when it names one."""
 
 
 async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Collected:
@@ -46,6 +48,10 @@ async def collect(stream: Any, on_token: TokenSink | None, out: Collected) -> Co
 async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: list[str],
                  calls: dict[int, dict[str, str]], refusals: bool) -> None:
     async for chunk in stream:
+        # litellm gives every chunk the requested model's name; the response's own is kept apart
+        hidden = getattr(chunk, "_hidden_params", None)
+        if isinstance(hidden, dict) and hidden.get("provider_response_model"):
+            out.model = str(hidden["provider_response_model"])
         chunk_usage = getattr(chunk, "usage", None)
         if chunk_usage is not None and (chunk_usage.prompt_tokens or chunk_usage.completion_tokens):
             out.usage = (int(chunk_usage.prompt_tokens or 0), int(chunk_usage.completion_tokens or 0))

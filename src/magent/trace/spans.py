@@ -69,6 +69,12 @@ def _attrs(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None and v != ""}
 
 
+def sent_model(model: str, provider: str) -> str:
+    """The model name sent to the provider: litellm's model string without its provider prefix
+    (``openai/gpt-4o-mini`` → ``gpt-4o-mini``; ``openai/Qwen/Qwen2.5`` → ``Qwen/Qwen2.5``)."""
+    return model[len(provider) + 1:] if provider and model.startswith(provider + "/") else model
+
+
 class SpanBuilder:
     def __init__(self, task_id: str, service: str = "magent"):
         self.task_id = task_id
@@ -264,7 +270,8 @@ class SpanBuilder:
             name=f"chat {model}".strip(), kind="client", start_ns=max(0, at - latency_ns),
             attributes=_attrs(**{
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider or "_OTHER",
-                "gen_ai.request.model": model, "gen_ai.response.model": model,
+                "gen_ai.request.model": sent_model(model, provider),
+                "gen_ai.response.model": ev.get("response_model"),  # (absent: the response named none)
                 "gen_ai.usage.input_tokens": int(ev.get("tokens_in") or 0),
                 "gen_ai.usage.output_tokens": int(ev.get("tokens_out") or 0),
                 "gen_ai.response.finish_reasons": [str(ev["stop_reason"])] if ev.get("stop_reason") else None,
