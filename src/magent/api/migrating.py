@@ -59,7 +59,7 @@ def migrate_tasks(task_ids: Iterable[str] = (), *, all_tasks: bool = False, dry_
     ``all_tasks``, in the current schema's plain form. Every id is resolved before anything is
     written (``TaskNotFoundError`` and friends for one that names nothing). A running task is
     skipped (``outcome`` ``skipped``), never waited for; ``dry_run`` reads and writes nothing."""
-    from magent.store import Store
+    from magent.store.tasks import Store
 
     task_ids = list(task_ids)
     if all_tasks == bool(task_ids):
@@ -76,7 +76,7 @@ def migrate_tasks(task_ids: Iterable[str] = (), *, all_tasks: bool = False, dry_
 def _migrate_one(store: Any, task_id: str, dry_run: bool) -> TaskMigration:
     """Plan without the lock (a task already current is not touched, not even its lock), then
     take it and plan again before writing: what a run wrote in between counts."""
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
     from magent.store import rewrite
 
     td = TaskDir(store, task_id)

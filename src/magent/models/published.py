@@ -49,6 +49,7 @@ EVENT_TYPES: dict[str, str] = {
     "llm_started": "Live only (the terminal and `--json`, never events.jsonl): an attempt at a model call began.",
     "llm_call": "A model answered, or an attempt failed (`error`): model, provider, tokens, cost, latency; "
                 "`entry_id` names the answer in entries.jsonl, `request` its pieces in requests.jsonl.",
+    "tool_mode": "How an agent calls tools at its node: `mode` (native or text), `model`, the agent's `setting` and the `reason`.",
     "tool_call": "A tool is about to be called (the intent, written before the call): `tool`, `call_id`, `arguments`.",
     "tool_result": "A tool call ended: `outcome` (SUCCESS, FAILURE, ERROR, TIMEOUT), `duration_ms`, "
                    "`entry_id` naming the result in entries.jsonl.",
