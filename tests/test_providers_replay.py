@@ -67,6 +67,51 @@ def test_a_provider_run_with_a_tool_call_a_kill_a_resume_and_a_trace(
     assert shown.code == 0 and "kv.set" in shown.out, shown.out
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name,model,suffix", PROVIDERS, ids=[p[0] for p in PROVIDERS])
+def test_a_provider_workflow_with_a_reflection_resumed_after_a_kill(
+        name: str, model: str, suffix: str, tmp_path: Path, magent_home: Path) -> None:
+    """The same small workflow on every provider: an agent's tool call, a reflection by a critic
+    on the same model (its verdict a recorded text reply), and a resume after a kill."""
+    with ReplayServer(name) as server:
+        server.load(name.replace("_tool_stream", "").replace("_stream", "") + "_verdict_stream")
+        agent = keeper(tmp_path, model, server.url + suffix)
+        critic = write(tmp_path, "critic.yaml", f"""
+            name: critic
+            role: judges
+            system_prompt: Judge strictly.
+            llm_config:
+              model: {model}
+              endpoint: {server.url + suffix}
+              api_key: test-key-not-real
+              max_retries: 1
+            """)
+        flow = write(tmp_path, "flow.yaml", f"""
+            name: keep_and_review
+            entry_point: keep
+            nodes:
+              keep: {{type: agent, agent: keeper}}
+              review: {{type: reflection, critic: critic, criteria: Names the city., max_rounds: 1}}
+            edges:
+              - {{from: keep, to: review}}
+              - {{from: review, to: END}}
+            """)
+        killed = run("run", str(flow), "-t", "Remember the city Lyon", "--no-input",
+                     env={"MAGENT_FAILPOINT": "after_checkpoint@3"})   # after the tool turn
+        assert killed.code == -9, killed.out + killed.err
+        (task_id,) = [p.name for p in (magent_home / "tasks").iterdir()]
+        assert kv_store(task_id) == {"city": "Lyon"} and len(server.received) == 1   # the call ran
+        resumed = invoke("resume", task_id, "--no-input", "--json")
+        assert resumed.code == 0, resumed.out + resumed.err
+        assert server.pending == 0, [r.path for r in server.received]
+    assert kv_store(task_id) == {"city": "Lyon"}
+    assert task_dir(task_id).load_task().result == "Stored: Lyon."
+    verdicts = [e for e in events(task_id) if e.type == "reflection"]
+    assert verdicts and verdicts[-1].field("verdict") == "pass", [e.type for e in events(task_id)]
+    shown = invoke("trace", task_id)
+    assert shown.code == 0 and "verdict pass" in shown.out, shown.out
+
+
 def test_a_reply_nothing_fits_is_a_loud_400(tmp_path: Path) -> None:
     with ReplayServer() as server:
         agent = keeper(tmp_path, "openai/gpt-4o-mini", server.url + "/v1")
