@@ -17,7 +17,13 @@ from support.cli import invoke, run
 from support.holders import Holder
 from support.homes import snapshot_tree
 from test_published_schemas import Checker
-from test_store_old_schemas import old_task, version  # noqa: F401  (fixtures)
+from test_store_old_schemas import install, old_task, version  # noqa: F401  (fixtures)
+
+
+@pytest.fixture
+def task17(magent_home: Path, tmp_path: Path) -> Path:
+    """The schema-17 task alone: it has every kind of file to rewrite."""
+    return install(magent_home, tmp_path, 17)
 
 
 def _read_all(task: Path) -> dict[str, Any]:
@@ -91,9 +97,8 @@ def test_a_dry_run_says_what_would_change_and_writes_nothing(old_task: Path, mag
 
 @pytest.mark.slow
 def test_a_kill_between_any_two_files_leaves_them_readable_and_a_rerun_finishes(
-        old_task: Path, magent_home: Path, tmp_path: Path, version: int) -> None:
-    if version != 17:
-        pytest.skip("schema 17's task has every kind of file to rewrite")
+        task17: Path, magent_home: Path, tmp_path: Path) -> None:
+    old_task = task17
     originals = _contents(old_task)
     before = _read_all(old_task)
     assert invoke("migrate", old_task.name).code == 0
@@ -145,9 +150,8 @@ def test_unknown_ids_and_no_task_named_are_refused_before_anything_is_written(ol
     assert snapshot_tree(magent_home) == tree
 
 
-def test_damage_is_kept_byte_for_byte_and_reported(old_task: Path, magent_home: Path, version: int) -> None:
-    if version != 17:
-        pytest.skip("one fixture is enough")
+def test_damage_is_kept_byte_for_byte_and_reported(task17: Path, magent_home: Path) -> None:
+    old_task = task17
     bad_checkpoint = old_task / "checkpoint_002.json"
     damaged = bad_checkpoint.read_bytes().replace(b'"position":"count"', b'"position":"tally"')
     assert damaged != bad_checkpoint.read_bytes()

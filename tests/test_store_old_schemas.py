@@ -29,8 +29,12 @@ def version(request: pytest.FixtureRequest) -> int:
 
 @pytest.fixture
 def old_task(magent_home: Path, tmp_path: Path, version: int) -> Path:
-    """The schema-4 task in a fresh home, its definitions beside it (the snapshot's paths are
-    where they were when it ran, so they are pointed at the copies)."""
+    return install(magent_home, tmp_path, version)
+
+
+def install(magent_home: Path, tmp_path: Path, version: int) -> Path:
+    """The task written at schema ``version`` in a fresh home, its definitions beside it (the
+    snapshot's paths are where they were when it ran, so they are pointed at the copies)."""
     FIXTURE = FIXTURES / f"schema{version}"
     defs = tmp_path / "defs"
     shutil.copytree(FIXTURE / "defs", defs)
