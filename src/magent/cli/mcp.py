@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, List, Optional
 
 import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import McpFiles
 
-app = typer.Typer(help="Inspect the configured MCP servers.", no_args_is_help=True)
-
-
+app = typer.Typer(help="Inspect the configured MCP servers, or serve magent as one.", no_args_is_help=True)
 
 @app.command("list", epilog=examples("magent mcp list", "magent mcp list --mcp examples/mcp/time.yaml --json"))
 def list_servers(
@@ -40,3 +38,32 @@ def list_servers(
     from magent.tools.catalog import format_table
 
     print(format_table(["NAME", "TRANSPORT", "TARGET", "STATUS"], rows, max_width=200))
+
+
+@app.command("serve", epilog=examples(
+    "magent mcp serve examples/workflows/write_review.yaml",
+    "magent mcp serve                      # every workflow and agent installed in the home",
+    "magent mcp serve --transport streamable-http --port 8765"))
+def serve(
+    targets: Annotated[Optional[List[str]], typer.Argument(
+        metavar="TARGET", help="Workflow or agent files, or names installed in the home "
+                                    "(default: every one installed).", show_default=False)] = None,
+    transport: Annotated[str, typer.Option("--transport", help="stdio or streamable-http.")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (streamable-http); off the "
+                                                     "loopback, clients need a bearer token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (streamable-http).")] = 8765,
+    wait_seconds: Annotated[float, typer.Option(
+        "--wait-seconds", help="How long a call waits for its task's answer before returning the task "
+                               "id (the task runs on).")] = 60.0,
+) -> None:
+    """Serve workflows and agents as MCP tools: each call starts an ordinary, resumable task.
+
+    Besides one tool per workflow or agent, clients get tasks_list, task_status, resume,
+    chat and trace, and each task's trace and result as resources
+    (magent://tasks/ID/trace, magent://tasks/ID/result). Over streamable HTTP the server
+    listens on 127.0.0.1 unless --host says otherwise; then clients must send the bearer
+    token from MAGENT_MCP_TOKEN (or the one printed to stderr at start).
+    """
+    from magent.mcpserve.server import serve as run_server
+
+    run_server(list(targets or []), transport=transport, host=host, port=port, wait_seconds=wait_seconds)

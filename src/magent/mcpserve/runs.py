@@ -1,0 +1,160 @@
+"""Starting tasks for MCP clients and waiting for them, for as long as a call may wait.
+
+A run is an asyncio task of the server's event loop, apart from the call that started it: when
+the answer does not come within the wait, the call returns the task id and the run goes on. While
+a call waits, the run's node starts and tool calls are reported as progress. A call the client
+cancels cancels its run, which stops at its next checkpoint; the task is then marked ``cancelled``
+(a run stopped because the server is closing stays ``interrupted``: ``magent resume`` continues it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from magent.errors import MagentError
+
+if TYPE_CHECKING:
+    from magent.api.result import AgentResult
+    from magent.models import Event, Task
+
+Progress = Callable[[float, str], Awaitable[None]]
+"""Sends one progress notification: a count that grows, and what happened."""
+Start = Callable[..., Awaitable["AgentResult"]]
+"""``arun`` / ``aresume`` / ``achat`` with their arguments bound, taking ``on_event`` and ``on_start``."""
+
+SHOWN = frozenset({"node_started", "tool_call", "awaiting_human", "run_finished"})
+"""Events a waiting client hears of."""
+
+
+class Runs:
+    """The runs this server started or continued, and how long a call waits for one."""
+
+    def __init__(self, wait_seconds: float):
+        self.wait_seconds = wait_seconds
+        self._running: set[asyncio.Task[Any]] = set()
+
+    async def call(self, start: Start, *, wait: float | None = None, progress: Progress | None = None,
+                   client_cancelled: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+        """Start a run and wait up to ``wait`` seconds (default: the server's) for its result.
+
+        Returns the reply (``reply_of``): the result, or the task's id and status when it is still
+        running. ``client_cancelled`` says, once the run has stopped after the call was cancelled,
+        whether the client cancelled it (rather than the server closing).
+        """
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Event] = asyncio.Queue()
+        listening = [True]
+        started: list[Task] = []
+
+        def on_event(event: Event) -> None:
+            if listening[0] and event.type in SHOWN:
+                loop.call_soon_threadsafe(events.put_nowait, event)
+
+        run = asyncio.ensure_future(start(on_event=on_event, on_start=started.append))
+        self._running.add(run)
+        run.add_done_callback(self._running.discard)
+        deadline = loop.time() + (self.wait_seconds if wait is None else max(0.0, float(wait)))
+        count = 0
+        try:
+            while not run.done() and (not started or loop.time() < deadline):
+                getter = asyncio.ensure_future(events.get())
+                left = max(deadline - loop.time(), 0.05)
+                try:
+                    await asyncio.wait({run, getter}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    getter.cancel()
+                if getter.done() and not getter.cancelled() and progress is not None:
+                    count += 1
+                    await progress(count, describe(getter.result()))
+        except BaseException:
+            listening[0] = False
+            run.cancel()
+            run.add_done_callback(lambda _: _mark_cancelled(started, client_cancelled))
+            raise
+        listening[0] = False
+        if not run.done():
+            return still_running(started[0])
+        try:
+            return reply_of(run.result())
+        except MagentError as exc:
+            return {"error": str(exc), "task_id": started[0].id if started else None}
+
+    async def close(self) -> None:
+        """Stop every run still going (each writes its checkpoint and stays resumable)."""
+        for run in list(self._running):
+            run.cancel()
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=30)
+
+
+def _mark_cancelled(started: list["Task"], client_cancelled: Callable[[], bool]) -> None:
+    """After a cancelled call's run stopped: a client's cancel makes the task ``cancelled``."""
+    if not started or not client_cancelled():
+        return
+    from magent.api.runs import cancel
+
+    try:
+        cancel(started[0].id)
+    except MagentError:
+        pass  # it finished or paused before the cancel landed: it stays as it is
+
+
+def describe(event: "Event") -> str:
+    """One line for a progress notification."""
+    if event.type == "node_started":
+        return f"node {event.node} started"
+    if event.type == "tool_call":
+        return f"calling {event.field('tool')}" + (f" (node {event.node})" if event.node else "")
+    if event.type == "awaiting_human":
+        return f"paused for a person at {event.node}"
+    return event.type.replace("_", " ")
+
+
+def still_running(task: "Task") -> dict[str, Any]:
+    return {"task_id": task.id, "status": "running",
+            "message": f"task {task.id} is still running; ask task_status with this task_id for its "
+                       f"result (or read magent://tasks/{task.id}/result)"}
+
+
+def reply_of(result: "AgentResult") -> dict[str, Any]:
+    """What a tool call answers about a task: its status, and the output, error or question."""
+    reply: dict[str, Any] = {"task_id": result.task_id, "status": result.status.value}
+    if result.success:
+        reply["output"] = result.output
+    if result.error is not None:
+        reply["error"] = result.error.message
+    if result.pause is not None:
+        pause = result.pause
+        reply["question"] = pause.question
+        if pause.output is not None:
+            reply["output_to_review"] = pause.output
+        reply["allowed_actions"] = list(pause.allowed_actions)
+        reply["resume_call"] = {"tool": "resume", "arguments": {
+            "task_id": result.task_id, "action": pause.allowed_actions[0] if pause.allowed_actions else "approve"}}
+    reply["model_calls"] = result.model_calls
+    if result.cost_estimate is not None:
+        reply["cost_usd"] = result.cost_estimate
+    return reply
+
+
+def reply_text(reply: dict[str, Any]) -> str:
+    """The reply as text for the model reading it: the answer first, then the rest as JSON."""
+    status = reply.get("status")
+    if status is None:
+        return json.dumps(reply, ensure_ascii=False, default=str)
+    if status == "completed":
+        output = reply.get("output")
+        head = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    elif status == "awaiting_human":
+        call = reply["resume_call"]
+        head = (f"Task {reply['task_id']} is paused for a person: {reply['question']}\n"
+                f"Answer with the resume tool: {json.dumps(call['arguments'], ensure_ascii=False)} "
+                f"(action: one of {', '.join(reply['allowed_actions'])}; add \"message\" with what the "
+                f"person said).")
+    elif "error" in reply:
+        head = f"Task {reply.get('task_id')} {status or 'failed'}: {reply['error']}"
+    else:
+        head = reply.get("message") or f"Task {reply.get('task_id')} is {status}."
+    return f"{head}\n\n{json.dumps(reply, ensure_ascii=False, default=str)}"

@@ -1,0 +1,206 @@
+"""``magent mcp serve``: the real server as a subprocess, driven by the mcp SDK's own client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+
+from support.cli import invoke, run
+from support.crashflow import ledger_lines, make_flow
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+WRITE_REVIEW = str(ROOT / "examples/workflows/write_review.yaml")
+PUBLISH = str(ROOT / "examples/workflows/publish.yaml")
+TEMPLATED = str(ROOT / "examples/workflows/templated_reply.yaml")
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | None = None
+                        ) -> AsyncIterator[Any]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "magent", "mcp", "serve", "--wait-seconds", str(wait), *targets],
+        env={**os.environ, **(env or {})})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def reply(result: Any) -> dict[str, Any]:
+    assert result.structured_content is not None, result.content[0].text
+    return dict(result.structured_content)
+
+
+def test_tools_are_the_served_workflows_and_the_verbs() -> None:
+    async def main() -> None:
+        async with stdio_session(WRITE_REVIEW, TEMPLATED) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert list(tools) == ["write_review", "templated_reply", "tasks_list", "task_status", "resume",
+                                   "chat", "trace"]
+            assert tools["write_review"].description.startswith("Draft product copy and revise it")
+            schema = tools["templated_reply"].input_schema
+            # the --set values its templates need are required arguments beside the task
+            assert schema["required"] == ["task", "customer", "ticket_id"]
+            assert {"task", "customer", "ticket_id", "tone", "wait_seconds"} <= set(schema["properties"])
+            missing = await s.call_tool("templated_reply", {"task": "late parcel"})
+            assert missing.is_error and "'customer' is required" in missing.content[0].text
+            stranger = await s.call_tool("write_review", {"task": "x", "next_action": "END"})
+            assert stranger.is_error and "unknown argument 'next_action'" in stranger.content[0].text
+            nobody = await s.call_tool("task_status", {"task_id": "../../etc"})
+            assert nobody.is_error
+
+    asyncio.run(main())
+
+
+def test_a_workflow_runs_to_completion_as_an_ordinary_task(magent_home: Path) -> None:
+    heard: list[str] = []
+
+    async def progress(count: float, total: float | None, message: str | None) -> None:
+        heard.append(message or "")
+
+    async def main() -> tuple[dict[str, Any], str, str]:
+        async with stdio_session(WRITE_REVIEW) as s:
+            done = reply(await s.call_tool("write_review", {"task": "Copy for Tidy"}, progress_callback=progress))
+            trace = await s.read_resource(f"magent://tasks/{done['task_id']}/trace")
+            result = await s.read_resource(f"magent://tasks/{done['task_id']}/result")
+            listed = await s.list_resources()
+            assert f"magent://tasks/{done['task_id']}/trace" in [str(r.uri) for r in listed.resources]
+            return done, trace.contents[0].text, result.contents[0].text
+
+    done, trace, result = asyncio.run(main())
+    assert done["status"] == "completed" and "20 cm tray" in done["output"]
+    assert "node write started" in heard and "calling kv.set (node write)" in heard
+    assert json.loads(trace)["task_id"] == done["task_id"] and json.loads(result)["success"] is True
+    listed = invoke("tasks", "list", "--json")
+    assert [t["id"] for t in json.loads(listed.out)] == [done["task_id"]]     # the CLI sees it
+    assert invoke("trace", done["task_id"]).code == 0
+
+
+def test_a_pause_returns_the_question_and_the_resume_tool_continues_it(magent_home: Path) -> None:
+    async def main() -> tuple[dict[str, Any], dict[str, Any], str, list[dict[str, Any]]]:
+        async with stdio_session(PUBLISH) as s:
+            paused = reply(await s.call_tool("publish", {"task": "Office closed Friday"}))
+            call = paused["resume_call"]
+            assert call["tool"] == "resume"
+            status = reply(await s.call_tool("task_status", {"task_id": paused["task_id"]}))
+            assert status["status"] == "awaiting_human"
+            done = reply(await s.call_tool("resume", {**call["arguments"], "message": "ship it"}))
+            text = (await s.call_tool("trace", {"task_id": paused["task_id"]})).content[0].text
+            listed = reply(await s.call_tool("tasks_list", {}))["tasks"]
+            return paused, done, text, listed
+
+    paused, done, text, listed = asyncio.run(main())
+    assert paused["status"] == "awaiting_human" and paused["question"] == "Publish this announcement?"
+    assert paused["resume_call"]["arguments"] == {"task_id": paused["task_id"], "action": "approve"}
+    assert done["status"] == "completed" and done["task_id"] == paused["task_id"]
+    assert "waiting for a person" in text
+    assert [(t["task_id"], t["status"]) for t in listed] == [(paused["task_id"], "completed")]
+
+
+def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_flow(tmp_path, nap=600)
+    ledger, wake = tmp_path / "ledger.txt", tmp_path / "wake"
+    env = {"LEDGER": str(ledger), "LEDGER_WAKE": str(wake)}
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with stdio_session(str(flow), wait=0, env=env) as s:
+            started = reply(await s.call_tool("crashflow", {"task": "nap"}))
+            wake.touch()
+            for _ in range(600):
+                status = reply(await s.call_tool("task_status", {"task_id": started["task_id"]}))
+                if status["status"] != "running":
+                    break
+                await asyncio.sleep(0.1)
+            return started, status
+
+    started, status = asyncio.run(main())
+    assert started["status"] == "running" and "task_status" in started["message"]
+    assert status["status"] == "completed" and status["output"] == "stored final"
+    assert ledger_lines(ledger) == ["a", "nap", "b"]
+
+
+def test_kill_9_of_the_server_mid_task_leaves_a_task_the_cli_resumes(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_flow(tmp_path, nap=600)
+    ledger = tmp_path / "ledger.txt"
+    env = {"LEDGER": str(ledger)}
+
+    async def main() -> str:
+        async with stdio_session(str(flow), wait=0, env=env) as s:
+            started = reply(await s.call_tool("crashflow", {"task": "nap"}))
+            wait_for_nap(magent_home)
+            server = serving_child()
+            os.kill(server, signal.SIGKILL)
+            return str(started["task_id"])
+
+    with contextlib.suppress(Exception):  # the client sees its server die
+        task_id = asyncio.run(main())
+    (task_id,) = [p.name for p in (magent_home / "tasks").iterdir() if not p.name.startswith(".")]
+    paused = run("resume", task_id, env=env)
+    assert paused.code == 3 and "ledger.nap" in paused.out      # the nap may have run: a person decides
+    finished = run("resume", task_id, "--reject", env=env)
+    assert finished.code == 0, finished.err
+    assert ledger_lines(ledger) == ["a", "b"]
+
+
+def test_bad_targets_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = run("mcp", "serve", str(tmp_path / "nope.yaml"))
+    assert missing.code == 2 and "nope.yaml" in missing.err and len(missing.err.strip().splitlines()) <= 2
+    nothing = run("mcp", "serve")
+    assert nothing.code == 2 and "nothing to serve" in nothing.err
+    port = run("mcp", "serve", "--transport", "streamable-http", "--port", "0", WRITE_REVIEW)
+    assert port.code == 2 and "--port" in port.err
+
+
+def wait_for_nap(home: Path, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = list((home / "tasks").glob("*/events.jsonl"))
+        if found and '"tool":"ledger.nap"' in found[0].read_text():
+            time.sleep(0.3)
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run never reached ledger.nap")
+
+
+def serving_child() -> int:
+    """The pid of the ``magent mcp serve`` this test process started."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and b"serve" in cmdline and b"mcp" in cmdline:
+            return int(entry.name)
+    raise AssertionError("no magent mcp serve child found")
+
+
+def http_server(*targets: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    from servers.harness import _wait_listening, free_port
+
+    for _attempt in range(3):
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "magent", "mcp", "serve", "--transport", "streamable-http",
+                                 "--port", str(port), *targets], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+        if _wait_listening(proc, port):
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        proc.kill()
+        proc.wait()
+    raise RuntimeError("magent mcp serve did not start")
