@@ -133,6 +133,50 @@ def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_ho
     assert ledger_lines(ledger) == ["a", "nap", "b"]
 
 
+def test_a_call_the_client_cancels_cancels_its_task(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_flow(tmp_path, nap=600)
+    ledger = tmp_path / "ledger.txt"
+
+    async def main() -> dict[str, Any]:
+        async with stdio_session(str(flow), env={"LEDGER": str(ledger)}) as s:
+            call = asyncio.ensure_future(s.call_tool("crashflow", {"task": "nap"}))
+            await asyncio.to_thread(wait_for_nap, magent_home)
+            call.cancel()                  # the SDK's client sends notifications/cancelled
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            (task_id,) = [p.name for p in (magent_home / "tasks").iterdir() if not p.name.startswith(".")]
+            for _ in range(300):
+                status = reply(await s.call_tool("task_status", {"task_id": task_id}))
+                if status["status"] not in ("running", "interrupted"):
+                    break
+                await asyncio.sleep(0.1)
+            return status
+
+    status = asyncio.run(main())
+    assert status["status"] == "cancelled", status
+    assert ledger_lines(ledger) == ["a"]                    # the nap was stopped, not finished
+    assert invoke("tasks", "list", "--status", "cancelled").code == 0
+
+
+def test_a_client_that_leaves_mid_run_leaves_an_interrupted_task_the_next_serve_reports(
+        tmp_path: Path, magent_home: Path) -> None:
+    flow = make_flow(tmp_path, nap=600)
+    env = {"LEDGER": str(tmp_path / "ledger.txt")}
+
+    async def main() -> str:
+        async with stdio_session(str(flow), wait=0, env=env) as s:
+            started = reply(await s.call_tool("crashflow", {"task": "nap"}))
+            await asyncio.to_thread(wait_for_nap, magent_home)
+            return str(started["task_id"])
+
+    task_id = asyncio.run(main())
+    shown = json.loads(invoke("tasks", "show", task_id, "--json").out)
+    assert shown["status"] == "interrupted"
+    again = run("mcp", "serve", str(flow), input="", env=env)     # stdin at its end: serve, then leave
+    assert again.code == 0, again.err
+    assert "1 task(s) stopped mid-run" in again.err and task_id[:8] in again.err
+
+
 def test_kill_9_of_the_server_mid_task_leaves_a_task_the_cli_resumes(tmp_path: Path, magent_home: Path) -> None:
     flow = make_flow(tmp_path, nap=600)
     ledger = tmp_path / "ledger.txt"
