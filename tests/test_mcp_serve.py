@@ -200,6 +200,86 @@ def test_kill_9_of_the_server_mid_task_leaves_a_task_the_cli_resumes(tmp_path: P
     assert ledger_lines(ledger) == ["a", "b"]
 
 
+@contextlib.asynccontextmanager
+async def http_session(url: str, token: str | None = None) -> AsyncIterator[Any]:
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with create_mcp_http_client(headers=headers) as client:
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def test_streamable_http_on_127_0_0_1_runs_and_resumes(magent_home: Path) -> None:
+    proc, url = http_server(WRITE_REVIEW, PUBLISH)
+
+    async def main() -> tuple[list[str], dict[str, Any], dict[str, Any], str]:
+        async with http_session(url) as s:
+            names = [t.name for t in (await s.list_tools()).tools]
+            done = reply(await s.call_tool("write_review", {"task": "Copy for Tidy"}))
+            paused = reply(await s.call_tool("publish", {"task": "Office closed Friday"}))
+            resumed = reply(await s.call_tool("resume", paused["resume_call"]["arguments"]))
+            trace = await s.read_resource(f"magent://tasks/{done['task_id']}/trace")
+            return names, done, resumed, trace.contents[0].text
+
+    try:
+        names, done, resumed, trace = asyncio.run(main())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert names[:2] == ["write_review", "publish"]
+    assert done["status"] == "completed" and resumed["status"] == "completed"
+    assert json.loads(trace)["task_id"] == done["task_id"]
+    assert len(json.loads(invoke("tasks", "list", "--json").out)) == 2
+
+
+def test_http_with_a_token_refuses_requests_without_it(magent_home: Path) -> None:
+    import httpx2
+
+    proc, url = http_server(WRITE_REVIEW, env={"MAGENT_MCP_TOKEN": "s3cret-token"})
+    try:
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        wrong = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"Authorization": "Bearer nope"})
+
+        async def main() -> list[str]:
+            async with http_session(url, token="s3cret-token") as s:
+                return [t.name for t in (await s.list_tools()).tools]
+
+        names = asyncio.run(main())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert refused.status_code == 401 and wrong.status_code == 401
+    assert names[0] == "write_review"
+
+
+def test_http_off_the_loopback_prints_a_token_once_and_requires_it(magent_home: Path) -> None:
+    import httpx2
+
+    proc, url = http_server(WRITE_REVIEW, host="0.0.0.0")
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline().decode()
+        token = first.split("Bearer ", 1)[1].split("'", 1)[0]
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+        async def main() -> list[str]:
+            async with http_session(url, token=token) as s:
+                return [t.name for t in (await s.list_tools()).tools]
+
+        names = asyncio.run(main())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "MAGENT_MCP_TOKEN" in first and len(token) >= 32
+    assert refused.status_code == 401 and names[0] == "write_review"
+
+
 def test_bad_targets_are_one_line_and_exit_2(tmp_path: Path) -> None:
     missing = run("mcp", "serve", str(tmp_path / "nope.yaml"))
     assert missing.code == 2 and "nope.yaml" in missing.err and len(missing.err.strip().splitlines()) <= 2
@@ -235,13 +315,14 @@ def serving_child() -> int:
     raise AssertionError("no magent mcp serve child found")
 
 
-def http_server(*targets: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def http_server(*targets: str, env: dict[str, str] | None = None, host: str = "127.0.0.1"
+                ) -> tuple[subprocess.Popen[bytes], str]:
     from servers.harness import _wait_listening, free_port
 
     for _attempt in range(3):
         port = free_port()
         proc = subprocess.Popen([sys.executable, "-m", "magent", "mcp", "serve", "--transport", "streamable-http",
-                                 "--port", str(port), *targets], stdout=subprocess.DEVNULL,
+                                 "--port", str(port), "--host", host, *targets], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
         if _wait_listening(proc, port):
             return proc, f"http://127.0.0.1:{port}/mcp"
