@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import os
 import signal
 import subprocess
@@ -329,3 +330,16 @@ def http_server(*targets: str, env: dict[str, str] | None = None, host: str = "1
         proc.kill()
         proc.wait()
     raise RuntimeError("magent mcp serve did not start")
+
+
+def test_the_readme_client_snippets_start_the_server() -> None:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### Use magent from Claude Desktop / Claude Code / Cursor", 1)[1].split("\n## ", 1)[0]
+    configs = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
+    assert len(configs) == 2                                    # Claude Desktop, Cursor
+    for config in configs:
+        server = config["mcpServers"]["magent"]
+        assert server["command"] == "magent" and server["args"][:2] == ["mcp", "serve"]
+    assert "claude mcp add magent -- magent mcp serve" in section
+    help_text = invoke("mcp", "serve", "--help")
+    assert help_text.code == 0 and "--transport" in help_text.out and "--wait-seconds" in help_text.out

@@ -42,23 +42,24 @@ def list_servers(
 
 @app.command("serve", epilog=examples(
     "magent mcp serve examples/workflows/write_review.yaml",
-    "magent mcp serve                      # every workflow and agent installed in the home",
+    "magent mcp serve          # everything installed in the home",
     "magent mcp serve --transport streamable-http --port 8765"))
 def serve(
     targets: Annotated[Optional[List[str]], typer.Argument(
         metavar="TARGET", help="Workflow or agent files, or names installed in the home "
                                     "(default: every one installed).", show_default=False)] = None,
-    transport: Annotated[str, typer.Option("--transport", help="stdio or streamable-http.")] = "stdio",
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (streamable-http); off the "
+    transport: Annotated[str, typer.Option("--transport", metavar="MODE", help="stdio or streamable-http.")] = "stdio",
+    host: Annotated[str, typer.Option("--host", metavar="HOST", help="Address to listen on (streamable-http); off the "
                                                      "loopback, clients need a bearer token.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (streamable-http).")] = 8765,
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on (streamable-http).")] = 8765,
     wait_seconds: Annotated[float, typer.Option(
-        "--wait-seconds", help="How long a call waits for its task's answer before returning the task "
+        "--wait-seconds", metavar="SECONDS", help="How long a call waits for its task's answer before returning the task "
                                "id (the task runs on).")] = 60.0,
 ) -> None:
-    """Serve workflows and agents as MCP tools: each call starts an ordinary, resumable task.
+    """Serve workflows and agents to MCP clients as tools.
 
-    Besides one tool per workflow or agent, clients get tasks_list, task_status, resume,
+    Each call starts an ordinary task in the home, which survives a crash and
+    can be continued from the terminal. Besides one tool per workflow or agent, clients get tasks_list, task_status, resume,
     chat and trace, and each task's trace and result as resources
     (magent://tasks/ID/trace, magent://tasks/ID/result). Over streamable HTTP the server
     listens on 127.0.0.1 unless --host says otherwise; then clients must send the bearer
