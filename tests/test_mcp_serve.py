@@ -112,6 +112,22 @@ def test_a_pause_returns_the_question_and_the_resume_tool_continues_it(magent_ho
     assert [(t["task_id"], t["status"]) for t in listed] == [(paused["task_id"], "completed")]
 
 
+def test_an_agent_served_alone_takes_a_follow_up_through_chat(magent_home: Path) -> None:
+    tagline = str(ROOT / "examples/agents/tagline_writer.yaml")
+
+    async def main() -> tuple[str, dict[str, Any], dict[str, Any]]:
+        async with stdio_session(tagline) as s:
+            (tool,) = [t for t in (await s.list_tools()).tools if t.name == "tagline_writer"]
+            first = reply(await s.call_tool("tagline_writer", {"task": "A tagline for the Tidy desk tray"}))
+            again = reply(await s.call_tool("chat", {"task_id": first["task_id"][:8], "message": "Shorter"}))
+            return str(tool.description), first, again
+
+    description, first, again = asyncio.run(main())
+    assert description.startswith("Ask the magent agent 'tagline_writer'")
+    assert first["status"] == again["status"] == "completed"
+    assert again["task_id"] == first["task_id"] and again["output"] != first["output"]   # the same task
+
+
 def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_home: Path) -> None:
     flow = make_flow(tmp_path, nap=600)
     ledger, wake = tmp_path / "ledger.txt", tmp_path / "wake"
