@@ -27,8 +27,8 @@ TEMPLATED = str(ROOT / "examples/workflows/templated_reply.yaml")
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | None = None
-                        ) -> AsyncIterator[Any]:
+async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | None = None,
+                        elicitation: Any = None) -> AsyncIterator[Any]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -36,7 +36,7 @@ async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | N
         command=sys.executable, args=["-m", "magent", "mcp", "serve", "--wait-seconds", str(wait), *targets],
         env={**os.environ, **(env or {})})
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
             await session.initialize()
             yield session
 
@@ -126,6 +126,29 @@ def test_an_agent_served_alone_takes_a_follow_up_through_chat(magent_home: Path)
     assert description.startswith("Ask the magent agent 'tagline_writer'")
     assert first["status"] == again["status"] == "completed"
     assert again["task_id"] == first["task_id"] and again["output"] != first["output"]   # the same task
+
+
+def test_a_client_with_forms_asks_the_person_itself(magent_home: Path) -> None:
+    import mcp_types as types
+
+    asked: list[types.ElicitRequestFormParams] = []
+
+    async def person(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params)
+        if len(asked) == 1:
+            return types.ElicitResult(action="accept", content={"action": "reject", "message": "Say which Friday"})
+        return types.ElicitResult(action="accept", content={"action": "approve"})
+
+    async def main() -> dict[str, Any]:
+        async with stdio_session(PUBLISH, elicitation=person) as s:
+            return reply(await s.call_tool("publish", {"task": "Office closed Friday"}))
+
+    done = asyncio.run(main())
+    assert done["status"] == "completed"                  # rejected once, revised, approved: one call
+    assert [p.message.splitlines()[0] for p in asked] == ["Publish this announcement?"] * 2
+    assert asked[0].requested_schema["properties"]["action"]["enum"] == ["approve", "reject"]
+    shown = json.loads(invoke("trace", done["task_id"], "--json").out)
+    assert "Say which Friday" in json.dumps(shown)
 
 
 def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_home: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable
 
 import mcp_types as types
 from mcp.server import Server
+from mcp.shared.exceptions import MCPError
 
 from magent import __version__
 from magent.errors import MagentError, UsageError
@@ -60,10 +61,13 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
                                 tags=["mcp"])
                 reply: Any = await runs.call(start, wait=_wait(args), progress=progress,
                                              client_cancelled=client_cancelled)
+                reply = await _ask_person(ctx, runs, reply, progress, client_cancelled)
                 is_text = False
             elif params.name in VERBS:
                 _wait(args)
                 reply, is_text = await call_verb(runs, params.name, args, progress, client_cancelled)
+                if params.name in ("resume", "chat"):
+                    reply = await _ask_person(ctx, runs, reply, progress, client_cancelled)
             else:
                 raise UsageError(f"no tool {params.name!r} (tools: {', '.join([*by_name, *VERBS])})")
         except MagentError as exc:
@@ -93,8 +97,6 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
     async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         import asyncio
 
-        from mcp.shared.exceptions import MCPError
-
         uri = str(params.uri)
         try:
             text = await asyncio.to_thread(read_resource, uri)
@@ -117,6 +119,48 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
 
     server.middleware.append(note_cancels)
     return server
+
+
+ANSWERS = ("approve", "reject")
+"""What a person can answer through the client's form (a modify needs the resume tool's state_updates)."""
+
+
+async def _ask_person(ctx: Any, runs: Runs, reply: dict[str, Any], progress: Any, client_cancelled: Any
+                      ) -> dict[str, Any]:
+    """While the task waits for a person and the client can show a form (MCP elicitation), ask
+    the person there and continue the task with the answer. A person who declines, or a client
+    without forms, leaves the pause as it is: the reply says which resume call answers it."""
+    from magent import api
+
+    while reply.get("status") == "awaiting_human" and _can_ask(ctx):
+        choices = [a for a in reply.get("allowed_actions", ()) if a in ANSWERS]
+        if not choices:
+            break
+        shown = reply.get("output_to_review")
+        try:
+            answer = await ctx.session.elicit_form(
+                message=reply["question"] + (f"\n\n{shown}" if shown else ""),
+                requested_schema={"type": "object", "required": ["action"], "properties": {
+                    "action": {"type": "string", "enum": choices, "title": "Your answer"},
+                    "message": {"type": "string", "title": "A message for the workflow (optional)"}}},
+                related_request_id=ctx.request_id)
+        except MCPError:
+            break  # the client could not ask after all: the reply names the resume call
+        content = answer.content or {}
+        if answer.action != "accept" or content.get("action") not in choices:
+            break
+        message = content.get("message")
+        start = partial(api.aresume, reply["task_id"], approve=content["action"] == "approve",
+                        reject=content["action"] == "reject",
+                        message=message if isinstance(message, str) and message.strip() else None)
+        reply = await runs.call(start, progress=progress, client_cancelled=client_cancelled)
+    return reply
+
+
+def _can_ask(ctx: Any) -> bool:
+    session = ctx.session
+    capabilities = session.client_capabilities
+    return bool(session.can_send_request and capabilities is not None and capabilities.elicitation is not None)
 
 
 def _wait(args: dict[str, Any]) -> float | None:
