@@ -233,6 +233,8 @@ def test_kill_9_of_the_server_mid_task_leaves_a_task_the_cli_resumes(tmp_path: P
     with contextlib.suppress(Exception):  # the client sees its server die
         task_id = asyncio.run(main())
     (task_id,) = [p.name for p in (magent_home / "tasks").iterdir() if not p.name.startswith(".")]
+    again = run("mcp", "serve", str(flow), input="", env=env)      # the next serve names it
+    assert again.code == 0 and "1 task(s) stopped mid-run" in again.err and task_id[:8] in again.err
     paused = run("resume", task_id, env=env)
     assert paused.code == 3 and "ledger.nap" in paused.out      # the nap may have run: a person decides
     finished = run("resume", task_id, "--reject", env=env)

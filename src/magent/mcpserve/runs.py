@@ -54,7 +54,7 @@ class Runs:
 
         run = asyncio.ensure_future(start(on_event=on_event, on_start=started.append))
         self._running.add(run)
-        run.add_done_callback(self._running.discard)
+        run.add_done_callback(self._forget)
         deadline = loop.time() + (self.wait_seconds if wait is None else max(0.0, float(wait)))
         count = 0
         try:
@@ -80,6 +80,11 @@ class Runs:
             return reply_of(run.result())
         except MagentError as exc:
             return {"error": str(exc), "task_id": started[0].id if started else None}
+
+    def _forget(self, run: "asyncio.Future[Any]") -> None:
+        self._running.discard(run)
+        if not run.cancelled():
+            run.exception()  # a run no call waits for any more: its error is in its task, not the log
 
     async def close(self) -> None:
         """Stop every run still going (each writes its checkpoint and stays resumable)."""
