@@ -16,6 +16,7 @@ from typing import Any, AsyncIterator
 
 import pytest
 
+from mcp.shared.exceptions import MCPError
 from support.cli import invoke, run
 from support.crashflow import ledger_lines, make_flow
 
@@ -63,6 +64,9 @@ def test_tools_are_the_served_workflows_and_the_verbs() -> None:
             assert stranger.is_error and "unknown argument 'next_action'" in stranger.content[0].text
             nobody = await s.call_tool("task_status", {"task_id": "../../etc"})
             assert nobody.is_error
+            for uri in ("magent://tasks/../../etc/trace", "file:///etc/passwd", "magent://tasks/0123abcd/result"):
+                with pytest.raises(MCPError):             # outside the home, or no such task
+                    await s.read_resource(uri)
 
     asyncio.run(main())
 
