@@ -29,7 +29,7 @@ TEMPLATED = str(ROOT / "examples/workflows/templated_reply.yaml")
 
 @contextlib.asynccontextmanager
 async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | None = None,
-                        elicitation: Any = None) -> AsyncIterator[Any]:
+                        elicitation: Any = None, heard: list[Any] | None = None) -> AsyncIterator[Any]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -37,7 +37,12 @@ async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | N
         command=sys.executable, args=["-m", "magent", "mcp", "serve", "--wait-seconds", str(wait), *targets],
         env={**os.environ, **(env or {})})
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+        async def on_message(message: Any) -> None:
+            if heard is not None:
+                heard.append(message)
+
+        async with ClientSession(read, write, elicitation_callback=elicitation,
+                                 message_handler=on_message) as session:
             await session.initialize()
             yield session
 
@@ -160,18 +165,24 @@ def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_ho
     ledger, wake = tmp_path / "ledger.txt", tmp_path / "wake"
     env = {"LEDGER": str(ledger), "LEDGER_WAKE": str(wake)}
 
+    heard: list[Any] = []
+
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
-        async with stdio_session(str(flow), wait=0, env=env) as s:
+        async with stdio_session(str(flow), wait=0, env=env, heard=heard) as s:
             started = reply(await s.call_tool("crashflow", {"task": "nap"}))
+            caps = s.server_capabilities
+            assert caps is not None and caps.resources is not None and caps.resources.list_changed
             wake.touch()
             for _ in range(600):
                 status = reply(await s.call_tool("task_status", {"task_id": started["task_id"]}))
-                if status["status"] != "running":
+                if status["status"] != "running" and heard:
                     break
                 await asyncio.sleep(0.1)
             return started, status
 
     started, status = asyncio.run(main())
+    # the client is told when the task is done: its result and trace resources have changed
+    assert [type(m).__name__ for m in heard] == ["ResourceListChangedNotification"]
     assert started["status"] == "running" and "task_status" in started["message"]
     assert status["status"] == "completed" and status["output"] == "stored final"
     assert ledger_lines(ledger) == ["a", "nap", "b"]

@@ -33,15 +33,19 @@ class Runs:
 
     def __init__(self, wait_seconds: float):
         self.wait_seconds = wait_seconds
-        self._running: set[asyncio.Task[Any]] = set()
+        self._running: set[asyncio.Future[Any]] = set()
+        self._telling: set[asyncio.Future[Any]] = set()
+        """Notifications on their way (kept so they are not collected before they run)."""
 
     async def call(self, start: Start, *, wait: float | None = None, progress: Progress | None = None,
-                   client_cancelled: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+                   client_cancelled: Callable[[], bool] = lambda: False,
+                   settled: Callable[[], Awaitable[None]] | None = None) -> dict[str, Any]:
         """Start a run and wait up to ``wait`` seconds (default: the server's) for its result.
 
         Returns the reply (``reply_of``): the result, or the task's id and status when it is still
         running. ``client_cancelled`` says, once the run has stopped after the call was cancelled,
-        whether the client cancelled it (rather than the server closing).
+        whether the client cancelled it (rather than the server closing). ``settled`` is awaited
+        when the run stops, whether a call still waits for it or not (to tell the client).
         """
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Event] = asyncio.Queue()
@@ -55,6 +59,8 @@ class Runs:
         run = asyncio.ensure_future(start(on_event=on_event, on_start=started.append))
         self._running.add(run)
         run.add_done_callback(self._forget)
+        if settled is not None:
+            run.add_done_callback(lambda _: self._tell(settled))
         deadline = loop.time() + (self.wait_seconds if wait is None else max(0.0, float(wait)))
         count = 0
         try:
@@ -85,6 +91,17 @@ class Runs:
         self._running.discard(run)
         if not run.cancelled():
             run.exception()  # a run no call waits for any more: its error is in its task, not the log
+
+    def _tell(self, settled: Callable[[], Awaitable[None]]) -> None:
+        async def safely() -> None:
+            try:
+                await settled()
+            except Exception:  # noqa: BLE001 - a client gone away is not the run's business
+                pass
+
+        telling = asyncio.ensure_future(safely())
+        self._telling.add(telling)
+        telling.add_done_callback(self._telling.discard)
 
     async def close(self) -> None:
         """Stop every run still going (each writes its checkpoint and stays resumable)."""

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any, Awaitable, Callable
 
 import mcp_types as types
-from mcp.server import Server
+from mcp.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 
 from magent import __version__
@@ -60,7 +60,8 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
                 start = partial(api.arun, item.definition, args["task"], set={"metadata": metadata},
                                 tags=["mcp"])
                 reply: Any = await runs.call(start, wait=_wait(args), progress=progress,
-                                             client_cancelled=client_cancelled)
+                                             client_cancelled=client_cancelled,
+                                             settled=ctx.session.send_resource_list_changed)
                 reply = await _ask_person(ctx, runs, reply, progress, client_cancelled)
                 is_text = False
             elif params.name in VERBS:
@@ -105,7 +106,7 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, text=text, mime_type="application/json")])
 
-    server: Server[Any] = Server(
+    server: Server[Any] = _Server(
         "magent", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
         on_call_tool=call_tool, on_list_resources=list_resources,
         on_list_resource_templates=list_templates, on_read_resource=read)
@@ -161,6 +162,15 @@ def _can_ask(ctx: Any) -> bool:
     session = ctx.session
     capabilities = session.client_capabilities
     return bool(session.can_send_request and capabilities is not None and capabilities.elicitation is not None)
+
+
+class _Server(Server[Any]):
+    """The SDK's server, saying on every transport that its resource list changes (as tasks finish)."""
+
+    def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                      *args: Any, **kwargs: Any) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True), *args, **kwargs)
 
 
 def _wait(args: dict[str, Any]) -> float | None:
