@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from magent.errors import MagentError
@@ -28,6 +29,19 @@ SHOWN = frozenset({"node_started", "tool_call", "awaiting_human", "run_finished"
 """Events a waiting client hears of."""
 
 
+@dataclass(frozen=True)
+class Caller:
+    """What a run started for a tool call needs to know of the call."""
+
+    progress: Progress | None = None
+    """Sends a progress notification to the waiting client (a no-op if it asked for none)."""
+    cancelled_by_client: Callable[[], bool] = lambda: False
+    """Once a cancelled call's run has stopped: whether the client cancelled the call (rather
+    than the server closing)."""
+    settled: Callable[[], Awaitable[None]] | None = None
+    """Awaited when the run stops, whether the call still waits for it or not (to tell the client)."""
+
+
 class Runs:
     """The runs this server started or continued, and how long a call waits for one."""
 
@@ -37,15 +51,11 @@ class Runs:
         self._telling: set[asyncio.Future[Any]] = set()
         """Notifications on their way (kept so they are not collected before they run)."""
 
-    async def call(self, start: Start, *, wait: float | None = None, progress: Progress | None = None,
-                   client_cancelled: Callable[[], bool] = lambda: False,
-                   settled: Callable[[], Awaitable[None]] | None = None) -> dict[str, Any]:
-        """Start a run and wait up to ``wait`` seconds (default: the server's) for its result.
+    async def call(self, start: Start, caller: "Caller", *, wait: float | None = None) -> dict[str, Any]:
+        """Start a run for ``caller`` and wait up to ``wait`` seconds (default: the server's) for it.
 
         Returns the reply (``reply_of``): the result, or the task's id and status when it is still
-        running. ``client_cancelled`` says, once the run has stopped after the call was cancelled,
-        whether the client cancelled it (rather than the server closing). ``settled`` is awaited
-        when the run stops, whether a call still waits for it or not (to tell the client).
+        running.
         """
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Event] = asyncio.Queue()
@@ -59,6 +69,7 @@ class Runs:
         run = asyncio.ensure_future(start(on_event=on_event, on_start=started.append))
         self._running.add(run)
         run.add_done_callback(self._forget)
+        settled = caller.settled
         if settled is not None:
             run.add_done_callback(lambda _: self._tell(settled))
         deadline = loop.time() + (self.wait_seconds if wait is None else max(0.0, float(wait)))
@@ -71,13 +82,13 @@ class Runs:
                     await asyncio.wait({run, getter}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     getter.cancel()
-                if getter.done() and not getter.cancelled() and progress is not None:
+                if getter.done() and not getter.cancelled() and caller.progress is not None:
                     count += 1
-                    await progress(count, describe(getter.result()))
+                    await caller.progress(count, describe(getter.result()))
         except BaseException:
             listening[0] = False
             run.cancel()
-            run.add_done_callback(lambda _: _mark_cancelled(started, client_cancelled))
+            run.add_done_callback(lambda _: _mark_cancelled(started, caller.cancelled_by_client))
             raise
         listening[0] = False
         if not run.done():

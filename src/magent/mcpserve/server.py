@@ -6,6 +6,7 @@ The only module of ``magent.mcpserve`` that imports the SDK (about a second): ``
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import os
@@ -21,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from magent import __version__
 from magent.errors import MagentError, UsageError
 from magent.mcpserve.catalog import VERBS, Served
-from magent.mcpserve.runs import Runs, reply_text
+from magent.mcpserve.runs import Caller, Runs, reply_text
 from magent.mcpserve.verbs import SCHEMAS, TEMPLATES, call_verb, read_resource, recent_tasks
 
 TOKEN_ENV = "MAGENT_MCP_TOKEN"
@@ -50,25 +51,22 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
         async def progress(count: float, message: str) -> None:
             await ctx.session.report_progress(count, None, message)
 
-        def client_cancelled() -> bool:
-            return ctx.request_id is not None and str(ctx.request_id) in cancelled
-
+        caller = Caller(progress=progress, settled=ctx.session.send_resource_list_changed,
+                        cancelled_by_client=lambda: ctx.request_id is not None and str(ctx.request_id) in cancelled)
         try:
             if params.name in by_name:
                 item = by_name[params.name]
                 metadata = item.metadata_of(args)
                 start = partial(api.arun, item.definition, args["task"], set={"metadata": metadata},
                                 tags=["mcp"])
-                reply: Any = await runs.call(start, wait=_wait(args), progress=progress,
-                                             client_cancelled=client_cancelled,
-                                             settled=ctx.session.send_resource_list_changed)
-                reply = await _ask_person(ctx, runs, reply, progress, client_cancelled)
+                reply: Any = await runs.call(start, caller, wait=_wait(args))
+                reply = await _ask_person(ctx, runs, reply, caller)
                 is_text = False
             elif params.name in VERBS:
                 _wait(args)
-                reply, is_text = await call_verb(runs, params.name, args, progress, client_cancelled)
+                reply, is_text = await call_verb(runs, params.name, args, caller)
                 if params.name in ("resume", "chat"):
-                    reply = await _ask_person(ctx, runs, reply, progress, client_cancelled)
+                    reply = await _ask_person(ctx, runs, reply, caller)
             else:
                 raise UsageError(f"no tool {params.name!r} (tools: {', '.join([*by_name, *VERBS])})")
         except MagentError as exc:
@@ -80,8 +78,6 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
                                     structured_content=reply, is_error=failed)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        import asyncio
-
         rows = await asyncio.to_thread(recent_tasks)
         return types.ListResourcesResult(resources=[
             types.Resource(uri=f"magent://tasks/{task_id}/{what}", name=f"{workflow} {task_id[:8]} {what}",
@@ -96,8 +92,6 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
             for what, (template, about) in TEMPLATES.items()])
 
     async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        import asyncio
-
         uri = str(params.uri)
         try:
             text = await asyncio.to_thread(read_resource, uri)
@@ -126,8 +120,7 @@ ANSWERS = ("approve", "reject")
 """What a person can answer through the client's form (a modify needs the resume tool's state_updates)."""
 
 
-async def _ask_person(ctx: Any, runs: Runs, reply: dict[str, Any], progress: Any, client_cancelled: Any
-                      ) -> dict[str, Any]:
+async def _ask_person(ctx: Any, runs: Runs, reply: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """While the task waits for a person and the client can show a form (MCP elicitation), ask
     the person there and continue the task with the answer. A person who declines, or a client
     without forms, leaves the pause as it is: the reply says which resume call answers it."""
@@ -154,7 +147,7 @@ async def _ask_person(ctx: Any, runs: Runs, reply: dict[str, Any], progress: Any
         start = partial(api.aresume, reply["task_id"], approve=content["action"] == "approve",
                         reject=content["action"] == "reject",
                         message=message if isinstance(message, str) and message.strip() else None)
-        reply = await runs.call(start, progress=progress, client_cancelled=client_cancelled)
+        reply = await runs.call(start, caller)
     return reply
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from magent.errors import UsageError
 from magent.mcpserve.catalog import WAIT_PROPERTY
-from magent.mcpserve.runs import Progress, Runs, reply_of
+from magent.mcpserve.runs import Caller, Runs, reply_of
 
 _ID = {"type": "string", "description": "The task's id (or its first characters)."}
 SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -54,8 +54,8 @@ TEMPLATES = {"trace": ("magent://tasks/{task_id}/trace", "A task's trace (TraceL
              "result": ("magent://tasks/{task_id}/result", "A task's AgentResult (JSON)")}
 
 
-async def call_verb(runs: Runs, name: str, args: dict[str, Any], progress: Progress | None,
-                    client_cancelled: Any) -> tuple[dict[str, Any] | str, bool]:
+async def call_verb(runs: Runs, name: str, args: dict[str, Any], caller: Caller
+                    ) -> tuple[dict[str, Any] | str, bool]:
     """Answer verb ``name``: ``(reply, whether it is text)``. Bad input is a ``UsageError``."""
     from magent import api
 
@@ -87,7 +87,7 @@ async def call_verb(runs: Runs, name: str, args: dict[str, Any], progress: Progr
             raise UsageError("resume: state_updates go with action modify")
         start = partial(api.aresume, task_id, approve=action == "approve", reject=action == "reject",
                         modify=(updates or {}) if action == "modify" else None, message=args.get("message"))
-    return await runs.call(start, wait=wait, progress=progress, client_cancelled=client_cancelled), False
+    return await runs.call(start, caller, wait=wait), False
 
 
 def read_resource(uri: str) -> str:
