@@ -170,6 +170,9 @@ def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_ho
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         async with stdio_session(str(flow), wait=0, env=env, heard=heard) as s:
             started = reply(await s.call_tool("crashflow", {"task": "nap"}))
+            await asyncio.to_thread(wait_for_nap, magent_home)
+            twice = await s.call_tool("resume", {"task_id": started["task_id"]})   # one writer per task
+            assert twice.is_error and "is in use by pid" in twice.content[0].text
             caps = s.server_capabilities
             assert caps is not None and caps.resources is not None and caps.resources.list_changed
             wake.touch()

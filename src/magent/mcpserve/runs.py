@@ -39,7 +39,8 @@ class Caller:
     """Once a cancelled call's run has stopped: whether the client cancelled the call (rather
     than the server closing)."""
     settled: Callable[[], Awaitable[None]] | None = None
-    """Awaited when the run stops, whether the call still waits for it or not (to tell the client)."""
+    """Awaited when the run stops with a result, whether the call still waits for it or not (to
+    tell the client; a run refused at once, e.g. a task another run holds, changed nothing)."""
 
 
 class Runs:
@@ -69,9 +70,7 @@ class Runs:
         run = asyncio.ensure_future(start(on_event=on_event, on_start=started.append))
         self._running.add(run)
         run.add_done_callback(self._forget)
-        settled = caller.settled
-        if settled is not None:
-            run.add_done_callback(lambda _: self._tell(settled))
+        run.add_done_callback(lambda _: self._tell(run, caller))
         deadline = loop.time() + (self.wait_seconds if wait is None else max(0.0, float(wait)))
         count = 0
         try:
@@ -103,7 +102,13 @@ class Runs:
         if not run.cancelled():
             run.exception()  # a run no call waits for any more: its error is in its task, not the log
 
-    def _tell(self, settled: Callable[[], Awaitable[None]]) -> None:
+    def _tell(self, run: "asyncio.Future[Any]", caller: Caller) -> None:
+        """Tell the caller its run stopped with a result (a refused or cancelled one changed nothing
+        it does not know)."""
+        settled = caller.settled
+        if settled is None or run.cancelled() or run.exception() is not None:
+            return
+
         async def safely() -> None:
             try:
                 await settled()
