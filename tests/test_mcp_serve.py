@@ -340,6 +340,29 @@ def test_http_off_the_loopback_prints_a_token_once_and_requires_it(magent_home: 
     assert refused.status_code == 401 and names[0] == "write_review"
 
 
+def test_without_targets_it_serves_what_is_installed_and_by_name(magent_home: Path) -> None:
+    import shutil
+
+    shutil.copytree(ROOT / "examples/agents", magent_home / "agents")
+
+    async def main(*targets: str) -> list[str]:
+        async with stdio_session(*targets) as s:
+            return [t.name for t in (await s.list_tools()).tools]
+
+    everything = asyncio.run(main())
+    assert "tagline_writer" in everything and "writer" in everything and everything[-5:] == [
+        "tasks_list", "task_status", "resume", "chat", "trace"]
+    assert asyncio.run(main("tagline_writer"))[0] == "tagline_writer"
+
+
+def test_a_name_that_would_hide_a_verb_is_refused(tmp_path: Path) -> None:
+    script = ROOT / "examples/agents/scripts/writer.yaml"
+    (tmp_path / "chat.yaml").write_text(f"name: chat\nrole: talks\nsystem_prompt: talk\n"
+                                        f"llm_config: {{model: scripted, script: {script}}}\n")
+    refused = run("mcp", "serve", str(tmp_path / "chat.yaml"))
+    assert refused.code == 2 and "would hide the chat tool" in refused.err
+
+
 def test_bad_targets_are_one_line_and_exit_2(tmp_path: Path) -> None:
     missing = run("mcp", "serve", str(tmp_path / "nope.yaml"))
     assert missing.code == 2 and "nope.yaml" in missing.err and len(missing.err.strip().splitlines()) <= 2
