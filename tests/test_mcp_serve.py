@@ -297,6 +297,29 @@ def test_streamable_http_on_127_0_0_1_runs_and_resumes(magent_home: Path) -> Non
     assert len(json.loads(invoke("tasks", "list", "--json").out)) == 2
 
 
+def test_a_client_of_the_2026_protocol_runs_and_hears_progress_over_http(magent_home: Path) -> None:
+    from mcp.client import Client
+
+    proc, url = http_server(WRITE_REVIEW)
+    heard: list[str] = []
+
+    async def progress(count: float, total: float | None, message: str | None) -> None:
+        heard.append(message or "")
+
+    async def main() -> tuple[str, dict[str, Any]]:
+        async with Client(url) as client:            # discovers the server, no initialize handshake
+            done = await client.call_tool("write_review", {"task": "Copy for Tidy"}, progress_callback=progress)
+            return client.protocol_version, reply(done)
+
+    try:
+        version, done = asyncio.run(main())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert version >= "2026-07-28" and done["status"] == "completed"
+    assert "node review started" in heard
+
+
 def test_http_with_a_token_refuses_requests_without_it(magent_home: Path) -> None:
     import httpx2
 
