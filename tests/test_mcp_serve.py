@@ -5,51 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import os
+import re
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
 from mcp.shared.exceptions import MCPError
 from support.cli import invoke, run
 from support.crashflow import ledger_lines, make_flow
+from support.mcpserve import (PUBLISH, ROOT, TEMPLATED, WRITE_REVIEW, reply, serving_child, stdio_session,
+                              wait_for_nap)
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
-WRITE_REVIEW = str(ROOT / "examples/workflows/write_review.yaml")
-PUBLISH = str(ROOT / "examples/workflows/publish.yaml")
-TEMPLATED = str(ROOT / "examples/workflows/templated_reply.yaml")
-
-
-@contextlib.asynccontextmanager
-async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | None = None,
-                        elicitation: Any = None, heard: list[Any] | None = None) -> AsyncIterator[Any]:
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "magent", "mcp", "serve", "--wait-seconds", str(wait), *targets],
-        env={**os.environ, **(env or {})})
-    async with stdio_client(params) as (read, write):
-        async def on_message(message: Any) -> None:
-            if heard is not None:
-                heard.append(message)
-
-        async with ClientSession(read, write, elicitation_callback=elicitation,
-                                 message_handler=on_message) as session:
-            await session.initialize()
-            yield session
-
-
-def reply(result: Any) -> dict[str, Any]:
-    assert result.structured_content is not None, result.content[0].text
-    return dict(result.structured_content)
 
 
 def test_tools_are_the_served_workflows_and_the_verbs() -> None:
@@ -260,109 +230,6 @@ def test_kill_9_of_the_server_mid_task_leaves_a_task_the_cli_resumes(tmp_path: P
     assert ledger_lines(ledger) == ["a", "b"]
 
 
-@contextlib.asynccontextmanager
-async def http_session(url: str, token: str | None = None) -> AsyncIterator[Any]:
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with create_mcp_http_client(headers=headers) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
-
-
-def test_streamable_http_on_127_0_0_1_runs_and_resumes(magent_home: Path) -> None:
-    proc, url = http_server(WRITE_REVIEW, PUBLISH)
-
-    async def main() -> tuple[list[str], dict[str, Any], dict[str, Any], str]:
-        async with http_session(url) as s:
-            names = [t.name for t in (await s.list_tools()).tools]
-            done = reply(await s.call_tool("write_review", {"task": "Copy for Tidy"}))
-            paused = reply(await s.call_tool("publish", {"task": "Office closed Friday"}))
-            resumed = reply(await s.call_tool("resume", paused["resume_call"]["arguments"]))
-            trace = await s.read_resource(f"magent://tasks/{done['task_id']}/trace")
-            return names, done, resumed, trace.contents[0].text
-
-    try:
-        names, done, resumed, trace = asyncio.run(main())
-    finally:
-        proc.kill()
-        proc.wait()
-    assert names[:2] == ["write_review", "publish"]
-    assert done["status"] == "completed" and resumed["status"] == "completed"
-    assert json.loads(trace)["task_id"] == done["task_id"]
-    assert len(json.loads(invoke("tasks", "list", "--json").out)) == 2
-
-
-def test_a_client_of_the_2026_protocol_runs_and_hears_progress_over_http(magent_home: Path) -> None:
-    from mcp.client import Client
-
-    proc, url = http_server(WRITE_REVIEW)
-    heard: list[str] = []
-
-    async def progress(count: float, total: float | None, message: str | None) -> None:
-        heard.append(message or "")
-
-    async def main() -> tuple[str, dict[str, Any]]:
-        async with Client(url) as client:            # discovers the server, no initialize handshake
-            done = await client.call_tool("write_review", {"task": "Copy for Tidy"}, progress_callback=progress)
-            return client.protocol_version, reply(done)
-
-    try:
-        version, done = asyncio.run(main())
-    finally:
-        proc.kill()
-        proc.wait()
-    assert version >= "2026-07-28" and done["status"] == "completed"
-    assert "node review started" in heard
-
-
-def test_http_with_a_token_refuses_requests_without_it(magent_home: Path) -> None:
-    import httpx2
-
-    proc, url = http_server(WRITE_REVIEW, env={"MAGENT_MCP_TOKEN": "s3cret-token"})
-    try:
-        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-        wrong = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                            headers={"Authorization": "Bearer nope"})
-
-        async def main() -> list[str]:
-            async with http_session(url, token="s3cret-token") as s:
-                return [t.name for t in (await s.list_tools()).tools]
-
-        names = asyncio.run(main())
-    finally:
-        proc.kill()
-        proc.wait()
-    assert refused.status_code == 401 and wrong.status_code == 401
-    assert names[0] == "write_review"
-
-
-def test_http_off_the_loopback_prints_a_token_once_and_requires_it(magent_home: Path) -> None:
-    import httpx2
-
-    proc, url = http_server(WRITE_REVIEW, host="0.0.0.0")
-    try:
-        assert proc.stderr is not None
-        first = proc.stderr.readline().decode()
-        token = first.split("Bearer ", 1)[1].split("'", 1)[0]
-        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-
-        async def main() -> list[str]:
-            async with http_session(url, token=token) as s:
-                return [t.name for t in (await s.list_tools()).tools]
-
-        names = asyncio.run(main())
-    finally:
-        proc.kill()
-        proc.wait()
-    assert "MAGENT_MCP_TOKEN" in first and len(token) >= 32
-    assert refused.status_code == 401 and names[0] == "write_review"
-
-
 def test_without_targets_it_serves_what_is_installed_and_by_name(magent_home: Path) -> None:
     import shutil
 
@@ -393,48 +260,6 @@ def test_bad_targets_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert nothing.code == 2 and "nothing to serve" in nothing.err
     port = run("mcp", "serve", "--transport", "streamable-http", "--port", "0", WRITE_REVIEW)
     assert port.code == 2 and "--port" in port.err
-
-
-def wait_for_nap(home: Path, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        found = list((home / "tasks").glob("*/events.jsonl"))
-        if found and '"tool":"ledger.nap"' in found[0].read_text():
-            time.sleep(0.3)
-            return
-        time.sleep(0.1)
-    raise AssertionError("the run never reached ledger.nap")
-
-
-def serving_child() -> int:
-    """The pid of the ``magent mcp serve`` this test process started."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid() and b"serve" in cmdline and b"mcp" in cmdline:
-            return int(entry.name)
-    raise AssertionError("no magent mcp serve child found")
-
-
-def http_server(*targets: str, env: dict[str, str] | None = None, host: str = "127.0.0.1"
-                ) -> tuple[subprocess.Popen[bytes], str]:
-    from servers.harness import _wait_listening, free_port
-
-    for _attempt in range(3):
-        port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "magent", "mcp", "serve", "--transport", "streamable-http",
-                                 "--port", str(port), "--host", host, *targets], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-        if _wait_listening(proc, port):
-            return proc, f"http://127.0.0.1:{port}/mcp"
-        proc.kill()
-        proc.wait()
-    raise RuntimeError("magent mcp serve did not start")
 
 
 def test_the_readme_client_snippets_start_the_server() -> None:
