@@ -33,6 +33,8 @@ def test_tools_are_the_served_workflows_and_the_verbs() -> None:
             # the --set values its templates need are required arguments beside the task
             assert schema["required"] == ["task", "customer", "ticket_id"]
             assert {"task", "customer", "ticket_id", "tone", "wait_seconds"} <= set(schema["properties"])
+            assert [n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint] == [
+                "tasks_list", "task_status", "trace"]
             missing = await s.call_tool("templated_reply", {"task": "late parcel"})
             assert missing.is_error and "'customer' is required" in missing.content[0].text
             stranger = await s.call_tool("write_review", {"task": "x", "next_action": "END"})
@@ -146,9 +148,9 @@ def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_ho
             caps = s.server_capabilities
             assert caps is not None and caps.resources is not None and caps.resources.list_changed
             wake.touch()
-            for _ in range(600):
-                status = reply(await s.call_tool("task_status", {"task_id": started["task_id"]}))
-                if status["status"] != "running" and heard:
+            status = reply(await s.call_tool("task_status", {"task_id": started["task_id"], "wait_seconds": 120}))
+            for _ in range(100):
+                if heard:
                     break
                 await asyncio.sleep(0.1)
             return started, status

@@ -50,6 +50,8 @@ class Runs:
         self.wait_seconds = wait_seconds
         self._running: set[asyncio.Future[Any]] = set()
         self._telling: set[asyncio.Future[Any]] = set()
+        self._by_task: dict[str, asyncio.Future[Any]] = {}
+        """The run of each task this server is running now, by the task's full id."""
         """Notifications on their way (kept so they are not collected before they run)."""
 
     async def call(self, start: Start, caller: "Caller", *, wait: float | None = None) -> dict[str, Any]:
@@ -67,7 +69,11 @@ class Runs:
             if listening[0] and event.type in SHOWN:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        run = asyncio.ensure_future(start(on_event=on_event, on_start=started.append))
+        def on_start(task: Task) -> None:
+            started.append(task)
+            self._by_task.setdefault(task.id, run)  # a second run of a live task is refused: keep the first
+
+        run = asyncio.ensure_future(start(on_event=on_event, on_start=on_start))
         self._running.add(run)
         run.add_done_callback(self._forget)
         run.add_done_callback(lambda _: self._tell(run, caller))
@@ -97,8 +103,17 @@ class Runs:
         except MagentError as exc:
             return {"error": str(exc), "task_id": started[0].id if started else None}
 
+    async def wait_for(self, task_id: str, seconds: float) -> None:
+        """Wait up to ``seconds`` for this server's run of task ``task_id`` (a full id) to stop;
+        at once when the server runs no such task. Leaving early leaves the run going."""
+        run = self._by_task.get(task_id)
+        if run is not None and seconds > 0:
+            await asyncio.wait({run}, timeout=seconds)
+
     def _forget(self, run: "asyncio.Future[Any]") -> None:
         self._running.discard(run)
+        for task_id in [t for t, r in self._by_task.items() if r is run]:
+            del self._by_task[task_id]
         if not run.cancelled():
             run.exception()  # a run no call waits for any more: its error is in its task, not the log
 

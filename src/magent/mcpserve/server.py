@@ -23,7 +23,7 @@ from magent import __version__
 from magent.errors import MagentError, UsageError
 from magent.mcpserve.catalog import VERBS, Served
 from magent.mcpserve.runs import Caller, Runs, reply_text
-from magent.mcpserve.verbs import SCHEMAS, TEMPLATES, call_verb, read_resource, recent_tasks
+from magent.mcpserve.verbs import READ_ONLY, SCHEMAS, TEMPLATES, call_verb, read_resource, recent_tasks
 
 TOKEN_ENV = "MAGENT_MCP_TOKEN"
 INSTRUCTIONS = ("Each workflow tool starts a durable magent task. If it is still running when the call "
@@ -41,7 +41,8 @@ def build(served: list[Served], runs: Runs) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         tools = [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema())
                  for s in served]
-        tools += [types.Tool(name=name, description=SCHEMAS[name][0], input_schema=SCHEMAS[name][1])
+        tools += [types.Tool(name=name, description=SCHEMAS[name][0], input_schema=SCHEMAS[name][1],
+                             annotations=types.ToolAnnotations(read_only_hint=True) if name in READ_ONLY else None)
                   for name in VERBS]
         return types.ListToolsResult(tools=tools)
 

@@ -28,7 +28,9 @@ SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
     "task_status": ("A magent task's status and result: its output, its error, or the question it waits "
                     "on with the resume call to make.", {
         "type": "object", "additionalProperties": False, "required": ["task_id"],
-        "properties": {"task_id": _ID}}),
+        "properties": {"task_id": _ID, "wait_seconds": {
+            "type": "number", "minimum": 0,
+            "description": "Wait up to this long for a task this server is running to stop (default 0)."}}}),
     "resume": ("Continue a magent task: answer a pause (approve, reject, or modify with state updates, "
                "with an optional message), or continue a task that was interrupted.", {
         "type": "object", "additionalProperties": False, "required": ["task_id"], "properties": {
@@ -49,6 +51,8 @@ SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
             "task_id": _ID, "format": {"type": "string", "enum": ["text", "json"],
                                        "description": "text (default) or json."}}}),
 }
+READ_ONLY = ("tasks_list", "task_status", "trace")
+"""The verbs that change nothing (clients may call them without asking)."""
 RESOURCE = re.compile(r"^magent://tasks/([0-9a-fA-F-]{1,36})/(trace|result)$")
 TEMPLATES = {"trace": ("magent://tasks/{task_id}/trace", "A task's trace (TraceLog JSON)"),
              "result": ("magent://tasks/{task_id}/result", "A task's AgentResult (JSON)")}
@@ -66,7 +70,11 @@ async def call_verb(runs: Runs, name: str, args: dict[str, Any], caller: Caller
         return {"tasks": await asyncio.to_thread(_list, args.get("status"), args.get("limit", 20))}, False
     task_id = _text(args, "task_id")
     if name == "task_status":
-        return reply_of(await asyncio.to_thread(api.task, task_id)), False
+        result = await asyncio.to_thread(api.task, task_id)
+        if result.status.value == "running" and args.get("wait_seconds"):
+            await runs.wait_for(result.task_id, float(args["wait_seconds"]))
+            result = await asyncio.to_thread(api.task, task_id)
+        return reply_of(result), False
     if name == "trace":
         form = args.get("format", "text")
         if form not in ("text", "json"):
