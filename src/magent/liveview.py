@@ -256,7 +256,8 @@ class EventPrinter:
         color = STATUS_STYLE.get(status, "")
         secs = (ev.field("duration_ms") or 0) / 1000
         self.out.print(f"[{color}]{status}[/] · {plural(ev.field('model_calls') or 0, 'model call')} · "
-                       f"{ev.field('tokens_in')}→{ev.field('tokens_out')} tokens · "
+                       f"{ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
+                       f"{token_note({'estimated': ev.field('estimated'), 'calls': ev.field('model_calls')})} · "
                        f"{cost_phrase(ev.field('cost') or 0.0, ev.field('unpriced') or 0)} · {secs:.1f}s")
         result = ev.field("result")
         # In a terminal an answer that streamed just above is not printed again; into a pipe

@@ -34,7 +34,18 @@ def token_parts(counts: Mapping[str, Any]) -> str:
     return ", ".join(f"{int(counts.get(key) or 0):,} {label}" for key, label in TOKEN_PARTS if counts.get(key))
 
 
+def estimate_note(counts: Mapping[str, Any]) -> str:
+    """``estimated`` when ``counts``' tokens are magent's estimate (the server sent no usage: a
+    call's ``estimated`` is true, or a usage's count of such calls is all its ``calls``),
+    ``1 of 3 calls estimated`` when only some are, or ``""``."""
+    estimated, calls = int(counts.get("estimated") or 0), counts.get("calls")
+    if not estimated:
+        return ""
+    return "estimated" if calls is None or estimated >= int(calls) else f"{estimated} of {calls} calls estimated"
+
+
 def token_note(counts: Mapping[str, Any]) -> str:
-    """``token_parts`` in brackets after a token count (`` (4,000 cache read)``), or ``""``."""
-    parts = token_parts(counts)
+    """``token_parts`` and ``estimate_note`` in brackets after a token count (`` (4,000 cache
+    read)``, `` (estimated)``), or ``""``."""
+    parts = ", ".join(text for text in (token_parts(counts), estimate_note(counts)) if text)
     return f" ({parts})" if parts else ""

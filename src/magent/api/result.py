@@ -51,6 +51,9 @@ class TokenUsage(Model):
     """Of ``input``, prompt tokens the providers wrote to their caches."""
     reasoning: int = 0
     """Of ``output``, tokens the models spent reasoning."""
+    estimated: int = 0
+    """Of the model calls, those whose tokens magent estimated because the server sent no usage:
+    when not 0, ``input``, ``output`` and ``total`` are partly (or wholly) estimates."""
     by_model: dict[str, Usage] = Field(default_factory=dict)
     """Per model (``provider/model`` keys): tokens, cost and number of calls."""
 
@@ -141,7 +144,7 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
         started_at=task.started_at, finished_at=task.completed_at,
         token_usage=TokenUsage(input=usage.input, output=usage.output, total=usage.input + usage.output,
                                cache_read=usage.cache_read, cache_write=usage.cache_write,
-                               reasoning=usage.reasoning, by_model=by_model),
+                               reasoning=usage.reasoning, estimated=usage.estimated, by_model=by_model),
         cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
         provenance=provenance(task))
 

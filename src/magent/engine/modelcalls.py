@@ -104,6 +104,7 @@ def record_llm_call(ctx: "RunContext", response: "LLMResponse", *, node: str | N
         sent = _sent(ctx, request, rail, keep_messages)
     key = usage_key(response.model, response.provider)
     details = {name: getattr(response, name) or None for name in CALL_DETAILS}  # (0: left out)
+    details["estimated"] = response.estimated or None  # (written only when true)
     call = Usage.of_call({"tokens_in": response.tokens_in, "tokens_out": response.tokens_out,
                           "cost": response.cost, **details})
     ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(call)

@@ -230,6 +230,7 @@ class Executor:
                      error=ctx.redactor.text(error) if error else None, model_calls=ctx.total_usage.calls,
                      tokens_in=ctx.total_usage.input, tokens_out=ctx.total_usage.output,
                      cost=ctx.total_usage.cost, unpriced=ctx.total_usage.unpriced or None,
+                     estimated=ctx.total_usage.estimated or None,
                      duration_ms=int((time.perf_counter() - self.started) * 1000))
         # What the command line prints (the answer, --json's result line, an inline question) is
         # masked like the task's files: what a person saw is what the trace shows later.

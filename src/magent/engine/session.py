@@ -338,7 +338,8 @@ def cancel_task(task_ref: str, report: Callable[[TaskDir, Task], T]) -> T:
         with_events.subscribe(lambda ev: td.append_event(ev))
         with_events.emit("run_finished", None, status="cancelled", error="cancelled by a person",
                          model_calls=task.usage.calls, tokens_in=task.usage.input, tokens_out=task.usage.output,
-                         cost=task.usage.cost, unpriced=task.usage.unpriced or None)
+                         cost=task.usage.cost, unpriced=task.usage.unpriced or None,
+                         estimated=task.usage.estimated or None)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.cancelled, "completed_at": now(),
                                                     "error": "cancelled by a person"}))
         td.sync()

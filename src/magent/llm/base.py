@@ -116,6 +116,9 @@ class LLMResponse:
     """Of ``tokens_in``, those the provider wrote to its prompt cache (billed at its write rate)."""
     reasoning: int = 0
     """Of ``tokens_out``, those the model spent reasoning (thinking) before its reply."""
+    estimated: bool = False
+    """True when the provider sent no usage: ``tokens_in`` and ``tokens_out`` are an estimate (litellm's
+    count of the texts, or magent's when litellm gave none)."""
     cost: float | None = 0.0
     """USD as litellm computes it from the whole usage; None when litellm has no price for the model."""
     latency_ms: int = 0

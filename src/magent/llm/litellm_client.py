@@ -37,7 +37,7 @@ from magent.llm.failures import IncompleteReply, cut_mid_stream, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
-from magent.llm.stream import Collected, collect, incomplete, server_finish, usage_parts
+from magent.llm.stream import Collected, collect, incomplete, server_counted, server_finish, usage_parts
 
 if TYPE_CHECKING:
     from magent.models.agent import FallbackModel
@@ -294,13 +294,13 @@ class LiteLLMClient:
                  for i, c in enumerate(raw_calls)]
         if usage is not None:
             tokens_in, tokens_out = usage
-        else:  # the provider sent no usage: estimate, so totals are not silently zero
+        else:  # no usage came, not even litellm's own count: estimate, so totals are not silently zero
             tokens_in, tokens_out = estimate_tokens(request, content, calls)
         return LLMResponse(
             content=content, tool_calls=calls, model=model,
             provider=provider_of(model, endpoint), tokens_in=tokens_in,
             tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out, got.billed),
-            **usage_parts(got.billed),
+            **usage_parts(got.billed), estimated=not server_counted(stream, got),
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else "refusal" if got.refusal else finish,
             refusal=got.refusal or None, response_model=got.model or None)

@@ -148,6 +148,24 @@ def server_finish(stream: Any, got: Collected) -> str | None:
     return got.finish
 
 
+def server_counted(stream: Any, got: Collected) -> bool:
+    """Whether the server itself reported the reply's usage.
+
+    Asked for usage (``stream_options.include_usage``), litellm ends every stream with a usage
+    chunk of its own: the server's counts when it sent some, else its own count of the texts
+    (Ollama's ``/v1``, a local server). Its record of the chunks it received is asked which;
+    ``got.usage`` only when a litellm version keeps no such record.
+    """
+    chunks = getattr(stream, "chunks", None)
+    if isinstance(chunks, list):
+        return any(_counts(getattr(chunk, "usage", None)) for chunk in chunks)
+    return got.usage is not None
+
+
+def _counts(usage: Any) -> bool:
+    return usage is not None and bool(getattr(usage, "prompt_tokens", 0) or getattr(usage, "completion_tokens", 0))
+
+
 def incomplete(stream: Any, got: Collected, endpoint: str | None) -> str:
     """Why a stream without a finish reason is not an answer, in a few words."""
     if got.text or got.calls:

@@ -56,6 +56,9 @@ class Usage(Model):
     """Of ``input``, prompt tokens the provider wrote to its cache (billed at its write rate)."""
     reasoning: int = Field(default=0, exclude_if=_zero)
     """Of ``output``, tokens the model spent reasoning before its reply."""
+    estimated: int = Field(default=0, exclude_if=_zero)
+    """Of ``calls``, those whose tokens magent estimated because the server sent no usage (an
+    Ollama ``/v1`` or local server's stream): ``input`` and ``output`` hold estimates when this is not 0."""
 
     def add(self, other: "Usage") -> "Usage":
         return Usage(**{name: getattr(self, name) + getattr(other, name) for name in _COUNTS},
@@ -64,16 +67,17 @@ class Usage(Model):
     @classmethod
     def of_call(cls, call: dict[str, Any]) -> "Usage":
         """One answered call, from the fields of its ``llm_call`` event (a missing ``cost``: the
-        model had no price)."""
+        model had no price; ``estimated`` true: its tokens are magent's estimate)."""
         cost = call.get("cost")
         return cls(input=int(call.get("tokens_in") or 0), output=int(call.get("tokens_out") or 0),
                    cost=float(cost or 0.0), calls=1, unpriced=int(cost is None),
+                   estimated=int(bool(call.get("estimated"))),
                    **{name: int(call.get(name) or 0) for name in CALL_DETAILS})
 
 
 CALL_DETAILS = ("cache_read", "cache_write", "reasoning")
 """The parts of a call's tokens counted apart, by the same name in ``llm_call`` events and ``Usage``."""
-_COUNTS = ("input", "output", "calls", "unpriced", *CALL_DETAILS)
+_COUNTS = ("input", "output", "calls", "unpriced", *CALL_DETAILS, "estimated")
 
 
 def usage_key(model: str, provider: str | None) -> str:

@@ -50,6 +50,8 @@ class LLMCallRecord(Model):
     """Of ``tokens_in``, those the provider wrote to its prompt cache."""
     reasoning: int = 0
     """Of ``tokens_out``, those the model spent reasoning."""
+    estimated: bool = False
+    """True when the server sent no usage: ``tokens_in`` and ``tokens_out`` are magent's estimate."""
     cost: float | None = 0.0
     """Cost in USD as litellm reports it from the whole usage; None when it has no price for the model."""
     latency_ms: int = 0

@@ -15,8 +15,9 @@ from typing import Any
 from magent.errors import StoreError
 from magent.store.files import loads, open_nofollow
 
-_PARTS = ("cache_read", "cache_write", "reasoning")
-"""Counted apart, and shown only when not 0 (as trace.json shows them)."""
+_PARTS = ("cache_read", "cache_write", "reasoning", "estimated")
+"""Counted apart, and shown only when not 0 (as trace.json shows them); ``estimated`` counts the
+calls whose event says so (``true``: 1)."""
 _FIELDS = ("input", "output", "cost", "calls", "unpriced", *_PARTS)
 
 _CHECK = 32
@@ -55,7 +56,7 @@ def _usable(known: Any, st: os.stat_result) -> bool:
     return (type(known) is list and len(known) == 3 + len(_FIELDS) and known[0] == st.st_ino
             and type(known[1]) is int and 0 < known[1] <= st.st_size and type(known[2]) is str
             and len(known[2]) <= 2 * _CHECK and type(known[5]) in (int, float)   # (cost)
-            and all(type(known[i]) is int for i in (3, 4, 6, 7, 8, 9, 10)))
+            and all(type(known[i]) is int for i in (3, 4, *range(6, len(known)))))
 
 
 def count(task_dir: str, known: Any = None) -> tuple[dict[str, Any], list[Any] | None]:

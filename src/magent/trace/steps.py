@@ -227,6 +227,8 @@ class _Builder:
                   "stop_reason": ev.get("stop_reason"), "error": ev.get("error"), "attempt": ev.get("attempt"),
                   "rail": ev.get("rail")}
         record.update({name: int(ev[name]) for name in CALL_DETAILS if ev.get(name)})
+        if ev.get("estimated"):
+            record["estimated"] = True
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
             _count(self.usage.setdefault(usage_key(record["model"], record["provider"]),
@@ -473,3 +475,5 @@ def _count(usage: dict[str, Any], record: dict[str, Any]) -> None:
     for name in CALL_DETAILS:
         if record.get(name):
             usage[name] = usage.get(name, 0) + record[name]
+    if record.get("estimated"):
+        usage["estimated"] = usage.get("estimated", 0) + 1

@@ -83,6 +83,7 @@ def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             row["unpriced"] += call.get("cost", 0.0) is None  # (absent: the default, 0)
             for key, _ in TOKEN_PARTS:
                 row[key] = row.get(key, 0) + int(call.get(key) or 0)
+            row["estimated"] = row.get("estimated", 0) + bool(call.get("estimated"))
     return out
 
 
@@ -405,15 +406,19 @@ class _Tree:
             failed = any(row["failed"] for row in rows.values())
             self.lines.append([(f"{'model':<{width}}  {'calls':>6}  " + (f"{'failed':>6}  " if failed else "")
                                 + f"{'tokens in':>10}  {'tokens out':>10}  {'cost':>10}", "bold")])
-            everything = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0}
+            everything = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0,
+                          "estimated": 0}
             for model, row in sorted(rows.items()):
                 self.lines.append([(self._row(model, row, width, failed), None)])
                 for key in everything:
-                    everything[key] += row[key]
+                    everything[key] += row.get(key, 0)
                 if token_parts(row):
                     self.lines.append([(f"{'':<{width}}  of which {token_parts(row)}", "dim")])
             if len(rows) > 1:
                 self.lines.append([(self._row("all", everything, width, failed), "bold")])
+            if everything["estimated"]:
+                self.lines.append([(f"~ estimated for {everything['estimated']} of "
+                                    f"{plural(everything['calls'], 'call')}: the server sent no usage", "dim")])
             self.rollups()
         if self.steps:
             self.lines.append([(f"magent trace {self.view.td.id[:8]} --step N shows step N whole", "dim")])
@@ -443,8 +448,10 @@ class _Tree:
 
     @staticmethod
     def _row(name: str, row: dict[str, Any], width: int, failed: bool = False) -> str:
+        mark = "~" if row.get("estimated") else ""  # (some or all of its tokens: see the note below)
         return (f"{name:<{width}}  {row['calls']:>6}  " + (f"{row['failed']:>6}  " if failed else "")
-                + f"{tokens(row['input']):>10}  {tokens(row['output']):>10}  {money(row['cost'], row['unpriced']):>10}")
+                + f"{mark + tokens(row['input']):>10}  {mark + tokens(row['output']):>10}  "
+                + f"{money(row['cost'], row['unpriced']):>10}")
 
 
 def tree_lines(view: TraceView, show_all: bool = False, session: str | None = None) -> list[Line]:
