@@ -13,7 +13,9 @@ The shape:
 - a span per node visit under it: ``invoke_agent {agent}`` for agent and
   reflection nodes, ``{kind} {node}`` for the others.
 - ``chat {model}`` per model call and ``execute_tool {tool}`` per tool call, under
-  their node, with the model, tokens, cost, outcome as attributes.
+  their node, with the model, tokens, cost, outcome as attributes (tokens as
+  ``gen_ai.usage.*``: input, output, and the cache-read, cache-write and reasoning
+  parts the provider reported; ``magent.usage.estimated`` when the server sent none).
 - a child session (a sub-agent's; its events carry ``session``) is ``invoke_agent
   {agent}`` from its ``session_started`` to its ``session_finished``, under the
   ``execute_tool agents.{agent}`` call that opened it (else the node it runs in),
@@ -226,7 +228,7 @@ class SpanBuilder:
         self.run.attributes.update(_attrs(**{
             "magent.task.status": status, "magent.task.turns": ev.get("steps"),
             "magent.task.tokens_in": ev.get("tokens_in"), "magent.task.tokens_out": ev.get("tokens_out"),
-            "magent.task.cost_usd": ev.get("cost")}))
+            "magent.task.cost_usd": ev.get("cost"), "magent.task.estimated_calls": ev.get("estimated")}))
         if status == "failed":
             self.run.error = str(ev.get("error") or "failed")
             self.run.attributes["error.type"] = "failed"
@@ -274,6 +276,12 @@ class SpanBuilder:
                 "gen_ai.response.model": ev.get("response_model"),  # (absent: the response named none)
                 "gen_ai.usage.input_tokens": int(ev.get("tokens_in") or 0),
                 "gen_ai.usage.output_tokens": int(ev.get("tokens_out") or 0),
+                # the parts of those counts the provider bills apart, when it reported any (0: absent)
+                "gen_ai.usage.cache_read.input_tokens": ev.get("cache_read"),
+                "gen_ai.usage.cache_creation.input_tokens": ev.get("cache_write"),
+                "gen_ai.usage.reasoning.output_tokens": ev.get("reasoning"),
+                # the conventions have no word for counts the server did not send
+                "magent.usage.estimated": True if ev.get("estimated") else None,
                 "gen_ai.response.finish_reasons": [str(ev["stop_reason"])] if ev.get("stop_reason") else None,
                 "gen_ai.agent.name": ev.get("agent"), "gen_ai.conversation.id": session or self.task_id,
                 "magent.cost_usd": None if ev.get("cost") is None else float(ev["cost"]),  # unknown: absent
