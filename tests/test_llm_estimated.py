@@ -75,3 +75,18 @@ def test_tokens_the_provider_reported_carry_no_mark(tmp_path: Path) -> None:
     assert "estimated" not in (td.path / "trace.json").read_text()
     for shown in (invoke("trace", result["task_id"]).out, invoke("tasks", "show", result["task_id"]).out):
         assert "estimated" not in shown and "~" not in shown, shown
+
+
+def test_the_trace_s_tables_per_agent_and_per_session_mark_estimated_tokens() -> None:
+    from magent.trace import sessionview
+    from magent.trace.view import _Tree
+
+    steps = [{"agent": "local", "session": "s1", "llm_calls": [{"tokens_in": 1200, "tokens_out": 40, "estimated": True}]},
+             {"agent": "cloud", "llm_calls": [{"tokens_in": 1500, "tokens_out": 30, "cost": 0.001}]}]
+    agents = sessionview.by_agent(steps)
+    assert (agents["local"]["estimated"], agents["cloud"]["estimated"]) == (1, 0)
+    assert _Tree._row("local", agents["local"], 6).split()[2:4] == ["~1,200", "~40"]
+    assert _Tree._row("cloud", agents["cloud"], 6).split()[2:4] == ["1,500", "30"]
+    sessions = {"s1": {"usage": {"calls": 1, "input": 1200, "output": 40, "cost": 0.0, "estimated": 1}},
+                "s2": {"parent_session": "s1", "usage": {"calls": 2, "input": 10, "output": 4, "cost": 0.0}}}
+    assert sessionview.rolled_up(sessions)["s1"]["estimated"] == 1

@@ -115,7 +115,7 @@ def usage_by(steps: list[dict[str, Any]], key: Callable[[dict[str, Any], dict[st
     for step in steps:
         for call in step.get("llm_calls") or []:
             row = out.setdefault(key(step, call), {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0,
-                                                   "unpriced": 0})
+                                                   "unpriced": 0, "estimated": 0})
             if call.get("error"):  # a failed attempt: counted apart, no tokens
                 row["failed"] += 1
                 continue
@@ -124,6 +124,7 @@ def usage_by(steps: list[dict[str, Any]], key: Callable[[dict[str, Any], dict[st
             row["output"] += int(call.get("tokens_out") or 0)
             row["cost"] += float(call.get("cost") or 0.0)
             row["unpriced"] += call.get("cost", 0.0) is None
+            row["estimated"] += bool(call.get("estimated"))
     return out
 
 
@@ -136,7 +137,7 @@ def rolled_up(sessions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each session's usage with its descendants' added (a sub-agent's sub-agents count for it)."""
     out = {}
     for sid in sessions:
-        total = {"calls": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0}
+        total = {"calls": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0, "estimated": 0}
         for member in with_descendants(sessions, sid):
             usage = sessions[member].get("usage") or {}
             for key in total:
@@ -171,6 +172,8 @@ def only_sessions(doc: dict[str, Any], wanted: str) -> dict[str, Any]:
             row["calls"] += 1
             if call.get("cost") is None:
                 row["unpriced"] = row.get("unpriced", 0) + 1
+            if call.get("estimated"):
+                row["estimated"] = row.get("estimated", 0) + 1
     return {**doc, "steps": kept, "actions": [a for s, a in paired if s.get("session") in keep],
             "sub_agent_sessions": {sid: info for sid, info in sessions.items() if sid in keep},
             "usage_by_model": usage}
