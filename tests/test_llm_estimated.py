@@ -51,6 +51,8 @@ def test_tokens_a_server_did_not_report_are_marked_as_estimates(tmp_path: Path) 
     assert "~ estimated for 2 of 2 calls: the server sent no usage" in shown, shown
     usage = td.load_task().usage
     assert f"~{usage.input:,}" in shown and f"~{usage.output:,}" in shown, shown
+    step = invoke("trace", task_id, "--step", "2").out  # the first model turn, whole
+    assert f" {calls[0]['tokens_out']} out (estimated) · " in step, step
     as_json = json.loads(invoke("trace", task_id, "--json").out)
     assert [c["estimated"] for s in as_json["steps"] for c in s["llm_calls"]] == [True, True]
 

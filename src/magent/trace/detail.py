@@ -16,7 +16,7 @@ from typing import Any
 
 from magent.trace.actions import compress_actions
 from magent.trace.load import TraceView
-from magent.money import cost_phrase
+from magent.money import cost_phrase, token_note
 from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, tokens
 
 
@@ -207,7 +207,8 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
         lines.append([(f"rail {call['rail']} · " if call.get("rail") else "", "bold"),
                       ("model call ", "bold"), (str(call.get("model")), "blue"),
                       (f" ({call.get('provider')}) · {tokens(int(call.get('tokens_in') or 0))} in · "
-                       f"{tokens(int(call.get('tokens_out') or 0))} out · {cost_phrase(call.get('cost', 0.0))} · "
+                       f"{tokens(int(call.get('tokens_out') or 0))} out{token_note(call)} · "
+                       f"{cost_phrase(call.get('cost', 0.0))} · "
                        f"{duration(call.get('latency_ms'))} · stop: {call.get('stop_reason')}", "dim")])
         if call.get("response") is not None:
             _block(lines, "reply", call["response"], "italic")
