@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from support.cli import invoke
+from support.cli import invoke, run
 from support.engine import task_dir
 from support.replay_server import ReplayServer
 from test_providers_replay import keeper
@@ -92,3 +92,15 @@ def test_the_trace_s_tables_per_agent_and_per_session_mark_estimated_tokens() ->
     sessions = {"s1": {"usage": {"calls": 1, "input": 1200, "output": 40, "cost": 0.0, "estimated": 1}},
                 "s2": {"parent_session": "s1", "usage": {"calls": 2, "input": 10, "output": 4, "cost": 0.0}}}
     assert sessionview.rolled_up(sessions)["s1"]["estimated"] == 1
+
+
+def test_a_killed_run_s_usage_counted_from_its_events_keeps_the_mark(tmp_path: Path, magent_home: Path) -> None:
+    with ReplayServer("ollama_v1_no_usage_stream") as server:
+        killed = run("run", str(keeper(tmp_path, "openai/llama3.1", server.url + "/v1")), "-t", "Remember the city Lyon",
+                     "--no-input", env={"MAGENT_FAILPOINT": "after_checkpoint@3"})  # after the first turn
+    assert killed.code == -9, killed.out + killed.err
+    (task_id,) = [p.name for p in (magent_home / "tasks").iterdir()]
+    assert "estimated" not in (task_dir(task_id).path / "task.json").read_text()  # (its usage: not yet written)
+    details = invoke("tasks", "show", task_id).out
+    assert " out (estimated)" in details, details
+    assert json.loads(invoke("tasks", "show", task_id, "--json").out)["usage"]["estimated"] == 1
