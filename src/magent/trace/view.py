@@ -406,8 +406,8 @@ class _Tree:
             failed = any(row["failed"] for row in rows.values())
             self.lines.append([(f"{'model':<{width}}  {'calls':>6}  " + (f"{'failed':>6}  " if failed else "")
                                 + f"{'tokens in':>10}  {'tokens out':>10}  {'cost':>10}", "bold")])
-            everything = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0,
-                          "estimated": 0}
+            everything: dict[str, Any] = {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0,
+                                          "unpriced": 0, "estimated": 0}
             for model, row in sorted(rows.items()):
                 self.lines.append([(self._row(model, row, width, failed), None)])
                 for key in everything:
