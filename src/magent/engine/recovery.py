@@ -161,8 +161,12 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             intents.setdefault(session.id, set()).update(running - answered)
     for sid, started in intents.items():
         recovery = ctx.recoveries.setdefault(sid, Recovery())
-        recovery.started_calls = started - set(results.get(sid, {}))
         session = ctx.sessions.get(sid)
+        # A call whose result event survived a power loss but whose result did not (its entry
+        # lost, the event lean) ran: it is as unsure as one with no result event, not one to run.
+        answered = {m.tool_call_id for m in session.messages if m.role == "tool"} if session else set()
+        lost = {cid for cid, ev in results.get(sid, {}).items() if "full_result" not in ev and cid not in answered}
+        recovery.started_calls = (started - set(results.get(sid, {}))) | (started & lost)
         if session is not None and recovery.started_calls:
             # Kept in the session's progress, so the checkpoints written from here on remember
             # them: after a pause about one of them (or a second crash) the events that showed
