@@ -123,10 +123,13 @@ def test_validate_json(monkeypatch):
     r = invoke("validate", "--json", "good/retention_policy.yaml", "bad/wrong_type.yaml")
     assert r.code == 2
     assert json.loads(r.out) == [
-        {"path": "good/retention_policy.yaml", "kind": "retention_policy", "valid": True, "error": None},
+        {"path": "good/retention_policy.yaml", "kind": "retention_policy", "valid": True, "error": None,
+         "errors": []},
         {"path": "bad/wrong_type.yaml", "kind": "agent", "valid": False,
          "error": "bad/wrong_type.yaml:4:1: max_iterations: input should be a valid integer, "
-                  "got 'lots'"},
+                  "got 'lots'",
+         "errors": ["bad/wrong_type.yaml:4:1: max_iterations: input should be a valid integer, "
+                    "got 'lots'"]},
     ]
 
 

@@ -82,6 +82,7 @@ def test_a_config_file_over_the_size_limit_is_refused(tmp_path, magent_home):
 
 def test_the_size_limit_is_set_with_an_environment_variable(tmp_path, monkeypatch):
     big_agent(tmp_path / "big.yaml", 1_100_000)
+    (tmp_path / "s.yaml").write_text("responses: [{content: hi}]\n")
     r = invoke("validate", "big.yaml", cwd=str(tmp_path), env={"MAGENT_MAX_CONFIG_BYTES": "2000000"})
     assert r.code == 0, r.err
     monkeypatch.setenv("MAGENT_MAX_CONFIG_BYTES", "2000")

@@ -51,6 +51,21 @@ class ConfigError(MagentError):
         super().__init__(where + message)
         self.path, self.line, self.column, self.field = path, line, column, field
         self.reason = message
+        self.errors: list[ConfigError] = [self]
+        """Every mistake found in the file, each on its own (``magent validate`` shows them all);
+        this error's own message names the first and counts the rest."""
+
+    @classmethod
+    def of_all(cls, errors: list["ConfigError"]) -> "ConfigError":
+        """One error standing for ``errors``: the first one's message with a count of the rest."""
+        first = errors[0]
+        if len(errors) == 1:
+            return first
+        more = len(errors) - 1
+        combined = cls(f"{first.reason} (and {more} more error{'s' if more > 1 else ''})",
+                       path=first.path, line=first.line, column=first.column, field=first.field)
+        combined.errors = list(errors)
+        return combined
 
 
 class TaskNotFoundError(MagentError):

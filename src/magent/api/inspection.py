@@ -110,16 +110,17 @@ def checkpoint(task_id: str, number: int | None = None, *,
         return CheckpointView(task_id=td.id, checkpoint=cp, state=td.full_state(cp))
 
 
-def validate(*files: PathLike, home: PathLike | None = None) -> list["CheckResult"]:
+def validate(*files: PathLike, home: PathLike | None = None, servers: bool = False) -> list["CheckResult"]:
     """Check agent, workflow, MCP servers, retention policy and script files (``magent validate``).
 
     Nothing runs and nothing is raised for a bad file: each result says its ``kind``,
-    whether it is ``ok``, and its ``error`` (file:line:col and the field) or a ``summary``.
+    whether it is ``ok``, and its ``errors`` (file:line:col and the field) or a ``summary``.
+    ``servers``: check tool names against the live tool lists of the MCP servers agents use.
     """
     from magent.config.check import check_file
 
     with paths.using_home(home):
-        return [check_file(Path(os.fspath(f))) for f in files]
+        return [check_file(Path(os.fspath(f)), servers=servers) for f in files]
 
 
 def _ranges(numbers: list[int]) -> str:

@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
         "MAGENT_HOME=~/magent-test magent init     # a second, separate home"))(init)
     app.command("validate", epilog=examples(
         "magent validate examples/agents/*.yaml examples/workflows/*.yaml",
-        "magent validate my_agent.yaml --json"))(validate)
+        "magent validate my_agent.yaml --json",
+        "magent validate my_agent.yaml --servers   # tool names against the servers' live lists"))(validate)
 
 
 def init() -> None:
@@ -36,19 +37,23 @@ def init() -> None:
 def validate(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Agent, workflow, MCP servers or retention policy files.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    servers: Annotated[bool, typer.Option(
+        "--servers", help="Start the MCP servers the agents use and check tool names against "
+                          "their live tool lists.")] = False,
 ) -> None:
     """Check agent, workflow, MCP and retention files.
 
     Nothing runs. Says which kind each file is and whether it is valid; exit 2 if any is not.
-    Valid files are listed on stdout; each invalid one is a "magent: error:" line
-    on stderr naming file:line:col and the field.
+    Valid files are listed on stdout; each error in an invalid one is a "magent: error:"
+    line on stderr naming file:line:col and the field. Tool names are checked against the
+    built-in tools and the configured servers (with --servers, their live tool lists).
     """
     import sys
 
     from magent.api.inspection import validate as check
     from magent.cli.output import print_json
 
-    results = check(*files)
+    results = check(*files, servers=servers)
     if json_out:
         print_json([r.as_dict() for r in results])
     for r in results:
@@ -57,6 +62,7 @@ def validate(
                 print(f"ok  {r.kind:<17} {r.path}" + (f"  ({r.summary})" if r.summary else ""))
         else:
             what = f"invalid {r.kind}: " if r.kind else ""
-            print(f"magent: error: {what}{r.error}", file=sys.stderr)
+            for error in r.errors or [r.error]:
+                print(f"magent: error: {what}{error}", file=sys.stderr)
     if not all(r.ok for r in results):
         raise typer.Exit(2)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +24,21 @@ class CheckResult:
     ok: bool
     """Whether the file is valid."""
     error: str | None = None
-    """When not ok: the one-line error, naming file:line:col and the field."""
+    """When not ok: the first error, one line naming file:line:col and the field."""
     summary: str = ""
     """When ok: a few words on what it holds (the model, the node count...)."""
+    errors: list[str] = field(default_factory=list)
+    """When not ok: every error found in the file, one line each (the first is ``error``)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "valid": self.ok, "error": self.error}
+        return {"path": self.path, "kind": self.kind, "valid": self.ok, "error": self.error,
+                "errors": self.errors}
 
 
-def check_file(path: Path) -> CheckResult:
+def check_file(path: Path, *, servers: bool = False) -> CheckResult:
+    """What ``path`` is and whether it is valid. An agent's or workflow's tool names are checked
+    against the built-in tools and the configured servers; with ``servers``, against the live
+    tool lists of the MCP servers they use (started for this and stopped)."""
     shown = display_path(path)
     kind: ConfigKind | None = None
     try:
@@ -49,11 +55,13 @@ def check_file(path: Path) -> CheckResult:
                 summary += f", sub-agents {', '.join(sorted(set(graph.agents) - {loaded.agent.name}))}"
             summary += _rails(len(graph.rails.agents[loaded.agent.name].input)
                               + len(graph.rails.agents[loaded.agent.name].output))
+            _check_uses(graph, servers)
         elif kind is ConfigKind.workflow:
             from magent.engine.graph import load_workflow
 
             graph = load_workflow(path, source=source)
             summary = f"{len(graph.nodes)} nodes, entry {graph.workflow.entry_point}" + _rails(len(list(graph.rails)))
+            _check_uses(graph, servers)
         elif kind is ConfigKind.mcp_servers:
             loaded_mcp = load_mcp_servers(path)
             count = len(loaded_mcp.config.servers)
@@ -76,7 +84,49 @@ def check_file(path: Path) -> CheckResult:
             load_retention_policy(path, missing_ok=False)
         return CheckResult(path=shown, kind=kind.value, ok=True, summary=summary)
     except ConfigError as exc:
-        return CheckResult(path=shown, kind=kind.value if kind else None, ok=False, error=str(exc))
+        errors = [str(e) for e in exc.errors]
+        return CheckResult(path=shown, kind=kind.value if kind else None, ok=False, error=errors[0],
+                           errors=errors)
+
+
+def _check_uses(graph: Any, servers: bool) -> None:
+    """The tools and scripts a loaded graph names exist; raises one error carrying them all."""
+    from magent.tools.names import ToolUse, check_tool_names
+
+    uses: list[ToolUse] = []
+    errors: list[ConfigError] = []
+    for name, loaded in graph.agents.items():
+        assert loaded.source is not None
+        at = ("agents", name) if graph.source is loaded.source and graph.kind == "workflow" else ()
+        uses.extend(ToolUse(t, loaded.source, at + ("tools", i)) for i, t in enumerate(loaded.agent.tools))
+        errors.extend(_script_errors(loaded, at + ("llm_config", "script")))
+    if graph.workflow is not None and graph.source is not None and graph.kind == "workflow":
+        for node, config in graph.nodes.items():
+            tool = getattr(config.config, "tool", None)
+            if tool:
+                uses.append(ToolUse(tool, graph.source, ("nodes", node, "tool")))
+    errors.extend(check_tool_names(uses, graph.mcp_files, live=servers))
+    if errors:
+        errors.sort(key=lambda e: (e.path or "", e.line or 0, e.column or 0))
+        raise ConfigError.of_all(errors)
+
+
+def _script_errors(loaded: Any, at: tuple[Any, ...]) -> list[ConfigError]:
+    """A scripted agent's script file is there and well formed."""
+    from magent.llm.scripted import SCRIPTED, load_script, resolve_script
+
+    config = loaded.agent.llm_config
+    if config.model != SCRIPTED or loaded.source is None:
+        return []
+    path = resolve_script(config.script, loaded.base_dir, loaded.agent.name)
+    if not path.is_file():
+        return [loaded.source.error(f"script file {config.script!r} not found (looked for "
+                                    f"{display_path(path)})", at)]
+    try:
+        load_script(path)
+    except ConfigError as exc:
+        return list(exc.errors)
+    return []
 
 
 def _rails(n: int) -> str:

@@ -42,20 +42,33 @@ def validate(source: SourceFile, model: type[M], data: Any = None, prefix: Field
 def to_config_error(exc: ValidationError, source: SourceFile, model: type[BaseModel],
                     data: Any, prefix: FieldPath = ()) -> ConfigError:
     # An unknown field is reported first: a misspelt key also makes the real one
-    # "missing", and the did-you-mean on the misspelling is what fixes both.
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    first = errors[0]
-    loc = tuple(first["loc"])
+    # "missing", and the did-you-mean on the misspelling is what fixes both (so that
+    # "missing" is not reported at all).
+    found = [_one_error(err, source, model, data, prefix)
+             for err in sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")]
+    suggested = {".".join(filter(None, [(e.field or "").rpartition(".")[0], hint]))
+                 for e, hint in found if hint}
+    errors = [e for e, _ in found
+              if not (e.reason.startswith("missing required field") and e.field in suggested)]
+    # The message names the one a fix starts with; the list is in the file's order.
+    combined = ConfigError.of_all(errors)
+    combined.errors.sort(key=lambda e: (e.line or 0, e.column or 0))
+    return combined
+
+
+def _one_error(err: Any, source: SourceFile, model: type[BaseModel], data: Any,
+               prefix: FieldPath) -> tuple[ConfigError, str | None]:
+    """One pydantic error as a ``ConfigError``, and the field name its did-you-mean suggests."""
+    loc = tuple(err["loc"])
     is_key = bool(loc) and loc[-1] == "[key]"  # pydantic's marker for a bad dict key
     if is_key:
         loc = loc[:-1]
     path = _data_path(data, loc)
-    message = _explain(first, model, loc, data, path)
+    message = _explain(err, model, loc, data, path)
     if is_key:
         message = f"invalid key: {message}"
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
-    return source.error(message, prefix + path)
+    hint = message.split("(did you mean '", 1)[1].split("'", 1)[0] if "(did you mean '" in message else None
+    return source.error(message, prefix + path), hint
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> FieldPath:
