@@ -111,7 +111,8 @@ def test_http_fetch_refuses_other_hosts_and_redirects_to_them(tmp_path: Path, we
 
 
 def test_http_fetch_times_out(tmp_path: Path, web: str) -> None:
-    reg = registry(tmp_path, "builtins:\n  http: {enabled: true, allow_hosts: ['127.0.0.1'], timeout_seconds: 0.5}\n")
+    reg = registry(tmp_path, "builtins:\n  http: {enabled: true, allow_hosts: ['127.0.0.1'], timeout_seconds: 0.5,"
+                             " retry: {max_attempts: 1}}\n")  # (a GET that timed out is tried again by default)
     slow = call(reg, "http.fetch", url=f"{web}/slow")
     assert slow.outcome == "FAILURE" and slow.content == f"no answer from {web}/slow within 0.5s"
 

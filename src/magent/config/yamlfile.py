@@ -351,6 +351,10 @@ class _Builder:
         from_merge: set[Any] = set()
         for key_node, value_node in node.value:
             key = self.loader.construct_object(key_node, deep=True)
+            if isinstance(key, bool) and not key_node.style:  # (plain: not quoted)
+                # A key is a name: YAML 1.1 reads a plain on/off/yes/no as a boolean, and a
+                # field such as a retry policy's ``on`` would never be found.
+                key = key_node.value
             if not isinstance(key, (str, int, float, bool)) or key is None:
                 raise self._error("mapping keys must be plain scalars", key_node, path)
             here = path + (key,)

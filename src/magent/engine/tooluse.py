@@ -92,6 +92,8 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
             fields["artifact"] = result.artifact
         if notes := redactor.data(result.notes):
             fields["notes"] = notes
+        if result.attempts:
+            fields["attempts"] = redactor.data(result.attempts)
     ctx.bus.emit("tool_result", node, **fields, entry_id=entry_id)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, PositiveInt
 
 from magent.models.base import Model
-from magent.models.tools import DEFAULT_TOOL_TIMEOUT, Builtins, RateLimit, ToolLimits
+from magent.models.tools import DEFAULT_TOOL_TIMEOUT, Builtins, RateLimit, RetryPolicy, ToolLimits
 
 
 class ToolSettings(Model):
@@ -18,6 +18,9 @@ class ToolSettings(Model):
     needs_approval: bool = False
     rate_limit: RateLimit | None = None
     """``{calls, per_seconds}`` for this tool alone, e.g. ``{calls: 5, per_seconds: 60}``."""
+    retry: RetryPolicy | None = None
+    """``{max_attempts, backoff, on}``: calls that time out or fail to run are made again. Given
+    here it applies even to a tool that is not idempotent (the config says it is safe)."""
 
 
 class StdioConfig(Model):
@@ -54,6 +57,9 @@ class _ServerBase(Model):
     """Per-tool settings keyed by the tool's name on this server."""
     rate_limit: RateLimit | None = None
     """Calls allowed per time window to all of this server's tools together."""
+    retry: RetryPolicy | None = None
+    """Retry policy of this server's idempotent and read-only tools (default: 3 attempts, 1 s
+    backoff, on timeout and error); its other tools retry only with a ``retry`` of their own."""
     shared: bool = True
     """The rows of a ``magent batch`` may share one process (or connection) of this server.
     Say ``false`` for a server that keeps state per client: each run then starts its own."""

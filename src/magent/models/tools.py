@@ -30,6 +30,19 @@ class RateLimit(Model):
     """Longest a call waits; one that would have to wait longer is refused."""
 
 
+class RetryPolicy(Model):
+    """When a tool call that did not succeed is made again, and how long to wait before it."""
+
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    """Attempts in all, the first included (1: never again)."""
+    backoff: float = Field(default=1.0, ge=0, le=300)
+    """Seconds before the second attempt, doubled before each later one."""
+    on: list[Literal["timeout", "error", "failure"]] = Field(default_factory=lambda: ["timeout", "error"],
+                                                            min_length=1)
+    """Outcomes that are tried again: ``timeout``, ``error`` (the call could not run: a crash, a
+    server down) and ``failure`` (the tool ran and said no: off unless listed)."""
+
+
 class Tool(Model):
     """An invocable capability, from an MCP server or a built-in connector."""
 
@@ -53,6 +66,12 @@ class Tool(Model):
     """A person must approve each call before it runs."""
     rate_limit: RateLimit | None = None
     """Calls allowed per time window (besides its server's own ``rate_limit``)."""
+    read_only: bool | None = None
+    """Changes nothing (the server's ``readOnlyHint``): its calls may be tried again like an
+    idempotent tool's. Recovery after a crash still goes by ``idempotent``."""
+    retry: RetryPolicy | None = None
+    """This tool's own retry policy, from the config. None: its server's, for a tool that is
+    idempotent or read-only; a tool that is neither is not tried again unless it has its own."""
 
     @property
     def full_name(self) -> str:
@@ -65,6 +84,9 @@ class HttpBuiltin(Model):
     """Hosts the fetch tool may reach; empty means none."""
     timeout_seconds: float = Field(default=10, gt=0)
     max_bytes: PositiveInt = 1_000_000
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    """How a GET or HEAD is tried again (a POST never is): ``timeout``, and ``error`` for a
+    connection that fails or a 429, 502, 503 or 504 answer; a ``Retry-After`` sets the wait."""
 
 
 class ShellBuiltin(Model):

@@ -30,6 +30,9 @@ class ToolResult:
     """Full name of the tool that produced this result (differs from the one asked for after a fallback)."""
     notes: list[str] = field(default_factory=list)
     """Extra facts for the trace: fallbacks taken, server restarts, stderr tail."""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    """When the call was made more than once (``tools.attempts``): each attempt's number, outcome
+    and duration, the failed ones with their error and the wait after them; empty otherwise."""
 
     @property
     def ok(self) -> bool:

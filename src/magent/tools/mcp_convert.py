@@ -14,14 +14,17 @@ if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport o
 
 
 def to_tool(server: str, tool: Any, call_timeout: int | None) -> Tool:
-    """A magent ``Tool`` from an MCP ``Tool``; ``idempotentHint`` becomes ``idempotent``."""
+    """A magent ``Tool`` from an MCP ``Tool``; ``idempotentHint`` becomes ``idempotent`` and
+    ``readOnlyHint`` ``read_only``."""
     annotations = getattr(tool, "annotations", None)
     hint = getattr(annotations, "idempotent_hint", None) if annotations is not None else None
+    read_only = getattr(annotations, "read_only_hint", None) if annotations is not None else None
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {"type": "object"}
     return Tool(name=tool.name, server=server, description=tool.description or "",
                 input_schema=schema, output_schema=tool.output_schema,
                 timeout_seconds=call_timeout or DEFAULT_TOOL_TIMEOUT,
-                idempotent=hint if isinstance(hint, bool) else None)
+                idempotent=hint if isinstance(hint, bool) else None,
+                read_only=read_only if isinstance(read_only, bool) else None)
 
 
 def result_text(result: Any) -> str:

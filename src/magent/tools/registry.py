@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 from magent.models import Tool
-from magent.models.tools import ToolLimits
+from magent.models.tools import RetryPolicy, ToolLimits
+from magent.tools.attempts import policy_for, with_retries
 from magent.tools.base import ToolProvider, ToolResult
 from magent.tools.ratelimit import RateLimited, RateLimiter
 
@@ -30,7 +31,7 @@ class ToolRegistry:
     def __init__(self, providers: list[ToolProvider] | None = None, *,
                  limits: ToolLimits | None = None, artifacts_dir: Path | None = None,
                  settings: dict[str, dict[str, Any]] | None = None,
-                 limiter: RateLimiter | None = None):
+                 limiter: RateLimiter | None = None, retries: dict[str, RetryPolicy] | None = None):
         self.providers: dict[str, ToolProvider] = {}
         self.limits = limits or ToolLimits()
         self.artifacts_dir = artifacts_dir
@@ -39,6 +40,8 @@ class ToolRegistry:
         rate_limit)."""
         self.limiter = limiter or RateLimiter()
         """Rate limits of tools and servers, shared by every call of the run."""
+        self.retries = retries or {}
+        """Server name → the retry policy its file gives it (``tools.attempts.policy_for``)."""
         self.secrets: set[str] = set()
         """Values taken from the environment by the MCP files (never to be written to disk)."""
         self.redact: Callable[[str], str] | None = None
@@ -172,12 +175,12 @@ class ToolRegistry:
         agent's input rails) sees the whole output of a call that ran, and may
         change it, before it is truncated and its full copy kept as an artifact.
         """
-        result, ran = await self._call_once(full_name, arguments, allowed)
+        result, ran = await self._call_retried(full_name, arguments, allowed)
         tool = self._tools.get(full_name)
         if not result.ok and ran and tool is not None and tool.fallback_tools:
             tried = [f"{full_name}: {result.outcome.lower()}: {result.error or result.content}"]
             for alt in tool.fallback_tools:
-                alt_result, _ = await self._call_once(alt, arguments, None)
+                alt_result, _ = await self._call_retried(alt, arguments, None)
                 if alt_result.ok:
                     alt_result.notes = [f"fell back from {full_name} to {alt}", *tried, *alt_result.notes]
                     result = alt_result
@@ -188,6 +191,13 @@ class ToolRegistry:
         if screen is not None and ran:
             await screen(result)
         return self._limit(result, artifact_key or full_name)
+
+    async def _call_retried(self, full_name: str, arguments: Any,
+                            allowed: set[str] | None) -> tuple[ToolResult, bool]:
+        """One call, made again as its retry policy says when it times out or cannot run."""
+        tool = self._tools.get(full_name)
+        policy = policy_for(tool, self.retries.get(tool.server)) if tool is not None else None
+        return await with_retries(lambda: self._call_once(full_name, arguments, allowed), policy)
 
     async def _call_once(self, full_name: str, arguments: Any,
                          allowed: set[str] | None) -> tuple[ToolResult, bool]:

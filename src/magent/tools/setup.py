@@ -145,7 +145,9 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
     limiter = RateLimiter({name: server.rate_limit for name, server in config.servers.items()
                            if server.rate_limit is not None})
     registry = ToolRegistry(providers, limits=config.limits, artifacts_dir=artifacts_dir,
-                            settings=tool_settings(config), limiter=limiter)
+                            settings=tool_settings(config), limiter=limiter,
+                            retries={name: server.retry for name, server in config.servers.items()
+                                     if server.retry is not None})
     registry.shared = shared - {p.name for p in extra_providers}
     registry.secrets = set(config.secrets)
     registry.redact = redact

@@ -350,7 +350,7 @@ class _Builder:
         text = str(ev.get("result") or "")
         # The engine already cut it to about RESULT_LIMIT with a note of how much is left; keep that note.
         result: dict[str, Any] = {"text": text if len(text) <= RESULT_LIMIT + 64 else _truncate(text, RESULT_LIMIT)}
-        for key in ("entry_id", "artifact", "notes"):
+        for key in ("entry_id", "artifact", "notes", "attempts"):
             if ev.get(key):
                 result[key] = ev[key]
         used = ev.get("tool") or ""

@@ -180,6 +180,9 @@ class _Tree:
         outcome = record.get("outcome") or "SUCCESS"
         line += [("  ", None), (outcome, OUTCOME_STYLE.get(outcome, "")),
                  (f" {duration(record.get('duration_ms'))}", "dim")]
+        if len((result or {}).get("attempts") or []) > 1:  # made again after a timeout or error
+            line.append((f" (attempt {len(result['attempts'])}; earlier: "
+                         + ", ".join(str(a.get("outcome")) for a in result["attempts"][:-1]) + ")", "yellow"))
         if not (outcome != "SUCCESS" and record.get("error")) and self.view.needs_text(result):
             self.later.append((line, result, outcome))
         else:
