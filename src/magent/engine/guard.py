@@ -1,4 +1,5 @@
-"""Where a run meets its guardrails: the task text, tool results and final answers.
+"""Where a run meets its guardrails: the task text, tool results and final answers (tool
+calls' arguments: ``engine.argrails``).
 
 Rails run before anything of what they check is written: the task text before
 the task exists, a tool result before the registry truncates it (and keeps the
@@ -441,6 +442,9 @@ def take_decision(ctx, request: HumanRequest, feedback: HumanFeedback) -> None:
         if held is not None:
             held["decision"] = decision
             held["text"] = request.output or ""
+    elif source == "tool_arguments":  # (``argrails``: the call runs as written, or is not made)
+        ctx.progress.setdefault("decisions", {})[details.get("call_id")] = {
+            "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
     elif source in ("task", "follow_up") and feedback.action == "reject":
         note = f": {feedback.message}" if feedback.message else ""
         subject = "the task text" if source == "task" else "the follow-up"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from magent.engine import budget, compaction, guard, stops, structured, templating, textmode, toolmode
+from magent.engine import argrails, budget, compaction, guard, stops, structured, templating, textmode, toolmode
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -69,6 +69,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
             stops.take(ctx, agent, node, iteration, request, response)
             continue
         message, final, nudge = _interpret(response, text_mode, p.pop("parts", None))
+        message, arg_rails = await argrails.screen_turn(ctx, node, agent.name, message)  # before its entry
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first
             screening = await guard.check_answer(ctx, node, agent.name, iteration, final)
@@ -80,6 +81,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
                             request=request)
         guard.record_answer(ctx, node, screening, entry_id, iteration)
         ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
+        if arg_rails is not None:
+            arg_rails.record(ctx, node)
         if message.tool_calls:
             p["turn_open"] = entry_id
             ctx.begin_commit("tool")  # the reply and its record: on disk before its tools run

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from magent import failpoints
-from magent.engine import guard
+from magent.engine import argrails, guard
 from magent.engine.control import PauseRun
 from magent.engine.events import truncate
 from magent.models import HumanRequest, Message, ToolCall
@@ -21,12 +21,14 @@ from magent.tools.policy import ToolPolicy
 def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, asker: str) -> None:
     """Pause (raise ``PauseRun``) if this call needs a person first; otherwise return.
 
-    In order: a tool whose definition changed since the task pinned it; a call the run may
+    In order: an input rail that asked a person about the call's arguments; a tool whose
+    definition changed since the task pinned it; a call the run may
     have made before it died, to a tool that is not idempotent; a tool marked ``needs_approval``.
     A decision already given for ``call_id`` (after a resume) lets the call through.
     """
     if ctx.progress.get("decisions", {}).get(call_id) is not None:
         return
+    argrails.check_pause(ctx, node, call_id, name, arguments)
     tool = ctx.registry.get(name)
     if tool is None:
         return  # unknown tools are refused by the registry as an observation
@@ -100,6 +102,12 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
 async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
     """Run one call the model asked for; its result becomes an entry whatever happens."""
     name = call.full_name
+    refused = argrails.refusal(ctx, call.id, name)  # an input rail blocked its arguments
+    if refused is not None:
+        add_observation(ctx, node, call, "ERROR", refused)
+        argrails.done(ctx, call.id)
+        return ToolResult(outcome="ERROR", content=refused, error=refused, tool=name)
+    arguments = call.arguments  # (as the rails left them: ``argrails.screen_turn``)
     in_flight(ctx, call.id)
     idempotent = policy.is_idempotent(name)
     # The turn that asked for the call on disk before it runs, and, for a tool that is not
@@ -111,7 +119,7 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     if idempotent and turn is None:
         await ctx.durable("tool")
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
-                 arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
+                 arguments=ctx.redactor.data(arguments) if call.raw_arguments is None
                  else {"_raw": ctx.redactor.text(call.raw_arguments)})
     if not idempotent:
         await ctx.durable("tool", idempotent=False)
@@ -130,7 +138,7 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         context = current_call.set(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node,
                                                call_id=call.id, emit=ctx.bus.emit))
         try:  # (``tools.base.calling``, without a generator per call)
-            result = await ctx.registry.call(name, call.arguments, allowed=policy.names, screen=screen)
+            result = await ctx.registry.call(name, arguments, allowed=policy.names, screen=screen)
         finally:
             current_call.reset(context)
         failpoints.hit("after_tool_call")
@@ -143,6 +151,7 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         await turn
     add_observation(ctx, node, call, result.outcome, result.content, result)
     landed(ctx, call.id)
+    argrails.done(ctx, call.id)
     return result
 
 

@@ -36,6 +36,10 @@ class RailConfig(RailDef):
     on_error: Literal["block", "pause", "warn"] = "block"
     """When the rail itself fails (a judge model that errs or answers neither yes nor no, a custom
     rail that raises): block, pause for a person, or warn and let the text through."""
+    tool_arguments: bool | None = None
+    """An input rail: also check the arguments of the agent's tool calls before they run, and so
+    what it writes to long-term memory (``memory.remember``). Default: on for the rails that find
+    sensitive data (``pii``, ``regex``), off for the others."""
 
 
 @dataclass
@@ -56,7 +60,7 @@ class RailInput:
 
     stage: Stage
     """``input`` or ``output``."""
-    source: Literal["task", "follow_up", "tool_result", "answer"]
+    source: Literal["task", "follow_up", "tool_result", "tool_arguments", "answer"]
     agent: str = ""
     """The agent that will see (input) or gave (output) the text; empty for the task text."""
     node: str = ""
@@ -116,6 +120,12 @@ class Rail:
     @property
     def action(self) -> str:
         return self.config.action
+
+    @property
+    def checks_arguments(self) -> bool:
+        """Checks tool calls' arguments (an input rail): as configured, else if it is sensitive."""
+        wanted = self.config.tool_arguments
+        return self.sensitive if wanted is None else wanted
 
     def models(self) -> list["LLMConfig"]:
         """The model configs this rail calls (checked before a run like agents' models)."""

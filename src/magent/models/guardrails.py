@@ -23,6 +23,7 @@ class Guardrails(Model):
     """Checks on what goes into a model and what comes out of it, run in order."""
 
     input: list[RailDef] = Field(default_factory=list)
-    """Run on the task text and on every tool result before the model sees it."""
+    """Run on the task text and on every tool result before the model sees it; those that check
+    tool arguments (``tool_arguments``) also on each tool call's arguments before it runs."""
     output: list[RailDef] = Field(default_factory=list)
     """Run on each final answer of an agent."""

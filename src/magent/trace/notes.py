@@ -50,7 +50,10 @@ def _truncate(text: str | None, limit: int) -> str:
 def describe_guardrail(ev: dict[str, Any]) -> str:
     """One line for a rail's decision: ``input rail 'pii' masked the result of kb.get: found 1 email``."""
     subjects = {"task": "the task text", "follow_up": "the follow-up", "answer": "the answer"}
-    subject = subjects.get(str(ev.get("source")), f"the result of {ev.get('tool')}")
+    if ev.get("source") == "tool_arguments":
+        subject = f"the arguments of {ev.get('tool')} ({ev.get('argument')})"
+    else:
+        subject = subjects.get(str(ev.get("source")), f"the result of {ev.get('tool')}")
     name = f"{ev.get('stage')} rail '{ev.get('rail')}'" + (
         f" ({ev.get('kind')})" if ev.get("kind") != ev.get("rail") else "")
     outcome = str(ev.get("outcome"))

@@ -1,0 +1,121 @@
+"""Input rails on tool calls' arguments, and so on what an agent writes to long-term memory
+(``memory.remember``'s ``content`` is an argument like any other).
+
+Each string in a call's arguments (at any depth) meets the agent's input rails that check
+arguments (``RailConfig.tool_arguments``: by default those that find sensitive data, ``pii``
+and ``regex``). They run when the model's reply is read, before its entry is written, so a
+masked value reaches no file and no tool. What a tripped rail does to the call:
+
+- ``mask``: it runs with the masked arguments (a memory is stored masked);
+- ``block``: it is not made; the model sees an ERROR naming the rail (a memory is dropped);
+- ``pause``: a person decides before the turn's calls run (approve: it runs; reject: it is not made);
+- ``warn``: recorded; it runs as written.
+
+Every decision is a ``guardrail`` event with ``source: tool_arguments``, the tool, the call id and
+the argument's path (never the text). What was decided per call is kept in the session's progress
+(``arg_rails``), so a resumed run acts on it without asking the rails again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from magent.engine.control import PauseRun
+from magent.models import HumanRequest, Message
+
+PROGRESS_KEY = "arg_rails"
+
+
+@dataclass(eq=False)
+class TurnScreening:
+    """The rails' decisions on one reply's calls, recorded once the reply's entry is written."""
+
+    checks: list[tuple[Any, Any, dict[str, Any]]] = field(default_factory=list)
+    """``(info, Check, where)`` for each rail decision."""
+    records: Any = None
+
+    def record(self, ctx, node: str) -> None:
+        from magent.engine.guard import _emit
+
+        for info, check, where in self.checks:
+            _emit(ctx, node, info, check, **where)
+        if self.records is not None and self.checks:
+            self.records.flush(ctx, node, self.checks[0][0])
+
+
+async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Message, TurnScreening | None]:
+    """``message`` with its tool calls' arguments as the rails leave them, and their decisions."""
+    rails = [r for r in ctx.graph.rails.input_for(agent) if r.checks_arguments]
+    calls = [c for c in message.tool_calls if c.raw_arguments is None]
+    if not rails or not calls:
+        return message, None
+    from magent.engine.guard import Records, _label, _Run
+    from magent.guardrails.base import RailInput
+    from magent.guardrails.screen import screen
+
+    turn = TurnScreening(records=Records())
+    decided = ctx.progress.setdefault(PROGRESS_KEY, {})
+    replaced = {}
+    for call in calls:
+        info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=call.full_name, task_id=ctx.task.id)
+        run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+                   turn.records.call, turn.records.attempt)
+        verdict: dict[str, Any] = {}
+
+        async def walk(value: Any, path: str) -> Any:
+            if isinstance(value, dict):
+                return {k: await walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+            if isinstance(value, list):
+                return [await walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            if not isinstance(value, str) or not value:
+                return value
+            where = {"tool": call.full_name, "call_id": call.id, "argument": path}
+            s = await screen(value, rails, run, lambda c: turn.checks.append((info, c, where)))  # noqa: B023
+            if s.outcome in ("block", "pause") and "outcome" not in verdict:
+                assert s.rail is not None
+                verdict.update(outcome=s.outcome, rail=_label(s.rail, "input"), key=s.rail.key,
+                               reason=s.reason, message=s.message, argument=path)
+            return s.text if s.outcome in ("pass", "pause") else s.stored
+
+        arguments = await walk(call.arguments, "")
+        if verdict:
+            decided[call.id] = verdict
+        if arguments != call.arguments:
+            replaced[call.id] = call.model_copy(update={"arguments": arguments})
+    if not decided:
+        ctx.progress.pop(PROGRESS_KEY, None)
+    if replaced:
+        message = message.model_copy(update={"tool_calls": [replaced.get(c.id, c) for c in message.tool_calls]})
+    return message, turn
+
+
+def refusal(ctx, call_id: str, name: str) -> str | None:
+    """What the model is told instead of a result when a rail blocked ``call_id``'s arguments."""
+    v = (ctx.progress.get(PROGRESS_KEY) or {}).get(call_id)
+    if v is None or v["outcome"] != "block":
+        return None
+    return f"{v['rail']} blocked the arguments of {name} ({v['argument']}): {v['message']}"
+
+
+def check_pause(ctx, node: str, call_id: str, name: str, arguments: Any) -> None:
+    """Raise ``PauseRun`` when a rail asked a person about this call and no one has answered."""
+    v = (ctx.progress.get(PROGRESS_KEY) or {}).get(call_id)
+    if v is None or v["outcome"] != "pause":
+        return
+    raise PauseRun(HumanRequest(
+        kind="guardrail", node=node, allowed_actions=["approve", "reject"],
+        output=f"{name}({ctx.redactor.text(str(arguments))[:500]})",
+        question=(f"{v['rail'].capitalize()} flagged the arguments of {name} ({v['argument']}): {v['reason']}. "
+                  "Make the call (approve) or not (reject)?"),
+        details={"stage": "input", "source": "tool_arguments", "call_id": call_id, "tool": name,
+                 "rail": v["rail"], "key": v["key"]}))
+
+
+def done(ctx, call_id: str) -> None:
+    """Forget the rails' decision on a call that has its result."""
+    decided = ctx.progress.get(PROGRESS_KEY)
+    if decided is not None:
+        decided.pop(call_id, None)
+        if not decided:
+            ctx.progress.pop(PROGRESS_KEY, None)
