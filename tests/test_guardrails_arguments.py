@@ -99,3 +99,22 @@ def test_tool_arguments_must_be_true_or_false(tmp_path):
     path = keeper(tmp_path, "{type: pii, tool_arguments: sometimes}")
     r = invoke("validate", str(path))
     assert r.code == 2 and r.err.count("\n") == 1 and "tool_arguments" in r.err
+
+
+def test_the_task_summary_meets_the_memory_write_filter(tmp_path, magent_home):
+    (tmp_path / "s.yaml").write_text(f"responses:\n  - content: Jane writes from {EMAIL}\n")
+    (tmp_path / "a.yaml").write_text("""name: summer
+role: answers
+system_prompt: Answer.
+memory: {summarize_on_finish: true, scope: global}
+guardrails:
+  input:
+    - {type: pii, action: mask}
+llm_config: {model: scripted, script: s.yaml}
+""")
+    r = invoke("run", str(tmp_path / "a.yaml"), "-t", "who writes?", "--no-input")
+    assert r.code == 0, r.out + r.err
+    listed = invoke("memory", "list").out
+    assert "[EMAIL]" in listed and EMAIL not in listed
+    trace = invoke("trace", r.out.split()[1]).out
+    assert "input rail 'pii' masked the task summary for long-term memory: found 1 email address" in trace

@@ -119,3 +119,29 @@ def done(ctx, call_id: str) -> None:
         decided.pop(call_id, None)
         if not decided:
             ctx.progress.pop(PROGRESS_KEY, None)
+
+
+async def summarize(ctx, agent: Any, node: str, answer: str) -> None:
+    """Store the agent's task summary in long-term memory (``memory.run.summarize``) after the
+    memory write filter: the answer meets the agent's argument rails as ``memory.remember``'s
+    content would (a mask is stored masked; a block or pause stores no summary)."""
+    from magent.memory import run as memory
+
+    if agent.memory is None or not agent.memory.summarize_on_finish:
+        return
+    rails = [r for r in ctx.graph.rails.input_for(agent.name) if r.checks_arguments]
+    if rails:
+        from magent.engine.guard import Records, _emit, _Run
+        from magent.guardrails.base import RailInput
+        from magent.guardrails.screen import screen
+
+        info = RailInput("input", "memory", agent=agent.name, node=node, task_id=ctx.task.id)
+        records = Records()
+        run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+                   records.call, records.attempt)
+        s = await screen(answer, rails, run, lambda c: _emit(ctx, node, info, c))
+        records.flush(ctx, node, info)
+        if s.outcome != "pass":
+            return  # dropped: the guardrail event says which rail and why
+        answer = s.text
+    memory.summarize(ctx, agent, node, answer)

@@ -96,7 +96,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
             continue  # a rail asked for a revision
         if not structured.accept(ctx, agent, node, final):
             continue  # not JSON that fits the agent's output_schema: the model tries again
-        memory.summarize(ctx, agent, node, final)
+        await argrails.summarize(ctx, agent, node, final)  # (through the memory write filter)
         return final
 
 

@@ -60,7 +60,7 @@ class RailInput:
 
     stage: Stage
     """``input`` or ``output``."""
-    source: Literal["task", "follow_up", "tool_result", "tool_arguments", "answer"]
+    source: Literal["task", "follow_up", "tool_result", "tool_arguments", "memory", "answer"]
     agent: str = ""
     """The agent that will see (input) or gave (output) the text; empty for the task text."""
     node: str = ""

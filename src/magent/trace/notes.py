@@ -49,7 +49,8 @@ def _truncate(text: str | None, limit: int) -> str:
 
 def describe_guardrail(ev: dict[str, Any]) -> str:
     """One line for a rail's decision: ``input rail 'pii' masked the result of kb.get: found 1 email``."""
-    subjects = {"task": "the task text", "follow_up": "the follow-up", "answer": "the answer"}
+    subjects = {"task": "the task text", "follow_up": "the follow-up", "answer": "the answer",
+                "memory": "the task summary for long-term memory"}
     if ev.get("source") == "tool_arguments":
         subject = f"the arguments of {ev.get('tool')} ({ev.get('argument')})"
     else:
