@@ -118,3 +118,29 @@ llm_config: {model: scripted, script: s.yaml}
     assert "[EMAIL]" in listed and EMAIL not in listed
     trace = invoke("trace", r.out.split()[1]).out
     assert "input rail 'pii' masked the task summary for long-term memory: found 1 email address" in trace
+
+
+def test_a_blocked_sub_agent_call_is_not_made(tmp_path, magent_home):
+    (tmp_path / "boss.s.yaml").write_text(
+        f'responses:\n  - tool_calls: [{{name: agents.helper, arguments: {{task: "mail {EMAIL}"}}}}]\n'
+        "  - content: done\n")
+    (tmp_path / "helper.s.yaml").write_text("responses:\n  - content: helped\n")
+    (tmp_path / "boss.yaml").write_text("""name: boss
+role: delegates
+system_prompt: Delegate.
+sub_agents: [helper]
+guardrails:
+  input:
+    - {type: pii, action: block}
+llm_config: {model: scripted, script: boss.s.yaml}
+""")
+    (tmp_path / "helper.yaml").write_text("name: helper\nrole: helps\nsystem_prompt: Help.\n"
+                                          "llm_config: {model: scripted, script: helper.s.yaml}\n")
+    r = invoke("run", str(tmp_path / "boss.yaml"), "-t", "go", "--no-input")
+    assert r.code == 0, r.out + r.err
+    task_id = r.out.split()[1]
+    (result,) = [e.model_dump() for e in events(task_id) if e.type == "tool_result"]
+    assert "input rail 'pii' blocked the arguments of agents.helper (task)" in result["error"]
+    assert not [e for e in events(task_id) if e.type == "node_started" and e.model_dump().get("agent") == "helper"]
+    assert "helped" not in invoke("trace", task_id).out
+    no_file_holds(magent_home, EMAIL)

@@ -74,8 +74,9 @@ async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Mes
             s = await screen(value, rails, run, lambda c: turn.checks.append((info, c, where)))  # noqa: B023
             if s.outcome in ("block", "pause") and "outcome" not in verdict:
                 assert s.rail is not None
-                verdict.update(outcome=s.outcome, rail=_label(s.rail, "input"), key=s.rail.key,
-                               reason=s.reason, message=s.message, argument=path)
+                label = _label(s.rail, "input")
+                verdict.update(outcome=s.outcome, rail=label, key=s.rail.key, reason=s.reason, argument=path,
+                               refusal=f"{label} blocked the arguments of {call.full_name} ({path}): {s.message}")
             return s.text if s.outcome in ("pass", "pause") else s.stored
 
         arguments = await walk(call.arguments, "")
@@ -90,12 +91,10 @@ async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Mes
     return message, turn
 
 
-def refusal(ctx, call_id: str, name: str) -> str | None:
+def refusal(ctx, call_id: str) -> str | None:
     """What the model is told instead of a result when a rail blocked ``call_id``'s arguments."""
     v = (ctx.progress.get(PROGRESS_KEY) or {}).get(call_id)
-    if v is None or v["outcome"] != "block":
-        return None
-    return f"{v['rail']} blocked the arguments of {name} ({v['argument']}): {v['message']}"
+    return v["refusal"] if v is not None and v["outcome"] == "block" else None
 
 
 def check_pause(ctx, node: str, call_id: str, name: str, arguments: Any) -> None:
@@ -113,7 +112,7 @@ def check_pause(ctx, node: str, call_id: str, name: str, arguments: Any) -> None
 
 
 def done(ctx, call_id: str) -> None:
-    """Forget the rails' decision on a call that has its result."""
+    """Forget the rails' decision on a call that has its observation."""
     decided = ctx.progress.get(PROGRESS_KEY)
     if decided is not None:
         decided.pop(call_id, None)

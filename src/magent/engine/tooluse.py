@@ -26,8 +26,8 @@ def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, a
     have made before it died, to a tool that is not idempotent; a tool marked ``needs_approval``.
     A decision already given for ``call_id`` (after a resume) lets the call through.
     """
-    if ctx.progress.get("decisions", {}).get(call_id) is not None:
-        return
+    if ctx.progress.get("decisions", {}).get(call_id) is not None or argrails.refusal(ctx, call_id):
+        return  # decided already, or not to be made (``declined`` says why)
     argrails.check_pause(ctx, node, call_id, name, arguments)
     tool = ctx.registry.get(name)
     if tool is None:
@@ -55,7 +55,10 @@ def _shown(name: str, arguments: Any) -> str:
 
 
 def declined(ctx, call_id: str) -> str | None:
-    """The reason a person gave for not running ``call_id``, if they declined it."""
+    """Why ``call_id`` is not run: an input rail blocked its arguments, or a person declined it."""
+    blocked = argrails.refusal(ctx, call_id)
+    if blocked is not None:
+        return blocked
     decision = ctx.progress.get("decisions", {}).get(call_id)
     if decision is not None and decision.get("action") == "reject":
         return "a person declined this call" + (f": {decision['message']}" if decision.get("message") else "")
@@ -97,17 +100,13 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
         if result.attempts:
             fields["attempts"] = redactor.data(result.attempts)
     ctx.bus.emit("tool_result", node, **fields, entry_id=entry_id)
+    argrails.done(ctx, call.id)  # (its rails' decision is spent once it has an observation)
 
 
 async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
     """Run one call the model asked for; its result becomes an entry whatever happens."""
     name = call.full_name
-    refused = argrails.refusal(ctx, call.id, name)  # an input rail blocked its arguments
-    if refused is not None:
-        add_observation(ctx, node, call, "ERROR", refused)
-        argrails.done(ctx, call.id)
-        return ToolResult(outcome="ERROR", content=refused, error=refused, tool=name)
-    arguments = call.arguments  # (as the rails left them: ``argrails.screen_turn``)
+    arguments = call.arguments  # (as the input rails left them: ``argrails.screen_turn``)
     in_flight(ctx, call.id)
     idempotent = policy.is_idempotent(name)
     # The turn that asked for the call on disk before it runs, and, for a tool that is not
@@ -151,7 +150,6 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         await turn
     add_observation(ctx, node, call, result.outcome, result.content, result)
     landed(ctx, call.id)
-    argrails.done(ctx, call.id)
     return result
 
 
