@@ -196,6 +196,10 @@ class ToolRegistry:
                             allowed: set[str] | None) -> tuple[ToolResult, bool]:
         """One call, made again as its retry policy says when it times out or cannot run."""
         tool = self._tools.get(full_name)
+        server = full_name.split(".", 1)[0]
+        if tool is None and server in self.providers and server not in self._started:
+            await self.start(only={server})  # a server this run did not expect to need
+            tool = self._tools.get(full_name)
         policy = policy_for(tool, self.retries.get(tool.server)) if tool is not None else None
         return await with_retries(lambda: self._call_once(full_name, arguments, allowed), policy)
 
@@ -203,10 +207,6 @@ class ToolRegistry:
                          allowed: set[str] | None) -> tuple[ToolResult, bool]:
         started = time.perf_counter()
         tool = self._tools.get(full_name)
-        server = full_name.split(".", 1)[0]
-        if tool is None and server in self.providers and server not in self._started:
-            await self.start(only={server})  # a server this run did not expect to need
-            tool = self._tools.get(full_name)
         if allowed is not None and full_name not in allowed:
             choices = ", ".join(sorted(allowed)) or "none"
             why = "is not allowed for this agent" if tool else "does not exist"
