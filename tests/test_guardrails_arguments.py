@@ -144,3 +144,24 @@ llm_config: {model: scripted, script: boss.s.yaml}
     assert not [e for e in events(task_id) if e.type == "node_started" and e.model_dump().get("agent") == "helper"]
     assert "helped" not in invoke("trace", task_id).out
     no_file_holds(magent_home, EMAIL)
+
+
+def test_a_tool_node_meets_the_workflows_argument_rails(tmp_path, magent_home):
+    (tmp_path / "wf.yaml").write_text(f"""name: saver
+entry_point: save
+guardrails:
+  input:
+    - {{type: pii, action: mask}}
+nodes:
+  save: {{type: tool, tool: kv.set, arguments: {{key: contact, value: "write to {EMAIL}"}}}}
+edges:
+  - {{from: save, to: END}}
+""")
+    r = invoke("run", str(tmp_path / "wf.yaml"), "-t", "save it", "--no-input")
+    assert r.code == 0, r.out + r.err
+    task_id = r.out.split()[1]
+    (call,) = [e.model_dump() for e in events(task_id) if e.type == "tool_call"]
+    assert call["arguments"] == {"key": "contact", "value": "write to [EMAIL]"}
+    kv = (magent_home / "tasks" / task_id / "kv.jsonl").read_text()  # (task.json keeps the config as written)
+    assert "write to [EMAIL]" in kv and EMAIL not in kv
+    assert "masked the arguments of kv.set (value)" in invoke("trace", task_id).out

@@ -46,49 +46,72 @@ class TurnScreening:
 
 async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Message, TurnScreening | None]:
     """``message`` with its tool calls' arguments as the rails leave them, and their decisions."""
-    rails = [r for r in ctx.graph.rails.input_for(agent) if r.checks_arguments]
+    rails = _rails(ctx, agent)
     calls = [c for c in message.tool_calls if c.raw_arguments is None]
     if not rails or not calls:
         return message, None
-    from magent.engine.guard import Records, _label, _Run
-    from magent.guardrails.base import RailInput
-    from magent.guardrails.screen import screen
+    from magent.engine.guard import Records
 
     turn = TurnScreening(records=Records())
-    decided = ctx.progress.setdefault(PROGRESS_KEY, {})
     replaced = {}
     for call in calls:
-        info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=call.full_name, task_id=ctx.task.id)
-        run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
-                   turn.records.call, turn.records.attempt)
-        verdict: dict[str, Any] = {}
-
-        async def walk(value: Any, path: str) -> Any:
-            if isinstance(value, dict):
-                return {k: await walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
-            if isinstance(value, list):
-                return [await walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
-            if not isinstance(value, str) or not value:
-                return value
-            where = {"tool": call.full_name, "call_id": call.id, "argument": path}
-            s = await screen(value, rails, run, lambda c: turn.checks.append((info, c, where)))  # noqa: B023
-            if s.outcome in ("block", "pause") and "outcome" not in verdict:
-                assert s.rail is not None
-                label = _label(s.rail, "input")
-                verdict.update(outcome=s.outcome, rail=label, key=s.rail.key, reason=s.reason, argument=path,
-                               refusal=f"{label} blocked the arguments of {call.full_name} ({path}): {s.message}")
-            return s.text if s.outcome in ("pass", "pause") else s.stored
-
-        arguments = await walk(call.arguments, "")
-        if verdict:
-            decided[call.id] = verdict
+        arguments = await _screen_call(ctx, node, agent, rails, turn, call.id, call.full_name, call.arguments)
         if arguments != call.arguments:
             replaced[call.id] = call.model_copy(update={"arguments": arguments})
-    if not decided:
-        ctx.progress.pop(PROGRESS_KEY, None)
     if replaced:
         message = message.model_copy(update={"tool_calls": [replaced.get(c.id, c) for c in message.tool_calls]})
     return message, turn
+
+
+async def screen_node_call(ctx, node: str, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A tool node's arguments as the workflow's argument rails leave them (decisions recorded)."""
+    rails = _rails(ctx, None)
+    if not rails:
+        return arguments
+    from magent.engine.guard import Records
+
+    turn = TurnScreening(records=Records())
+    screened = await _screen_call(ctx, node, "", rails, turn, call_id, name, arguments)
+    turn.record(ctx, node)
+    return screened
+
+
+def _rails(ctx, agent: str | None) -> list[Any]:
+    return [r for r in ctx.graph.rails.input_for(agent) if r.checks_arguments]
+
+
+async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnScreening, call_id: str,
+                       name: str, arguments: Any) -> Any:
+    """Every string of one call's arguments through ``rails``; a block or pause is kept in progress."""
+    from magent.engine.guard import _label, _Run
+    from magent.guardrails.base import RailInput
+    from magent.guardrails.screen import screen
+
+    info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=name, task_id=ctx.task.id)
+    run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+               turn.records.call, turn.records.attempt)
+    verdict: dict[str, Any] = {}
+
+    async def walk(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {k: await walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [await walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if not isinstance(value, str) or not value:
+            return value
+        where = {"tool": name, "call_id": call_id, "argument": path}
+        s = await screen(value, rails, run, lambda c: turn.checks.append((info, c, where)))
+        if s.outcome in ("block", "pause") and "outcome" not in verdict:
+            assert s.rail is not None
+            label = _label(s.rail, "input")
+            verdict.update(outcome=s.outcome, rail=label, key=s.rail.key, reason=s.reason, argument=path,
+                           refusal=f"{label} blocked the arguments of {name} ({path}): {s.message}")
+        return s.text if s.outcome in ("pass", "pause") else s.stored
+
+    screened = await walk(arguments, "")
+    if verdict:
+        ctx.progress.setdefault(PROGRESS_KEY, {})[call_id] = verdict
+    return screened
 
 
 def refusal(ctx, call_id: str) -> str | None:

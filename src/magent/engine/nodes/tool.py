@@ -13,7 +13,7 @@ from typing import Any
 
 from magent import failpoints
 from magent.config.templates import is_template
-from magent.engine import templating
+from magent.engine import argrails, templating
 from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
@@ -45,6 +45,7 @@ class ToolNode(Node):
         if done is not None:  # it finished before the crash: never run it twice
             outcome, content, data = done["outcome"], done.get("full_result", ""), done.get("data")
         else:
+            args = await argrails.screen_node_call(ctx, self.name, call_id, name, args)  # before the intent
             check_before_call(ctx, self.name, call_id, name, args, "The workflow")
             reason = declined(ctx, call_id)
             if reason:
@@ -67,9 +68,10 @@ class ToolNode(Node):
                              full_result=ctx.redactor.text(content),
                              data=ctx.redactor.data(_jsonable(data)), error=result.error,
                              duration_ms=result.duration_ms, artifact=result.artifact,
-                             notes=result.notes or None)
+                             notes=result.notes or None, attempts=result.attempts or None)
                 landed(ctx, call_id)
         ctx.progress.pop("decisions", None)
+        argrails.done(ctx, call_id)
         if outcome != "SUCCESS" and self.config.fail_on_error:
             raise NodeFailed(f"tool node '{self.name}': {name} {outcome.lower()}: {truncate(content, 300)}")
         ctx.state.metadata[key] = data if _jsonable(data) is not None else content
