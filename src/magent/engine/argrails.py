@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magent.engine.control import PauseRun
+from magent.engine.guard import Records, _emit, _label, _Run
 from magent.models import HumanRequest, Message
 
 PROGRESS_KEY = "arg_rails"
@@ -33,14 +34,13 @@ class TurnScreening:
 
     checks: list[tuple[Any, Any, dict[str, Any]]] = field(default_factory=list)
     """``(info, Check, where)`` for each rail decision."""
-    records: Any = None
+    records: Records = field(default_factory=Records)
+    """The judges' model calls, if a rail asked one."""
 
     def record(self, ctx, node: str) -> None:
-        from magent.engine.guard import _emit
-
         for info, check, where in self.checks:
             _emit(ctx, node, info, check, **where)
-        if self.records is not None and self.checks:
+        if self.checks:
             self.records.flush(ctx, node, self.checks[0][0])
 
 
@@ -50,9 +50,7 @@ async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Mes
     calls = [c for c in message.tool_calls if c.raw_arguments is None]
     if not rails or not calls:
         return message, None
-    from magent.engine.guard import Records
-
-    turn = TurnScreening(records=Records())
+    turn = TurnScreening()
     replaced = {}
     for call in calls:
         arguments = await _screen_call(ctx, node, agent, rails, turn, call.id, call.full_name, call.arguments)
@@ -68,9 +66,7 @@ async def screen_node_call(ctx, node: str, call_id: str, name: str, arguments: d
     rails = _rails(ctx, None)
     if not rails:
         return arguments
-    from magent.engine.guard import Records
-
-    turn = TurnScreening(records=Records())
+    turn = TurnScreening()
     screened = await _screen_call(ctx, node, "", rails, turn, call_id, name, arguments)
     turn.record(ctx, node)
     return screened
@@ -83,7 +79,6 @@ def _rails(ctx, agent: str | None) -> list[Any]:
 async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnScreening, call_id: str,
                        name: str, arguments: Any) -> Any:
     """Every string of one call's arguments through ``rails``; a block or pause is kept in progress."""
-    from magent.engine.guard import _label, _Run
     from magent.guardrails.base import RailInput
     from magent.guardrails.screen import screen
 
@@ -153,7 +148,6 @@ async def summarize(ctx, agent: Any, node: str, answer: str) -> None:
         return
     rails = [r for r in ctx.graph.rails.input_for(agent.name) if r.checks_arguments]
     if rails:
-        from magent.engine.guard import Records, _emit, _Run
         from magent.guardrails.base import RailInput
         from magent.guardrails.screen import screen
 
