@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     app.command("validate", epilog=examples(
         "magent validate examples/agents/*.yaml examples/workflows/*.yaml",
         "magent validate my_agent.yaml --json",
-        "magent validate my_agent.yaml --servers   # tool names against the servers' live lists"))(validate)
+        "magent validate my_agent.yaml --servers   # names against live tool lists"))(validate)
 
 
 def init() -> None:
