@@ -24,6 +24,8 @@ POINTS = (
     "before_checkpoint",      # entries synced, the checkpoint not yet written
     "after_checkpoint",       # a checkpoint is written
     "after_node_end",         # a node's end checkpoint is written, routing not done
+    "after_injection",       # an operator's message is an entry, its checkpoint not yet written
+    "after_signals_applied",  # the checkpoint that records the signals just applied is written
     "before_pause",           # a pause is about to be written
     "before_trace",           # a run's end is synced (task.json has its status), trace.json not yet written
     "before_link",            # an immutable file's temp copy is written, not yet linked into place

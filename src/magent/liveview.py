@@ -231,6 +231,13 @@ class EventPrinter:
         msg = f": {ev.field('message')}" if ev.field("message") else ""
         self.out.print(f"  [bold]a person chose {ev.field('action')}[/]{msg}")
 
+    def _on_injection(self, ev: Any) -> None:
+        self.out.print(f"  [bold magenta]✉ operator said:[/] {esc(short(ev.field('message') or '', 240))}",
+                       highlight=False)
+
+    def _on_signal(self, ev: Any) -> None:
+        self.out.print(f"  [bold magenta]✉ operator asked to {ev.field('kind')}[/]", highlight=False)
+
     def _on_warning(self, ev: Any) -> None:
         self.err.print(f"[yellow]warning:[/] {ev.field('message')}", highlight=False)
 

@@ -69,6 +69,7 @@ def _as_model(ctx: "RunContext", checkpoint_id: str, seq: int, reason: str, requ
         node_progress=progress, visits=ctx.visits, turn_index=ctx.turn_index,
         usage_by_model=ctx.usage_by_model,
         cursors=ctx.cursors, events_seq=ctx.bus.seq, sessions=sessions, spent=ctx.meter.snapshot(),
+        signals_applied=ctx.signals_applied,
         journals=ctx.journals())
 
 
@@ -110,3 +111,4 @@ def restore(ctx: "RunContext", cp: Checkpoint, messages: list[Message],
     ctx.total_usage = cp.total_usage
     ctx.meter.restore(cp)
     ctx.last_checkpoint_id = cp.checkpoint_id
+    ctx.signals_applied = cp.signals_applied

@@ -110,6 +110,8 @@ class RunContext:
         """Finished children's answers by entry id (the rest are read from entries.jsonl)."""
         self._turn_commits: Any = None
         """The commits begun for the main session's last reply (``begin_commit("tool")``)."""
+        self.signals_applied = 0
+        """The last control signal applied (``engine/steering.py``); kept in each checkpoint."""
 
     # the main session (the task's own conversation)
     @property
@@ -235,9 +237,11 @@ class RunContext:
 
     # conversation
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
-                    entry_id: str | None = None, session: Session | None = None) -> str:
+                    entry_id: str | None = None, session: Session | None = None,
+                    signal: int | None = None) -> str:
         """Append ``message`` to ``session``'s conversation (default: the main one): written as
-        an entry now, in memory for the model. Returns the entry's id."""
+        an entry now, in memory for the model. Returns the entry's id. With ``signal``, it is
+        an operator's ``injection`` (control signal number ``signal``)."""
         session = session or self.main
         entry_id = entry_id or new_id()
         content = self.redactor.text(message.content)
@@ -249,7 +253,8 @@ class RunContext:
             tool_calls=calls, tool_call_id=message.tool_call_id,
             name=message.name, turn_id=turn_id, node=node, session=session.tag,
             created_at=message.timestamp, compaction=message.compaction,
-            entry_type="compaction" if message.compaction is not None else "message"))
+            entry_type="compaction" if message.compaction is not None else "injection" if signal else "message",
+            signal=signal))
         message._entry = entry_id
         session.leaf = entry_id
         session.entry_count += 1

@@ -33,3 +33,8 @@ class Suspended(Exception):
     """A child session stopped at a safe point because its group was asked to stop (another
     session paused for a person, or a sibling failed). Nothing is lost: its position is in the
     next checkpoint, and a resumed run continues it."""
+
+
+class CancelRun(Exception):
+    """An operator cancelled the running task (``magent tasks cancel``): the run stops at this
+    safe point and ends as ``cancelled``."""

@@ -159,7 +159,9 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
         if "output" in feedback.state_updates and request.kind in ("human_node", "approval"):
             ctx.add_message(Message(role="user", name="human", content="[a person replaced the output with]\n"
                                     + str(feedback.state_updates["output"])), node=request.node, session=target)
-        if feedback.message and request.kind in ("human_node", "approval"):
+        if request.kind == "operator":
+            ctx.feedback = None  # an operator's pause: approving it only lets the run go on
+        if feedback.message and request.kind in ("human_node", "approval", "operator"):
             # (For a decision about a tool call the message goes into that call's observation:
             # nothing may come between a model's tool calls and their results.)
             ctx.add_message(Message(role="user", name="human",

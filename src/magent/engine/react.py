@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from magent.engine import argrails, budget, compaction, guard, stops, structured, templating, textmode, toolmode
+from magent.engine import (
+    argrails, budget, compaction, guard, steering, stops, structured, templating, textmode, toolmode,
+)
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
@@ -55,6 +57,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
                 p.pop(done, None)
             ctx.checkpoint("llm_turn")
             continue
+        steering.drain(ctx, node)  # between turns: an operator's messages, pause, cancel
         iteration = p.get("iteration", 0)
         if iteration >= agent.max_iterations:
             raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from magent import failpoints
-from magent.engine import conditions, fanout
+from magent.engine import conditions, fanout, steering
 from magent.engine.context import RunContext
-from magent.engine.control import NodeFailed, PauseRun
+from magent.engine.control import CancelRun, NodeFailed, PauseRun
 from magent.engine.events import truncate
 from magent.engine.graph import END
 from magent.engine.sessions import Session
@@ -62,6 +62,8 @@ class Executor:
             return self.fail(str(exc), exc.kind)
         except LLMError as exc:
             return self.fail(str(exc), "model_error")
+        except CancelRun:
+            return self.cancel()
         except asyncio.CancelledError:
             self._interrupted()
             raise
@@ -77,6 +79,7 @@ class Executor:
                 continue
             if not session.node_done:
                 view.check_stop()
+                steering.drain(view, session.position)  # between nodes: what an operator sent
                 await self._run_node(session)
             self._gate(session)
             edge = self._route(session)
@@ -193,6 +196,11 @@ class Executor:
                      **({"session": request.session} if request.session else {}))
         return self.end(TaskStatus.awaiting_human, request=request)
 
+    def cancel(self) -> RunOutcome:
+        """An operator cancelled the task (``magent tasks cancel`` while it ran): checkpoint, end."""
+        self.ctx.checkpoint("cancel")
+        return self.end(TaskStatus.cancelled, error="cancelled by a person")
+
     def _interrupted(self) -> None:
         """Ctrl-C / SIGTERM: leave a checkpoint of the last consistent position and a resumable task."""
         ctx = self.ctx
@@ -213,7 +221,7 @@ class Executor:
     def end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,
             request: HumanRequest | None = None, value: Any = None) -> RunOutcome:
         ctx = self.ctx
-        finished = status in (TaskStatus.completed, TaskStatus.failed)
+        finished = status.finished
         kept = ctx.redactor.text(result) if result is not None else None
         completed = status == TaskStatus.completed
         task = ctx.task.model_copy(update={

@@ -18,7 +18,7 @@ class HumanRequest(Model):
     """What a paused run asks of a person."""
 
     kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed", "plan_failed",
-                  "guardrail", "budget", "refusal"]
+                  "guardrail", "budget", "refusal", "operator"]
     """Why the run paused."""
     node: str
     """The node that paused."""
@@ -88,6 +88,9 @@ class Checkpoint(Document):
     position is the fields above)."""
     spent: dict[str, Spent] = Field(default_factory=dict)
     """What budgets count, so far: ``task`` for the whole task, ``agent:NAME`` per agent."""
+    signals_applied: int = 0
+    """Number of the last control signal (``signals/NNNNNN.json``) the run applied: a steering
+    message, a pause or a cancel sent while it ran. Those numbered above it are still to apply."""
     journals: dict[str, int] | None = None
     """Length in bytes of each journal beside the checkpoints (``kv.jsonl``, ``tool_pins.jsonl``)
     when this checkpoint was written: the task's tool state at this point is those prefixes (a

@@ -14,9 +14,11 @@ class Entry(Model):
     id: UUID4Str
     parent_id: UUID4Str | None = None
     """The entry before this one; ``None`` for the root."""
-    entry_type: Literal["message", "compaction"] = "message"
+    entry_type: Literal["message", "compaction", "injection"] = "message"
     """``compaction``: an agent's context budget left older messages out of its view from here
-    on (see ``compaction``; the content is the summary, if the strategy makes one)."""
+    on (see ``compaction``; the content is the summary, if the strategy makes one).
+    ``injection``: a message an operator sent the running task (``magent chat ID`` while it
+    runs, seed 001); the model sees it as a user message."""
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -31,6 +33,8 @@ class Entry(Model):
     created_at: Timestamp
     compaction: Compaction | None = None
     """For a ``compaction`` entry: what it left out of which agent's view."""
+    signal: int | None = None
+    """For an ``injection`` entry: the number of the control signal it came from."""
 
 
 class Event(Model):

@@ -63,3 +63,22 @@ class RequestPiece(Model):
     kind: Literal["system", "tools", "messages", "params"]
     """A system prompt, a tool set, a one-off message list, or a call's parameters."""
     value: Any
+
+
+class Signal(Model):
+    """``tasks/{task_id}/signals/NNNNNN.json``: a control signal another process sent the running
+    task (``store/signals.py``), applied once at the run's next safe point; its checkpoints'
+    ``signals_applied`` says how far it has read."""
+
+    signal: int
+    """Its number, the ``NNNNNN`` of its file name: 1, 2... in the order sent."""
+    kind: Literal["message", "pause", "cancel"]
+    """``message``: ``text`` becomes an ``injection`` entry; ``pause``: the run pauses for a person
+    (kind ``operator``); ``cancel``: the run ends as ``cancelled``."""
+    text: str | None = None
+    """A ``message``'s text."""
+    session: str | None = None
+    """The session a message is for (None: the main one)."""
+    sent_at: str
+    """When it was sent (ISO 8601)."""
+    sender_pid: int | None = None

@@ -62,6 +62,9 @@ EVENT_TYPES: dict[str, str] = {
     "error": "The run failed (`message`, `error_type`).",
     "run_finished": "The run ended (`status`, `result`, `usage`).",
     "interrupted": "The run was stopped by a signal; `magent resume` continues it.",
+    "injection": "An operator's message reached the running task (`magent chat ID` while it ran): `signal`, "
+                 "`message`; it is an `injection` entry the model reads as a user message.",
+    "signal": "An operator's pause or cancel reached the running task at a safe point (`signal`, `kind`).",
     "warning": "Something the run went on despite (`message`): a tool server that did not start, a key nothing reads...",
     "session_started": "A child session opened: a sub-agent call, a branch, a map item or a plan subtask "
                        "(`session`, `parent_session`, `kind`, `key`, `depth`).",
@@ -95,7 +98,7 @@ def files() -> dict[str, tuple[str, Any]]:
     """``{schema file name: (what it describes, model or type)}``."""
     from magent.models import Checkpoint, Entry, Event, MemoryEntry, Task, TraceLog
     from magent.models.batch import BatchRecord, BatchRow
-    from magent.models.journals import KvChange, RequestPiece, ToolPin
+    from magent.models.journals import KvChange, RequestPiece, Signal, ToolPin
 
     return {
         "task.schema.json": ("tasks/{task_id}/task.json", Task),
@@ -106,6 +109,7 @@ def files() -> dict[str, tuple[str, Any]]:
         "kv.schema.json": ("a line of tasks/{task_id}/kv.jsonl", KvChange),
         "tool-pin.schema.json": ("a line of tasks/{task_id}/tool_pins.jsonl", ToolPin),
         "request.schema.json": ("a line of tasks/{task_id}/requests.jsonl", RequestPiece),
+        "signal.schema.json": ("tasks/{task_id}/signals/NNNNNN.json", Signal),
         "batch.schema.json": ("batches/{batch_id}/batch.json", BatchRecord),
         "batch-row.schema.json": ("a line of batches/{batch_id}/rows.jsonl", BatchRow),
         "memory.schema.json": ("a line of `magent memory export`", MemoryEntry),

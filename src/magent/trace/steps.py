@@ -435,6 +435,12 @@ class _Builder:
     def _on_compaction(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="compaction", agent=ev.get("agent") or "", message=notes.compaction(ev))
 
+    def _on_injection(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="operator", message=f"operator said: {ev.get('message') or ''}")
+
+    def _on_signal(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="operator", message=f"operator asked to {ev.get('kind')}")
+
     def _on_warning(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="warning", status="warning", message=str(ev.get("message") or ""))
 

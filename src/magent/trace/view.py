@@ -278,6 +278,7 @@ class _Tree:
             "awaiting_human": ("⏸ ", "bold yellow"), "resumed": ("↻ ", "dim"), "warning": ("⚠ ", "yellow"),
             "error": ("✗ ", "bold red"), "interrupted": ("⏹ ", "yellow"), "guardrail": ("⛨ ", "yellow"),
             "memory": ("◆ ", "magenta"), "compaction": ("⇣ ", "cyan"), "llm_attempts": ("⚠ ", "yellow"),
+            "operator": ("✉ ", "bold magenta"),
         }.get(str(name), ("• ", None))
         if name == "human_decision":
             action = message.split(":")[0]

@@ -1,0 +1,86 @@
+"""A run that keeps going while a test steers it: an agent whose every turn calls the built-in
+shell tool to ``sleep``, with a final answer after ``turns`` turns; and helpers to start it as a
+real ``magent run`` subprocess and wait for what it writes."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support.cli import invoke
+from support.engine import task_dir, write
+
+HI = "Also say hi to the team"
+"""What the tests tell the running agent."""
+
+
+def make_flow(folder: Path, *, turns: int = 4, nap: float = 0.6, answer: str = "all done") -> Path:
+    """``flow.yaml``: one agent node, ``worker``, ``turns`` turns of ``shell.run sleep NAP``."""
+    write(folder, "mcp.yaml", """
+        builtins:
+          shell: {enabled: true, allow_commands: [sleep, echo], timeout_seconds: 60}
+        """)
+    steps = "".join(f"  - content: step {i}\n    tool_calls: [{{name: shell.run, arguments: {{command: 'sleep {nap}'}}}}]\n"
+                    for i in range(1, turns + 1))
+    write(folder, "worker.script.yaml", f"responses:\n{steps}  - content: {answer}\n")
+    write(folder, "worker.yaml", """
+        name: worker
+        role: a slow worker
+        system_prompt: work slowly
+        tools: [shell.run]
+        max_iterations: 20
+        llm_config: {model: scripted, script: worker.script.yaml}
+        """)
+    return write(folder, "flow.yaml", """
+        name: slowflow
+        mcp_servers: mcp.yaml
+        entry_point: work
+        nodes:
+          work: {type: agent, agent: worker}
+        edges: []
+        """)
+
+
+def start(flow: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``magent run FLOW "do the work" --no-input ARGS`` as a subprocess of its own group."""
+    return subprocess.Popen([sys.executable, "-m", "magent", "run", str(flow), "-t", "do the work", "--no-input", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
+
+
+def wait_for(home: Path, text: str, proc: subprocess.Popen | None = None, timeout: float = 60) -> str:
+    """Until the only task's events.jsonl contains ``text``; returns the task id."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = list((home / "tasks").glob("*/events.jsonl"))
+        if found and text in found[0].read_text():
+            return found[0].parent.name
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended first ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}")
+        time.sleep(0.05)
+    raise AssertionError(f"no {text!r} in events.jsonl within {timeout}s")
+
+
+def main_path(task_id: str) -> list:
+    td = task_dir(task_id)
+    cp = td.checkpoints.read(td.checkpoints.last_number())
+    return td.entries.path_to(cp.leaf_entry_id)
+
+
+def injections(entries) -> list[tuple[int | None, str]]:
+    return [(e.signal, e.content) for e in entries if e.entry_type == "injection"]
+
+
+def request_after_injection(task_id: str) -> str:
+    """What the first model call after the operator's message sent (``trace --step N --request``)."""
+    trace = invoke("trace", task_id)
+    steps = re.findall(r"^(\d+) +✉ operator said: " + re.escape(HI), trace.out, re.M)
+    for n in range(int(steps[-1]) + 1, int(steps[-1]) + 6):  # (a resume's steps may come between)
+        shown = invoke("trace", task_id, "--step", str(n), "--request")
+        if shown.code == 0:
+            return shown.out
+    raise AssertionError(f"no model call after the operator's message:\n{trace.out}")
