@@ -143,19 +143,22 @@ agents:
 
 # bad input: one line, exit 2, nothing written ------------------------------------------
 
-def test_chat_on_a_running_task_names_the_holder_and_writes_nothing(tmp_path: Path, magent_home: Path) -> None:
+def test_chat_on_a_running_task_queues_the_message_for_it(tmp_path: Path, magent_home: Path) -> None:
+    """(A real run is steered in test_steering.py; here a process only holds the lock.)"""
     first = magent.run(talker(tmp_path, "one", "two"), "go")
     td = task_dir(first.task_id)
     holder = Holder(td.store.locks_dir, td.id, f"task {td.id}")
     try:
-        before = home_snapshot(magent_home)
         r = invoke("chat", first.task_id[:8], "more")
-        assert r.code == 2, r.err
-        (line,) = r.err.strip().splitlines()
-        assert f"pid {holder.pid}" in line, line
-        with pytest.raises(TaskLockedError):
+        assert r.code == 0, r.err
+        assert r.out == (f"task {first.task_id[:8]} is running: message queued (signal 1); "
+                         "the agent reads it at its next turn\n")
+        assert [p.name for p in sorted((td.path / "signals").glob("*.json"))] == ["000001.json"]
+        empty = invoke("chat", first.task_id[:8])
+        assert empty.code == 2 and empty.err.strip() == (
+            f"magent: error: task {first.task_id[:8]} is running; give a MESSAGE to steer it")
+        with pytest.raises(TaskLockedError):  # a follow-up from Python still needs the lock
             magent.chat(first.task_id, "more")
-        assert home_snapshot(magent_home) == before
     finally:
         holder.kill()
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,26 +39,46 @@ def readme_tour() -> list[str]:
     return commands
 
 
-def run_tour(magent, folder: Path) -> None:
+def run_tour(magent, folder: Path, background=None) -> None:
     """Run the README's tour with ``magent(*args) -> (exit code, stdout, stderr)`` in ``folder``
     (the one holding ``examples/``): globs expanded as a shell would, ``<ID>`` the task id the
-    last run printed, runs with ``--no-input``."""
+    last run printed, runs with ``--no-input``. A command ending in ``&`` runs as a process of
+    its own, ``background(args) -> Popen`` (default: ``python -m magent``), while the next ones
+    run; its task id is the first line it prints, and it must end with 0 or 3 by the tour's end."""
     commands = readme_tour()
     assert len(commands) >= 10
     task_id = None
-    for command in commands:
-        args = []
-        for arg in shlex.split(command)[1:]:   # expand globs as a shell would
-            args.extend(sorted(str(p.relative_to(folder)) for p in folder.glob(arg)) if "*" in arg else [arg])
-        if "<ID>" in command:
-            assert task_id, f"{command!r} needs a task id but no command printed one"
-            args = [task_id if a == "<ID>" else a for a in args]
-        if args[0] == "run":
-            args.append("--no-input")
-        code, out, err = magent(*args)
-        assert code in (0, 3), f"{command}\n{out}\n{err}"
-        if out.startswith("task "):
-            task_id = out.split()[1]
+    started: list[tuple[str, subprocess.Popen]] = []
+    background = background or (lambda args: subprocess.Popen(
+        [sys.executable, "-m", "magent", *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True))
+    try:
+        for command in commands:
+            behind = command.endswith("&")
+            command = command.rstrip("&").strip()
+            args = []
+            for arg in shlex.split(command)[1:]:   # expand globs as a shell would
+                args.extend(sorted(str(p.relative_to(folder)) for p in folder.glob(arg)) if "*" in arg else [arg])
+            if "<ID>" in command:
+                assert task_id, f"{command!r} needs a task id but no command printed one"
+                args = [task_id if a == "<ID>" else a for a in args]
+            if args[0] == "run":
+                args.append("--no-input")
+            if behind:
+                proc = background(args)
+                started.append((command, proc))
+                first = proc.stdout.readline()
+                assert first.startswith("task "), f"{command}\n{first}{proc.stderr.read()}"
+                task_id = first.split()[1]
+                continue
+            code, out, err = magent(*args)
+            assert code in (0, 3), f"{command}\n{out}\n{err}"
+            if out.startswith("task "):
+                task_id = out.split()[1]
+    finally:
+        for command, proc in started:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode in (0, 3), f"{command}\n{out}\n{err}"
 
 
 def test_readme_tour_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

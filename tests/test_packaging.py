@@ -177,7 +177,9 @@ def test_the_readme_first_hour_runs_from_the_wheel(wheel_venv: dict, tmp_path: P
     try:
         where = run("--version")
         assert where[0] == 0 and where[1].startswith("magent "), where
-        run_tour(run, work)
+        run_tour(run, work, background=lambda args: subprocess.Popen(
+            [str(wheel_venv["venv"] / "bin" / "magent"), *args], cwd=work, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
     finally:
         tour.stdin.close()
         tour.wait(timeout=120)

@@ -17,7 +17,7 @@ from test_examples import ROOT, run_tour
 
 SCHEMAS = ROOT / "docs" / "schemas"
 TASK_FILES = re.compile(r"task\.json|checkpoint_\d{3,}\.json|entries\.jsonl|events\.jsonl|trace\.json"
-                        r"|kv\.jsonl|tool_pins\.jsonl|requests\.jsonl|artifacts")
+                        r"|kv\.jsonl|tool_pins\.jsonl|requests\.jsonl|artifacts|signals")
 """Every name a task directory may hold (a new kind of file needs a schema first)."""
 JSONL_SCHEMA = {"entries.jsonl": "entry", "events.jsonl": "event", "kv.jsonl": "kv",
                 "tool_pins.jsonl": "tool-pin", "requests.jsonl": "request", "rows.jsonl": "batch-row"}
@@ -129,6 +129,9 @@ class Checker:
                     assert (doc["task_id"], doc["sequence"]) == (task_dir.name, int(path.stem[11:])), path
             elif path.suffix == ".jsonl":
                 self.check_jsonl(path)
+            elif path.name == "signals":
+                for signal in sorted(path.glob("*.json")):
+                    self.check("signal", json.loads(signal.read_text()), signal)
 
 
 def test_every_file_of_the_readme_tour_validates(magent_home: Path, monkeypatch: pytest.MonkeyPatch,

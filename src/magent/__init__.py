@@ -7,7 +7,7 @@
     result = magent.run("examples/workflows/write_review.yaml", "Write copy for Tidy")
     print(result.status, result.output)
 
-The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``cancel``, ``load``, ``tasks``,
+The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``steer``, ``pause``, ``cancel``, ``load``, ``tasks``,
 ``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
 ``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
 ``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
@@ -114,7 +114,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.result import TokenUsage as TokenUsage
     from magent.api.runs import aresume as aresume
     from magent.api.runs import arun as arun
-    from magent.api.runs import cancel as cancel
+    from magent.api.steering import cancel as cancel
+    from magent.api.steering import pause as pause
+    from magent.api.steering import steer as steer
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
 
@@ -128,9 +130,9 @@ _API = (
         "batch_results", "batches", "call_tool", "cancel", "chat", "checkpoint", "checkpoints",
         "consolidate_memory", "copy_examples", "examples", "examples_folder", "export_memories",
         "export_trace", "follow_trace", "forget_memories", "import_memories", "init", "list_tools",
-        "load", "mcp_servers", "memories", "memory_entry", "new_agent", "new_workflow", "prompt",
+        "load", "mcp_servers", "memories", "memory_entry", "new_agent", "new_workflow", "pause", "prompt",
         "prompts", "prompts_folder", "read_trace", "replay", "resume", "resume_batch",
-        "retention_plan", "run", "search_memory", "sweep", "task", "task_details", "tasks",
+        "retention_plan", "run", "search_memory", "steer", "sweep", "task", "task_details", "tasks",
         "trace_html", "trace_log", "validate")
 
 __all__ = [*_API, "BatchNotFoundError", "ConfigError", "MagentError", "MemoryNotFoundError", "TaskLockedError",

@@ -96,7 +96,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import TokenHandler as TokenHandler
     from magent.api.runs import aresume as aresume
     from magent.api.runs import arun as arun
-    from magent.api.runs import cancel as cancel
+    from magent.api.steering import Sent as Sent
+    from magent.api.steering import cancel as cancel
+    from magent.api.steering import pause as pause
+    from magent.api.steering import steer as steer
     from magent.api.runs import decision_of as decision_of
     from magent.api.runs import resume as resume
     from magent.api.runs import run as run
@@ -121,7 +124,8 @@ _WHERE = {
     "definition": ("Definition", "PathLike", "load"),
     "reading": ("TaskDetails", "task", "task_details", "tasks", "trace_log"),
     "result": ("AgentResult", "ErrorInfo", "Provenance", "TokenUsage"),
-    "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun", "cancel",
+    "steering": ("Sent", "answer_after", "cancel", "pause", "steer"),
+    "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun",
              "decision_of", "resume", "run"),
 }
 _MODULE = {name: module for module, names in _WHERE.items() for name in names}

@@ -1,5 +1,5 @@
 """Starting, continuing and cancelling runs from Python: ``magent.run`` / ``arun``,
-``resume`` / ``aresume`` and ``cancel``. ``magent run`` and ``magent resume`` call these.
+``resume`` / ``aresume`` (``cancel``: ``api/steering.py``). ``magent run`` and ``magent resume`` call these.
 
 A call keeps nothing in the process between calls: ``home=`` applies to that call
 only (``paths.using_home``), and several ``arun`` calls may run at once in one event
@@ -144,16 +144,6 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
             outcome = await resume_run(td.id, decision=decision, set_values=sets, options=options,
                                        sinks=sinks, budget=limits)
         return _result(outcome)
-
-
-def cancel(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
-    """Abandon a paused or stopped task (status ``cancelled``). A live run's task cannot be
-    cancelled (``TaskLockedError``), nor a finished one (``TaskStateError``)."""
-    from magent.api.result import result_of
-    from magent.engine.session import cancel_task
-
-    with paths.using_home(home):
-        return cancel_task(task_id, result_of)
 
 
 def budget_of(budget: "BudgetArg") -> dict[str, Any] | None:

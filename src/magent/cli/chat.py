@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
         'magent chat 3f2a "Now make it shorter"        # a follow-up to task 3f2a',
         "magent chat examples/agents/note_taker.yaml  # talk; Ctrl-D to leave",
         "magent chat 3f2a                              # go on talking in task 3f2a",
-        'magent chat 3f2a "And in French?" --json --stream'))(chat)
+        'magent chat 3f2a "And in French?" --json --stream',
+        'magent chat 3f2a "Skip the tests, just build"  # steer 3f2a while it runs'))(chat)
 
 
 def chat(
@@ -35,6 +36,7 @@ def chat(
     stream: StreamOpt = False,
     quiet: QuietOpt = False,
     no_input: NoInputOpt = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Steering a running task: wait for the agent's next answer and print it.")] = False,
 ) -> None:
     """Talk to an agent, or send a follow-up to a task.
 
@@ -44,6 +46,10 @@ def chat(
     in a terminal, you are asked for one turn after turn (the answer streams, tool calls
     show) until Ctrl-D. Every turn is saved like a run: a chat that was killed continues with
     magent chat ID. Exit codes as magent run.
+
+    To a task that is running (in another terminal, a script), the MESSAGE is queued and the
+    command returns: the agent reads it as a user message at its next turn (--wait: and prints
+    its next answer).
     """
     from magent.engine.inputs import parse_sets
     from magent.errors import UsageError
@@ -57,6 +63,8 @@ def chat(
     if message is None and target is not None and not interactive:
         raise UsageError("give a MESSAGE to start a conversation with "
                          f"{what!r} (or run it in a terminal to be asked)")
+    if task_id is not None and _steer(task_id, message, wait, json_out):
+        return
     view = _View(json_out, quiet, stream=stream)
     result = None
     if task_id is not None and (message is not None or not interactive or _stopped(task_id)):
@@ -93,6 +101,37 @@ def _which(what: str) -> tuple[str | None, str | None]:
         except ConfigError:
             raise missing from None
         return None, what
+
+
+def _steer(task_id: str, message: str | None, wait: bool, json_out: bool) -> bool:
+    """A running task: queue ``message`` for it (and with ``wait`` print the answer to it).
+    False when no run holds the task (the message is a follow-up then)."""
+    import json
+
+    from magent import api
+    from magent.api.steering import running
+    from magent.errors import TaskStateError, UsageError
+    from magent.store.tasks import Store
+
+    if not running(Store().task(task_id)):
+        return False
+    if message is None:
+        raise UsageError(f"task {task_id[:8]} is running; give a MESSAGE to steer it")
+    try:
+        sent = api.steer(task_id, message)
+    except TaskStateError:
+        return False  # it stopped just now: a follow-up then
+    answer = api.answer_after(task_id, sent.signal) if wait else None
+    if json_out:
+        print(json.dumps({"task_id": sent.task_id, "signal": sent.signal, "queued": True,
+                          **({"answer": answer} if wait else {})}))
+    else:
+        print(f"task {task_id[:8]} is running: message queued (signal {sent.signal}); "
+              "the agent reads it at its next turn")
+        if wait:
+            print(answer if answer is not None else f"(task {task_id[:8]} stopped before answering; "
+                                                    f"see magent trace {task_id[:8]})")
+    return True
 
 
 def _stopped(task_id: str) -> bool:

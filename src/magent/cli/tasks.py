@@ -1,4 +1,4 @@
-"""``magent tasks``: list, show and cancel tasks."""
+"""``magent tasks``: list, show, pause and cancel tasks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from magent.cli.helpfmt import examples
 from magent.cli.options import TaskId
 from magent.vocabulary import TASK_STATUSES as STATUSES
 
-app = typer.Typer(help="List, inspect and cancel tasks.", no_args_is_help=True)
+app = typer.Typer(help="List, inspect, pause and cancel tasks.", no_args_is_help=True)
 
 
 @app.command("list", epilog=examples(
@@ -81,15 +81,45 @@ def show(
     render.task_detail(details.task, details.checkpoints, details.sessions)
 
 
+@app.command("pause", epilog=examples("magent tasks pause 3f2a", "magent resume 3f2a --approve"))
+def pause(
+    task_id: TaskId,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Return once the pause is sent, without waiting for the run to stop.")] = False,
+) -> None:
+    """Pause a running task at its next safe point.
+
+    The run stops after the model call or tool call in progress and waits for a person like
+    any pause; magent resume ID --approve continues it.
+    """
+    from magent.api import pause as pause_task
+
+    print(_stopped(pause_task(task_id, wait=not no_wait), "pause"))
+
+
 @app.command("cancel", epilog=examples("magent tasks cancel 3f2a"))
 def cancel(
     task_id: TaskId,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="For a running task: return once the cancel is sent.")] = False,
 ) -> None:
-    """Abandon a paused or dead task (its status becomes cancelled).
-
-    A task that a live run holds cannot be cancelled.
+    """Cancel a task (its status becomes cancelled). A running task stops at its next safe
+    point (after the model call or tool call in progress), its tool servers and processes
+    ended; a paused or dead one is cancelled at once.
     """
-    from magent.api import cancel
+    from magent.api import cancel as cancel_task
 
-    result = cancel(task_id)
-    print(f"task {result.task_id} cancelled")
+    print(_stopped(cancel_task(task_id, wait=not no_wait), "cancel"))
+
+
+def _stopped(result, verb: str) -> str:  # type: ignore[no-untyped-def]
+    """What pause and cancel say: what was sent, or what the task is now."""
+    from magent.api.steering import Sent
+
+    short = result.task_id[:8]
+    if isinstance(result, Sent):
+        return (f"task {short}: {verb} sent (signal {result.signal}); it applies after the model call "
+                "or tool call in progress")
+    if result.status == "awaiting_human" and verb == "pause":
+        return f"task {short} paused; go on with: magent resume {short} --approve"
+    if result.status == "cancelled":
+        return f"task {result.task_id} cancelled"
+    return f"task {short} is {result.status.value}: it stopped before the {verb} applied"

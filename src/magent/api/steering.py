@@ -1,0 +1,144 @@
+"""Steering a running task from another process: ``magent.steer``, ``pause`` and ``cancel``.
+
+None of them takes the run's lock: each writes a control signal (``store/signals.py``) that
+the run applies at its next safe point (after the model call or tool call in progress). A
+task that is not running is answered at once: a pause is refused (nothing runs to pause),
+a cancel abandons it as before (``engine/session.cancel_task``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from magent import paths
+from magent.api.definition import PathLike
+from magent.errors import TaskStateError
+
+if TYPE_CHECKING:
+    from magent.api.result import AgentResult
+    from magent.store.tasks import TaskDir
+
+POLL = 0.1
+
+
+@dataclass
+class Sent:
+    """A signal sent to a running task."""
+
+    task_id: str
+    signal: int
+    """Its number: the run records the last one it applied in each checkpoint."""
+    kind: str
+    """``message``, ``pause`` or ``cancel``."""
+
+
+def running(td: "TaskDir") -> bool:
+    """A live run holds the task's lock."""
+    return not td.lock().is_free()
+
+
+def steer(task_id: str, message: str, *, home: PathLike | None = None) -> Sent:
+    """Queue ``message`` for the running task: the model reads it as a user message on its next
+    turn (an ``injection`` entry). Durable when this returns. ``TaskStateError`` when no run
+    holds the task (continue a stopped one with ``magent.chat``)."""
+    from magent.errors import UsageError
+    from magent.store.tasks import Store
+    from magent.store.signals import send
+
+    if not message.strip():
+        raise UsageError("the message is empty; say what the agent should know")
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        if not running(td):
+            raise TaskStateError(f"task {td.id[:8]} is not running; `magent chat {td.id[:8]} MESSAGE` "
+                                 "continues it with a follow-up")
+        return Sent(td.id, send(td.path, "message", message), "message")
+
+
+def answer_after(task_id: str, signal: int, *, home: PathLike | None = None,
+                 timeout: float | None = None) -> str | None:
+    """Wait for the agent's next answer after the message sent as ``signal``: the first reply
+    of the main conversation without tool calls after its ``injection`` entry. None when the
+    run stopped first (or ``timeout`` seconds passed)."""
+    from magent.store.tasks import Store
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        while True:
+            seen = False
+            for entry in td.entries.load().values():  # in file order
+                if entry.entry_type == "injection" and entry.signal == signal and entry.session is None:
+                    seen = True
+                elif (seen and entry.role == "assistant" and entry.session is None and not entry.tool_calls
+                      and entry.content.strip()):
+                    return entry.content
+            if not running(td) or (deadline is not None and time.monotonic() > deadline):
+                return None
+            time.sleep(POLL)
+
+
+def pause(task_id: str, *, home: PathLike | None = None, wait: bool = True) -> "AgentResult | Sent":
+    """Ask the running task to pause at its next safe point (kind ``operator``; ``magent resume
+    ID --approve`` continues it). With ``wait`` (the default), wait until it has stopped and
+    return its ``AgentResult``. ``TaskStateError`` when no run holds the task."""
+    return _stop(task_id, "pause", home, wait)
+
+
+def cancel(task_id: str, *, home: PathLike | None = None, wait: bool = True) -> "AgentResult | Sent":
+    """Cancel a task: a running one stops at its next safe point as ``cancelled`` (its tool
+    servers and processes ended); a paused or dead one is abandoned at once. With ``wait`` (the
+    default) return its ``AgentResult`` once it has stopped. ``TaskStateError`` for a finished one."""
+    from magent.api.result import result_of
+    from magent.engine.session import cancel_task
+    from magent.errors import TaskLockedError
+    from magent.store.tasks import Store
+
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        if running(td):
+            return _stop(task_id, "cancel", home, wait)
+        try:
+            return cancel_task(td.id, result_of)
+        except TaskLockedError:  # a run took it just now
+            return _stop(task_id, "cancel", home, wait)
+
+
+def _stop(task_id: str, kind: str, home: PathLike | None, wait: bool) -> "AgentResult | Sent":
+    from magent.api.result import result_of
+    from magent.store.tasks import Store
+    from magent.store.signals import send
+
+    with paths.using_home(home):
+        td = Store().task(task_id)
+        if not running(td):
+            status = td.load_task().status.value
+            raise TaskStateError(f"task {td.id[:8]} is not running ({status}); there is nothing to {kind}")
+        number = send(td.path, kind)
+        if not wait:
+            return Sent(td.id, number, kind)
+        while running(td):
+            time.sleep(POLL)
+        _withdraw(td, number)
+        return result_of(td)
+
+
+def _withdraw(td: "TaskDir", number: int) -> None:
+    """The run ended before it reached signal ``number`` (it finished, or paused for another
+    reason): take the signal back, under the task's lock, so the task's next run does not act
+    on it. Applied or not, it stays if the lock cannot be had (another run took the task)."""
+    from magent.errors import TaskLockedError
+    from magent.store.signals import folder
+
+    try:
+        lock = td.lock().acquire()
+    except TaskLockedError:
+        return
+    try:
+        last = td.checkpoints.latest(repair=False)[0]
+        if last is None or last.signals_applied < number:
+            (folder(td.path) / f"{number:06d}.json").unlink(missing_ok=True)
+    finally:
+        lock.release()
