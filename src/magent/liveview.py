@@ -231,6 +231,9 @@ class EventPrinter:
         msg = f": {ev.field('message')}" if ev.field("message") else ""
         self.out.print(f"  [bold]a person chose {ev.field('action')}[/]{msg}")
 
+    def _on_tool_output(self, ev: Any) -> None:
+        self.out.print(f"  [dim]│ {esc(short(ev.field('line') or '', 200))}[/]", highlight=False)
+
     def _on_injection(self, ev: Any) -> None:
         self.out.print(f"  [bold magenta]✉ operator said:[/] {esc(short(ev.field('message') or '', 240))}",
                        highlight=False)

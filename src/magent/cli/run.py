@@ -208,7 +208,7 @@ class _View:
         from magent.cli.collector import after_first
 
         if self.json_out:
-            lines = JsonLines()
+            lines = JsonLines(stream=self.stream)
             return {"on_event": after_first(lines), "on_token": lines.delta if self.stream else None}
         return {"on_event": after_first(self.printer.print_event),
                 "on_token": None if self.quiet else self.printer.token}

@@ -106,18 +106,23 @@ def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
 class JsonLines:
     """``--json``: every event as one JSON object per line on stdout, flushed as it happens.
 
-    With ``--stream`` the model's text comes too, as it arrives, between the events:
+    With ``--stream`` a tool's output lines come too, as it prints them (``tool_output``: ``tool``,
+    ``call_id``, ``stream``, ``line``), and the model's text, as it arrives, between the events:
     ``{"type": "text_delta", "node": NODE, "agent": AGENT, "text": PIECE}``, one line per piece;
     the pieces before an ``llm_call`` event join to that call's reply. Only the task's main
     conversation streams (sub-agents and branches run side by side). Deltas are for the
     reader of stdout only: they are not events, so events.jsonl and the trace never hold them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stream: bool = False) -> None:
         self.speaking: dict[str, Any] = {}
         """Who the next deltas belong to: the main session's node that runs."""
+        self.stream = stream
+        """``--stream``: also a tool's output lines as it prints them (``tool_output``)."""
 
     def __call__(self, event: Any) -> None:
+        if event.type == "tool_output" and not self.stream:
+            return
         doc = event.model_dump(mode="json", exclude_none=True)
         if doc.get("type") in ("node_started", "llm_started") and not doc.get("session") and not doc.get("rail"):
             self.speaking = {"node": doc.get("node"), "agent": doc.get("agent")}

@@ -52,6 +52,11 @@ class EventBus:
         and copied only to be dropped, once or twice a step."""
         return self._texts > 0
 
+    @property
+    def wants_live(self) -> bool:
+        """Whether a sink wants the live-only events (a terminal, ``--json``, ``on_event``)."""
+        return self._live > 0
+
     def emit(self, type: str, node: str | None = None, **fields: Any) -> None:
         """Give the event to the sinks. A live-only event that no sink wants is not built, but it
         still takes its number, so that every event keeps the same ``seq``."""
@@ -133,7 +138,7 @@ def truncate(text: str | None, limit: int = 1000) -> str:
 # ``--json``) always carries them. Checkpoint notices are live only: the checkpoint files
 # are their own record; so are the starts of model attempts (the attempt's outcome is
 # recorded, as an ``llm_call``, the moment it is known).
-LIVE_ONLY = frozenset({"checkpoint", "llm_started"})
+LIVE_ONLY = frozenset({"checkpoint", "llm_started", "tool_output"})
 RESULT_PREVIEW = 1000
 
 

@@ -126,6 +126,10 @@ class _SessionBus:
     def wants_texts(self) -> bool:
         return self._run.bus.wants_texts
 
+    @property
+    def wants_live(self) -> bool:
+        return self._run.bus.wants_live
+
     def emit(self, type: str, node: str | None = None, **fields: Any):  # type: ignore[no-untyped-def]
         if not self._session.is_main:
             fields.setdefault("session", self._session.id)

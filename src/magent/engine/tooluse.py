@@ -135,7 +135,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
             await turn
             turn = None
         context = current_call.set(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node,
-                                               call_id=call.id, emit=ctx.bus.emit))
+                                               call_id=call.id, emit=ctx.bus.emit,
+                                               output=live_output(ctx, node, call.id, name)))
         try:  # (``tools.base.calling``, without a generator per call)
             result = await ctx.registry.call(name, arguments, allowed=policy.names, screen=screen)
         finally:
@@ -151,6 +152,17 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     add_observation(ctx, node, call, result.outcome, result.content, result)
     landed(ctx, call.id)
     return result
+
+
+def live_output(ctx, node: str, call_id: str, tool: str):  # type: ignore[no-untyped-def]
+    """What a tool prints as it runs, as live-only ``tool_output`` events (masked like the model's
+    streamed text); None when no sink watches live events."""
+    if not ctx.bus.wants_live:
+        return None
+
+    def output(stream: str, line: str) -> None:
+        ctx.bus.emit("tool_output", node, call_id=call_id, tool=tool, stream=stream, line=ctx.redactor.text(line))
+    return output
 
 
 def in_flight(ctx, call_id: str) -> None:

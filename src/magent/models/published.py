@@ -62,6 +62,8 @@ EVENT_TYPES: dict[str, str] = {
     "error": "The run failed (`message`, `error_type`).",
     "run_finished": "The run ended (`status`, `result`, `usage`).",
     "interrupted": "The run was stopped by a signal; `magent resume` continues it.",
+    "tool_output": "Live only (the terminal, `--json --stream` and `on_event`; never events.jsonl): a line a tool "
+                   "printed while it ran (`tool`, `call_id`, `stream`, `line`, masked); its result holds them all.",
     "injection": "An operator's message reached the running task (`magent chat ID` while it ran): `signal`, "
                  "`message`; it is an `injection` entry the model reads as a user message.",
     "signal": "An operator's pause or cancel reached the running task at a safe point (`signal`, `kind`).",

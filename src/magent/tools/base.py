@@ -74,6 +74,10 @@ class CallContext:
     emit: Callable[..., Any] | None = None
     """The calling session's ``bus.emit``: an in-process tool records in the trace what it did
     beyond its result (``memory.remember``: what it stored). None outside a run."""
+    output: Callable[[str, str], None] | None = None
+    """``output(stream, line)``: a line a tool printed (``stdout``/``stderr``) while it runs, for
+    the live view and ``--json --stream`` only (masked; never in events.jsonl). None when no one
+    watches."""
 
 
 current_call: ContextVar[CallContext | None] = ContextVar("magent_current_call", default=None)

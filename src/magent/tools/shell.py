@@ -1,5 +1,8 @@
 """The built-in shell connector (seed 004): ``shell.run``, off unless the config enables it.
 
+Its output lines go to the live view and ``--json --stream`` as they are printed
+(``CallContext.output``); the result holds them all once the command ends.
+
 A command is split like a shell would (``shlex``) but never run by one: no
 pipes, globs, ``$VAR`` or ``;``. Its first word must be one of
 ``allow_commands``. It runs in its own process group, so a timeout stops it
@@ -89,11 +92,23 @@ class ShellProvider:
 
 
 async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[str, str]:
-    async def read(stream: Any) -> str:
+    from magent.tools.base import current_call
+
+    call = current_call.get()
+    output = call.output if call is not None else None
+
+    async def read(stream: Any, name: str) -> str:
         data = b""
+        line = b""  # what has come of the line being printed (told to ``output`` when it ends)
         while chunk := await stream.read(65536):
             if len(data) < MAX_STREAM_BYTES:
                 data += chunk
+            if output is not None:
+                *whole, line = (line + chunk).split(b"\n")
+                for piece in whole:
+                    output(name, piece.decode(errors="replace"))
+        if output is not None and line:
+            output(name, line.decode(errors="replace"))
         text = data[:MAX_STREAM_BYTES].decode(errors="replace")
         return text + ("\n[... truncated]" if len(data) > MAX_STREAM_BYTES else "")
 
@@ -108,7 +123,7 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[
         finally:
             proc.stdin.close()
 
-    _, out, err = await asyncio.gather(feed(), read(proc.stdout), read(proc.stderr))
+    _, out, err = await asyncio.gather(feed(), read(proc.stdout, "stdout"), read(proc.stderr, "stderr"))
     await proc.wait()
     return out, err
 

@@ -1,0 +1,73 @@
+"""A tool's output as it happens (issue 32 item 4): the built-in shell tool's lines reach the live
+view and ``--json --stream`` while the command runs, masked; events.jsonl keeps the result once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from magent.redact import MASK
+from support.cli import invoke
+from support.engine import write
+
+KEY = "sk-live-typedbyaperson0123456789"
+PRINTS = f"import time\nfor i in range(3):\n    print('line', i, '{KEY}', flush=True); time.sleep(0.6)"
+
+
+def printer(folder: Path) -> Path:
+    write(folder, "mcp.yaml", f"""
+        builtins:
+          shell: {{enabled: true, allow_commands: [{sys.executable}], timeout_seconds: 60}}
+        """)
+    command = json.dumps([sys.executable, "-c", PRINTS])
+    write(folder, "printer.script.yaml", f"""
+        responses:
+          - tool_calls: [{{name: shell.run, arguments: {{command: {command}}}}}]
+          - content: printed
+        """)
+    return write(folder, "printer.yaml", """
+        name: printer
+        role: prints lines slowly
+        system_prompt: print
+        tools: [shell.run]
+        mcp_servers: mcp.yaml
+        llm_config: {model: scripted, script: printer.script.yaml}
+        """)
+
+
+def test_shell_lines_stream_as_they_are_printed_and_only_the_result_is_kept(tmp_path: Path,
+                                                                             magent_home: Path) -> None:
+    agent = printer(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "magent", "run", str(agent), "-t", "go", "--no-input",
+                             "--json", "--stream"], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    arrived: list[tuple[float, dict]] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith('{"seq"'):
+            arrived.append((time.monotonic(), json.loads(line)))
+    assert proc.wait(timeout=60) == 0
+    outputs = [(t, ev) for t, ev in arrived if ev["type"] == "tool_output"]
+    assert [ev["line"] for _, ev in outputs] == [f"line {i} {MASK}" for i in range(3)]  # masked as it streams
+    assert {(ev["tool"], ev["stream"]) for _, ev in outputs} == {("shell.run", "stdout")}
+    (result_at,) = [t for t, ev in arrived if ev["type"] == "tool_result"]
+    assert result_at - outputs[0][0] > 1.0  # the first line came while the command still ran
+    # events.jsonl (and so the trace) keeps the result once, never the lines one by one.
+    (events,) = (magent_home / "tasks").glob("*/events.jsonl")
+    kept = [json.loads(line) for line in events.read_text().splitlines()]
+    assert not [e for e in kept if e["type"] == "tool_output"]
+    without_stream = invoke("run", str(agent), "-t", "go", "--no-input", "--json")
+    assert '"tool_output"' not in without_stream.out
+
+
+def test_the_live_view_shows_the_lines_under_the_call(tmp_path: Path, magent_home: Path) -> None:
+    live = invoke("run", str(printer(tmp_path)), "-t", "go", "--no-input")
+    assert live.code == 0, live.err
+    lines = live.out.splitlines()
+    call = next(i for i, line in enumerate(lines) if line.startswith("  → shell.run"))
+    assert lines[call + 1:call + 4] == [f"  │ line {i} {MASK}" for i in range(3)]
+    assert lines[call + 4].startswith("  ← SUCCESS")
+    assert KEY not in live.out
