@@ -89,3 +89,43 @@ def test_steering_a_task_that_is_not_running_says_what_to_do(tmp_path: Path, mag
     with pytest.raises(TaskStateError, match="is not running; `magent chat"):
         magent.steer(task_id, "hello")
     assert numbers(task_dir(task_id).path) == []
+
+
+def test_the_python_api_steers_and_pauses_a_running_task(tmp_path: Path, magent_home: Path) -> None:
+    import asyncio
+
+    import magent
+
+    proc = start(make_flow(tmp_path, turns=8))
+    task_id = wait_for(magent_home, '"tool":"shell.run"', proc)
+
+    async def steer_then_pause():  # type: ignore[no-untyped-def]
+        sent = await magent.asteer(task_id, HI)
+        return sent, await magent.apause(task_id)
+
+    sent, paused = asyncio.run(steer_then_pause())
+    proc.communicate(timeout=60)
+    assert (sent.task_id, sent.signal, sent.kind) == (task_id, 1, "message")
+    assert paused.status.value == "awaiting_human" and paused.pause.kind == "operator"
+    assert injections(main_path(task_id)) == [(1, HI)]
+    td = task_dir(task_id)
+    last = td.checkpoints.last_number()
+    assert td.checkpoints.read(last).signals_applied == 2
+    # A fork from the pause starts a signal folder of its own (its signals are numbered from 1).
+    forked = invoke("resume", task_id[:8], "--from-checkpoint", str(last), "--approve", "--no-input")
+    assert forked.code == 0, forked.err
+    fork = next(p.name for p in (magent_home / "tasks").iterdir() if p.name != task_id)
+    assert task_dir(fork).checkpoints.read(0).signals_applied == 0
+
+
+def test_a_signal_is_never_written_through_a_link(tmp_path: Path, magent_home: Path) -> None:
+    from magent.errors import SymlinkError
+    from magent.store.signals import send
+
+    task = tmp_path / "task"
+    task.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (task / "signals").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SymlinkError, match="is a symbolic link"):
+        send(task, "message", "hello")
+    assert list((tmp_path / "elsewhere").iterdir()) == []

@@ -7,7 +7,7 @@
     result = magent.run("examples/workflows/write_review.yaml", "Write copy for Tidy")
     print(result.status, result.output)
 
-The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``steer``, ``pause``, ``cancel``, ``load``, ``tasks``,
+The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``steer``, ``pause``, ``cancel`` (``asteer``...), ``load``, ``tasks``,
 ``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
 ``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
 ``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
@@ -114,6 +114,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.result import TokenUsage as TokenUsage
     from magent.api.runs import aresume as aresume
     from magent.api.runs import arun as arun
+    from magent.api.steering import acancel as acancel
+    from magent.api.steering import apause as apause
+    from magent.api.steering import asteer as asteer
     from magent.api.steering import cancel as cancel
     from magent.api.steering import pause as pause
     from magent.api.steering import steer as steer
@@ -125,8 +128,8 @@ _API = (
         "BatchSummary", "CheckpointView", "Checkpoints", "Definition", "ErrorInfo", "Home",
         "HtmlReport", "MemoryList", "MemorySearch", "Provenance", "RetentionPlan", "SkippedRow",
         "StepRequests", "StoredPrompt", "TaskDetails", "TokenUsage", "ToolList", "TraceExport",
-        "TraceReading", "abatch", "acall_tool", "achat", "add_memory", "add_prompt", "alist_tools",
-        "amcp_servers", "areplay", "aresume", "aresume_batch", "arun", "batch", "batch_details",
+        "TraceReading", "abatch", "acall_tool", "acancel", "achat", "add_memory", "add_prompt", "alist_tools",
+        "amcp_servers", "apause", "areplay", "aresume", "aresume_batch", "arun", "asteer", "batch", "batch_details",
         "batch_results", "batches", "call_tool", "cancel", "chat", "checkpoint", "checkpoints",
         "consolidate_memory", "copy_examples", "examples", "examples_folder", "export_memories",
         "export_trace", "follow_trace", "forget_memories", "import_memories", "init", "list_tools",

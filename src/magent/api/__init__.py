@@ -97,6 +97,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports the
     from magent.api.runs import aresume as aresume
     from magent.api.runs import arun as arun
     from magent.api.steering import Sent as Sent
+    from magent.api.steering import acancel as acancel
+    from magent.api.steering import apause as apause
+    from magent.api.steering import asteer as asteer
     from magent.api.steering import cancel as cancel
     from magent.api.steering import pause as pause
     from magent.api.steering import steer as steer
@@ -124,7 +127,7 @@ _WHERE = {
     "definition": ("Definition", "PathLike", "load"),
     "reading": ("TaskDetails", "task", "task_details", "tasks", "trace_log"),
     "result": ("AgentResult", "ErrorInfo", "Provenance", "TokenUsage"),
-    "steering": ("Sent", "answer_after", "cancel", "pause", "steer"),
+    "steering": ("Sent", "acancel", "answer_after", "apause", "asteer", "cancel", "pause", "steer"),
     "runs": ("EventHandler", "StartHandler", "Target", "TokenHandler", "aresume", "arun",
              "decision_of", "resume", "run"),
 }

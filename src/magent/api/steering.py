@@ -1,4 +1,5 @@
-"""Steering a running task from another process: ``magent.steer``, ``pause`` and ``cancel``.
+"""Steering a running task from another process: ``magent.steer``, ``pause`` and ``cancel``
+(and ``asteer``, ``apause``, ``acancel`` for asyncio).
 
 None of them takes the run's lock: each writes a control signal (``store/signals.py``) that
 the run applies at its next safe point (after the model call or tool call in progress). A
@@ -8,6 +9,7 @@ a cancel abandons it as before (``engine/session.cancel_task``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -142,3 +144,18 @@ def _withdraw(td: "TaskDir", number: int) -> None:
             (folder(td.path) / f"{number:06d}.json").unlink(missing_ok=True)
     finally:
         lock.release()
+
+
+async def asteer(task_id: str, message: str, *, home: PathLike | None = None) -> Sent:
+    """``steer`` for asyncio."""
+    return await asyncio.to_thread(steer, task_id, message, home=home)
+
+
+async def apause(task_id: str, *, home: PathLike | None = None, wait: bool = True) -> "AgentResult | Sent":
+    """``pause`` for asyncio (waiting for the run to stop does not block the event loop)."""
+    return await asyncio.to_thread(pause, task_id, home=home, wait=wait)
+
+
+async def acancel(task_id: str, *, home: PathLike | None = None, wait: bool = True) -> "AgentResult | Sent":
+    """``cancel`` for asyncio (waiting for the run to stop does not block the event loop)."""
+    return await asyncio.to_thread(cancel, task_id, home=home, wait=wait)

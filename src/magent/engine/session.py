@@ -232,7 +232,8 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
     first = cp.model_copy(update={
         "task_id": task.id, "sequence": 0, "checkpoint_id": new_id(), "parent_id": None, "reason": "fork",
         "created_at": now(), "events_seq": 0, "awaiting_human": paused, "human_feedback": None,
-        "human_request": cp.human_request if paused else None, "sha256": None})
+        "human_request": cp.human_request if paused else None, "sha256": None,
+        "signals_applied": 0})  # (the fork's own signals/ starts empty, numbered from 1)
 
     def fill(staging: Path) -> None:
         """The fork's history, tool state and checkpoint 0, written before its directory appears."""
