@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_a_message_to_a_running_task_reaches_the_model_at_its_next_turn(tmp_path
 
 
 def test_pause_then_approve_and_cancel_a_running_task(tmp_path: Path, magent_home: Path) -> None:
-    proc = start(make_flow(tmp_path, turns=8))
+    proc = start(make_flow(tmp_path, turns=8, server=True))
     task_id = wait_for(magent_home, '"tool":"shell.run"', proc)
     paused = invoke("tasks", "pause", task_id[:8])
     out, err = proc.communicate(timeout=60)
@@ -54,6 +55,11 @@ def test_pause_then_approve_and_cancel_a_running_task(tmp_path: Path, magent_hom
 
     resumed = start_resume(task_id)
     wait_for(magent_home, '"type":"human_decision"', resumed)
+    deadline = time.time() + 20
+    while not children(resumed.pid) and time.time() < deadline:  # its MCP server (a group of its own)
+        time.sleep(0.05)
+    started = children(resumed.pid)
+    assert started
     cancelled = invoke("tasks", "cancel", task_id[:8])
     out, err = resumed.communicate(timeout=60)
     assert cancelled.code == 0, cancelled.err
@@ -61,10 +67,25 @@ def test_pause_then_approve_and_cancel_a_running_task(tmp_path: Path, magent_hom
     assert "✉ operator asked to cancel" in out and "cancelled" in out
     task = td.load_task()
     assert task.status.value == "cancelled" and task.error == "cancelled by a person"
-    with pytest.raises(ProcessLookupError):  # nothing of the run's process group is left
-        os.killpg(resumed.pid, 0)
+    for pgid in [resumed.pid, *started]:  # nothing is left of the run's groups: no server, no tool
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pgid, 0)
     steps = invoke("trace", task_id).out
     assert "operator asked to pause" in steps and "operator asked to cancel" in steps
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (zombies aside)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
 
 
 def start_resume(task_id: str):  # type: ignore[no-untyped-def]
@@ -129,3 +150,25 @@ def test_a_signal_is_never_written_through_a_link(tmp_path: Path, magent_home: P
     with pytest.raises(SymlinkError, match="is a symbolic link"):
         send(task, "message", "hello")
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_in_a_terminal_the_run_shows_the_message_arrive_and_pauses_inline(tmp_path: Path, magent_home: Path) -> None:
+    from support.terminal import Terminal
+
+    term = Terminal("run", str(make_flow(tmp_path, turns=8)), "-t", "do the work")
+    term.expect("→ shell.run")
+    task_id = next((magent_home / "tasks").iterdir()).name
+    assert invoke("chat", task_id[:8], HI).code == 0
+    term.expect("✉ operator said:")  # (styled: the message follows the label's colour codes)
+    term.expect(HI)
+    assert invoke("tasks", "pause", task_id[:8], "--no-wait").out.startswith(f"task {task_id[:8]}: pause sent")
+    term.expect("✉ operator asked to pause")
+    term.expect("Paused by an operator")
+    term.expect("[a]pprove / [l]ater")  # in a terminal the run asks inline
+    term.type("a")
+    term.expect("message (optional):")
+    term.type("")
+    term.expect("all done")
+    assert term.finish() == 0
+    assert task_dir(task_id).load_task().status.value == "completed"
+    assert HI in request_after_injection(task_id)

@@ -18,22 +18,29 @@ HI = "Also say hi to the team"
 """What the tests tell the running agent."""
 
 
-def make_flow(folder: Path, *, turns: int = 4, nap: float = 0.6, answer: str = "all done") -> Path:
-    """``flow.yaml``: one agent node, ``worker``, ``turns`` turns of ``shell.run sleep NAP``."""
-    write(folder, "mcp.yaml", """
-        builtins:
-          shell: {enabled: true, allow_commands: [sleep, echo], timeout_seconds: 60}
-        """)
+def make_flow(folder: Path, *, turns: int = 4, nap: float = 0.6, answer: str = "all done",
+              server: bool = False) -> Path:
+    """``flow.yaml``: one agent node, ``worker``, ``turns`` turns of ``shell.run sleep NAP``;
+    with ``server``, the worker may also call the ledger MCP server (a stdio process of the run)."""
+    from support.crashflow import LEDGER_SERVER
+
+    ledger = (f"servers:\n  - {{name: ledger, transport: stdio, config: {{command: {sys.executable}, "
+              f"args: [{LEDGER_SERVER}], env: {{LEDGER: {folder / 'ledger.txt'}}}}}}}\n") if server else ""
+    write(folder, "mcp.yaml", ledger + """
+builtins:
+  shell: {enabled: true, allow_commands: [sleep, echo], timeout_seconds: 60}
+""")
     steps = "".join(f"  - content: step {i}\n    tool_calls: [{{name: shell.run, arguments: {{command: 'sleep {nap}'}}}}]\n"
                     for i in range(1, turns + 1))
     write(folder, "worker.script.yaml", f"responses:\n{steps}  - content: {answer}\n")
-    write(folder, "worker.yaml", """
+    tools = "[shell.run, ledger.*]" if server else "[shell.run]"
+    write(folder, "worker.yaml", f"""
         name: worker
         role: a slow worker
         system_prompt: work slowly
-        tools: [shell.run]
+        tools: {tools}
         max_iterations: 20
-        llm_config: {model: scripted, script: worker.script.yaml}
+        llm_config: {{model: scripted, script: worker.script.yaml}}
         """)
     return write(folder, "flow.yaml", """
         name: slowflow
@@ -78,7 +85,7 @@ def injections(entries) -> list[tuple[int | None, str]]:
 def request_after_injection(task_id: str) -> str:
     """What the first model call after the operator's message sent (``trace --step N --request``)."""
     trace = invoke("trace", task_id)
-    steps = re.findall(r"^(\d+) +✉ operator said: " + re.escape(HI), trace.out, re.M)
+    steps = re.findall(r"^ *(\d+) +✉ operator said: " + re.escape(HI), trace.out, re.M)
     for n in range(int(steps[-1]) + 1, int(steps[-1]) + 6):  # (a resume's steps may come between)
         shown = invoke("trace", task_id, "--step", str(n), "--request")
         if shown.code == 0:
