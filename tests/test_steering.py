@@ -30,6 +30,9 @@ def test_a_message_to_a_running_task_reaches_the_model_at_its_next_turn(tmp_path
     # One injection entry in the conversation, the model sees it as a user message next turn.
     assert injections(main_path(task_id)) == [(1, HI)]
     assert HI in request_after_injection(task_id)
+    report = tmp_path / "trace.html"  # the HTML report says it too
+    assert invoke("trace", task_id, "--html", str(report)).code == 0
+    assert f"operator said: {HI}" in report.read_text()
     td = task_dir(task_id)
     assert td.checkpoints.read(td.checkpoints.last_number()).signals_applied == 1
     assert json.loads((td.path / "signals" / "000001.json").read_text())["kind"] == "message"

@@ -163,7 +163,8 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
             return None
         if answer in keys and (keys[answer] is None or keys[answer] in allowed):
             break
-        print("please answer a, r, e or l")
+        offered = [k for k, action in keys.items() if action is None or action in allowed]
+        print(f"please answer {', '.join(offered[:-1])} or {offered[-1]}")
     action = keys[answer]
     if action is None:
         return None
