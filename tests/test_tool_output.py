@@ -71,3 +71,29 @@ def test_the_live_view_shows_the_lines_under_the_call(tmp_path: Path, magent_hom
     assert lines[call + 1:call + 4] == [f"  │ line {i} {MASK}" for i in range(3)]
     assert lines[call + 4].startswith("  ← SUCCESS")
     assert KEY not in live.out
+
+
+def test_mcp_progress_notifications_are_output_lines_as_they_come(tmp_path: Path) -> None:
+    import asyncio
+
+    from magent.tools.base import CallContext, calling
+    from magent.tools.setup import build_registry
+    from servers.harness import stdio_server, write_mcp_file
+
+    path = write_mcp_file(tmp_path / "mcp.yaml", [stdio_server("tb")])
+    reg = build_registry(mcp_files=[path], artifacts_dir=tmp_path / "artifacts", home_config=False)
+    seen: list[tuple[float, str, str]] = []
+
+    async def main():  # type: ignore[no-untyped-def]
+        try:
+            with calling(CallContext(output=lambda stream, line: seen.append((time.monotonic(), stream, line)))):
+                result = await reg.call("tb.steps", {"count": 3})
+            return result, time.monotonic()
+        finally:
+            await reg.close()
+
+    result, ended = asyncio.run(main())
+    assert result.outcome == "SUCCESS" and "took 3 steps" in result.content
+    assert [(stream, line) for _, stream, line in seen] == [
+        ("progress", f"{i}/3 step {i} done") for i in (1, 2, 3)]
+    assert ended - seen[0][0] > 0.4  # the first came while the call still ran

@@ -99,6 +99,14 @@ async def slow(seconds: float = 0.5) -> str:
     return f"slept {seconds}"
 
 
+@server.tool(description="Take some steps, reporting progress after each.")
+async def steps(count: int, ctx: Context) -> str:
+    for i in range(1, count + 1):
+        await asyncio.sleep(0.3)
+        await ctx.report_progress(i, count, f"step {i} done")
+    return f"took {count} steps"
+
+
 @server.tool(description="The server's process id.")
 def pid() -> int:
     return os.getpid()

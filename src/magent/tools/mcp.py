@@ -231,7 +231,8 @@ class MCPProvider:
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         try:
-            res = await conn.session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+            res = await conn.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                               progress_callback=_progress_output())
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 return await self._timed_out(conn, timeout, started, notes)
@@ -460,3 +461,19 @@ def _version() -> str:
     from magent import __version__
 
     return __version__
+
+
+def _progress_output():  # type: ignore[no-untyped-def]
+    """The call's progress notifications as output lines (``CallContext.output``, stream
+    ``progress``), for the live view and ``--json --stream``; None when no one watches."""
+    from magent.tools.base import current_call
+
+    call = current_call.get()
+    output = call.output if call is not None else None
+    if output is None:
+        return None
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        done = f"{value:g}/{total:g}" if total else f"{value:g}"
+        output("progress", f"{done} {message}" if message else done)
+    return progress
