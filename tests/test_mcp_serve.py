@@ -27,7 +27,7 @@ def test_tools_are_the_served_workflows_and_the_verbs() -> None:
         async with stdio_session(WRITE_REVIEW, TEMPLATED) as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert list(tools) == ["write_review", "templated_reply", "tasks_list", "task_status", "resume",
-                                   "chat", "trace"]
+                                   "chat", "steer", "trace"]
             assert tools["write_review"].description.startswith("Draft product copy and revise it")
             schema = tools["templated_reply"].input_schema
             # the --set values its templates need are required arguments beside the task
@@ -163,6 +163,30 @@ def test_a_long_run_returns_its_id_at_once_and_runs_on(tmp_path: Path, magent_ho
     assert ledger_lines(ledger) == ["a", "nap", "b"]
 
 
+def test_steer_sends_a_running_task_a_message_its_agent_reads(tmp_path: Path, magent_home: Path) -> None:
+    flow = make_flow(tmp_path, nap=600)
+    ledger, wake = tmp_path / "ledger.txt", tmp_path / "wake"
+    env = {"LEDGER": str(ledger), "LEDGER_WAKE": str(wake)}
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any], Any]:
+        async with stdio_session(str(flow), wait=0, env=env) as s:
+            started = reply(await s.call_tool("crashflow", {"task": "nap"}))
+            await asyncio.to_thread(wait_for_nap, magent_home)
+            sent = reply(await s.call_tool("steer", {"task_id": started["task_id"],
+                                                     "message": "Also note the weather."}))
+            wake.touch()
+            status = reply(await s.call_tool("task_status", {"task_id": started["task_id"], "wait_seconds": 120}))
+            stopped = await s.call_tool("steer", {"task_id": started["task_id"], "message": "too late"})
+            return sent, status, stopped
+
+    sent, status, stopped = asyncio.run(main())
+    assert (sent["status"], sent["signal"]) == ("queued", 1) and status["status"] == "completed"
+    entries = [json.loads(line) for line in
+               (magent_home / "tasks" / status["task_id"] / "entries.jsonl").read_text().splitlines()]
+    assert [e["content"] for e in entries if e.get("entry_type") == "injection"] == ["Also note the weather."]
+    assert stopped.is_error                                          # a task no run holds: refused
+
+
 def test_a_call_the_client_cancels_cancels_its_task(tmp_path: Path, magent_home: Path) -> None:
     flow = make_flow(tmp_path, nap=600)
     ledger = tmp_path / "ledger.txt"
@@ -242,8 +266,8 @@ def test_without_targets_it_serves_what_is_installed_and_by_name(magent_home: Pa
             return [t.name for t in (await s.list_tools()).tools]
 
     everything = asyncio.run(main())
-    assert "tagline_writer" in everything and "writer" in everything and everything[-5:] == [
-        "tasks_list", "task_status", "resume", "chat", "trace"]
+    assert "tagline_writer" in everything and "writer" in everything and everything[-6:] == [
+        "tasks_list", "task_status", "resume", "chat", "steer", "trace"]
     assert asyncio.run(main("tagline_writer"))[0] == "tagline_writer"
 
 

@@ -17,7 +17,7 @@ from magent.errors import UsageError
 if TYPE_CHECKING:
     from magent.api.definition import Definition
 
-VERBS = ("tasks_list", "task_status", "resume", "chat", "trace")
+VERBS = ("tasks_list", "task_status", "resume", "chat", "steer", "trace")
 """The tools every server has besides the served workflows and agents."""
 SUFFIXES = (".yaml", ".yml", ".json")
 

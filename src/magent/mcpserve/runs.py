@@ -146,10 +146,10 @@ def _mark_cancelled(started: list["Task"], client_cancelled: Callable[[], bool])
     """After a cancelled call's run stopped: a client's cancel makes the task ``cancelled``."""
     if not started or not client_cancelled():
         return
-    from magent.api.runs import cancel
+    from magent.api.steering import cancel
 
     try:
-        cancel(started[0].id)
+        cancel(started[0].id, wait=False)
     except MagentError:
         pass  # it finished or paused before the cancel landed: it stays as it is
 

@@ -1,4 +1,4 @@
-"""The task tools every server has: ``tasks_list``, ``task_status``, ``resume``, ``chat``, ``trace``;
+"""The task tools every server has: ``tasks_list``, ``task_status``, ``resume``, ``chat``, ``steer``, ``trace``;
 and the task resources (``magent://tasks/{id}/trace``, ``magent://tasks/{id}/result``).
 
 Each is a call of the Python API on the home the server was started with; an id is checked
@@ -45,6 +45,10 @@ SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
         "type": "object", "additionalProperties": False, "required": ["task_id", "message"], "properties": {
             "task_id": _ID, "message": {"type": "string", "description": "The follow-up."},
             "wait_seconds": WAIT_PROPERTY}}),
+    "steer": ("Send a running magent task a message: its agent reads it as the operator's at its next "
+              "turn. Returns at once; task_status or trace shows what the agent made of it.", {
+        "type": "object", "additionalProperties": False, "required": ["task_id", "message"], "properties": {
+            "task_id": _ID, "message": {"type": "string", "description": "What the agent should know."}}}),
     "trace": ("A magent task's trace: every step (nodes, model calls, tool calls, pauses) with tokens "
               "and cost, as text or as the TraceLog JSON.", {
         "type": "object", "additionalProperties": False, "required": ["task_id"], "properties": {
@@ -75,6 +79,10 @@ async def call_verb(runs: Runs, name: str, args: dict[str, Any], caller: Caller
             await runs.wait_for(result.task_id, float(args["wait_seconds"]))
             result = await asyncio.to_thread(api.task, task_id)
         return reply_of(result), False
+    if name == "steer":
+        sent = await api.asteer(task_id, _text(args, "message"))
+        return {"task_id": sent.task_id, "status": "queued", "signal": sent.signal,
+                "message": "the agent reads it at its next turn"}, False
     if name == "trace":
         form = args.get("format", "text")
         if form not in ("text", "json"):
