@@ -257,9 +257,6 @@ def create_immutable(path: Path, data: bytes) -> None:
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """What ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` makes for every call, made once."""
-_LONG_TEXT = 512
-"""A text at least this long in a document's top level is turned into JSON by pydantic's encoder
-(``dumps``): a tool result of 10 KB takes ``json`` about 25 us, pydantic's about 7."""
 
 
 def plain_json(value: Any, floats: str = "any") -> bool:
@@ -288,32 +285,8 @@ def plain_json(value: Any, floats: str = "any") -> bool:
 
 def dumps(obj: Any, *, indent: int | None = None) -> bytes:
     if indent is None:
-        if type(obj) is dict and any(type(v) is str and len(v) >= _LONG_TEXT for v in obj.values()):
-            return _dumps_long_texts(obj)
         return _COMPACT.encode(obj).encode()
     return (json.dumps(obj, ensure_ascii=False, indent=indent) + "\n").encode()
-
-
-def _dumps_long_texts(doc: dict[str, Any]) -> bytes:
-    """``dumps(doc)``, byte for byte, with its long texts turned into JSON by pydantic's encoder
-    (which escapes a text exactly as ``json.dumps(..., ensure_ascii=False)`` does: quote,
-    backslash and control characters, the same short forms, lower-case hex; the rest as UTF-8).
-    Anything else, and a text it refuses (a lone surrogate), goes through ``json`` as before."""
-    from pydantic_core import to_json
-
-    encode = _COMPACT.encode
-    parts = []
-    try:
-        for key, value in doc.items():
-            if type(key) is not str:
-                raise TypeError
-            if type(value) is str and len(value) >= _LONG_TEXT:
-                parts.append(f"{encode(key)}:".encode() + to_json(value))
-            else:
-                parts.append(f"{encode(key)}:{encode(value)}".encode())
-    except (TypeError, ValueError):  # pydantic's refusal is a ValueError
-        return encode(doc).encode()
-    return b"{" + b",".join(parts) + b"}"
 
 
 def write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
