@@ -73,7 +73,9 @@ def test_the_live_view_shows_the_lines_under_the_call(tmp_path: Path, magent_hom
     assert KEY not in live.out
 
 
-def test_mcp_progress_notifications_are_output_lines_as_they_come(tmp_path: Path) -> None:
+def watched(tmp_path: Path, *calls: tuple[str, dict]) -> tuple[list, list[tuple[float, str, str]], float]:
+    """Make ``calls`` on the toolbox server in turn, the first watched (its output lines kept, with
+    when they came), the rest not; their results, the lines, and when the first call ended."""
     import asyncio
 
     from magent.tools.base import CallContext, calling
@@ -86,14 +88,55 @@ def test_mcp_progress_notifications_are_output_lines_as_they_come(tmp_path: Path
 
     async def main():  # type: ignore[no-untyped-def]
         try:
+            (name, args), *rest = calls
             with calling(CallContext(output=lambda stream, line: seen.append((time.monotonic(), stream, line)))):
-                result = await reg.call("tb.steps", {"count": 3})
-            return result, time.monotonic()
+                results = [await reg.call(name, args)]
+            ended = time.monotonic()
+            results += [await reg.call(n, a) for n, a in rest]
+            return results, ended
         finally:
             await reg.close()
 
-    result, ended = asyncio.run(main())
+    results, ended = asyncio.run(main())
+    return results, seen, ended
+
+
+def test_mcp_progress_notifications_are_output_lines_as_they_come(tmp_path: Path) -> None:
+    (result,), seen, ended = watched(tmp_path, ("tb.steps", {"count": 3}))
     assert result.outcome == "SUCCESS" and "took 3 steps" in result.content
     assert [(stream, line) for _, stream, line in seen] == [
         ("progress", f"{i}/3 step {i} done") for i in (1, 2, 3)]
     assert ended - seen[0][0] > 0.4  # the first came while the call still ran
+
+
+def test_mcp_log_messages_are_output_lines_of_the_call_that_runs(tmp_path: Path) -> None:
+    # the echo after it is not watched: the server's log lines go to the call in flight only
+    (result, quiet), seen, ended = watched(tmp_path, ("tb.chatty", {"count": 2}), ("tb.echo", {"text": "after"}))
+    assert result.outcome == "SUCCESS" and "did 2 parts" in result.content
+    assert quiet.outcome == "SUCCESS"
+    assert [(stream, line) for _, stream, line in seen] == [("log", f"info: part {i} of 2 done") for i in (1, 2)]
+    assert ended - seen[0][0] > 0.2  # the first came while the call still ran
+
+
+def test_an_mcp_servers_log_lines_show_in_the_live_view(tmp_path: Path, magent_home: Path) -> None:
+    from servers.harness import stdio_server, write_mcp_file
+
+    write_mcp_file(tmp_path / "mcp.yaml", [stdio_server("tb")])
+    write(tmp_path, "chatty.script.yaml", f"""
+        responses:
+          - tool_calls: [{{name: tb.chatty, arguments: {{count: 2}}}}]
+          - content: done, with {KEY}
+        """)
+    agent = write(tmp_path, "chatty.yaml", """
+        name: chatty
+        role: does work in parts
+        system_prompt: work
+        tools: [tb.chatty]
+        mcp_servers: mcp.yaml
+        llm_config: {model: scripted, script: chatty.script.yaml}
+        """)
+    live = invoke("run", str(agent), "-t", "go", "--no-input")
+    assert live.code == 0, live.err
+    lines = live.out.splitlines()
+    call = next(i for i, line in enumerate(lines) if line.startswith("  → tb.chatty"))
+    assert lines[call + 1:call + 3] == [f"  │ info: part {i} of 2 done" for i in (1, 2)]

@@ -1,7 +1,7 @@
 """A test MCP server built with the mcp SDK: ``python toolbox.py [stdio|sse|streamable_http] [PORT]``.
 
 Tools: ``echo``, ``add``, ``slow`` (sleeps), ``pid`` (its process id), ``cwd``,
-``fail`` (an MCP ``isError`` result), ``crash`` (the process exits), ``hang``
+``chatty`` (logs a message per part), ``fail`` (an MCP ``isError`` result), ``crash`` (the process exits), ``hang``
 (never returns), ``huge`` (about a megabyte of text), ``writes`` (not
 idempotent), ``whoami`` (the request's Authorization header), ``env_sha``
 (hash of an environment variable), ``stamp`` (the wall-clock time it ran),
@@ -105,6 +105,14 @@ async def steps(count: int, ctx: Context) -> str:
         await asyncio.sleep(0.3)
         await ctx.report_progress(i, count, f"step {i} done")
     return f"took {count} steps"
+
+
+@server.tool(description="Do some work, logging a message after each part.")
+async def chatty(count: int, ctx: Context) -> str:
+    for i in range(1, count + 1):
+        await asyncio.sleep(0.3)
+        await ctx.info(f"part {i} of {count} done")
+    return f"did {count} parts"
 
 
 @server.tool(description="The server's process id.")

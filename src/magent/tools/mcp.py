@@ -18,11 +18,12 @@ timeout. What can go wrong comes back as a ``ToolResult`` (never raised):
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Callable, Iterable, Union
 
 from magent.errors import ToolError
 from magent.models import Tool
@@ -64,6 +65,9 @@ class _Connection:
         self.stop = asyncio.Event()
         self.lost = False
         self.transport_error = ""
+        self.watching: list[Callable[[str, str], None]] = []
+        """The output lines of the calls in flight on this connection: a server's log messages
+        (``notifications/message``) belong to no request, so each goes to every call that runs."""
         self.tools_changed = False
         """The server said its tools changed (``notifications/tools/list_changed``): they are
         listed again before the next call is checked (``MCPProvider.prepare``)."""
@@ -78,7 +82,7 @@ class _Connection:
                 read, write = await stack.enter_async_context(self._transport(stack))
                 session = await stack.enter_async_context(ClientSession(
                     read, write, client_info=Implementation(name="magent", version=_version()),
-                    message_handler=self._on_message))
+                    message_handler=self._on_message, logging_callback=self._on_log))
                 await session.initialize()
                 self.tools = await _list_all(session)
                 self.session = session
@@ -90,6 +94,14 @@ class _Connection:
             self.session = None
             self.lost = True
             self.ready.set()
+
+    async def _on_log(self, params: Any) -> None:
+        if not self.watching:
+            return
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
+        line = f"{params.level}: {data}" if params.logger is None else f"{params.level} {params.logger}: {data}"
+        for output in list(self.watching):
+            output("log", line)
 
     def _on_garbage(self) -> None:
         if self.proc is not None and self.proc.garbage_count >= GARBAGE_LINES:
@@ -230,9 +242,12 @@ class MCPProvider:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+        output = _call_output()
+        if output is not None:
+            conn.watching.append(output)
         try:
             res = await conn.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
-                                               progress_callback=_progress_output())
+                                               progress_callback=_progress(output))
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 return await self._timed_out(conn, timeout, started, notes)
@@ -244,6 +259,9 @@ class MCPProvider:
             if not conn.usable or _is_transport_error(exc):
                 return await self._lost(conn, started, notes, detail=describe_error(exc))
             return self._result("ERROR", f"server {self.name!r}: {describe_error(exc)}", started, notes)
+        finally:
+            if output is not None:
+                conn.watching.remove(output)
         text = result_text(res)
         outcome = "FAILURE" if res.is_error else "SUCCESS"
         out = self._result(outcome, text, started, notes, error=text if res.is_error else None)
@@ -463,13 +481,17 @@ def _version() -> str:
     return __version__
 
 
-def _progress_output():  # type: ignore[no-untyped-def]
-    """The call's progress notifications as output lines (``CallContext.output``, stream
-    ``progress``), for the live view and ``--json --stream``; None when no one watches."""
+def _call_output() -> Callable[[str, str], None] | None:
+    """Where the running call's output lines go (``CallContext.output``): the live view and
+    ``--json --stream``; None when no one watches."""
     from magent.tools.base import current_call
 
     call = current_call.get()
-    output = call.output if call is not None else None
+    return call.output if call is not None else None
+
+
+def _progress(output: Callable[[str, str], None] | None) -> Any:
+    """The call's progress notifications as output lines of stream ``progress``."""
     if output is None:
         return None
 
