@@ -91,3 +91,43 @@ def request_after_injection(task_id: str) -> str:
         if shown.code == 0:
             return shown.out
     raise AssertionError(f"no model call after the operator's message:\n{trace.out}")
+
+
+def make_lead(folder: Path, *, turns: int = 6, both: bool = False) -> Path:
+    """``lead.yaml``'s workflow: a lead agent that delegates to the slow worker (``make_flow``'s),
+    then answers "lead done"; with ``both``, to the worker and a second slow worker, ``helper``, at
+    once (two sub-agent sessions running side by side)."""
+    make_flow(folder, turns=turns, answer="worker done")
+    calls = "[{name: agents.worker, arguments: {task: work}}" + (
+        ", {name: agents.helper, arguments: {task: help}}]" if both else "]")
+    write(folder, "lead.script.yaml", f"responses:\n  - tool_calls: {calls}\n  - content: lead done\n")
+    if both:
+        script = (folder / "worker.script.yaml").read_text().replace("worker done", "helper done")
+        write(folder, "helper.script.yaml", script)
+        write(folder, "helper.yaml", (folder / "worker.yaml").read_text()
+              .replace("name: worker", "name: helper").replace("worker.script", "helper.script"))
+    write(folder, "lead.yaml", f"""
+        name: lead
+        role: hands the work on
+        system_prompt: delegate
+        sub_agents: [worker{', helper' if both else ''}]
+        llm_config: {{model: scripted, script: lead.script.yaml}}
+        """)
+    return write(folder, "leadflow.yaml", """
+        name: leadflow
+        mcp_servers: mcp.yaml
+        entry_point: lead
+        nodes:
+          lead: {type: agent, agent: lead}
+        edges: []
+        """)
+
+
+def session_of(task_id: str, agent: str) -> str:
+    """The id of the session in which sub-agent ``agent`` ran (from the task's checkpoints)."""
+    td = task_dir(task_id)
+    for number in range(td.checkpoints.last_number() + 1):
+        for session in td.checkpoints.read(number).sessions:
+            if session.agent == agent:
+                return session.session_id
+    raise AssertionError(f"no session of {agent!r} in task {task_id[:8]}")

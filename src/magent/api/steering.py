@@ -41,10 +41,15 @@ def running(td: "TaskDir") -> bool:
     return not td.lock().is_free()
 
 
-def steer(task_id: str, message: str, *, home: PathLike | None = None) -> Sent:
+def steer(task_id: str, message: str, *, session: str | None = None, home: PathLike | None = None) -> Sent:
     """Queue ``message`` for the running task: the model reads it as a user message on its next
     turn (an ``injection`` entry). Durable when this returns. ``TaskStateError`` when no run
-    holds the task (continue a stopped one with ``magent.chat``)."""
+    holds the task (continue a stopped one with ``magent.chat``).
+
+    The message goes to the first conversation to reach its next turn — the one running — or
+    to ``session``: ``main``, or an open sub-agent, branch or item session named by its id (or
+    a unique prefix), its agent or its key (``branch:NODE``). ``UsageError`` when none or
+    several open sessions match."""
     from magent.errors import UsageError
     from magent.store.tasks import Store
     from magent.store.signals import send
@@ -56,25 +61,46 @@ def steer(task_id: str, message: str, *, home: PathLike | None = None) -> Sent:
         if not running(td):
             raise TaskStateError(f"task {td.id[:8]} is not running; `magent chat {td.id[:8]} MESSAGE` "
                                  "continues it with a follow-up")
-        return Sent(td.id, send(td.path, "message", message), "message")
+        target = None if session is None else _session(td, session)
+        return Sent(td.id, send(td.path, "message", message, session=target), "message")
+
+
+def _session(td: "TaskDir", name: str) -> str:
+    """The id of the open session ``name`` names (``main`` for the main conversation)."""
+    from magent.errors import UsageError
+    from magent.models.session import MAIN_SESSION
+
+    if name == MAIN_SESSION:
+        return name
+    last = td.checkpoints.latest(repair=False)[0]
+    open_ = last.sessions if last is not None else []
+    found = [s for s in open_ if name in (s.agent, s.key, s.node) or s.session_id.startswith(name)]
+    if len(found) == 1:
+        return found[0].session_id
+    shown = ", ".join(f"{s.agent or s.key} ({s.session_id[:8]})" for s in (found or open_)) or "none"
+    if found:
+        raise UsageError(f"--session {name!r} matches {len(found)} open sessions of task {td.id[:8]}: "
+                         f"{shown}; give a session id")
+    raise UsageError(f"no open session of task {td.id[:8]} is {name!r}; open now: main, {shown}"
+                     if open_ else f"task {td.id[:8]} has no open session but main; leave out --session")
 
 
 def answer_after(task_id: str, signal: int, *, home: PathLike | None = None,
                  timeout: float | None = None) -> str | None:
     """Wait for the agent's next answer after the message sent as ``signal``: the first reply
-    of the main conversation without tool calls after its ``injection`` entry. None when the
-    run stopped first (or ``timeout`` seconds passed)."""
+    without tool calls in the conversation that took it, after its ``injection`` entry. None
+    when the run stopped first (or ``timeout`` seconds passed)."""
     from magent.store.tasks import Store
 
     deadline = None if timeout is None else time.monotonic() + timeout
     with paths.using_home(home):
         td = Store().task(task_id)
         while True:
-            seen = False
+            seen, where = False, None
             for entry in td.entries.load().values():  # in file order
-                if entry.entry_type == "injection" and entry.signal == signal and entry.session is None:
-                    seen = True
-                elif (seen and entry.role == "assistant" and entry.session is None and not entry.tool_calls
+                if entry.entry_type == "injection" and entry.signal == signal:
+                    seen, where = True, entry.session
+                elif (seen and entry.role == "assistant" and entry.session == where and not entry.tool_calls
                       and entry.content.strip()):
                     return entry.content
             if not running(td) or (deadline is not None and time.monotonic() > deadline):
@@ -146,9 +172,10 @@ def _withdraw(td: "TaskDir", number: int) -> None:
         lock.release()
 
 
-async def asteer(task_id: str, message: str, *, home: PathLike | None = None) -> Sent:
+async def asteer(task_id: str, message: str, *, session: str | None = None,
+                 home: PathLike | None = None) -> Sent:
     """``steer`` for asyncio."""
-    return await asyncio.to_thread(steer, task_id, message, home=home)
+    return await asyncio.to_thread(steer, task_id, message, session=session, home=home)
 
 
 async def apause(task_id: str, *, home: PathLike | None = None, wait: bool = True) -> "AgentResult | Sent":

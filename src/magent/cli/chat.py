@@ -20,7 +20,8 @@ def register(app: typer.Typer) -> None:
         "magent chat examples/agents/note_taker.yaml  # talk; Ctrl-D to leave",
         "magent chat 3f2a                              # go on talking in task 3f2a",
         'magent chat 3f2a "And in French?" --json --stream',
-        'magent chat 3f2a "Skip the tests, just build"  # steer 3f2a while it runs'))(chat)
+        'magent chat 3f2a "Skip the tests, just build"  # steer 3f2a while it runs',
+        'magent chat 3f2a "Cite sources" --session researcher  # steer its sub-agent'))(chat)
 
 
 def chat(
@@ -37,6 +38,11 @@ def chat(
     quiet: QuietOpt = False,
     no_input: NoInputOpt = False,
     wait: Annotated[bool, typer.Option("--wait", help="Steering a running task: wait for the agent's next answer and print it.")] = False,
+    session: Annotated[Optional[str], typer.Option(
+        "--session", metavar="SESSION",
+        help="Steering a running task: the conversation that takes the message — main, or an open "
+             "sub-agent, branch or item by its agent name, key (branch:NODE) or id. Default: the "
+             "first to reach its next turn.")] = None,
 ) -> None:
     """Talk to an agent, or send a follow-up to a task.
 
@@ -63,8 +69,10 @@ def chat(
     if message is None and target is not None and not interactive:
         raise UsageError("give a MESSAGE to start a conversation with "
                          f"{what!r} (or run it in a terminal to be asked)")
-    if task_id is not None and _steer(task_id, message, wait, json_out):
+    if task_id is not None and _steer(task_id, message, wait, json_out, session):
         return
+    if session is not None:
+        raise UsageError(f"--session goes with a running task; {what!r} is not running")
     view = _View(json_out, quiet, stream=stream)
     result = None
     if task_id is not None and (message is not None or not interactive or _stopped(task_id)):
@@ -103,7 +111,7 @@ def _which(what: str) -> tuple[str | None, str | None]:
         return None, what
 
 
-def _steer(task_id: str, message: str | None, wait: bool, json_out: bool) -> bool:
+def _steer(task_id: str, message: str | None, wait: bool, json_out: bool, session: str | None) -> bool:
     """A running task: queue ``message`` for it (and with ``wait`` print the answer to it).
     False when no run holds the task (the message is a follow-up then)."""
     import json
@@ -118,7 +126,7 @@ def _steer(task_id: str, message: str | None, wait: bool, json_out: bool) -> boo
     if message is None:
         raise UsageError(f"task {task_id[:8]} is running; give a MESSAGE to steer it")
     try:
-        sent = api.steer(task_id, message)
+        sent = api.steer(task_id, message, session=session)
     except TaskStateError:
         return False  # it stopped just now: a follow-up then
     answer = api.answer_after(task_id, sent.signal) if wait else None

@@ -16,7 +16,7 @@ from typing import Any
 from magent.engine import (
     argrails, budget, compaction, guard, steering, stops, structured, templating, textmode, toolmode,
 )
-from magent.engine.control import NodeFailed, PauseRun, Suspended
+from magent.engine.control import CancelRun, NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
 )
@@ -192,12 +192,14 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
 
 
 def raise_first(outcomes: list) -> None:
-    """Re-raise what a group of concurrent jobs raised: a pause first (it is what the person
-    must see), then a real failure, and a stop last (it only says a sibling asked for it)."""
+    """Re-raise what a group of concurrent jobs raised: an operator's cancel first (it ends
+    everything), then a pause (it is what the person must see), then a real failure, and a
+    stop last (it only says a sibling asked for it)."""
     errors = [o for o in outcomes if isinstance(o, BaseException)]
-    for error in errors:
-        if isinstance(error, PauseRun):
-            raise error
+    for wanted in (CancelRun, PauseRun):
+        for error in errors:
+            if isinstance(error, wanted):
+                raise error
     for error in errors:
         if not isinstance(error, Suspended):
             raise error

@@ -1,8 +1,8 @@
 """Control signals at a run's safe points: steering messages, pause and cancel (issue 32).
 
-Another process sends them (``store/signals.py``); the main session applies them here, between
-model turns (``engine/react.py``) and between nodes (``engine/runner.py``), never inside a
-turn. Each is applied once and in order: the number of the last one applied is in every
+Another process sends them (``store/signals.py``); the first session to reach a safe point
+applies them here — between model turns (``engine/react.py``) and between nodes
+(``engine/runner.py``), never inside a turn — or the session a signal names. Each is applied once and in order: the number of the last one applied is in every
 checkpoint, and what applying one writes is checkpointed at once. A run killed before that
 checkpoint applies the signal again from the previous one (a message's entry written meanwhile
 is off the checkpoint's path, so the conversation holds it once).
@@ -21,21 +21,24 @@ PAUSED = "Paused by an operator (magent tasks pause). Approve to go on."
 def drain(ctx, node: str) -> None:
     """A safe point of ``ctx``'s session: apply the signals sent since the last one applied.
 
-    Messages become ``injection`` entries (the model reads them as user messages on its next
-    turn); a pause raises ``PauseRun`` (kind ``operator``), a cancel ``CancelRun``. Only the
-    main session takes signals: it is the one a sender names by default."""
-    if not ctx.session.is_main:
-        return
+    Messages become ``injection`` entries of this session (its model reads them as user
+    messages on its next turn); a pause raises ``PauseRun`` (kind ``operator``), a cancel
+    ``CancelRun`` and asks the other sessions to stop at their own next safe point. A signal
+    that names a session (``magent chat --session``) waits for that one while it is open, and
+    so do the signals after it: they stay in order."""
     run = ctx.run
     waiting = pending(run.td.path, run.signals_applied)
-    if not waiting:
-        return
+    here = ctx.session.id
+    applied = False
     for signal in waiting:
+        target = signal.get("session")
+        if target and target != here and _open(run, target):
+            break
         number, kind = signal["signal"], signal["kind"]
-        run.signals_applied = number
+        run.signals_applied, applied = number, True
         if kind == "message":
             text = str(signal.get("text") or "")
-            run.add_message(Message(role="user", content=text), node=node, signal=number)
+            run.add_message(Message(role="user", content=text), node=node, session=ctx.session, signal=number)
             ctx.bus.emit("injection", node, signal=number, message=run.redactor.text(text))
             failpoints.hit("after_injection")
         elif kind == "pause":
@@ -43,9 +46,25 @@ def drain(ctx, node: str) -> None:
             raise PauseRun(HumanRequest(kind="operator", node=node, question=PAUSED, allowed_actions=["approve"]))
         elif kind == "cancel":
             ctx.bus.emit("signal", node, signal=number, kind="cancel")
+            _stop_all(ctx.session)
             raise CancelRun()
         else:
             ctx.bus.emit("warning", node, message=f"control signal {number} could not be read "
                                                   f"({signal.get('error')}); skipped")
-    run.checkpoint("signal")
-    failpoints.hit("after_signals_applied")
+    if applied:
+        run.checkpoint("signal")
+        failpoints.hit("after_signals_applied")
+
+
+def _open(run, session_id: str) -> bool:  # type: ignore[no-untyped-def]
+    """The session is still running: it takes the signals that name it."""
+    session = run.sessions.get(session_id)
+    return session is not None and session.status == "running"
+
+
+def _stop_all(session) -> None:  # type: ignore[no-untyped-def]
+    """Ask every session of the run to stop at its next safe point (the run is cancelled)."""
+    root = session.stop
+    while root.parent is not None:
+        root = root.parent
+    root.set("cancel")
