@@ -140,3 +140,13 @@ def test_an_mcp_servers_log_lines_show_in_the_live_view(tmp_path: Path, magent_h
     lines = live.out.splitlines()
     call = next(i for i, line in enumerate(lines) if line.startswith("  → tb.chatty"))
     assert lines[call + 1:call + 3] == [f"  │ info: part {i} of 2 done" for i in (1, 2)]
+
+
+def test_the_python_apis_on_event_gets_the_lines(tmp_path: Path, magent_home: Path) -> None:
+    import magent
+
+    seen: list = []
+    result = magent.run(printer(tmp_path), "go", on_event=seen.append)
+    assert result.status == "completed"
+    assert [(e.field("stream"), e.field("line")) for e in seen if e.type == "tool_output"] == [
+        ("stdout", f"line {i} {MASK}") for i in range(3)]
