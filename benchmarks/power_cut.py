@@ -2,21 +2,25 @@
 
 Each cut is one trial of tests/support/powerflow.py on the lossy disk of
 tests/support/lossyfs.py (FUSE; only what was fsynced survives, a name only once its
-directory was fsynced, an unsynced append may come back torn at a sector): `magent run`
-of an agent whose every turn calls a non-idempotent MCP tool (its ledger outside the disk)
-and `kv.set`, then a tool node, with its home on the disk; every other trial adds an
-approval gate answered by `magent resume --approve` on the same disk. The power is cut right
-after a sync point (the K-th fsync the disk sees, K drawn from the run's own count) or after a
-random change (any write, create, rename); then `magent resume` runs on what survived until
-the task ends, and the README's promise for the mode is checked: the task completes, no
-non-idempotent call ran twice (`sync`, `step`), no stored key is lost, every damaged
-checkpoint was moved aside, `trace` and `checkpoints list` answer, never a traceback.
+directory was fsynced, an unsynced append may come back torn at a sector), with its home on
+that disk. The trials take the flows in turn: a ReAct agent calling a non-idempotent MCP tool
+(its ledger outside the disk) and `kv.set`; the same with an approval gate answered by
+`magent resume --approve`; a fan-out and a `map`; long-term memory writes; a follow-up with
+`magent chat`; and a `magent batch`. The power is cut right after a sync point (the K-th fsync
+the disk sees, K drawn from the flow's own count) or after a random change (any write,
+create, rename); then the commands that continue it (`resume`, `chat`, `batch resume`) run
+on what survived until it ends, and the README's promise for the mode is checked: every task
+completes, no non-idempotent call ran twice (`sync`, `step`), no stored key is lost, memory.db
+passes SQLite's integrity_check, every damaged checkpoint was moved aside, `trace` and
+`checkpoints list` answer, never a traceback.
 
-    python benchmarks/power_cut.py [--cuts 1000] [--seed 40] [--modes sync,step,exit] [--keep DIR]
+    python benchmarks/power_cut.py [--cuts 1000] [--seed 40] [--modes sync,step,exit]
+        [--flows react,human,parallel,memory,followup,batch] [--jobs 2] [--keep DIR]
 
 Prints a table per mode (cuts, how each ended, broken promises, the first few of them);
-exits 1 if any promise broke. A bounded number of these runs in the suite
-(tests/test_power_cut.py). Needs /dev/fuse, fuse3 and mfusepy (the test extra).
+exits 1 if any promise broke. Trials run --jobs at a time, each on a disk of its own. A
+bounded number of these runs in the suite (tests/test_power_cut.py). Needs /dev/fuse, fuse3
+and mfusepy (the test extra).
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ import random
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -36,25 +42,41 @@ from support.powercut import fuse_missing  # noqa: E402
 from support.powerflow import Trial  # noqa: E402
 
 
-def soak(mode: str, cuts: int, seed: int, work: Path) -> tuple[Counter, list[str]]:
+FLOWS = ("react", "human", "parallel", "memory", "followup", "batch")
+
+
+def trial(work: Path, mode: str, flow: str, name: str) -> Trial:
+    human = flow == "human"
+    return Trial(work / name, mode, human=human, flow="react" if human else flow)
+
+
+def soak(mode: str, cuts: int, seed: int, flows: list[str], jobs: int, work: Path) -> tuple[Counter, list[str]]:
     rng = random.Random(f"{seed}-{mode}")
-    points: dict[bool, tuple[int, int]] = {}
+    with ThreadPoolExecutor(jobs) as pool:  # the run's own count of sync points and changes, uncut
+        calibrated = dict(zip(flows, pool.map(
+            lambda flow: trial(work, mode, flow, f"{mode}-{flow}-calibrate").run(None), flows)))
+    plan = []
+    for n in range(cuts):
+        flow = flows[n % len(flows)]
+        kind = "syncs" if rng.random() < 0.5 else "ops"
+        most = calibrated[flow].syncs if kind == "syncs" else calibrated[flow].ops
+        plan.append((n, flow, kind, rng.randint(1, max(most, 1)), rng.randrange(1 << 30)))
     ends: Counter = Counter()
     broken: list[str] = []
-    for n in range(cuts):
-        human = n % 2 == 1
-        if human not in points:  # the run's own count of sync points and changes, uncut
-            trial = Trial(work / f"{mode}-calibrate-{human}", mode, human=human).run(None)
-            points[human] = (max(trial.syncs, 1), max(trial.ops, 1))
-        kind = "syncs" if rng.random() < 0.5 else "ops"
-        count = rng.randint(1, points[human][0 if kind == "syncs" else 1])
-        folder = work / f"{mode}-{n}"
-        trial = Trial(folder, mode, human=human).run(kind, count, seed=rng.randrange(1 << 30))
-        ends[f"{trial.outcome} (cut in {trial.cut_during or 'no command'})"] += 1
-        for problem in trial.broken:
-            broken.append(f"{'human' if human else 'react'} {kind}={count}: {problem}")
-        shutil.rmtree(folder, ignore_errors=True)
-        print(f"\r{mode}: {n + 1}/{cuts} cuts, {len(broken)} broken", end="", file=sys.stderr, flush=True)
+    tally = threading.Lock()
+
+    def one(n: int, flow: str, kind: str, count: int, cut_seed: int) -> None:
+        done = trial(work, mode, flow, f"{mode}-{n}").run(kind, count, seed=cut_seed)
+        shutil.rmtree(work / f"{mode}-{n}", ignore_errors=True)
+        with tally:
+            ends[f"{flow}: {done.outcome} (cut in {done.cut_during or 'no command'})"] += 1
+            broken.extend(f"{flow} {kind}={count} seed={cut_seed}: {problem}" for problem in done.broken)
+            print(f"\r{mode}: {sum(ends.values())}/{cuts} cuts, {len(broken)} broken", end="",
+                  file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        for future in [pool.submit(one, *item) for item in plan]:
+            future.result()
     print(file=sys.stderr)
     return ends, broken
 
@@ -64,6 +86,8 @@ def main() -> int:
     parser.add_argument("--cuts", type=int, default=1000, help="cuts per mode")
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--modes", default="sync,step,exit")
+    parser.add_argument("--flows", default=",".join(FLOWS), help="which flows take turns")
+    parser.add_argument("--jobs", type=int, default=2, help="trials at once, each on its own disk")
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")
     args = parser.parse_args()
     if (why := fuse_missing()) is not None:
@@ -74,12 +98,16 @@ def main() -> int:
     try:
         for mode in args.modes.split(","):
             started = time.monotonic()
-            ends, broken = soak(mode, args.cuts, args.seed, work)
+            flows = args.flows.split(",")
+            if unknown := set(flows) - set(FLOWS):
+                print(f"power_cut: unknown flows {sorted(unknown)}; known: {', '.join(FLOWS)}", file=sys.stderr)
+                return 2
+            ends, broken = soak(mode, args.cuts, args.seed, flows, args.jobs, work)
             print(f"\nmode {mode}: {args.cuts} cuts in {time.monotonic() - started:.0f} s, seed {args.seed}")
-            print(f"  {'how it ended':<48} {'cuts':>6}")
+            print(f"  {'how it ended':<56} {'cuts':>6}")
             for end, count in sorted(ends.items()):
-                print(f"  {end:<48} {count:>6}")
-            print(f"  {'broken promises':<48} {len(broken):>6}")
+                print(f"  {end:<56} {count:>6}")
+            print(f"  {'broken promises':<56} {len(broken):>6}")
             for problem in broken[:10]:
                 print(f"    {problem[:300]}")
             failed = failed or bool(broken)

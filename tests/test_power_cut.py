@@ -108,3 +108,27 @@ def test_cuts_at_random_keep_the_promise_of_the_mode(tmp_path: Path, mode: str, 
         cuts.append(("syncs", rng.randint(1, SYNC_POINTS[human, mode])))
     for n, (kind, count) in enumerate(cuts):
         _holds(Trial(tmp_path / str(n), mode, human=human).run(kind, count, seed=rng.randrange(1 << 30)))
+
+
+def test_a_batch_keeps_which_task_ran_each_row(tmp_path: Path) -> None:
+    """(found by the batch trials) rows.jsonl's first line was fsynced, but its name only with the
+    batch's directory, which was synced when the batch was made and never again: a cut after a
+    completed sync-mode batch lost the row → task map, and `batch resume` ran every row again."""
+    trial = Trial(tmp_path, "sync", flow="batch").run(None)
+    _holds(trial)
+    assert trial.outcome == "completed"
+
+
+FLOW_POINTS = {"parallel": (115, 363), "memory": (86, 415), "followup": (105, 288), "batch": (124, 360)}
+"""About how many fsyncs and changes each other flow makes in mode sync."""
+
+
+@pytest.mark.parametrize("mode", ["sync", "step", "exit"])
+@pytest.mark.parametrize("flow", list(FLOW_POINTS))
+def test_every_flow_keeps_the_promise_of_the_mode(tmp_path: Path, mode: str, flow: str) -> None:
+    """One cut per mode and flow (powerflow's docstring says what each does and what is
+    checked: memory.db's integrity, a follow-up's line once, a batch's rows each run once...)."""
+    rng = random.Random(f"{mode}-{flow}")
+    syncs, changes = FLOW_POINTS[flow]
+    kind, count = ("syncs", rng.randint(1, syncs)) if rng.random() < 0.5 else ("ops", rng.randint(1, changes))
+    _holds(Trial(tmp_path, mode, flow=flow).run(kind, count, seed=rng.randrange(1 << 30)))

@@ -79,8 +79,11 @@ class BatchDir:
         atomic_write(self.record_file, dumps(doc, indent=2))
 
     def note_start(self, row: int, task_id: str) -> None:
-        """Append ``row → task_id`` durably (fsynced) before the row's run goes any further."""
+        """Append ``row → task_id`` durably (fsynced) before the row's run goes any further. The
+        append that creates the file syncs the batch's directory too: until then a power loss
+        may forget the file's name, and with it which rows ran."""
         line = dumps({"row": row, "task_id": task_id}) + b"\n"
+        creating = not self.rows_file.exists()
         try:
             fd = open_nofollow(self.rows_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
@@ -93,6 +96,8 @@ class BatchDir:
             os.fsync(fd)
         finally:
             os.close(fd)  # (closing releases the flock)
+        if creating:
+            fsync_dir(self.rows_file.parent)
 
     def row_tasks(self) -> dict[int, str]:
         """Row number → task id, as appended (a torn last line from a kill is ignored)."""
