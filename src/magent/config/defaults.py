@@ -90,7 +90,7 @@ def with_default_model(data: Any) -> tuple[Any, bool]:
     llm = data.get("llm_config")
     if llm is None:  # absent, or a key whose lines are all commented out
         llm = {}
-    if not isinstance(llm, dict) or llm.get("model") is not None:
+    if not isinstance(llm, dict) or llm.get("model") is not None or llm.get("models"):
         return data, False
     found = default_model()
     if found.model is None:

@@ -93,7 +93,8 @@ def validate_agent(source: SourceFile, data: Any = None, prefix: tuple[Any, ...]
     filled, defaulted = with_default_model(raw)
     llm = raw.get("llm_config") if isinstance(raw, dict) else None
     if not defaulted and isinstance(raw, dict) and (llm is None or (isinstance(llm, dict)
-                                                                    and llm.get("model") is None)):
+                                                                    and llm.get("model") is None
+                                                                    and not llm.get("models"))):
         try:  # any other mistake first (a misspelt "modle" explains the missing model best)
             validate(source, Agent, data=raw, prefix=prefix)
         except ConfigError as exc:
@@ -104,6 +105,10 @@ def validate_agent(source: SourceFile, data: Any = None, prefix: tuple[Any, ...]
                            prefix + (("llm_config",) if "llm_config" in raw else ()))
     agent = validate(source, Agent, data=filled, prefix=prefix)
     _check_scripted(source, agent.llm_config.model, agent.llm_config.script, prefix + ("llm_config",))
+    if agent.llm_config.models or agent.llm_config.routing:
+        from magent.config.routes import check_routing
+
+        check_routing(source, agent.llm_config, prefix + ("llm_config",))
     return agent, defaulted
 
 

@@ -65,6 +65,14 @@ def check(expression: str) -> set[str]:
     return used
 
 
+def names_of(state: Any, visits: dict[str, int], human: dict[str, Any] | None, output: Any) -> dict[str, Any]:
+    """The names a condition reads, from a session's ``state``, the run's node ``visits``, the
+    last decision of a person (``human``) and the last node's ``output``."""
+    return {"routing_key": state.routing_key, "metadata": state.metadata, "next_action": state.next_action,
+            "current_agent": state.current_agent, "iteration": sum(visits.values()), "visits": visits,
+            "human": human, "output": output}
+
+
 def evaluate(expression: str, names: dict[str, Any]) -> bool:
     """Evaluate a checked expression. A runtime type problem (``None >= 0.8``) reads as False."""
     from simpleeval import EvalWithCompoundTypes

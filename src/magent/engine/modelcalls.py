@@ -74,7 +74,7 @@ def attempt_sink(ctx: "RunContext", *, agent: str, node: str | None, iteration: 
     def on_attempt(attempt: "Attempt") -> None:
         common = dict(agent=agent, model=attempt.model, iteration=iteration, attempt=attempt.number,
                       attempts=attempt.allowed, fallback=attempt.fallback or None, session=session.tag,
-                      rail=rail)
+                      rail=rail, route=request.route if request is not None else None)
         if attempt.error is None:
             ctx.bus.emit("llm_started", node, timeout_s=attempt.timeout, **common)
         else:
@@ -116,6 +116,7 @@ def record_llm_call(ctx: "RunContext", response: "LLMResponse", *, node: str | N
         latency_ms=response.latency_ms, stop_reason=response.stop_reason, iteration=iteration,
         attempt=response.attempt if response.attempt != 1 else None, entry_id=entry_id,
         cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
+        route=request.route if request is not None else None,
         response_model=response.response_model,
         response=None if entry_id and not ctx.bus.wants_texts else {  # (its entry holds it)
             "content": ctx.redactor.text(response.content),

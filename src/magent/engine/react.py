@@ -14,7 +14,7 @@ import asyncio
 from typing import Any
 
 from magent.engine import (
-    argrails, budget, compaction, guard, steering, stops, structured, templating, textmode, toolmode,
+    argrails, budget, compaction, guard, routing, steering, stops, structured, templating, textmode, toolmode,
 )
 from magent.engine.control import CancelRun, NodeFailed, PauseRun, Suspended
 from magent.engine.tooluse import (
@@ -66,7 +66,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # Only the main conversation streams: children run side by side and would interleave.
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        request = await request_for(ctx, agent, node, iteration, specs, text_mode)
+        route = routing.choose(ctx, agent, node, iteration)  # recorded before the call
+        request = await request_for(ctx, agent, node, iteration, specs, text_mode, route)
         response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
         if stops.stopped_short(response):  # cut at the output limit, refused, filtered
             stops.take(ctx, agent, node, iteration, request, response)
@@ -104,11 +105,12 @@ async def react(ctx, agent: Agent, node: str) -> str:
 
 
 async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[ToolSpec] | None = None,
-                      text_mode: bool = False) -> LLMRequest:
+                      text_mode: bool = False, route: routing.Route | None = None) -> LLMRequest:
     """The model request for ``agent``'s next turn at ``node`` in ``ctx``'s session, built in one
     place: the system prompt (with memories recalled for it), then history → the agent's view
-    (its context budget: ``engine/compaction.py``, which may compact first) → the request."""
-    config = ctx.llm_config(agent.name)
+    (its context budget: ``engine/compaction.py``, which may compact first) → the request, to
+    the model ``route`` chose (default: the agent's primary)."""
+    config = route.config if route is not None else ctx.llm_config(agent.name)
     prompt = templating.rendered(ctx, agent.system_prompt, f"the system prompt of agent '{agent.name}'")
     system = memory.recall(ctx, agent, node, prompt)
     specs = specs or []
@@ -125,7 +127,8 @@ async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[
                       fallback_model=config.fallback_model, agent=agent.name,
                       conversation_leaf=ctx.session.leaf, text_mode=text_mode,
                       compaction=marker._entry if marker is not None else None,
-                      output_schema=None if text_mode else _schema(ctx, agent))
+                      output_schema=None if text_mode else _schema(ctx, agent),
+                      route=route.rule if route is not None else None)
 
 
 def _schema(ctx, agent: Agent) -> dict | None:

@@ -153,12 +153,7 @@ class Executor:
                 raise NodeFailed(_rejected(name, human), kind="rejected")
             return None
         state = session.state
-        names = {
-            "routing_key": state.routing_key, "metadata": state.metadata,
-            "next_action": state.next_action, "current_agent": state.current_agent,
-            "iteration": sum(ctx.visits.values()), "visits": ctx.visits,
-            "human": human or None, "output": view.last_output,
-        }
+        names = conditions.names_of(state, ctx.visits, human or None, view.last_output)
         for edge in edges:
             if edge.condition is None:
                 if rejecting:

@@ -59,7 +59,8 @@ class RunNeeds:
         for name, loaded in graph.agents.items():
             config = loaded.agent.llm_config
             if options.model_override:
-                config = config.model_copy(update={"model": options.model_override, "script": None})
+                config = config.model_copy(update={"model": options.model_override, "script": None,
+                                                   "models": [], "routing": []})  # (one model: no routing)
             models[name] = config
         judges = [config for rail in graph.rails for config in rail.models()]  # (no --model for them)
         real = options.llm_factory is None and any(c.model != "scripted" for c in [*models.values(), *judges])
@@ -138,8 +139,11 @@ def check_models(needs: RunNeeds, options: RunOptions) -> None:
     from magent.llm.factory import preflight
 
     graph = needs.graph
+    from magent.engine.routing import configs
+
     for name, config in needs.models.items():
-        preflight(config, agent=name, base_dir=graph.agents[name].base_dir)
+        for routed in configs(config):  # each model the agent's routing may choose
+            preflight(routed, agent=name, base_dir=graph.agents[name].base_dir)
     for rail in graph.rails:  # a guardrail's judge keeps its own model whatever --model says
         for config in rail.models():
             try:

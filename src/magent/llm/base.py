@@ -87,6 +87,8 @@ class LLMRequest:
     output_schema: dict[str, Any] | None = None
     """The JSON Schema the final answer must fit: sent as the provider's structured output
     (``response_format``) where litellm says the model supports it; checked by the engine always."""
+    route: str | None = None
+    """The routing rule that chose ``model`` (``llm_config.routing``), when the agent routes."""
 
 
 @dataclass

@@ -43,11 +43,58 @@ class FallbackModel(Model):
     _endpoint_names = model_validator(mode="before")(_one_endpoint)
 
 
+TURN_KINDS = ("first", "tool_result", "final")
+"""The kinds of model turn a routing rule may name (see ``RouteRule.turn``)."""
+
+
+class RouteRule(Model):
+    """One rule of ``llm_config.routing``: when it matches a model turn, the turn goes to
+    ``llm_config.models[model]``. Each rule gives one of ``turn``, ``when`` or ``budget``."""
+
+    turn: Literal["first", "tool_result", "final"] | None = None
+    """The kind of turn: ``first`` (the agent's first turn at a node), ``tool_result`` (the
+    model reads the results of the tools it called), ``final`` (the last turn
+    ``max_iterations`` allows, or a turn asked to give its answer again)."""
+    when: str | None = None
+    """A condition over State, in the language of edge conditions (``metadata.draft == true``)."""
+    budget: float | None = Field(default=None, gt=0, lt=100)
+    """A percentage: matches once a usage limit that applies to the agent (the task's or its
+    own ``budget:``) is at least this far used, so the agent goes on with a cheaper model
+    before the limit pauses the task."""
+    model: int | str
+    """Which model: an index into ``models`` (0 is the primary) or one of its model strings."""
+
+    @model_validator(mode="after")
+    def _one_test(self) -> "RouteRule":
+        given = [name for name in ("turn", "when", "budget") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("a routing rule gives exactly one of turn, when or budget"
+                             + (f" (this one gives {' and '.join(given)})" if given else ""))
+        return self
+
+
+def _models_name_the_primary(data: Any) -> Any:
+    """``models: [a, b]`` without ``model``: the primary is the first."""
+    if isinstance(data, dict) and data.get("model") is None and isinstance(data.get("models"), list) \
+            and data["models"]:
+        first = data["models"][0]
+        data = {**data, "model": first.get("model") if isinstance(first, dict) else first}
+    return data
+
+
 class LLMConfig(Model):
     """Which model an agent talks to and how."""
 
     model: str = Field(min_length=1)
-    """A litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``...) or ``scripted``."""
+    """A litellm model string (``openai/gpt-4o-mini``, ``ollama/llama3``...) or ``scripted``.
+    With ``models``, the first of them (it may be left out)."""
+    models: list[str | FallbackModel] = Field(default_factory=list)
+    """The models the agent may use, the primary first; ``routing`` chooses one per turn. A
+    model string uses the primary's endpoint and key when it has the same provider; a
+    mapping (``model``, ``endpoint``, ``api_key``) uses exactly what it says."""
+    routing: list[RouteRule] = Field(default_factory=list)
+    """Which model each turn uses: rules tried in order, the first that matches chooses;
+    when none does, the primary. Each model call records the rule that chose its model."""
     endpoint: str | None = None
     """API base URL, for self-hosted or OpenAI-compatible servers (``http://127.0.0.1:8080/v1``).
     ``api_base`` (litellm's name) and ``base_url`` (the OpenAI SDK's) are accepted too."""
@@ -70,6 +117,7 @@ class LLMConfig(Model):
     ACCEPTED_NAMES: ClassVar[dict[str, str]] = {name: "endpoint" for name in ENDPOINT_NAMES[1:]}
     """Other names accepted for a field (did-you-mean suggests the field's own name)."""
     _endpoint_names = model_validator(mode="before")(_one_endpoint)
+    _primary = model_validator(mode="before")(_models_name_the_primary)
 
 
 class ShortTermMemory(Model):

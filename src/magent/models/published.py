@@ -84,6 +84,8 @@ EVENT_TYPES: dict[str, str] = {
     "plan_finished": "A plan node ended.",
     "guardrail": "A guardrail masked, withheld or sent back a text (`stage`, `source`, the rail's fields).",
     "output_invalid": "An answer did not fit its agent's `output_schema` (`problem`, `retry`, `retries`).",
+    "model_routed": "An agent's routing chose the model of its next turn, before the call (`agent`, `iteration`, "
+                    "`model`, `index` into `llm_config.models`, `rule`: which rule matched and why).",
     "budget_reached": "A usage budget's limit was reached (`limit`, `value`, `used`, `scope`, `action`).",
     "compaction": "A context budget left older messages out of an agent's view "
                   "(`strategy`, `dropped`, `kept`, `tokens_before`, `tokens_after`).",

@@ -65,6 +65,9 @@ class LLMCallRecord(Model):
     """Which attempt of ``model`` this was, when it was not the first."""
     rail: str | None = None
     """Set when a guardrail's judge made this call (the rail's name), not the step's own model."""
+    route: str | None = None
+    """The routing rule that chose ``model`` (``routing[1] turn tool_result``), when the agent
+    routes its turns over several models (``llm_config.routing``)."""
 
 
 class StepRecord(Model):

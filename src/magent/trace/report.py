@@ -153,7 +153,7 @@ class _Report:
         for i, record in enumerate(step.get("llm_calls") or []):
             ev = llm_events[i] if i < len(llm_events) else {}
             call = {k: record.get(k) for k in ("model", "provider", "tokens_in", "tokens_out", "cost",
-                                                "latency_ms", "stop_reason", "error", "attempt", "rail")}
+                                                "latency_ms", "stop_reason", "error", "attempt", "rail", "route")}
             entry_id = ev.get("entry_id")
             if entry_id and entry_id in self.entries:
                 call["entry"] = entry_id

@@ -40,7 +40,7 @@ def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], l
     for i, ev in enumerate(calls, 1):
         item: dict[str, Any] = {"call": i, "of": len(calls), "agent": ev.get("agent"), "rail": ev.get("rail"),
                                 "session": ev.get("session"), "iteration": ev.get("iteration"),
-                                "answered_by": ev.get("model")}
+                                "answered_by": ev.get("model"), "route": ev.get("route")}
         sent = ev.get("request")
         if not isinstance(sent, dict):
             item["note"] = "not recorded: this call was made by a magent that did not keep requests"
@@ -157,6 +157,8 @@ def request_lines(number: int, calls: list[dict[str, Any]]) -> list[Line]:
         if settings.get("api_key"):
             params.append("API key set (not shown)")
         lines.append([("sent to ", None), (str(body.get("model")), "blue"), (f" · {' · '.join(params)}", "dim")])
+        if item.get("route"):
+            lines.append([("model chosen by ", None), (str(item["route"]), "cyan")])
         if item.get("answered_by") and item["answered_by"] != body.get("model"):
             lines.append([(f"answered by {item['answered_by']}", "yellow")])
         if settings.get("text_mode"):

@@ -229,6 +229,8 @@ class _Builder:
         record.update({name: int(ev[name]) for name in CALL_DETAILS if ev.get(name)})
         if ev.get("estimated"):
             record["estimated"] = True
+        if ev.get("route"):
+            record["route"] = ev["route"]
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
             _count(self.usage.setdefault(usage_key(record["model"], record["provider"]),

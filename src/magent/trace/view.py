@@ -154,6 +154,8 @@ class _Tree:
                   f"{token_note(call)} · {cost_phrase(cost)} · {duration(call.get('latency_ms'))}", "dim")]
         if call.get("stop_reason") and call.get("stop_reason") not in ("stop", "tool_calls", "end_turn"):
             line.append((f" · stopped: {call['stop_reason']}", "yellow"))
+        if call.get("route"):
+            line.append((f" · chosen by {call['route']}", "cyan"))
         if call.get("error"):
             line.append((f" · {short(call['error'], 120)}", "bold red"))
         self.lines.append(line)

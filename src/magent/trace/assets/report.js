@@ -233,7 +233,7 @@
     if (call.error) return (call.rail ? "rail " + call.rail + " · " : "") + "✗ " + call.model + " attempt " +
       (call.attempt || 1) + " failed after " + dur(call.latency_ms);
     return (call.rail ? "rail " + call.rail + " · " : "") + call.model + " · " + int(call.tokens_in) + "→" + int(call.tokens_out) + " tokens · " + money(call.cost) +
-      " · " + dur(call.latency_ms);
+      " · " + dur(call.latency_ms) + (call.route ? " · chosen by " + call.route : "");
   }
   function head(s) {
     var h = el("div", { cls: "head", tabindex: "0", role: "button", "aria-expanded": "false" },
@@ -312,7 +312,7 @@
     box.appendChild(el("div", { cls: "muted" }, [(c.rail ? "rail " + c.rail + " · " : "") + (c.error ? "failed attempt · " : "") +
       c.model + (c.provider ? " (" + c.provider + ")" : ""), c.attempt ? "attempt " + c.attempt : "",
       int(c.tokens_in) + " tokens in", int(c.tokens_out) + " out", money(c.cost), dur(c.latency_ms),
-      c.stop_reason ? "stop: " + c.stop_reason : ""].filter(Boolean).join(" · ")));
+      c.stop_reason ? "stop: " + c.stop_reason : "", c.route ? "chosen by " + c.route : ""].filter(Boolean).join(" · ")));
     if (c.error) box.appendChild(el("div", { cls: "o-ERROR", text: c.error }));
     if (withPrompt && c.entry) {
       var det = el("details", { cls: "prompt section" }, el("summary", { text: "Prompt: the system prompt and the conversation the model was sent" }));
