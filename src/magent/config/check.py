@@ -90,7 +90,8 @@ def check_file(path: Path, *, servers: bool = False) -> CheckResult:
 
 
 def _check_uses(graph: Any, servers: bool) -> None:
-    """The tools and scripts a loaded graph names exist; raises one error carrying them all."""
+    """The tools and scripts a loaded graph names exist, and the values its conditions and
+    templates read can be there; raises one error carrying them all."""
     from magent.tools.names import ToolUse, check_tool_names
 
     uses: list[ToolUse] = []
@@ -106,6 +107,9 @@ def _check_uses(graph: Any, servers: bool) -> None:
             if tool:
                 uses.append(ToolUse(tool, graph.source, ("nodes", node, "tool")))
     errors.extend(check_tool_names(uses, graph.mcp_files, live=servers))
+    from magent.config.references import check_references
+
+    errors.extend(check_references(graph))  # what conditions and templates read is there
     if errors:
         errors.sort(key=lambda e: (e.path or "", e.line or 0, e.column or 0))
         raise ConfigError.of_all(errors)

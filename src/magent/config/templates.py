@@ -17,6 +17,7 @@ it optional).
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -72,7 +73,10 @@ def check(text: str) -> Needs:
     for name in sorted(needs.names):
         if name not in NAMES:
             line = next((n.lineno for n in tree.find_all(nodes.Name) if n.name == name), 1)
-            raise TemplateProblem(f"template uses unknown name {name!r} (available: {', '.join(NAMES)})", line)
+            close = difflib.get_close_matches(name, NAMES, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise TemplateProblem(f"template uses unknown name {name!r} ({hint}available: {', '.join(NAMES)})",
+                                  line)
     defaulted: set[int] = set()
     for f in tree.find_all(nodes.Filter):
         if f.name in ("default", "d") and f.node is not None:

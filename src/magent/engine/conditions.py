@@ -60,8 +60,12 @@ def check(expression: str) -> set[str]:
             used.add(node.id)
     unknown = sorted(n for n in used if n not in NAMES and n not in ("len", "str", "int", "float", "bool"))
     if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], NAMES[:8], n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConditionError(f"condition names unknown field {unknown[0]!r} "
-                             f"(available: {', '.join(NAMES[:8])})")
+                             f"({hint}available: {', '.join(NAMES[:8])})")
     return used
 
 

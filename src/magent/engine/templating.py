@@ -39,6 +39,24 @@ class Templates:
 def check_graph(agents: dict[str, "LoadedAgent"], nodes: dict[str, Any],
                 workflow_source: SourceFile | None = None) -> Templates:
     found = Templates()
+    sets = keys_set(nodes)
+    for source, path, text in template_uses(agents, nodes, workflow_source):
+        if not is_template(text):
+            continue
+        try:
+            needs: Needs = check(text)
+        except TemplateProblem as exc:
+            raise _error(source, path, text, exc.message, exc.line) from None
+        found.names |= needs.names
+        found.reads |= set(needs.metadata) | needs.optional
+        for key, line in needs.metadata.items():
+            if key not in sets and key not in found.required:
+                found.required[key] = f"{display_path(source.path)}:{_line(source, path, text, line)}"
+    return found
+
+
+def keys_set(nodes: dict[str, Any]) -> set[str]:
+    """The ``metadata`` keys magent or the workflow's nodes set during a run."""
     sets = set(SET_BY_MAGENT) | set(nodes)
     for name, node in nodes.items():
         if node.kind == "tool":
@@ -46,6 +64,13 @@ def check_graph(agents: dict[str, "LoadedAgent"], nodes: dict[str, Any],
         into = getattr(node.config, "into", None)
         if isinstance(into, str):
             sets.add(into.removeprefix("metadata.").split(".")[0])
+    return sets
+
+
+def template_uses(agents: dict[str, "LoadedAgent"], nodes: dict[str, Any],
+                  workflow_source: SourceFile | None = None) -> list[tuple[SourceFile, FieldPath, str]]:
+    """Every text of the graph that may be a template, with its file and field: agents' system
+    prompts, agent nodes' prompts, tool nodes' string arguments."""
     uses: list[tuple[SourceFile, FieldPath, str]] = []
     for name, loaded in agents.items():
         if loaded.source is None:
@@ -61,19 +86,7 @@ def check_graph(agents: dict[str, "LoadedAgent"], nodes: dict[str, Any],
             if node.kind == "tool":
                 uses += [(workflow_source, ("nodes", name, "arguments", *at), value)
                          for at, value in _strings(node.config.arguments)]
-    for source, path, text in uses:
-        if not is_template(text):
-            continue
-        try:
-            needs: Needs = check(text)
-        except TemplateProblem as exc:
-            raise _error(source, path, text, exc.message, exc.line) from None
-        found.names |= needs.names
-        found.reads |= set(needs.metadata) | needs.optional
-        for key, line in needs.metadata.items():
-            if key not in sets and key not in found.required:
-                found.required[key] = f"{display_path(source.path)}:{_line(source, path, text, line)}"
-    return found
+    return uses
 
 
 def _strings(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
