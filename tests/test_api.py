@@ -89,7 +89,7 @@ def test_the_agent_result_of_a_completed_run(magent_home: Path) -> None:
     assert result.started_at and result.finished_at and result.started_at <= result.finished_at
     log = magent.trace_log(result.task_id)
     assert result.steps == len(log.steps) > 0
-    assert result.model_calls == sum(u.calls for u in log.usage_by_model.values()) == 5
+    assert len(result.model_calls) == sum(u.calls for u in log.usage_by_model.values()) == 5
     assert result.token_usage.by_model == log.usage_by_model
     assert result.token_usage.total == result.token_usage.input + result.token_usage.output > 0
     p = result.provenance

@@ -228,7 +228,7 @@ page: magent.HtmlReport = magent.trace_html("3f2a", Path("t.html"))
 sent: magent.TraceExport = magent.export_trace("3f2a", "http://localhost:4318")
 ended: str = magent.follow_trace("3f2a", lambda event: print(event.type))
 details: magent.TaskDetails = magent.task_details("3f2a")
-calls: int = details.result.model_calls
+calls: int = details.result.answered_calls
 answering: list[bool] = [s.ok for s in magent.mcp_servers(mcp=["servers.yaml"])]
 home: magent.Home = magent.init(home="/tmp/h")
 written: Path = magent.new_agent("bot", folder="agents", model="ollama/llama3.2", force=True)

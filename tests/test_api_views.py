@@ -62,7 +62,7 @@ def test_read_trace_shows_one_session_alone_in_text_and_json(magent_home: Path) 
     assert len(alone["actions"]) == 2
     whole = reading.as_dict()
     assert len(whole["steps"]) == len(reading.steps) and len(whole["sub_agent_sessions"]) == 5
-    assert whole["usage_by_model"]["scripted"]["calls"] == done.model_calls
+    assert whole["usage_by_model"]["scripted"]["calls"] == len(done.model_calls)
     with pytest.raises(UsageError, match="no session 'nope' in this task"):
         reading.as_dict(session="nope")
 
@@ -87,7 +87,7 @@ def test_follow_trace_sends_a_finished_runs_events_and_says_how_it_ended(magent_
     assert ended == "completed" and ids == [done.task_id]
     assert said == [f"following task {done.task_id} — Ctrl-C to stop"]
     assert seen[0].type == "run_started" and seen[-1].type == "run_finished"
-    assert sum(e.type == "llm_call" for e in seen) == done.model_calls
+    assert sum(e.type == "llm_call" for e in seen) == len(done.model_calls)
 
 
 def test_export_trace_refuses_a_task_with_no_events(magent_home: Path) -> None:

@@ -93,7 +93,7 @@ def test_the_sandbox_refuses_python_internals(tmp_path: Path) -> None:
     result = magent.run(str(agent), "go")
     assert result.status == "failed" and result.error.type == "template"
     assert "system prompt of agent 'a'" in result.error.message and "unsafe" in result.error.message
-    assert result.model_calls == 0
+    assert result.model_calls == []
 
 
 def test_stored_prompts_are_listed_shown_and_used_by_version(tmp_path: Path, magent_home: Path) -> None:

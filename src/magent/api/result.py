@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from magent.api.resultparts import ActionResult, Diagnostics, MemoryChange, Metrics, ModelCall, RetryInfo
 from magent.models import HumanRequest, Model, Task, TaskStatus, Usage
+from magent.models.session import MAIN_SESSION
 
 if TYPE_CHECKING:
     from magent.store.tasks import TaskDir
@@ -88,6 +90,9 @@ class AgentResult(Model):
     """Always ``result``: tells this line from the events in a ``--json`` stream."""
     task_id: str
     """The task's id (its directory under ``$MAGENT_HOME/tasks``)."""
+    session_id: str = MAIN_SESSION
+    """The session whose answer ``output`` is: ``main``, the task's own conversation (the child
+    sessions of sub-agents, branches and map items are in ``magent trace``)."""
     status: TaskStatus
     """``completed``, ``failed``, ``awaiting_human`` (see ``pause``), ``cancelled``, ``running``
     or ``pending`` (a run that was stopped, e.g. by a signal: ``magent resume`` continues it)."""
@@ -108,10 +113,27 @@ class AgentResult(Model):
     """USD as litellm's price map has it (0 for the scripted model); None when no call had a
     known price, and a lower bound when only some had (``token_usage.by_model``'s ``unpriced``
     counts the calls without one)."""
-    model_calls: int = 0
-    """Requests made to models (what the run summary and ``tasks list`` count)."""
+    model_calls: list[ModelCall] = Field(default_factory=list)
+    """Every model call, in order, with its step in ``magent trace``, model, provider, tokens,
+    cost and latency; a failed attempt is one too (with its ``error``). How many calls were
+    answered: ``token_usage.by_model``'s ``calls``, or the entries without an ``error``."""
     steps: int = 0
     """Numbered lines of ``magent trace`` (node visits, model turns, pauses...)."""
+    actions: list[ActionResult] = Field(default_factory=list)
+    """Every tool call, in order: its step, tool, arguments, result (shortened), outcome and time."""
+    memory_deltas: list[MemoryChange] = Field(default_factory=list)
+    """What the run wrote to long-term memory, then to the task's key-value store."""
+    diagnostics: Diagnostics = Field(default_factory=Diagnostics)
+    """Warnings of the run, and the files that hold its full record."""
+    retry_info: RetryInfo = Field(default_factory=RetryInfo)
+    """Failed attempts of model and tool calls that were tried again, and the last error."""
+    metrics: Metrics = Field(default_factory=Metrics)
+    """The run's duration and, per tool, its calls' time and count."""
+    seed: int | None = None
+    """The sampling seed sent to the models: magent sends none, so always None."""
+    deterministic: bool = False
+    """True when every model call was answered by the scripted model (or none was made): the
+    model side of the run replays exactly."""
     pause: HumanRequest | None = None
     """What the run asks of a person when ``status`` is ``awaiting_human``."""
     provenance: Provenance
@@ -120,6 +142,11 @@ class AgentResult(Model):
     @property
     def paused(self) -> bool:
         return self.status == TaskStatus.awaiting_human
+
+    @property
+    def answered_calls(self) -> int:
+        """Model calls that were answered (failed attempts not counted)."""
+        return sum(1 for call in self.model_calls if not call.error)
 
     def to_json(self) -> str:
         """One line of JSON (what ``magent run --json`` prints last)."""
@@ -130,13 +157,16 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
     """The ``AgentResult`` of the task in ``td`` as its files have it now."""
     from magent.trace.load import load_view
 
+    from magent.api import resultparts as parts
+
     task = task or td.load_task()
-    # as read: the totals and the count of steps need no result text read back
-    doc = load_view(td).partial
+    doc = load_view(td).doc
+    actions, calls = parts.calls_of(doc.get("steps") or [])
+    events = td.read_events()
     by_model = {key: Usage.model_validate(value) for key, value in (doc.get("usage_by_model") or {}).items()
                 if isinstance(value, dict)}
     usage = task.usage
-    error = _error(td, task) if task.error and task.status != TaskStatus.completed else None
+    error = _error(task, events) if task.error and task.status != TaskStatus.completed else None
     pause = _pause(td) if task.status == TaskStatus.awaiting_human else None
     return AgentResult(
         task_id=task.id, status=task.status, success=task.status == TaskStatus.completed,
@@ -145,8 +175,11 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
         token_usage=TokenUsage(input=usage.input, output=usage.output, total=usage.input + usage.output,
                                cache_read=usage.cache_read, cache_write=usage.cache_write,
                                reasoning=usage.reasoning, estimated=usage.estimated, by_model=by_model),
-        cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost, model_calls=usage.calls, steps=len(doc.get("steps") or []), pause=pause,
-        provenance=provenance(task))
+        cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost,
+        model_calls=calls, steps=len(doc.get("steps") or []), pause=pause, provenance=provenance(task),
+        actions=actions, memory_deltas=parts.memory_deltas(events, td), diagnostics=parts.diagnostics(events, td),
+        retry_info=parts.retry_info(events), metrics=parts.metrics(events, actions, task.started_at, task.completed_at),
+        deterministic=parts.deterministic(calls))
 
 
 def _output(task: Task) -> Any:
@@ -185,7 +218,7 @@ def config_of(snapshot: dict[str, Any]) -> dict[str, Any]:
             "agents": {name: raw(s) for name, s in (snapshot.get("agents") or {}).items()}}
 
 
-def _error(td: "TaskDir", task: Task) -> ErrorInfo:
+def _error(task: Task, events: list[Any]) -> ErrorInfo:
     """The task's error with its kind and node, from the last ``error`` event of the run."""
     message = task.error or ""
     if task.status == TaskStatus.cancelled:
@@ -193,7 +226,7 @@ def _error(td: "TaskDir", task: Task) -> ErrorInfo:
     if task.status != TaskStatus.failed:
         return ErrorInfo(type="interrupted", message=message)
     last: dict[str, Any] | None = None
-    for event in td.read_events():
+    for event in events:
         if event.type == "error":
             last = {"node": event.node, "type": event.field("error_type")}
         elif event.type == "run_started":

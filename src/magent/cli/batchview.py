@@ -36,8 +36,15 @@ def csv_row(item: dict[str, Any]) -> dict[str, Any]:
             "error_type": error.get("type") or "", "error_message": error.get("message") or "",
             "tokens_input": usage.get("input", ""), "tokens_output": usage.get("output", ""),
             "tokens_total": usage.get("total", ""), "cost_estimate": item.get("cost_estimate"),
-            "model_calls": item.get("model_calls", ""), "steps": item.get("steps", ""),
+            "model_calls": _answered(item.get("model_calls")), "steps": item.get("steps", ""),
             "started_at": item.get("started_at") or "", "finished_at": item.get("finished_at") or ""}
+
+
+def _answered(calls: Any) -> Any:
+    """The count of answered model calls, from a result's list of them."""
+    if isinstance(calls, list):
+        return sum(1 for call in calls if isinstance(call, dict) and not call.get("error"))
+    return "" if calls is None else calls
 
 
 class View:

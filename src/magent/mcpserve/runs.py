@@ -186,7 +186,7 @@ def reply_of(result: "AgentResult") -> dict[str, Any]:
         reply["allowed_actions"] = list(pause.allowed_actions)
         reply["resume_call"] = {"tool": "resume", "arguments": {
             "task_id": result.task_id, "action": pause.allowed_actions[0] if pause.allowed_actions else "approve"}}
-    reply["model_calls"] = result.model_calls
+    reply["model_calls"] = result.answered_calls
     if result.cost_estimate is not None:
         reply["cost_usd"] = result.cost_estimate
     return reply
