@@ -105,10 +105,6 @@ def validate_agent(source: SourceFile, data: Any = None, prefix: tuple[Any, ...]
                            prefix + (("llm_config",) if "llm_config" in raw else ()))
     agent = validate(source, Agent, data=filled, prefix=prefix)
     _check_scripted(source, agent.llm_config.model, agent.llm_config.script, prefix + ("llm_config",))
-    if agent.llm_config.models or agent.llm_config.routing:
-        from magent.config.routes import check_routing
-
-        check_routing(source, agent.llm_config, prefix + ("llm_config",))
     return agent, defaulted
 
 

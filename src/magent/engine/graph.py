@@ -18,7 +18,7 @@ from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent
 from magent.config.prompts import resolve_ref
 from magent.config.validate import validate
 from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
-from magent.engine import conditions
+from magent.engine import conditions, routing
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
 from magent.engine.structured import OutputSchema, compile_schemas
@@ -115,6 +115,7 @@ def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile]
     assert loaded.source is not None
     agents = {agent.name: loaded}
     _resolve_sub_agents(agents, workflow, loaded.source.path, agent_sources)
+    routing.check_agents(agents)
     mcp_files: list[Path] = []
     for each in agents.values():
         for f in _agent_mcp_files(each):
@@ -166,6 +167,7 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
                     secrets |= agents[agent_name].source.secrets
         nodes[name] = cls(name, config, None)  # type: ignore[arg-type]
     _resolve_sub_agents(agents, workflow, path, agent_sources, source)
+    routing.check_agents(agents, source)
     for loaded in agents.values():
         if loaded.source is not None:
             secrets |= loaded.source.secrets

@@ -15,14 +15,19 @@ model for the turn it makes again.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from magent.config.routes import model_names
+from magent.config.yamlfile import SourceFile
 from magent.engine import budget, conditions
 from magent.models import Agent, Message
 from magent.models.agent import FallbackModel, LLMConfig, RouteRule
 from magent.models.budget import Spent
+
+if TYPE_CHECKING:
+    from magent.config.files import LoadedAgent
 
 
 @dataclass(frozen=True)
@@ -125,3 +130,53 @@ def _same_provider(model: str, primary: str, endpoint: str | None) -> bool:
 def configs(config: LLMConfig) -> list[LLMConfig]:
     """``config`` for each of its models (what a run checks before it starts)."""
     return [config_for(config, i) for i in range(max(1, len(config.models)))]
+
+
+# checks when a graph loads ----------------------------------------------------------------------
+
+def check_agents(agents: dict[str, "LoadedAgent"], workflow_source: SourceFile | None = None) -> None:
+    """Each agent's routing can work: raise ``ConfigError`` at the first rule that cannot."""
+    for name, loaded in agents.items():
+        config = loaded.agent.llm_config
+        if loaded.source is None or not (config.models or config.routing):
+            continue
+        inline = workflow_source is not None and loaded.source is workflow_source
+        check_routing(loaded.source, config, (("agents", name) if inline else ()) + ("llm_config",))
+
+
+def model_names(config: LLMConfig) -> list[str]:
+    """The model string of each of ``config``'s models, the primary first."""
+    return [m if isinstance(m, str) else m.model for m in config.models] or [config.model]
+
+
+def check_routing(source: SourceFile, config: LLMConfig, at: tuple[Any, ...]) -> None:
+    """Raise ``ConfigError`` at the first rule that cannot work."""
+    names = model_names(config)
+    if config.models and names[0] != config.model:
+        raise source.error(f"model {config.model!r} and the first of models ({names[0]!r}) differ: "
+                           "the primary is the first of models (leave model out)", at + ("models", 0))
+    if "scripted" in names and len(names) > 1:
+        raise source.error("the scripted model plays one script: it cannot be routed with other models",
+                           at + ("models",))
+    for i, rule in enumerate(config.routing):
+        where = at + ("routing", i)
+        if rule.when is not None:
+            try:
+                conditions.check(rule.when)
+            except conditions.ConditionError as exc:
+                raise source.error(str(exc), where + ("when",)) from None
+        index_of(source, rule.model, names, where + ("model",))
+
+
+def index_of(source: SourceFile, model: int | str, names: list[str], where: tuple[Any, ...]) -> int:
+    """The index into ``names`` that a rule's ``model`` names."""
+    listed = ", ".join(f"{i}: {n}" for i, n in enumerate(names))
+    if isinstance(model, int):
+        if 0 <= model < len(names):
+            return model
+        raise source.error(f"no model {model} in models (they are {listed})", where)
+    if model in names:
+        return names.index(model)
+    close = difflib.get_close_matches(model, names, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise source.error(f"model {model!r} is not one of models ({hint}they are {listed})", where)
