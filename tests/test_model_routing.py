@@ -99,6 +99,17 @@ def test_a_budget_downgrades_the_model_instead_of_pausing(tmp_path: Path, magent
     assert "chosen by routing[0] budget max_model_calls 2 of 3" in invoke("trace", task_id[:8]).out
 
 
+def test_an_answer_sent_back_is_given_again_by_the_final_model(tmp_path: Path, magent_home: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.text("Normal, I think.").text('{"priority": "normal"}')
+        agent = router(tmp_path, stub.url, "    - {turn: final, model: 1}",
+                       budget='output_schema: {type: object, required: [priority]}')
+        result = invoke("run", str(agent), "-t", "Sort this ticket")
+        assert result.code == 0, result.out + result.err
+        assert sent_models(stub) == ["big-model", "small-model"]  # the schema check sent the first back
+    assert calls(result.out.split()[1])[-1] == ("openai/small-model", "routing[0] turn final")
+
+
 @pytest.mark.slow
 def test_a_run_killed_during_a_routed_call_resumes_on_the_same_model(tmp_path: Path, magent_home: Path) -> None:
     with OpenAIStub() as stub:
@@ -160,3 +171,22 @@ def test_the_readme_routing_config_loads_as_written(tmp_path: Path) -> None:
     config = load_agent(agent).agent.llm_config
     assert config.model == "openai/gpt-4o" and [r.turn or r.when or r.budget for r in config.routing] == [
         "tool_result", "metadata.tier == 'cheap'", 80]
+
+
+def test_turn_kinds() -> None:
+    from magent.engine.routing import turn_kinds
+    from magent.models import Message, ToolCall
+
+    asked = Message(role="user", content="Sort it")
+    answer = Message(role="assistant", content="Normal.")
+    called = Message(role="assistant", tool_calls=[ToolCall(id="c1", server="kv", tool="get", arguments={})])
+    result = Message(role="tool", content="x", tool_call_id="c1")
+    assert turn_kinds([asked], 0, 10) == {"first"}
+    assert turn_kinds([asked, called, result], 1, 10) == {"tool_result"}
+    assert turn_kinds([asked, called, result], 9, 10) == {"tool_result", "final"}  # the last turn allowed
+    sent_back = Message(role="user", name="magent", content="does not fit output_schema")
+    assert turn_kinds([asked, answer, sent_back], 1, 10) == {"final"}
+    follow_up = Message(role="user", content="And the other one?")  # a person's next question
+    assert turn_kinds([asked, answer, follow_up], 1, 10) == set()
+    nudge = Message(role="user", content="Your reply was empty.")
+    assert turn_kinds([asked, Message(role="assistant", content=""), nudge], 1, 10) == {"final"}

@@ -74,17 +74,31 @@ def _matches(ctx, agent: Agent, rule: RouteRule, iteration: int) -> str | None:
 def turn_kinds(messages: list[Message], iteration: int, max_iterations: int) -> set[str]:
     """The kinds of the turn about to be made: ``first`` (the loop's first turn),
     ``tool_result`` (the model reads tool results), ``final`` (the last turn allowed, or the
-    model is asked to give its answer again: an answer sent back, an empty reply)."""
+    model is asked to give its answer again: sent back by the output schema check, a rail or
+    a person, or after an empty reply)."""
     kinds = set()
     if iteration == 0:
         kinds.add("first")
     if messages and messages[-1].role == "tool":
         kinds.add("tool_result")
-    answered_before = (len(messages) >= 2 and messages[-1].role == "user"
-                       and messages[-2].role == "assistant" and not messages[-2].tool_calls)
-    if iteration >= max_iterations - 1 or answered_before:
+    if iteration >= max_iterations - 1 or _answer_asked_again(messages):
         kinds.add("final")
     return kinds
+
+
+SENT_BACK_BY = ("magent", "guardrail", "human")
+"""Who sends an answer back to be given again: the output schema check, an output rail, a person."""
+
+
+def _answer_asked_again(messages: list[Message]) -> bool:
+    """The last message sends the answer before it back (or asks again after an empty reply);
+    a person's follow-up question after an answer does not."""
+    if len(messages) < 2 or messages[-1].role != "user":
+        return False
+    answer = messages[-2]
+    if answer.role != "assistant" or answer.tool_calls:
+        return False
+    return messages[-1].name in SENT_BACK_BY or not (answer.content or "").strip()
 
 
 def _budget_used(ctx, agent: Agent, percent: float) -> str | None:
