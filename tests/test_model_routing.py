@@ -53,6 +53,8 @@ def test_tool_result_turns_go_to_the_cheaper_model(tmp_path: Path, magent_home: 
         result = invoke("run", str(agent), "-t", "Remember the city Lyon")
         assert result.code == 0, result.out + result.err
         assert sent_models(stub) == ["big-model", "small-model"]
+    assert "small-model · 11→7 tokens · cost unknown" in result.out  # the live view says why
+    assert "chosen by routing[0] turn tool_result" in result.out
     task_id = result.out.split()[1]
     assert calls(task_id) == [("openai/big-model", "primary (no rule matched)"),
                               ("openai/small-model", "routing[0] turn tool_result")]

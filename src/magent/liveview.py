@@ -141,8 +141,9 @@ class EventPrinter:
         self._streamed, self._reply = False, ""
         cost = "" if ev.field("cost") == 0 else f" · {cost_phrase(ev.field('cost'))}"
         attempt = f" · attempt {ev.field('attempt')}" if ev.field("attempt") else ""
+        route = f" · chosen by {esc(ev.field('route'))}" if ev.field("route") else ""
         self.out.print(f"  {who}[dim]{ev.field('model')} · {ev.field('tokens_in')}→{ev.field('tokens_out')} tokens"
-                       f"{token_note(ev.model_extra or {})}{cost} · {ev.field('latency_ms')} ms{attempt}[/]")
+                       f"{token_note(ev.model_extra or {})}{cost} · {ev.field('latency_ms')} ms{attempt}{route}[/]")
 
     def _failed_attempt(self, ev: Any) -> None:
         self._close_line()

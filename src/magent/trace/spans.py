@@ -286,7 +286,7 @@ class SpanBuilder:
                 "gen_ai.agent.name": ev.get("agent"), "gen_ai.conversation.id": session or self.task_id,
                 "magent.cost_usd": None if ev.get("cost") is None else float(ev["cost"]),  # unknown: absent
                 "magent.turn": ev.get("iteration"), "magent.attempt": ev.get("attempt"),
-                "magent.rail": ev.get("rail")}))
+                "magent.rail": ev.get("rail"), "magent.route": ev.get("route")}))
         if ev.get("error"):
             span.error = str(ev["error"])
             span.attributes["error.type"] = "_OTHER"
