@@ -33,7 +33,7 @@ the 1-based line of the read within its text."""
 def check_references(graph: "Graph") -> list[ConfigError]:
     """Every value the graph's edge conditions and templates read that cannot be there."""
     from magent.config.templates import is_template
-    from magent.engine.templating import _error, keys_set, template_uses
+    from magent.engine.templating import keys_set, template_error, template_uses
 
     errors: list[ConfigError] = []
     if graph.workflow is not None and graph.source is not None and graph.kind == "workflow":
@@ -52,7 +52,7 @@ def check_references(graph: "Graph") -> list[ConfigError]:
         for chain in template_chains(text):
             problem = _problem(graph, chain) or _unset(chain, sets)
             if problem:
-                errors.append(_error(source, path, text, problem, chain[2]))
+                errors.append(template_error(source, path, text, problem, chain[2]))
     return errors
 
 

@@ -46,7 +46,7 @@ def check_graph(agents: dict[str, "LoadedAgent"], nodes: dict[str, Any],
         try:
             needs: Needs = check(text)
         except TemplateProblem as exc:
-            raise _error(source, path, text, exc.message, exc.line) from None
+            raise template_error(source, path, text, exc.message, exc.line) from None
         found.names |= needs.names
         found.reads |= set(needs.metadata) | needs.optional
         for key, line in needs.metadata.items():
@@ -113,7 +113,8 @@ def _line(source: SourceFile, path: FieldPath, text: str, line: int) -> int | No
     return at + line - 1 + (1 if block else 0)
 
 
-def _error(source: SourceFile, path: FieldPath, text: str, message: str, line: int) -> ConfigError:
+def template_error(source: SourceFile, path: FieldPath, text: str, message: str, line: int) -> ConfigError:
+    """``message`` as a ``ConfigError`` at line ``line`` of the template at ``path`` in ``source``."""
     return ConfigError(message, path=display_path(source.path), line=_line(source, path, text, line),
                        field=dotted(path) or None)
 
