@@ -98,6 +98,7 @@ class Trial:
     def _make(self) -> list[str]:
         """Write the flow's files; the arguments of its first command after ``magent``."""
         mode = ["--durability", self.mode, "--no-input", "--quiet"]
+        self.folder.mkdir(parents=True, exist_ok=True)
         if self.flow == "parallel":
             from support.parallelflow import make_parallel
 
