@@ -17,6 +17,7 @@ from magent.engine import (
     argrails, budget, compaction, guard, routing, steering, stops, structured, templating, textmode, toolmode,
 )
 from magent.engine.control import CancelRun, NodeFailed, PauseRun, Suspended
+from magent.engine.selecting import SEARCH, SEARCH_SPEC, Selector
 from magent.engine.tooluse import (
     add_observation, check_before_call, declined, run_tool_call, turn_refusals,
 )
@@ -40,7 +41,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
     p = ctx.progress
     specs = tools.specs + delegates
     delegated = {s.name for s in delegates}
-    text_mode = toolmode.tell(ctx, agent, node, specs)
+    selector = Selector.for_agent(ctx, agent, tools.specs)  # None: every request carries every tool
+    text_mode = toolmode.tell(ctx, agent, node, specs if selector is None else specs + [SEARCH_SPEC])
     while True:
         ctx.check_stop()
         accepted = guard.resume_answer(ctx, node)  # a person decided on an answer a rail held
@@ -51,7 +53,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
             # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
             pending = unanswered_calls(ctx.state.messages)
             if pending:
-                await _finish_turn(ctx, node, agent, tools, delegated, pending)
+                await _finish_turn(ctx, node, agent, tools, delegated, pending, selector)
             p["iteration"] = p.get("iteration", 0) + 1
             for done in ("turn_open", "decisions", "unsure"):
                 p.pop(done, None)
@@ -67,7 +69,9 @@ async def react(ctx, agent: Agent, node: str) -> str:
         # An answer output rails may still change is not streamed either.
         stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
         route = routing.choose(ctx, agent, node, iteration)  # recorded before the call
-        request = await request_for(ctx, agent, node, iteration, specs, text_mode, route)
+        chosen, selection = (tools.specs, None) if selector is None else await selector.choose(ctx, node)
+        request = await request_for(ctx, agent, node, iteration, chosen + delegates, text_mode, route)
+        request.selection = selection
         response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
         if stops.stopped_short(response):  # cut at the output limit, refused, filtered
             stops.take(ctx, agent, node, iteration, request, response)
@@ -159,14 +163,16 @@ def _interpret(response: LLMResponse, text_mode: bool, parts: list[str] | None =
 
 
 async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegates: set[str],
-                       pending: list[ToolCall]) -> None:
+                       pending: list[ToolCall], selector: Selector | None = None) -> None:
     from magent.engine.delegation import delegate
 
     turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
     pending = guard.release_held(ctx, node, pending)  # results a rail held: never run twice
     refused = turn_refusals(policy, turn.tool_calls, pending)
     # (a server that restarted or changed its tools shows its new definitions to the pin check)
-    to_run = [(c, name) for c in pending if c.id not in refused and (name := c.full_name) not in delegates]
+    searches = {SEARCH} if selector is not None else set()
+    local = delegates | searches  # (answered here, not by the registry)
+    to_run = [(c, name) for c in pending if c.id not in refused and (name := c.full_name) not in local]
     await ctx.registry.ready([name for _, name in to_run])
     for call, name in to_run:  # every pause is asked before any call of the turn runs
         check_before_call(ctx, node, call.id, name, call.arguments, f"Agent '{agent.name}'")
@@ -178,6 +184,9 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
             add_observation(ctx, node, call, "ERROR", reason)
         elif call.full_name in delegates:
             jobs.append(delegate(ctx, node, call, agent))
+        elif call.full_name in searches:
+            assert selector is not None
+            jobs.append(selector.search(ctx, node, call))
         else:
             jobs.append(run_tool_call(ctx, node, call, policy))
     # Every call of the turn settles before a pause or a stop goes up: a sub-agent that

@@ -41,6 +41,8 @@ def record(request: LLMRequest, pieces: Any, redactor: Any, *, keep_messages: bo
         if key is not None:  # (the schemas are held, so the ids in the key stay theirs)
             memo[key] = known
     out: dict[str, Any] = {"params": known[0]}
+    if request.selection is not None:
+        out["selection"] = request.selection
     if not keep_messages:
         out["messages_withheld"] = True
     elif request.conversation_leaf is not None:

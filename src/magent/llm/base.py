@@ -89,6 +89,9 @@ class LLMRequest:
     (``response_format``) where litellm says the model supports it; checked by the engine always."""
     route: str | None = None
     """The routing rule that chose ``model`` (``llm_config.routing``), when the agent routes."""
+    selection: dict[str, Any] | None = None
+    """When the agent has ``tool_selection``: why ``tools`` are the ones carried (its record
+    goes into the call's ``llm_call`` event; see ``engine.selecting``)."""
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from magent.models.base import Model
 from magent.models.budget import Budget
@@ -137,6 +137,32 @@ class ShortTermMemory(Model):
     model call; the latest lines are kept within a fifth of the budget."""
 
 
+def unique_tools(names: list[str]) -> list[str]:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"tool names must be unique; repeated: {', '.join(dupes)}")
+    return names
+
+
+class ToolSelection(Model):
+    """Dynamic tool selection (seed 000): each request carries the allowed tools that fit the
+    task and the recent turns best, not all of them; the model can ask for more with
+    ``tools.search``."""
+
+    top_k: int = Field(default=8, gt=0)
+    """How many of the ranked tools each request carries (besides ``always``)."""
+    min_score: float = Field(default=0.0, ge=0, le=1)
+    """Leave out tools scoring below this (0.0 - 1.0: 0.8 x relevance, relative to the best
+    match, + 0.2 x the tool's past success rate in this home)."""
+    always: list[str] = Field(default_factory=list)
+    """Tools every request carries whatever they score (``server.tool``, among the agent's tools)."""
+
+    @field_validator("always")
+    @classmethod
+    def _unique(cls, names: list[str]) -> list[str]:
+        return unique_tools(names)
+
+
 class MemoryConfig(Model):
     """Seed 000 ``memory_config`` (long-term memory is the agent's ``memory:`` block)."""
 
@@ -196,6 +222,10 @@ class Agent(Model):
     with the person's message; reject: fail)."""
     budget: Budget | None = None
     """Limits on this agent's usage in a task (its model calls and tool calls, in every session)."""
+    tool_selection: ToolSelection | None = None
+    """Offer each model request only the tools that fit the task best (top-K by relevance and
+    past success, plus ``always``) and a ``tools.search`` tool to find the others. None: every
+    allowed tool goes into every request."""
 
     @field_validator("sub_agents")
     @classmethod
@@ -213,7 +243,19 @@ class Agent(Model):
     @field_validator("tools", "deny_tools")
     @classmethod
     def _unique(cls, names: list[str]) -> list[str]:
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"tool names must be unique; repeated: {', '.join(dupes)}")
-        return names
+        return unique_tools(names)
+
+    @field_validator("tool_selection")
+    @classmethod
+    def _always_allowed(cls, selection: ToolSelection | None, info: ValidationInfo) -> ToolSelection | None:
+        import difflib
+        import fnmatch
+
+        tools, deny = info.data.get("tools") or [], info.data.get("deny_tools") or []
+        for name in selection.always if selection is not None else ():
+            if not any(fnmatch.fnmatchcase(name, p) for p in tools) or \
+                    any(fnmatch.fnmatchcase(name, d) for d in deny):
+                close = difflib.get_close_matches(name, tools, n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else f" (tools: {', '.join(tools) or 'none'})"
+                raise ValueError(f"always: {name!r} is not one of the agent's tools{hint}")
+        return selection

@@ -82,7 +82,8 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
     for i, record in enumerate(step.get("llm_calls") or []):
         ev = llm_events[i] if i < len(llm_events) else {}
         detail["llm_calls"].append({**record, "response": (ev.get("response") or {}).get("content"),
-                                    "entry_id": ev.get("entry_id")})
+                                    "entry_id": ev.get("entry_id"),
+                                    "tool_selection": (ev.get("request") or {}).get("selection")})
 
     tool_calls = []
     calls_by_id = {ev.get("call_id"): ev for ev in by_type.get("tool_call", [])}
@@ -174,6 +175,28 @@ def _block(lines: list[Line], title: str, text: Any, style: str | None = None) -
         lines.append([("  " + row, style)])
 
 
+def selection_lines(selection: dict[str, Any]) -> list[Line]:
+    """Which tools a request carried and why (an agent's ``tool_selection``)."""
+    carried = selection.get("carried") or []
+    head = f"tools carried: {len(carried)} of {selection.get('allowed')}, ranked by {selection.get('method')}"
+    lines: list[Line] = [[(head, "bold")]]
+    if selection.get("left_out"):
+        lines[0].append((f" · {selection['left_out']} left out, tools.search offered", "dim"))
+    for tool in carried:
+        lines.append([(f"  {tool.get('tool')}", "magenta"), (f"  {carried_why(tool)}", "dim")])
+    return lines
+
+
+def carried_why(tool: dict[str, Any]) -> str:
+    """Why a request carried a tool, in a few words."""
+    by = {"always": "always", "top_k": "top_k", "search": "found by tools.search"}.get(tool.get("by"), "?")
+    if tool.get("score") is None:
+        return by
+    return (f"{by} · rank {tool.get('rank')} · score {tool['score']:.2f} = 0.8 x relevance "
+            f"{tool.get('relevance', 0):.2f} + 0.2 x success {tool.get('success', 0):.2f} "
+            f"({tool.get('calls', 0)} past calls)")
+
+
 def step_lines(detail: dict[str, Any]) -> list[Line]:
     """A step's details as styled lines, nothing truncated."""
     step = detail["step"]
@@ -210,6 +233,8 @@ def step_lines(detail: dict[str, Any]) -> list[Line]:
                        f"{tokens(int(call.get('tokens_out') or 0))} out{token_note(call)} · "
                        f"{cost_phrase(call.get('cost', 0.0))} · "
                        f"{duration(call.get('latency_ms'))} · stop: {call.get('stop_reason')}", "dim")])
+        if call.get("tool_selection"):
+            lines.extend(selection_lines(call["tool_selection"]))
         if call.get("response") is not None:
             _block(lines, "reply", call["response"], "italic")
     for i, call in enumerate(detail.get("tool_calls") or [], 1):

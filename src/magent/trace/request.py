@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from magent.llm.openai_format import safe_name
+from magent.trace.detail import carried_why, selection_lines
 from magent.trace.load import TraceView
 from magent.trace.view import Line
 
@@ -56,6 +58,8 @@ def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], l
         if "conversation" in sent and entries is None:
             entries = view.td.entries.load(problems)
         item.update(_rebuild(sent, pieces, entries or {}, view.td.entries))
+        if isinstance(sent.get("selection"), dict):
+            item["tool_selection"] = sent["selection"]
         out.append(item)
     return out, problems
 
@@ -172,12 +176,19 @@ def request_lines(number: int, calls: list[dict[str, Any]]) -> list[Line]:
         if item.get("messages_note"):
             lines.append([("messages: ", "bold"), (item["messages_note"], "dim")])
         tools = body.get("tools") or []
+        selection = item.get("tool_selection")
+        if selection:
+            lines.append([])
+            lines.extend(selection_lines(selection))
+        why = {safe_name(t["tool"]): carried_why(t) for t in (selection or {}).get("carried") or []}
         if tools:
             lines.append([])
             lines.append([(f"tools ({len(tools)})", "bold"), (f"  stored as {stored.get('tools')}", "dim")])
             for tool in tools:
                 fn = tool.get("function") or {}
                 lines.append([(f"  {fn.get('name')}", "magenta"), (f"  {fn.get('description') or ''}", None)])
+                if fn.get("name") in why:
+                    lines.append([(f"    carried: {why[fn['name']]}", "dim")])
                 schema = json.dumps(fn.get("parameters"), ensure_ascii=False, separators=(",", ":"))
                 lines.append([(f"    {schema}", "dim")])
     return lines
