@@ -100,6 +100,8 @@ def _check_uses(graph: Any, servers: bool) -> None:
         assert loaded.source is not None
         at = ("agents", name) if graph.source is loaded.source and graph.kind == "workflow" else ()
         uses.extend(ToolUse(t, loaded.source, at + ("tools", i)) for i, t in enumerate(loaded.agent.tools))
+        always = loaded.agent.tool_selection.always if loaded.agent.tool_selection is not None else []
+        uses.extend(ToolUse(t, loaded.source, at + ("tool_selection", "always", i)) for i, t in enumerate(always))
         errors.extend(_script_errors(loaded, at + ("llm_config", "script")))
     if graph.workflow is not None and graph.source is not None and graph.kind == "workflow":
         for node, config in graph.nodes.items():

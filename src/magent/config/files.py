@@ -105,7 +105,21 @@ def validate_agent(source: SourceFile, data: Any = None, prefix: tuple[Any, ...]
                            prefix + (("llm_config",) if "llm_config" in raw else ()))
     agent = validate(source, Agent, data=filled, prefix=prefix)
     _check_scripted(source, agent.llm_config.model, agent.llm_config.script, prefix + ("llm_config",))
+    _check_always(source, agent, prefix + ("tool_selection", "always"))
     return agent, defaulted
+
+
+def _check_always(source: SourceFile, agent: Agent, at: tuple[Any, ...]) -> None:
+    """``tool_selection.always`` names only tools the agent may call."""
+    import difflib
+    import fnmatch
+
+    for i, name in enumerate(agent.tool_selection.always if agent.tool_selection is not None else ()):
+        if not any(fnmatch.fnmatchcase(name, p) for p in agent.tools) or \
+                any(fnmatch.fnmatchcase(name, d) for d in agent.deny_tools):
+            close = difflib.get_close_matches(name, agent.tools, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (tools: {', '.join(agent.tools) or 'none'})"
+            raise source.error(f"{name!r} is not one of the agent's tools{hint}", at + (i,))
 
 
 def _check_scripted(source: SourceFile, model: str, script: str | None, at: tuple[Any, ...]) -> None:

@@ -72,16 +72,11 @@ class Selector:
         messages = ctx.state.messages if messages is None else messages
         ranked = await self._rank(ctx, node, query_of(messages), self.specs)
         found = found_tools(messages, self.names)
-        why: dict[str, dict[str, Any]] = {}
-        for name in self.config.always:
-            if name in self.names:
-                why[name] = {"by": "always"}
-        top = {s.name for s in [s for s in ranked if s.score >= self.config.min_score][:self.config.top_k]}
+        why: dict[str, dict[str, Any]] = {name: {"by": "always"} for name in self.config.always if name in self.names}
+        why.update({name: {"by": "search"} for name in sorted(found) if name not in why})
+        pool = [s for s in ranked if s.name not in why and s.score >= self.config.min_score]
+        why.update({s.name: {"by": "top_k"} for s in pool[:self.config.top_k]})
         for place, scored in enumerate(ranked, 1):
-            if scored.name in top:
-                why.setdefault(scored.name, {"by": "top_k"})
-            elif scored.name in found:
-                why.setdefault(scored.name, {"by": "search"})
             if scored.name in why:
                 why[scored.name].update(rank=place, score=scored.score, relevance=scored.relevance,
                                         success=scored.success, calls=scored.calls)

@@ -26,6 +26,8 @@ from magent.tools.setup import build_registry
 
 SUB_AGENT_SERVER = "agents"
 """The tool namespace of sub-agents (``agents.NAME``): no tool server may take it."""
+SEARCH_SERVER = "tools"
+"""Where ``tool_selection`` offers ``tools.search``: no tool server may take it then."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,9 @@ def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
     if needs.delegates and SUB_AGENT_SERVER in registry.providers:
         raise ConfigError(f"a tool server is named {SUB_AGENT_SERVER!r}, which is where sub-agents are "
                           "called (agents.NAME); rename the server")
+    if SEARCH_SERVER in registry.providers and any(a.agent.tool_selection for a in needs.graph.agents.values()):
+        raise ConfigError(f"a tool server is named {SEARCH_SERVER!r}, which is where an agent's tool_selection "
+                          "offers tools.search; rename the server")
     return registry
 
 

@@ -2,7 +2,7 @@
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from magent.models.base import Model
 from magent.models.budget import Budget
@@ -244,18 +244,3 @@ class Agent(Model):
     @classmethod
     def _unique(cls, names: list[str]) -> list[str]:
         return unique_tools(names)
-
-    @field_validator("tool_selection")
-    @classmethod
-    def _always_allowed(cls, selection: ToolSelection | None, info: ValidationInfo) -> ToolSelection | None:
-        import difflib
-        import fnmatch
-
-        tools, deny = info.data.get("tools") or [], info.data.get("deny_tools") or []
-        for name in selection.always if selection is not None else ():
-            if not any(fnmatch.fnmatchcase(name, p) for p in tools) or \
-                    any(fnmatch.fnmatchcase(name, d) for d in deny):
-                close = difflib.get_close_matches(name, tools, n=1, cutoff=0.6)
-                hint = f" (did you mean {close[0]!r}?)" if close else f" (tools: {', '.join(tools) or 'none'})"
-                raise ValueError(f"always: {name!r} is not one of the agent's tools{hint}")
-        return selection

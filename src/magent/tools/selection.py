@@ -95,11 +95,11 @@ class Scored:
 def rank(raw: Sequence[float], specs: Sequence[ToolSpec], stats: dict[str, tuple[int, int]]) -> list[Scored]:
     """``specs`` best first, from their raw relevance (``bm25`` or ``cosine``, in the same order)
     and ``stats`` (``{tool: (calls, successes)}``)."""
-    best = max((r for r in raw if r > 0), default=0.0)
+    best = max((float(r) for r in raw if r > 0), default=0.0)
     out = []
     for spec, value in zip(specs, raw):
         calls, ok = stats.get(spec.name, (0, 0))
-        relevance = round(max(value, 0.0) / best, 4) if best else 0.0
+        relevance = round(max(float(value), 0.0) / best, 4) if best else 0.0
         success = round((ok + 1) / (calls + 2), 4)
         score = round(RELEVANCE_WEIGHT * relevance + SUCCESS_WEIGHT * success, 4)
         out.append(Scored(spec.name, score, relevance, success, calls))
