@@ -94,6 +94,9 @@ def test_three_servers_top_k_5_send_five_tools_and_the_world_clock_task_complete
     assert len(tool_names(second)) == 6  # the answer turn: five again, and the search
     outcomes = [(e.field("tool"), e.field("outcome")) for e in events(task_id) if e.type == "tool_result"]
     assert sorted(outcomes) == [("time.convert_time", "SUCCESS"), ("time.get_current_time", "SUCCESS")]
+    overview = invoke("trace", task_id).out
+    assert "carried 6 tools: tb.add, tb.stamp, time.convert_time, time.get_current_time, web.stamp, tools.search" \
+        in overview
     detail = invoke("trace", task_id, "--step", "2")
     assert "tools carried: 5 of 36, ranked by bm25 · 31 left out, tools.search offered" in detail.out
     assert "time.convert_time  top_k · rank 1 · score 0.90 = 0.8 x relevance 1.00 + 0.2 x success 0.50" \

@@ -135,7 +135,9 @@ class Selector:
 
     async def _doc_vectors(self) -> list[Any]:
         if self._vectors is None:
-            self._vectors = await asyncio.to_thread(self.embedder.embed, [document(s) for s in self.specs])
+            made: list[Any] = await asyncio.to_thread(self.embedder.embed, [document(s) for s in self.specs])
+            self._vectors = made
+            return made
         return self._vectors
 
 

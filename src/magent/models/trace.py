@@ -68,6 +68,9 @@ class LLMCallRecord(Model):
     route: str | None = None
     """The routing rule that chose ``model`` (``routing[1] turn tool_result``), when the agent
     routes its turns over several models (``llm_config.routing``)."""
+    tools: list[str] | None = None
+    """When the agent selects its tools (``tool_selection``): the tools this request carried
+    (``magent trace ID --step N`` says why each)."""
 
 
 class StepRecord(Model):

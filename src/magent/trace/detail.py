@@ -189,7 +189,7 @@ def selection_lines(selection: dict[str, Any]) -> list[Line]:
 
 def carried_why(tool: dict[str, Any]) -> str:
     """Why a request carried a tool, in a few words."""
-    by = {"always": "always", "top_k": "top_k", "search": "found by tools.search"}.get(tool.get("by"), "?")
+    by = {"always": "always", "top_k": "top_k", "search": "found by tools.search"}.get(str(tool.get("by")), "?")
     if tool.get("score") is None:
         return by
     return (f"{by} · rank {tool.get('rank')} · score {tool['score']:.2f} = 0.8 x relevance "

@@ -231,6 +231,10 @@ class _Builder:
             record["estimated"] = True
         if ev.get("route"):
             record["route"] = ev["route"]
+        selection = (ev.get("request") or {}).get("selection")
+        if isinstance(selection, dict):
+            record["tools"] = [str(t.get("tool")) for t in selection.get("carried") or []] + (
+                ["tools.search"] if selection.get("left_out") else [])
         failed = bool(record["error"])
         if not failed:  # a failed attempt answered nothing: it counts as an attempt, not as usage
             _count(self.usage.setdefault(usage_key(record["model"], record["provider"]),

@@ -261,6 +261,10 @@ class _Tree:
         inner = indent + "    "
         if answers:
             self.llm_line(answers[-1], indent, n, label)
+            if answers[-1].get("tools") is not None:  # (an agent's tool_selection)
+                tools = answers[-1]["tools"]
+                self.lines.append([self.num(None), (inner, None),
+                                   (f"carried {len(tools)} tools: {short(', '.join(tools), 100)}", "dim")])
         else:
             self.lines.append([self.num(n), (indent + label, "bold")])
         for call in calls:
