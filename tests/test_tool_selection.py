@@ -230,3 +230,21 @@ def test_the_same_inputs_choose_the_same_tools(magent_home: Path, tmp_path: Path
     orders = {tuple((s.name, s.score) for s in rank(bm25(query_of(history), [document(s) for s in specs]),
                                                    specs, {"s.tool_5": (3, 1)})) for _ in range(5)}
     assert len(orders) == 1
+
+
+def test_min_score_leaves_out_what_does_not_match_and_always_stays(magent_home: Path, tmp_path: Path) -> None:
+    write(tmp_path, "a.script.yaml", "responses:\n  - content: Noted.\n")
+    target = write(tmp_path, "a.yaml", """
+        name: a
+        role: note taker
+        system_prompt: You take notes.
+        tools: [kv.*, memory.*]
+        tool_selection: {top_k: 3, min_score: 0.5, always: [kv.list]}
+        llm_config: {model: scripted, script: a.script.yaml}
+        """)
+    assert invoke("run", str(target), "-t", "Remember that the weekly sync is in room Atlas").code == 0
+    (call,) = requests(only_task(magent_home))
+    assert tool_names(call) == ["kv__list", "memory__remember", "tools__search"]
+    carried = call["tool_selection"]["carried"]
+    assert [(t["tool"], t["by"]) for t in carried] == [("kv.list", "always"), ("memory.remember", "top_k")]
+    assert carried[0]["score"] < 0.5 <= carried[1]["score"]

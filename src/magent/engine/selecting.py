@@ -121,7 +121,7 @@ class Selector:
         if self.embedder is not None:
             try:
                 vectors = await self._doc_vectors()
-                [asked] = await asyncio.to_thread(self.embedder.embed, [query])
+                asked = await asyncio.to_thread(self.embedder.query, query)  # (kept for the same text)
                 index = {s.name: i for i, s in enumerate(self.specs)}
                 return rank([cosine(asked, vectors[index[s.name]]) for s in specs], specs, self.stats)
             except Exception as exc:  # (the model's failure is said once; BM25 ranks from here on)
