@@ -19,6 +19,7 @@ import asyncio
 import time
 from typing import Any
 
+from magent.errors import ConfigError, LLMError
 from magent.llm.base import ToolSpec
 from magent.models import Agent, Message, ToolCall
 from magent.tools.base import ToolResult
@@ -62,7 +63,12 @@ class Selector:
             return None
         from magent.store.toolstats import read_stats
 
-        return cls(agent, specs, read_stats(ctx.td.store.root), _embedder(agent))
+        try:
+            embedder = _embedder(agent)
+        except ConfigError as exc:  # (a broken memory.yaml: the run goes on, ranking by text)
+            ctx.bus.emit("warning", None, message=f"tool selection: {exc}; ranking by BM25 instead")
+            embedder = None
+        return cls(agent, specs, read_stats(ctx.td.store.root), embedder)
 
     async def choose(self, ctx: Any, node: str, messages: list[Message] | None = None,
                      ) -> tuple[list[ToolSpec], dict[str, Any]]:
@@ -124,11 +130,7 @@ class Selector:
                 asked = await asyncio.to_thread(self.embedder.query, query)  # (kept for the same text)
                 index = {s.name: i for i, s in enumerate(self.specs)}
                 return rank([cosine(asked, vectors[index[s.name]]) for s in specs], specs, self.stats)
-            except Exception as exc:  # (the model's failure is said once; BM25 ranks from here on)
-                from magent.errors import LLMError
-
-                if not isinstance(exc, LLMError):
-                    raise
+            except LLMError as exc:  # (said once; BM25 ranks from here on)
                 ctx.bus.emit("warning", node, message=f"tool selection: {exc}; ranking by BM25 instead")
                 self.embedder, self.method = None, "bm25"
         return rank(bm25(query, [document(s) for s in specs]), specs, self.stats)
