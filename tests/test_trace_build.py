@@ -277,23 +277,3 @@ def test_entries_as_magent_writes_them_are_found_by_their_leading_id(tmp_path: P
     fill_results(every, path)
     assert few == {k: every[k] for k in few} == {
         "a1": [{"text": "again"}], "c3": [{"text": "id not first"}], "b2": [{"text": "names a1"}], "zz": [{}]}
-
-
-def test_tasks_show_reads_back_no_result_text(tmp_path: Path, monkeypatch) -> None:
-    """``magent.task_details`` takes the sessions from the trace as read: the result texts that
-    trace.json leaves to entries.jsonl are not read back for it."""
-    import magent
-    from magent.store import Store
-    from magent.trace import load
-
-    tools = FunctionProvider("t")
-    tools.add("page", lambda n=0: f"page {n} " + "y" * 2000, "page",
-              {"type": "object", "properties": {"n": {"type": "integer"}}})
-    turns = [{"tool_calls": [{"name": "t.page", "arguments": {"n": n}}]} for n in range(3)]
-    outcome = run_with(QueueModel([*turns, "done"]), agent_home(tmp_path), providers=[tools])
-    filled: list[object] = []
-    real = load.fill_results
-    monkeypatch.setattr(load, "fill_results", lambda cut, path: filled.append(list(cut)) or real(cut, path))
-    details = magent.task_details(outcome.task_id)
-    assert details.sessions == [] and details.checkpoints > 0 and filled == []
-    assert load.load_view(Store().task(outcome.task_id)).doc["steps"] and filled   # (the check has teeth)
