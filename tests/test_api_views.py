@@ -126,7 +126,7 @@ def test_mcp_servers_says_which_answer(magent_home: Path, tmp_path: Path, toolbo
     statuses = magent.mcp_servers(mcp=[servers])
     by_name = {s.name: s for s in statuses}
     assert [s.name for s in statuses] == ["ghost", "tb"]
-    assert by_name["tb"].ok and by_name["tb"].tools == 17 and by_name["tb"].source == str(servers)
+    assert by_name["tb"].ok and by_name["tb"].tools == 18 and by_name["tb"].source == str(servers)
     assert not by_name["ghost"].ok and "not found on PATH" in (by_name["ghost"].error or "")
     assert magent.mcp_servers() == []
 

@@ -431,7 +431,7 @@ def test_one_vocabulary_and_one_count_of_model_calls_everywhere(magent_home: Pat
     replayed = invoke("replay", task_id)
     assert replayed.out.startswith(f"replay matched: {calls} model calls and ")
     result = invoke("run", str(WRITE_REVIEW), "-t", "Write one line of copy for Tidy", "--json")
-    assert json.loads(result.out.splitlines()[-1])["model_calls"] == calls
+    assert len(json.loads(result.out.splitlines()[-1])["model_calls"]) == calls  # one record a call
 
 
 def test_a_killed_task_counts_what_its_trace_counts(tmp_path: Path, magent_home: Path) -> None:
