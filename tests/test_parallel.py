@@ -261,7 +261,7 @@ def test_a_pause_inside_a_branch_pauses_the_task_and_approve_continues_that_bran
     assert cp.human_request.kind == "human_node" and cp.human_request.node == "check"
     right = next(s for s in cp.sessions if s.key == "branch:right")
     assert cp.human_request.session == right.session_id and right.position == "check"
-    assert cp.position == "plan" and "fanout" in cp.node_progress   # the main session waits at the fan-out
+    assert cp.position == "plan" and cp.node_progress.kind == "fan_out"   # the main session waits at the fan-out
     shown = invoke("checkpoints", "show", task_id)
     assert "open sessions" in shown.out and "branch:right running branch" in shown.out
     done = invoke("resume", task_id, "--approve", "--message", "right looks fine", "--no-input", env=env)
@@ -282,7 +282,7 @@ def test_time_travel_forks_with_the_sessions_as_they_were(tmp_path: Path, magent
     td = task_dir(task_id)
     cps = [td.checkpoints.read(n) for n in checkpoint_numbers(task_id)]
     mid = next(cp for cp in cps if cp.reason == "branch_end")       # one branch done, one still open
-    (finished,) = mid.node_progress["fanout"]["done"]
+    (finished,) = mid.node_progress.fanout.done
     (still_open,) = mid.sessions
     before = len(ledger_lines(ledger))
     forked = invoke("resume", task_id, "--from-checkpoint", str(mid.sequence), env=env)

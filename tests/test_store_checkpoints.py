@@ -304,19 +304,20 @@ def test_a_checkpoint_is_written_whole(task):
     are left out. (Schemas 9-17 left those out: tests/test_store_old_schemas.py reads them.)"""
     from magent.models import Usage
     from magent.models.budget import Spent
+    from magent.models.progress import AgentProgress
 
     log = task.dir.checkpoints
     usage = {"scripted": Usage(input=100, output=7, calls=2, cost=0.25)}
     spent = Spent(tokens=107, model_calls=2, tool_calls=1, cost_usd=0.25)
     cp = _next(task, position="long", reason="llm_turn", state=State(current_agent="long"),
-               node_progress={"entered": True, "started": True, "iteration": 2}, turn_index=2,
+               node_progress=AgentProgress(kind="agent", entered=True, started=True, iteration=2), turn_index=2,
                usage_by_model=usage, spent={"task": spent, "agent:long": spent})
     log.write(cp)
     doc = json.loads(task.checkpoint_file(cp.sequence).read_text())
     assert (doc["task_id"], doc["sequence"], doc["reason"], doc["awaiting_human"]) == (
         task.id, cp.sequence, "llm_turn", False)
     assert (doc["state"], doc["turn_index"]) == ({"current_agent": "long"}, 2)
-    assert doc["node_progress"] == {"entered": True, "started": True, "iteration": 2}
+    assert doc["node_progress"] == {"kind": "agent", "entered": True, "started": True, "iteration": 2}
     assert doc["spent"]["task"] == doc["spent"]["agent:long"] == {
         "tokens": 107, "cost_usd": 0.25, "model_calls": 2, "tool_calls": 1}
     assert list(doc)[-1] == "sha256" and "messages" not in doc["state"]

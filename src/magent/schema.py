@@ -1,6 +1,6 @@
 """The on-disk format version, in a module light enough for the fast paths (no pydantic)."""
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 """Version of every on-disk document magent writes. Bump with a named migration
 (``store/migrations.py``): 2 stopped storing checkpoints' derived ``total_usage``; 3 added
 sessions (checkpoints list the open ones, trace steps and sessions name theirs); 4 dropped
@@ -27,7 +27,9 @@ in milliseconds when they are; 16 leaves out of an events.jsonl line the ``ts`` 
 wrote; 17 leaves a checkpoint's ``sequence`` to its file's name (still hashed); 18 writes every
 record whole again, the plain form: nothing is left out because another record, the line before,
 the file's name or other fields say it (only optional fields at their published defaults are);
-versions 5-17 are read through the migrations, never rewritten unless ``magent migrate`` is asked."""
+19 names the kind of each session's progress in checkpoints (``node_progress.kind``: the model
+that reads it, ``models/progress.py``); versions 5-18 are read through the migrations, never
+rewritten unless ``magent migrate`` is asked."""
 
 
 def check_readable(task_id: str, doc: object) -> None:

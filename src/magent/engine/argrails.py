@@ -24,8 +24,7 @@ from typing import Any
 from magent.engine.control import PauseRun
 from magent.engine.guard import Records, _emit, _label, _Run
 from magent.models import HumanRequest, Message
-
-PROGRESS_KEY = "arg_rails"
+from magent.models.progress import ArgumentVerdict
 
 
 @dataclass(eq=False)
@@ -85,9 +84,10 @@ async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnS
     info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=name, task_id=ctx.task.id)
     run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
                turn.records.call, turn.records.attempt)
-    verdict: dict[str, Any] = {}
+    verdict: ArgumentVerdict | None = None  # the first block or pause
 
     async def walk(value: Any, path: str) -> Any:
+        nonlocal verdict
         if isinstance(value, dict):
             return {k: await walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
         if isinstance(value, list):
@@ -96,46 +96,43 @@ async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnS
             return value
         where = {"tool": name, "call_id": call_id, "argument": path}
         s = await screen(value, rails, run, lambda c: turn.checks.append((info, c, where)))
-        if s.outcome in ("block", "pause") and "outcome" not in verdict:
+        if s.outcome in ("block", "pause") and verdict is None:
             assert s.rail is not None
             label = _label(s.rail, "input")
-            verdict.update(outcome=s.outcome, rail=label, key=s.rail.key, reason=s.reason, argument=path,
-                           refusal=f"{label} blocked the arguments of {name} ({path}): {s.message}")
+            verdict = ArgumentVerdict(
+                outcome=s.outcome, rail=label, key=s.rail.key, reason=s.reason, argument=path,
+                refusal=f"{label} blocked the arguments of {name} ({path}): {s.message}")
         return s.text if s.outcome in ("pass", "pause") else s.stored
 
     screened = await walk(arguments, "")
-    if verdict:
-        ctx.progress.setdefault(PROGRESS_KEY, {})[call_id] = verdict
+    if verdict is not None:
+        ctx.progress.arg_rails[call_id] = verdict
     return screened
 
 
 def refusal(ctx, call_id: str) -> str | None:
     """What the model is told instead of a result when a rail blocked ``call_id``'s arguments."""
-    v = (ctx.progress.get(PROGRESS_KEY) or {}).get(call_id)
-    return v["refusal"] if v is not None and v["outcome"] == "block" else None
+    v = ctx.progress.arg_rails.get(call_id)
+    return v.refusal if v is not None and v.outcome == "block" else None
 
 
 def check_pause(ctx, node: str, call_id: str, name: str, arguments: Any) -> None:
     """Raise ``PauseRun`` when a rail asked a person about this call and no one has answered."""
-    v = (ctx.progress.get(PROGRESS_KEY) or {}).get(call_id)
-    if v is None or v["outcome"] != "pause":
+    v = ctx.progress.arg_rails.get(call_id)
+    if v is None or v.outcome != "pause":
         return
     raise PauseRun(HumanRequest(
         kind="guardrail", node=node, allowed_actions=["approve", "reject"],
         output=f"{name}({ctx.redactor.text(str(arguments))[:500]})",
-        question=(f"{v['rail'].capitalize()} flagged the arguments of {name} ({v['argument']}): {v['reason']}. "
+        question=(f"{v.rail.capitalize()} flagged the arguments of {name} ({v.argument}): {v.reason}. "
                   "Make the call (approve) or not (reject)?"),
         details={"stage": "input", "source": "tool_arguments", "call_id": call_id, "tool": name,
-                 "rail": v["rail"], "key": v["key"]}))
+                 "rail": v.rail, "key": v.key}))
 
 
 def done(ctx, call_id: str) -> None:
     """Forget the rails' decision on a call that has its observation."""
-    decided = ctx.progress.get(PROGRESS_KEY)
-    if decided is not None:
-        decided.pop(call_id, None)
-        if not decided:
-            ctx.progress.pop(PROGRESS_KEY, None)
+    ctx.progress.arg_rails.pop(call_id, None)
 
 
 async def summarize(ctx, agent: Any, node: str, answer: str) -> None:

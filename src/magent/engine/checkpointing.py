@@ -13,6 +13,7 @@ from magent import failpoints
 from magent.engine.sessions import Session
 from magent.ids import new_id, now
 from magent.models import Checkpoint, HumanFeedback, HumanRequest, Message
+from magent.models.progress import Progress
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 
@@ -44,7 +45,7 @@ def _as_model(ctx: "RunContext", checkpoint_id: str, seq: int, reason: str, requ
     """The next checkpoint as a model, masked (a secret the model or a person repeated must not
     reach the file either)."""
     metadata = ctx.redactor.data(ctx.state.metadata)
-    progress = ctx.redactor.data(ctx.progress)
+    progress = masked_progress(ctx.redactor, ctx.progress)
     state = ctx.state.model_copy(update={
         "messages": [], "metadata": metadata, "routing_key": ctx.redactor.data(ctx.state.routing_key),
         "next_action": ctx.redactor.data(ctx.state.next_action)})
@@ -59,7 +60,7 @@ def _as_model(ctx: "RunContext", checkpoint_id: str, seq: int, reason: str, requ
         position = child.to_position()
         if position.output:
             position.output = ctx.redactor.text(position.output)
-        position.progress = ctx.redactor.data(position.progress)
+        position.progress = masked_progress(ctx.redactor, child.progress)
         sessions.append(position)
     return Checkpoint(
         checkpoint_id=checkpoint_id, task_id=ctx.task.id, sequence=seq, parent_id=ctx.last_checkpoint_id,
@@ -77,6 +78,12 @@ def masked(redactor: Redactor, request: HumanRequest) -> HumanRequest:
     """``request`` as it may be written or shown: secrets in its output and details masked."""
     return request.model_copy(update={"output": redactor.text(request.output or "") or None,
                                       "details": redactor.data(request.details)})
+
+
+def masked_progress(redactor: Redactor, progress: Progress) -> Progress:
+    """A copy of ``progress`` with secrets masked (a copy also keeps the checkpoint apart from the
+    session, which goes on changing its progress)."""
+    return type(progress).model_validate(redactor.data(progress.model_dump()))
 
 
 def restore(ctx: "RunContext", cp: Checkpoint, messages: list[Message],

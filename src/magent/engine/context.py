@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
     from magent.llm.base import LLMClient
+    from magent.models.progress import Progress
     from magent.tools.registry import ToolRegistry
 
 
@@ -131,11 +132,11 @@ class RunContext:
         self.main.node_done = value
 
     @property
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> Progress:
         return self.main.progress
 
     @progress.setter
-    def progress(self, value: dict[str, Any]) -> None:
+    def progress(self, value: Progress) -> None:
         self.main.progress = value
 
     @property

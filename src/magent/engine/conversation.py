@@ -30,6 +30,7 @@ from magent.engine.runner import Executor, RunOutcome
 from magent.engine.toolbox import prepare
 from magent.errors import TaskStateError, UsageError
 from magent.models import Checkpoint, Entry, Message, Task, TaskStatus
+from magent.models.progress import AgentProgress
 from magent.store import Store, TaskDir
 
 FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
@@ -137,6 +138,6 @@ def _open_exchange(ctx, node: str, message: str) -> None:
     ctx.visits = {}
     main = ctx.main
     main.position, main.node_done = node, False
-    main.progress = {"started": True, "iteration": 0}  # the message is the node's prompt
+    main.progress = AgentProgress(kind="agent", started=True)  # the message is the node's prompt
     ctx.add_message(Message(role="user", content=message), node=node)
     ctx.checkpoint("follow_up")

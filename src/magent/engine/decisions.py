@@ -13,6 +13,7 @@ from magent.engine.inputs import merge_updates
 from magent.engine.runner import Executor, RunOutcome
 from magent.errors import TaskStateError, UsageError
 from magent.models import HumanFeedback, Message, Task, TaskStatus
+from magent.models.progress import CallDecision
 from magent.models.session import MAIN_SESSION
 from magent.store import TaskDir
 
@@ -147,8 +148,8 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             target.state.routing_key = feedback.action
         if request.kind in ("tool_approval", "tool_recovery", "tool_changed"):
             call_id = request.details.get("call_id")
-            target.progress.setdefault("decisions", {})[call_id] = {
-                "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
+            target.progress.decisions[call_id] = CallDecision(
+                action="run" if feedback.action == "approve" else "reject", message=feedback.message)
             ctx.feedback = None
             tool = ctx.registry.get(request.details.get("tool") or "")
             if request.kind == "tool_changed" and feedback.action == "approve" and tool is not None:

@@ -6,7 +6,7 @@ fan-out (it sees the history so far, not its siblings') and walks the graph on i
 parent waits at the fan-out; when every branch is in, their outputs are put into the
 parent's conversation as one message and the parent goes on at the join.
 
-The parent's progress records the fan-out (``{"fanout": {...}}``): which session runs
+The parent's progress records the fan-out (``FanOutProgress``): which session runs
 each branch and what each finished branch gave, so a resumed run continues the open
 branches and never runs a finished one again. A failed branch fails the fan-out and
 stops its siblings (``on_error: fail``, the default) or is reported to the join
@@ -16,7 +16,7 @@ stops its siblings (``on_error: fail``, the default) or is reported to the join
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from magent.engine.children import stamp
 from magent.engine.control import NodeFailed, PauseRun
@@ -25,6 +25,7 @@ from magent.engine.react import raise_first
 from magent.engine.sessions import Session
 from magent.errors import LLMError
 from magent.models import Message
+from magent.models.progress import BranchResult, FanOut, FanOutProgress, blank
 
 if TYPE_CHECKING:
     from magent.engine.runner import Executor
@@ -34,32 +35,33 @@ def start(executor: "Executor", session: Session, edge_index: int) -> None:
     """Open one branch session per target, durably (a checkpoint lists them before they act)."""
     ctx = executor.ctx
     join = ctx.graph.joins[edge_index]
-    session.progress = {"fanout": {"edge": edge_index, "join": join.node, "branches": {}, "done": {}}}
-    state = session.progress["fanout"]
+    state = FanOut(edge=edge_index, join=join.node)
+    session.progress = FanOutProgress(kind="fan_out", fanout=state)
     ctx.view(session).bus.emit("fan_out", join.source, targets=list(join.targets), join=join.node,
                                on_error=join.on_error)
     for target in join.targets:
         child = ctx.open_session(session, kind="branch", key=f"branch:{target}", node=join.source,
                                  fork=True, position=target, stop_at=join.node)
-        state["branches"][target] = child.id
+        state.branches[target] = child.id
     ctx.checkpoint("fan_out")
 
 
 async def run(executor: "Executor", session: Session) -> None:
     """Run the open branches of ``session``'s fan-out to the join, then move ``session`` there."""
     ctx = executor.ctx
-    state = session.progress["fanout"]
-    join = ctx.graph.joins[state["edge"]]
+    assert isinstance(session.progress, FanOutProgress)
+    state = session.progress.fanout
+    join = ctx.graph.joins[state.edge]
     group = session.stop.child()
 
     async def branch(target: str) -> None:
-        child = ctx.sessions[state["branches"][target]]
+        child = ctx.sessions[state.branches[target]]
         child.stop = group
         try:
             await executor.walk(child, join.node)
         except (NodeFailed, LLMError) as exc:
             ctx.close_session(child, "failed", error=str(exc))
-            state["done"][target] = {"error": ctx.redactor.text(str(exc))}
+            state.done[target] = BranchResult(error=ctx.redactor.text(str(exc)))
             if join.on_error == "fail":
                 group.set("fail")
                 raise NodeFailed(f"branch '{target}' of the fan-out from '{join.source}' failed: {exc}") from None
@@ -69,31 +71,31 @@ async def run(executor: "Executor", session: Session) -> None:
         else:
             output = ctx.view(child).last_output
             ctx.close_session(child, "completed", output=output)
-            state["done"][target] = {"output": ctx.redactor.text(truncate(output, 4000))}
+            state.done[target] = BranchResult(output=ctx.redactor.text(truncate(output, 4000)))
         ctx.checkpoint("branch_end")
 
-    pending = [t for t in join.targets if t not in state["done"]]
+    pending = [t for t in join.targets if t not in state.done]
     raise_first(await asyncio.gather(*(branch(t) for t in pending), return_exceptions=True))
-    text = joined(state["done"], join.targets)
+    text = joined(state.done, join.targets)
     ctx.add_message(Message(role="user", name="workflow", content=text), node=join.node, session=session)
     if session.is_main:
         ctx.state.metadata["last_output"] = text
     else:
         session.output = text
-    failed = [t for t in join.targets if "error" in state["done"][t]]
+    failed = [t for t in join.targets if state.done[t].error is not None]
     ctx.view(session).bus.emit("join", join.node, branches=list(join.targets), failed=failed or None,
                                source=join.source)
-    session.position, session.node_done, session.progress = join.node, False, {}
+    session.position, session.node_done, session.progress = join.node, False, blank()
     ctx.checkpoint("join")
 
 
-def joined(done: dict[str, dict[str, Any]], targets: tuple[str, ...]) -> str:
+def joined(done: dict[str, BranchResult], targets: tuple[str, ...]) -> str:
     """The message the join brings into its conversation: every branch's output, in order."""
     parts = ["The parallel branches have finished."]
     for target in targets:
         record = done[target]
-        if "error" in record:
-            parts.append(f"## {target} (failed)\n{record['error']}")
+        if record.error is not None:
+            parts.append(f"## {target} (failed)\n{record.error}")
         else:
-            parts.append(f"## {target}\n{record.get('output') or '(no output)'}")
+            parts.append(f"## {target}\n{record.output or '(no output)'}")
     return "\n\n".join(parts)

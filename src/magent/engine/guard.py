@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from magent.engine.control import NodeFailed, PauseRun
 from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
 from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
+from magent.models.progress import CallDecision, HeldAnswer, HeldResult, RailDecision
 
 if TYPE_CHECKING:  # the rails' own modules load with the first rail: most runs declare none
     from magent.guardrails.base import Rail, RailInput
@@ -208,7 +209,7 @@ async def screen_task(graph, text: str, options, *, node: str | None = None,
 def task_refused(ctx) -> str | None:
     """The failure to end with when a person rejected the task text (or a follow-up) at an input
     rail's pause."""
-    return ctx.progress.get("task_refused")
+    return ctx.progress.task_refused
 
 
 # Tool results: screened inside the registry's call, before truncation and artifacts.
@@ -256,12 +257,11 @@ class ResultScreen:
 
             message = f"{label} blocked the result of {call.full_name}: {s.message}"
             add_observation(ctx, self.node, call, "ERROR", message)
-            ctx.progress.setdefault("rail_blocks", []).append(message)
+            ctx.progress.rail_blocks.append(message)
             return False
-        ctx.progress.setdefault("held", {})[call.id] = {
-            "tool": result.tool or call.full_name, "outcome": result.outcome, "text": ctx.redactor.text(result.content),
-            "rail": label, "key": s.rail.key, "reason": s.reason, "duration_ms": result.duration_ms,
-            "artifact": result.artifact}
+        ctx.progress.held[call.id] = HeldResult(
+            tool=result.tool or call.full_name, outcome=result.outcome, text=ctx.redactor.text(result.content),
+            rail=label, key=s.rail.key, reason=s.reason, duration_ms=result.duration_ms, artifact=result.artifact)
         return False
 
 
@@ -273,48 +273,46 @@ def result_screen(ctx, node: str, agent: str, call: ToolCall) -> ResultScreen | 
 def release_held(ctx, node: str, pending: list[ToolCall]) -> list[ToolCall]:
     """Calls held at a rail's pause that a person has decided on become observations; returns the
     pending calls that were not held (still to check and run). Held calls already ran: never again."""
-    held = ctx.progress.get("held") or {}
+    held = ctx.progress.held
     rest = []
     for call in pending:
         h = held.get(call.id)
         if h is None:
             rest.append(call)
             continue
-        decision = h.get("decision")
+        decision = h.decision
         if decision is None:
             continue  # still waiting; ``settle_turn`` asks again
         from magent.engine.tooluse import add_observation
         from magent.tools.base import ToolResult
 
-        note = f": {decision['message']}" if decision.get("message") else ""
-        if decision["action"] == "approve":
-            outcome = h["outcome"]
-            content = (f"[a person let this result through {h['rail']}{note}]\n" if note else "") + h["text"]
+        note = f": {decision.message}" if decision.message else ""
+        if decision.action == "approve":
+            outcome = h.outcome
+            content = (f"[a person let this result through {h.rail}{note}]\n" if note else "") + h.text
         else:
             outcome = "ERROR"
-            content = f"withheld by a person after {h['rail']} flagged it{note}"
+            content = f"withheld by a person after {h.rail} flagged it{note}"
         add_observation(ctx, node, call, outcome, content,
-                        ToolResult(outcome=outcome, content=content, tool=h["tool"],
-                                   duration_ms=h.get("duration_ms") or 0, artifact=h.get("artifact")))
+                        ToolResult(outcome=outcome, content=content, tool=h.tool,
+                                   duration_ms=h.duration_ms or 0, artifact=h.artifact))
         del held[call.id]
-    if not held:
-        ctx.progress.pop("held", None)
     return rest
 
 
 def settle_turn(ctx, node: str) -> None:
     """Once a turn's calls are done: fail for a blocked result, pause for a held one."""
-    blocks = ctx.progress.pop("rail_blocks", None)
+    blocks, ctx.progress.rail_blocks = ctx.progress.rail_blocks, []
     if blocks:
         raise NodeFailed(blocks[0], kind="guardrail")
-    for call_id, h in (ctx.progress.get("held") or {}).items():
-        if h.get("decision") is None:
+    for call_id, h in ctx.progress.held.items():
+        if h.decision is None:
             raise PauseRun(HumanRequest(
-                kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=h["text"],
-                question=(f"{h['rail'].capitalize()} flagged the result of {h['tool']}: {h['reason']}. "
+                kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=h.text,
+                question=(f"{h.rail.capitalize()} flagged the result of {h.tool}: {h.reason}. "
                           "Let the agent see it (approve) or withhold it (reject)?"),
-                details={"stage": "input", "source": "tool_result", "call_id": call_id, "tool": h["tool"],
-                         "rail": h["rail"], "key": h["key"]}))
+                details={"stage": "input", "source": "tool_result", "call_id": call_id, "tool": h.tool,
+                         "rail": h.rail, "key": h.key}))
 
 
 # Final answers: screened before the model call is recorded and before the entry; what the rails
@@ -373,7 +371,7 @@ def record_answer(ctx, node: str, check: AnswerCheck | None, entry_id: str, iter
         return
     assert s.rail is not None
     label = _label(s.rail, "output")
-    ctx.progress["held_answer"] = {"entry_id": entry_id, "iteration": iteration, "rail": label, "key": s.rail.key}
+    ctx.progress.held_answer = HeldAnswer(entry_id=entry_id, iteration=iteration, rail=label, key=s.rail.key)
     raise PauseRun(HumanRequest(
         kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=s.text,
         question=(f"{label.capitalize()} flagged the answer of agent '{agent}': {s.reason}. Accept it (approve), "
@@ -391,7 +389,7 @@ def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
     label = _label(s.rail, "output")
     if s.outcome == "block":
         raise NodeFailed(f"{label} blocked the answer: {s.message}", kind="guardrail")
-    revisions = ctx.progress.setdefault("revisions", {})
+    revisions = ctx.progress.revisions
     done = revisions.get(s.rail.key, 0)
     if done >= s.rail.config.max_revisions:
         raise NodeFailed(f"{label} still objects after {done} revision{'s' if done != 1 else ''}: {s.message}",
@@ -407,21 +405,22 @@ def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
 def resume_answer(ctx, node: str) -> str | None:
     """Going on after a person decided on a held answer: the accepted answer, or None once the
     decision is applied (a rejection asks the model to revise, with the person's message)."""
-    held = ctx.progress.get("held_answer")
-    if not held:
+    held = ctx.progress.held_answer
+    if held is None:
         return None
-    decision = held.get("decision")
+    decision = held.decision
     if decision is None:
-        raise NodeFailed(f"the answer held by {held['rail']} has no decision to go on with", kind="guardrail")
-    ctx.progress.pop("held_answer")
-    iteration = held["iteration"]
-    ctx.add_message(Message(role="assistant", content=held["text"]), node=node, turn_id=f"{node}:{iteration}",
-                    entry_id=held["entry_id"])
-    ctx.progress["iteration"] = iteration + 1
-    if decision["action"] == "approve":
-        return held["text"]
-    ctx.add_message(Message(role="user", name="human", content=f"[a person, reject] {decision.get('message') or ''}"
-                            .rstrip() + ("" if decision.get("message") else " Revise your answer.")), node=node)
+        raise NodeFailed(f"the answer held by {held.rail} has no decision to go on with", kind="guardrail")
+    ctx.progress.held_answer = None
+    iteration = held.iteration
+    text = held.text or ""
+    ctx.add_message(Message(role="assistant", content=text), node=node, turn_id=f"{node}:{iteration}",
+                    entry_id=held.entry_id)
+    ctx.progress.iteration = iteration + 1
+    if decision.action == "approve":
+        return text
+    ctx.add_message(Message(role="user", name="human", content=f"[a person, reject] {decision.message or ''}"
+                            .rstrip() + ("" if decision.message else " Revise your answer.")), node=node)
     ctx.checkpoint("llm_turn")
     return None
 
@@ -431,22 +430,22 @@ def resume_answer(ctx, node: str) -> str | None:
 def take_decision(ctx, request: HumanRequest, feedback: HumanFeedback) -> None:
     """Put the decision where the paused step finds it when the run goes on."""
     details = request.details
-    decision = {"action": feedback.action, "message": feedback.message}
+    decision = RailDecision(action=feedback.action, message=feedback.message)
     source = details.get("source")
     if source == "tool_result":
-        held = (ctx.progress.get("held") or {}).get(details.get("call_id"))
+        held = ctx.progress.held.get(details.get("call_id"))
         if held is not None:
-            held["decision"] = decision
+            held.decision = decision
     elif source == "answer":
-        held = ctx.progress.get("held_answer")
-        if held is not None:
-            held["decision"] = decision
-            held["text"] = request.output or ""
+        answer = ctx.progress.held_answer
+        if answer is not None:
+            answer.decision = decision
+            answer.text = request.output or ""
     elif source == "tool_arguments":  # (``argrails``: the call runs as written, or is not made)
-        ctx.progress.setdefault("decisions", {})[details.get("call_id")] = {
-            "action": "run" if feedback.action == "approve" else "reject", "message": feedback.message}
+        ctx.progress.decisions[details.get("call_id")] = CallDecision(
+            action="run" if feedback.action == "approve" else "reject", message=feedback.message)
     elif source in ("task", "follow_up") and feedback.action == "reject":
         note = f": {feedback.message}" if feedback.message else ""
         subject = "the task text" if source == "task" else "the follow-up"
-        ctx.progress["task_refused"] = f"a person rejected {subject} at {details.get('rail')}{note}"
+        ctx.progress.task_refused = f"a person rejected {subject} at {details.get('rail')}{note}"
 

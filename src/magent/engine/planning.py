@@ -149,7 +149,7 @@ def planning_prompt(goal: str, workers: dict[str, str], max_subtasks: int) -> st
             "same time; a subtask receives the results of the subtasks it depends on.")
 
 
-def revision_prompt(goal: str, plan: dict[str, Any], status: dict[str, dict[str, Any]],
+def revision_prompt(goal: str, plan: dict[str, Any], status: dict[str, Any],
                     results: dict[str, str], failure: str) -> str:
     done = "\n".join(f"- {sid}: {text[:500]}" for sid, text in results.items()) or "(none)"
     return (f"A subtask of your plan failed, even after retries:\n{failure}\n\nTask:\n{goal}\n\n"

@@ -25,6 +25,7 @@ from magent.ids import new_id
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, ToolSpec
 from magent.memory import run as memory
 from magent.models import Agent, Message, ToolCall
+from magent.models.progress import AgentProgress
 from magent.tools.policy import ToolPolicy
 
 
@@ -38,7 +39,7 @@ async def react(ctx, agent: Agent, node: str) -> str:
 
     tools = ToolPolicy.for_agent(agent, ctx.registry)
     delegates = delegation_specs(ctx, agent)
-    p = ctx.progress
+    p = ctx.session.progress_as(AgentProgress)
     specs = tools.specs + delegates
     delegated = {s.name for s in delegates}
     selector = Selector.for_agent(ctx, agent, tools.specs)  # None: every request carries every tool
@@ -49,18 +50,17 @@ async def react(ctx, agent: Agent, node: str) -> str:
         if accepted is not None:
             return accepted
         stops.resume_refusal(ctx, node)  # a person decided after the model refused
-        if p.get("turn_open"):
+        if p.turn_open:
             # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
             pending = unanswered_calls(ctx.state.messages)
             if pending:
                 await _finish_turn(ctx, node, agent, tools, delegated, pending, selector)
-            p["iteration"] = p.get("iteration", 0) + 1
-            for done in ("turn_open", "decisions", "unsure"):
-                p.pop(done, None)
+            p.iteration += 1
+            p.turn_open, p.decisions, p.unsure = None, {}, []
             ctx.checkpoint("llm_turn")
             continue
         steering.drain(ctx, node)  # between turns: an operator's messages, pause, cancel
-        iteration = p.get("iteration", 0)
+        iteration = p.iteration
         if iteration >= agent.max_iterations:
             raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
                              "without a final answer", kind="max_iterations")
@@ -76,7 +76,8 @@ async def react(ctx, agent: Agent, node: str) -> str:
         if stops.stopped_short(response):  # cut at the output limit, refused, filtered
             stops.take(ctx, agent, node, iteration, request, response)
             continue
-        message, final, nudge = _interpret(response, text_mode, p.pop("parts", None))
+        message, final, nudge = _interpret(response, text_mode, p.parts)
+        p.parts = []
         message, arg_rails = await argrails.screen_turn(ctx, node, agent.name, message)  # before its entry
         screening = None
         if not message.tool_calls and final.strip():  # a final answer: the output rails first
@@ -92,10 +93,10 @@ async def react(ctx, agent: Agent, node: str) -> str:
         if arg_rails is not None:
             arg_rails.record(ctx, node)
         if message.tool_calls:
-            p["turn_open"] = entry_id
+            p.turn_open = entry_id
             ctx.begin_commit("tool")  # the reply and its record: on disk before its tools run
             continue
-        p["iteration"] = iteration + 1
+        p.iteration = iteration + 1
         if not final.strip():
             ctx.add_message(Message(role="user", content=nudge), node=node)
             ctx.checkpoint("llm_turn")

@@ -21,6 +21,7 @@ from magent.engine.context import Recovery, RunContext
 from magent.engine.events import unpack
 from magent.engine.sessions import Session
 from magent.models import Checkpoint, Entry, Event
+from magent.models.progress import AgentProgress, CallsProgress, FanOutProgress
 from magent.models.session import MAIN_SESSION
 from magent.models.task import Usage, usage_key
 from magent.store import to_message
@@ -155,24 +156,35 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
     for session in [ctx.main, *ctx.open_children()]:
         # Calls that were running when the checkpoint was written (by another session): their
         # intents are behind it, but they may have run. Answered since: adopted above.
-        running = set(session.progress.pop("running", []))
+        calls = _calls(session)
+        if calls is None:
+            continue
+        running, calls.running = set(calls.running), []
         if running:
             answered = {m.tool_call_id for m in session.messages if m.role == "tool"}
             intents.setdefault(session.id, set()).update(running - answered)
     for sid, started in intents.items():
         recovery = ctx.recoveries.setdefault(sid, Recovery())
         session = ctx.sessions.get(sid)
+        calls = _calls(session) if session is not None else None
         # A call whose result event survived a power loss but whose result did not (its entry
         # lost, the event lean) ran: it is as unsure as one with no result event, not one to run.
         answered = {m.tool_call_id for m in session.messages if m.role == "tool"} if session else set()
         lost = {cid for cid, ev in results.get(sid, {}).items() if "full_result" not in ev and cid not in answered}
         recovery.started_calls = (started - set(results.get(sid, {}))) | (started & lost)
-        if session is not None and recovery.started_calls:
+        if calls is not None and recovery.started_calls:
             # Kept in the session's progress, so the checkpoints written from here on remember
             # them: after a pause about one of them (or a second crash) the events that showed
             # these calls started are behind the new checkpoint and would not be read again.
-            unsure = session.progress.setdefault("unsure", [])
-            unsure.extend(sorted(c for c in recovery.started_calls if c not in unsure))
+            calls.unsure.extend(sorted(c for c in recovery.started_calls if c not in calls.unsure))
+
+
+def _calls(session: Session) -> CallsProgress | None:
+    """Where ``session`` keeps its tool calls: its agent loop's progress, or its node's when that
+    node makes calls (None otherwise)."""
+    if not session.is_main and session.kind != "branch":
+        return session.progress_as(AgentProgress)
+    return session.progress if isinstance(session.progress, CallsProgress) else None
 
 
 def _unrecorded_turns(ctx: RunContext, ids: set[str], entries: dict[str, Entry]) -> None:
@@ -193,7 +205,8 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
     that asked for tools, with whichever results followed. Returns the adopted entry ids."""
     if session.is_main or session.kind == "branch":  # walks the graph: an agent node's turn
         node = ctx.graph.nodes.get(session.position or "")
-        if session.node_done or node is None or node.kind != "agent" or "fanout" in session.progress:
+        if (session.node_done or node is None or node.kind != "agent"
+                or isinstance(session.progress, FanOutProgress)):
             return set()
         turn_node = session.position
     else:  # a sub-agent, map item or subtask: its one loop
@@ -208,7 +221,8 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
         tail = tail[1:]
     if not tail:
         return compacted
-    open_turn = session.progress.get("turn_open")
+    progress = session.progress_as(AgentProgress)
+    open_turn = progress.turn_open
     if open_turn:
         # The checkpoint was written in the middle of this turn (another session's): the
         # results that came after it belong to the same turn.
@@ -230,7 +244,7 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
         return compacted
     ctx.adopt(take, session)
     if not open_turn:
-        session.progress["turn_open"] = take[0].id
+        progress.turn_open = take[0].id
     return compacted | {e.id for e in take}
 
 

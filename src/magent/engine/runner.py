@@ -23,6 +23,7 @@ from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, LLMError
 from magent.ids import new_id, now
 from magent.memory import run as memory
 from magent.models import EdgeDef, HumanRequest, TaskStatus
+from magent.models.progress import FanOutProgress, blank
 
 
 NO_TOOLS = frozenset({"human", "condition"})
@@ -74,7 +75,7 @@ class Executor:
         ctx = self.ctx
         view = ctx.view(session)
         while session.position not in (stop_at, END):
-            if "fanout" in session.progress:  # waiting at a fan-out (after a resume: still)
+            if isinstance(session.progress, FanOutProgress):  # waiting at a fan-out (after a resume: still)
                 await fanout.run(self, session)
                 continue
             if not session.node_done:
@@ -88,21 +89,22 @@ class Executor:
                 continue
             nxt = edge.to if edge is not None else END
             view.bus.emit("route", session.position, to=nxt, routing_key=session.state.routing_key)
-            session.position, session.node_done, session.progress = nxt, False, {}
+            session.position, session.node_done, session.progress = nxt, False, blank()
 
     async def _run_node(self, session: Session) -> None:
         ctx = self.ctx
         view = ctx.view(session)
         name = session.position
         node = ctx.graph.nodes[name]
-        if not session.progress.get("entered"):
+        progress = session.progress_as(node.Progress)
+        if not progress.entered:
             total = sum(ctx.visits.values())
             limit = ctx.graph.workflow.max_iterations
             if total >= limit:
                 raise NodeFailed(f"workflow '{ctx.graph.name}' stopped after max_iterations ({limit}) "
                                  f"node visits; it was about to run '{name}' again", kind="max_iterations")
             ctx.visits[name] = ctx.visits.get(name, 0) + 1
-            session.progress["entered"] = True
+            progress.entered = True
             view.bus.emit("node_started", name, kind=node.kind, agent=node.agent_name,
                           visit=ctx.visits[name])
         else:
@@ -119,7 +121,7 @@ class Executor:
                 ctx.state.metadata.pop("result_value", None)
             else:
                 ctx.state.metadata["result_value"] = result.value
-        session.node_done, session.progress = True, {}
+        session.node_done, session.progress = True, blank()
         view.bus.emit("node_finished", name, kind=node.kind, status="ok",
                       duration_ms=int((time.perf_counter() - started) * 1000),
                       output=truncate(ctx.redactor.text(result.output or ""), 1000) or None,

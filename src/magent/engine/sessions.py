@@ -11,10 +11,11 @@ conversation, a sub-agent's, a branch of a fan-out or an item of a map.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from magent.engine.control import Suspended
 from magent.models import Message, State
+from magent.models.progress import Progress, as_kind, blank
 from magent.models.session import MAIN_SESSION, SessionPosition
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class StopSignal:
         return StopSignal(self)
 
 
+P = TypeVar("P", bound=Progress)
+
+
 @dataclass(eq=False)
 class Session:
     """One conversation thread of a task (the main session or a child)."""
@@ -67,7 +71,8 @@ class Session:
     status: str = "running"
     leaf: str | None = None
     entry_count: int = 0
-    progress: dict[str, Any] = field(default_factory=dict)
+    progress: Progress = field(default_factory=blank)
+    """How far it has got at its node, or in its agent loop (``models/progress.py``)."""
     cursors: dict[str, int] = field(default_factory=dict)
     position: str | None = None
     node_done: bool = False
@@ -88,6 +93,11 @@ class Session:
     def tag(self) -> str | None:
         """The ``session`` field of its entries and events (None for the main session)."""
         return None if self.is_main else self.id
+
+    def progress_as(self, cls: type[P]) -> P:
+        """Its progress as a ``cls`` (made one when it is not yet: a node just entered)."""
+        progress = self.progress = as_kind(self.progress, cls)
+        return progress
 
     def to_position(self) -> SessionPosition:
         return SessionPosition(
@@ -171,7 +181,7 @@ class SessionContext:
         return self.session.state
 
     @property
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> Progress:
         return self.session.progress
 
     @property
@@ -229,27 +239,13 @@ class SessionContext:
 
 def entries_in_use(cp: "Checkpoint", entries: dict[str, "Entry"], path_to) -> list["Entry"]:  # type: ignore[no-untyped-def]
     """The entries a run continuing from ``cp`` reads, in file order: the main session's
-    history, each open child's, and the finished children's answers its progress refers to
-    (``{"entry": id}`` records). What a fork copies into its new task."""
+    history, each open child's, and the finished children's answers its progress refers to.
+    What a fork copies into its new task."""
     wanted: set[str] = set()
     leaves = [cp.leaf_entry_id, *(s.leaf_entry_id for s in cp.sessions)]
-    refs = entry_refs(cp.node_progress) | set().union(*(entry_refs(s.progress) for s in cp.sessions))
+    refs = cp.node_progress.entry_refs().union(*(s.progress.entry_refs() for s in cp.sessions))
     for leaf in [*leaves, *refs]:
         if leaf is not None and leaf in entries:
             wanted.update(e.id for e in path_to(leaf, entries))
     return [e for e in entries.values() if e.id in wanted]
 
-
-def entry_refs(progress: Any) -> set[str]:
-    """Entry ids a node's progress refers to: the values of its ``entry`` keys, at any depth."""
-    found: set[str] = set()
-    if isinstance(progress, dict):
-        for key, value in progress.items():
-            if key == "entry" and isinstance(value, str):
-                found.add(value)
-            else:
-                found |= entry_refs(value)
-    elif isinstance(progress, list):
-        for value in progress:
-            found |= entry_refs(value)
-    return found

@@ -41,14 +41,14 @@ def take(ctx, agent: Agent, node: str, iteration: int, request: LLMRequest, resp
     ctx.add_message(Message(role="assistant", content=text), node=node, turn_id=f"{node}:{iteration}",
                     entry_id=entry_id)
     p = ctx.progress
-    p["iteration"] = iteration + 1
+    p.iteration = iteration + 1
     if refused:
         _refused(ctx, agent, node, response)
-    parts = p.setdefault("parts", [])
-    if agent.on_truncation == "fail" or len(parts) >= MAX_CONTINUATIONS:
-        p.pop("parts")
-        raise NodeFailed(_cut(ctx, agent, response, len(parts)), kind="truncated")
-    parts.append(response.content)
+    continued = len(p.parts)
+    if agent.on_truncation == "fail" or continued >= MAX_CONTINUATIONS:
+        p.parts = []
+        raise NodeFailed(_cut(ctx, agent, response, continued), kind="truncated")
+    p.parts.append(response.content)
     ctx.add_message(Message(role="user", content=CONTINUE), node=node)
     ctx.checkpoint("llm_turn")
 

@@ -68,13 +68,13 @@ def accept(ctx: Any, agent: Agent, node: str, answer: str) -> bool:
     if problem is None:
         return True
     p = ctx.progress
-    done = p.get("output_retries", 0)
+    done = p.output_retries
     ctx.bus.emit("output_invalid", node, agent=agent.name, problem=ctx.redactor.text(problem),
                  retry=done + 1 if done < agent.output_retries else None, retries=agent.output_retries)
     if done >= agent.output_retries:
         raise NodeFailed(f"agent '{agent.name}': the answer does not fit its output_schema "
                          f"after {done} retr{'y' if done == 1 else 'ies'}: {problem}", kind="output_schema")
-    p["output_retries"] = done + 1
+    p.output_retries = done + 1
     ctx.add_message(Message(role="user", name="magent", content=(
         f"Your answer was not accepted: {problem}. Reply with only a JSON value (no other text) "
         f"that fits this JSON Schema:\n{json.dumps(schema.schema, ensure_ascii=False)}")), node=node)

@@ -7,11 +7,10 @@ from pydantic import Field
 
 from magent.models.base import Document, Model, Timestamp, UUID4Str
 from magent.models.budget import Spent
+from magent.models.progress import AnyProgress, HumanAction, blank
 from magent.models.session import SessionPosition
 from magent.models.state import State
 from magent.models.task import Usage
-
-HumanAction = Literal["approve", "reject", "modify"]
 
 
 class HumanRequest(Model):
@@ -71,8 +70,9 @@ class Checkpoint(Document):
     """Number of entries on the path from the root to the leaf."""
     node_done: bool = False
     """``position`` has finished; the run continues by routing from it."""
-    node_progress: dict[str, Any] = Field(default_factory=dict)
-    """Resumable in-node state of ``position`` (ReAct iteration, reflection round...)."""
+    node_progress: AnyProgress = Field(default_factory=blank)
+    """How far the main session has got at ``position`` (its ReAct loop's turn, a map's finished
+    items, a fan-out's branches...), as the model its ``kind`` names (``models/progress.py``)."""
     visits: dict[str, int] = Field(default_factory=dict)
     """Node executions so far, per node (bounds loops with ``max_iterations``)."""
     turn_index: int = 0

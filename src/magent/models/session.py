@@ -6,11 +6,12 @@ history (entries carry its id), agent and status. A checkpoint lists the child
 sessions open at that moment, each with its position: never its history.
 """
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from magent.models.base import Model, UUID4Str
+from magent.models.progress import AnyProgress, blank
 
 MAIN_SESSION = "main"
 """The id of a task's own conversation (entries and events without a ``session`` field)."""
@@ -40,8 +41,8 @@ class SessionPosition(Model):
     leaf_entry_id: UUID4Str | None = None
     """The last entry of its history (None before its first entry)."""
     entry_count: int = 0
-    progress: dict[str, Any] = Field(default_factory=dict)
-    """Resumable in-loop state (ReAct iteration, open turn, decisions on tool calls)."""
+    progress: AnyProgress = Field(default_factory=blank)
+    """How far it has got: its agent loop's (``kind: agent``), or for a branch its node's."""
     cursors: dict[str, int] = Field(default_factory=dict)
     """Scripted-model positions of this session's agents."""
     # A branch walks the workflow graph like the main session:

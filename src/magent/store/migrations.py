@@ -270,6 +270,56 @@ def same_format_to_18(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 18}
 
 
+_AGENT_KEYS = frozenset({"started", "iteration", "turn_open", "held", "held_answer", "rail_blocks", "revisions",
+                         "parts", "output_retries", "invalid"})
+"""Progress keys only an agent's loop writes."""
+_CALL_KEYS = frozenset({"decisions", "arg_rails", "running", "unsure"})
+"""Progress keys of a session that calls tools: an agent's loop or a tool node."""
+_CALL_PAUSES = frozenset({"tool_approval", "tool_recovery", "tool_changed"})
+
+
+def _progress_kind(progress: dict[str, Any], paused_for_a_call: bool) -> str:
+    """The kind of a schema 18 progress, from its keys: what only one kind writes."""
+    for key, kind in (("fanout", "fan_out"), ("map", "map"), ("plan", "plan")):
+        if key in progress:
+            return kind
+    if progress.keys() & _AGENT_KEYS:
+        return "agent"
+    if progress.keys() & _CALL_KEYS or paused_for_a_call:
+        return "tool"
+    return "node"
+
+
+def checkpoint_18_to_19_progress_kinds(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 19 names the kind of each session's progress (``kind``: the model that reads it).
+    A version 18 progress is told by its keys; one with none of an agent's or a tool's, paused
+    about a tool call, is a tool node's (a node entered before it paused: its node's progress
+    once it runs). Keys read as absent are dropped: nulls (written by ``13_to_14``) and
+    ``accepted_pins`` (which the first magents wrote, and none reads)."""
+    doc = {**doc, "schema_version": 19}
+    request = doc.get("human_request") if isinstance(doc.get("human_request"), dict) else {}
+    call_pause = request.get("kind") in _CALL_PAUSES or (
+        request.get("kind") == "guardrail" and (request.get("details") or {}).get("source") == "tool_arguments")
+
+    def tagged(progress: Any, session: str | None) -> Any:
+        if not isinstance(progress, dict):
+            return progress  # (not a progress: the checkpoint fails validation, as it did)
+        kept = {k: v for k, v in progress.items() if v is not None and k != "accepted_pins"}
+        return {"kind": _progress_kind(kept, call_pause and request.get("session") == session), **kept}
+
+    if "node_progress" in doc:
+        doc["node_progress"] = tagged(doc["node_progress"], None)
+    if isinstance(doc.get("sessions"), list):
+        doc["sessions"] = [{**s, "progress": tagged(s["progress"], s.get("session_id"))}
+                           if isinstance(s, dict) and "progress" in s else s for s in doc["sessions"]]
+    return doc
+
+
+def same_format_to_19(doc: dict[str, Any]) -> dict[str, Any]:
+    """Tasks and traces did not change in version 19."""
+    return {**doc, "schema_version": 19}
+
+
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
     ("task", 1): same_format_to_2,
@@ -322,6 +372,9 @@ MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 17): checkpoint_17_to_18_spelled_out,
     ("task", 17): same_format_to_18,
     ("trace", 17): trace_17_to_18_spelled_out,
+    ("checkpoint", 18): checkpoint_18_to_19_progress_kinds,
+    ("task", 18): same_format_to_19,
+    ("trace", 18): same_format_to_19,
 }
 """(document kind, from version) → migration to the next version."""
 

@@ -11,6 +11,7 @@ from magent.engine import structured, templating
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import react
 from magent.models import Agent, Message
+from magent.models.progress import AgentProgress
 
 
 class AgentConfig(NodeConfig):
@@ -23,6 +24,7 @@ class AgentConfig(NodeConfig):
 class AgentNode(Node):
     kind = "agent"
     Config = AgentConfig
+    Progress = AgentProgress
 
     @classmethod
     def agent_refs(cls, config: AgentConfig) -> list[tuple[str, str]]:
@@ -32,9 +34,9 @@ class AgentNode(Node):
         agent = self.graph.agent(self.config.agent)
         ctx.state.current_agent = agent.name
         p = ctx.progress
-        if not p.get("started"):
+        if not p.started:
             self._start(ctx, agent)
-            p.update(started=True, iteration=0)
+            p.started, p.iteration = True, 0
             ctx.checkpoint("node_start")
         answer = await react(ctx, agent, self.name)
         return NodeResult(output=answer, value=structured.value_of(ctx, agent.name, answer))

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ConfigDict
 
 from magent.models import NodeDef
+from magent.models.progress import NodeProgress
+from magent.models.progress import Progress as BaseProgress
 
 if TYPE_CHECKING:
     from magent.engine.context import RunContext
@@ -33,6 +35,8 @@ class Node:
 
     kind: ClassVar[str]
     Config: ClassVar[type[NodeConfig]]
+    Progress: ClassVar[type[BaseProgress]] = NodeProgress
+    """What it keeps in checkpoints while it runs (``models/progress.py``)."""
 
     def __init__(self, name: str, config: NodeConfig, graph: "Graph"):
         self.name = name

@@ -26,6 +26,7 @@ from magent.engine.children import run_agent_session
 from magent.engine.control import NodeFailed, Suspended
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import raise_first
+from magent.models.progress import ItemResult, MapProgress, MapRecord
 
 
 class MapConfig(NodeConfig):
@@ -55,6 +56,7 @@ class MapConfig(NodeConfig):
 class MapNode(Node):
     kind = "map"
     Config = MapConfig
+    Progress = MapProgress
 
     @classmethod
     def agent_refs(cls, config: MapConfig) -> list[tuple[str, str]]:
@@ -64,17 +66,17 @@ class MapNode(Node):
         config = self.config
         items = self._items(ctx)
         p = ctx.progress
-        if "map" not in p:
-            p["map"] = {"count": len(items), "done": {}}
+        if p.map is None:
+            p.map = MapRecord(count=len(items))
             ctx.bus.emit("map_started", self.name, agent=config.agent, items=len(items),
                          max_concurrency=config.max_concurrency, on_error=config.on_error)
             ctx.checkpoint("node_start")
-        done: dict[str, dict[str, Any]] = p["map"]["done"]
+        done = p.map.done
         group = ctx.session.stop.child()  # a failed item stops its siblings, not the whole run
         slots = asyncio.Semaphore(config.max_concurrency)
 
         async def one(index: int) -> None:
-            if str(index) in done:
+            if index in done:
                 return
             async with slots:
                 key = f"item:{index}"
@@ -89,9 +91,9 @@ class MapNode(Node):
                 child.stop = group
                 outcome = await run_agent_session(ctx.run, child, self.name)
                 if outcome.ok:
-                    done[str(index)] = {"entry": outcome.entry_id}
+                    done[index] = ItemResult(entry=outcome.entry_id)
                 else:
-                    done[str(index)] = {"error": ctx.redactor.text(outcome.text)}
+                    done[index] = ItemResult(error=ctx.redactor.text(outcome.text))
                     if config.on_error == "fail":
                         group.set("fail")
                         raise NodeFailed(f"map node '{self.name}': item {index} failed: {outcome.text}")
@@ -100,8 +102,8 @@ class MapNode(Node):
         raise_first(await asyncio.gather(*(one(i) for i in range(len(items))), return_exceptions=True))
         answers: list[Any] = []
         for index in range(len(items)):
-            record = done[str(index)]
-            answers.append(ctx.run.entry_text(record["entry"]) if "entry" in record else {"error": record["error"]})
+            record = done[index]
+            answers.append(ctx.run.entry_text(record.entry or "") if record.error is None else {"error": record.error})
         ctx.state.metadata[config.output_key or self.name] = answers
         failed = sum(1 for a in answers if isinstance(a, dict))
         ctx.bus.emit("map_finished", self.name, items=len(items), completed=len(items) - failed, failed=failed)

@@ -35,6 +35,7 @@ from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import raise_first, react
 from magent.errors import LLMError
 from magent.models import HumanRequest, Message
+from magent.models.progress import AgentProgress, PlanProgress, PlanRecord, PlanRevision, SubtaskStatus
 
 
 class PlanConfig(NodeConfig):
@@ -60,6 +61,7 @@ class PlanConfig(NodeConfig):
 class PlanNode(Node):
     kind = "plan"
     Config = PlanConfig
+    Progress = PlanProgress
 
     @classmethod
     def agent_refs(cls, config: PlanConfig) -> list[tuple[str, str]]:
@@ -67,61 +69,61 @@ class PlanNode(Node):
 
     async def run(self, ctx) -> NodeResult:
         p = ctx.progress
-        if "plan" not in p:
-            p["plan"] = {"revision": 0, "plan": None, "status": {}, "revisions": [], "guidance": None}
+        if p.plan is None:
+            p.plan = PlanRecord()
             ctx.bus.emit("plan_started", self.name, agent=self.config.agent, workers=self.config.workers)
             self._publish(ctx)
             ctx.checkpoint("node_start")
-        rec = p["plan"]
+        rec = p.plan
         feedback = ctx.take_feedback(self.name)
         if feedback is not None:  # the answer to a pause after the revised plan failed too
             if feedback.action == "reject":
                 raise NodeFailed(f"plan node '{self.name}': a person rejected going on after "
                                  f"{self._failure(rec)}")
-            rec["guidance"] = feedback.message
-            for st in rec["status"].values():
-                if st["status"] == "failed":
-                    st.update(status="pending", attempts=0)
+            rec.guidance = feedback.message
+            for st in rec.status.values():
+                if st.status == "failed":
+                    st.status, st.attempts = "pending", 0
             ctx.checkpoint("plan_retry")
         while True:
-            if rec["plan"] is None:
+            if rec.plan is None:
                 await self._make_plan(ctx, rec)
             if await self._run_levels(ctx, rec):
                 break
             failure = self._failure(rec)
-            if rec["revision"] >= self.config.max_revisions:
+            if rec.revision >= self.config.max_revisions:
                 raise PauseRun(HumanRequest(
                     kind="plan_failed", node=self.name, allowed_actions=["approve", "reject"],
-                    output=failure, details={"revision": rec["revision"]},
-                    question=(f"The plan of '{self.name}' failed after {rec['revision']} revision(s): "
+                    output=failure, details={"revision": rec.revision},
+                    question=(f"The plan of '{self.name}' failed after {rec.revision} revision(s): "
                               f"{failure}. Approve to try the failed subtasks again (a --message "
                               "reaches them), or reject to fail the node.")))
-            rec["revisions"].append({"plan": rec["plan"], "reason": failure})
-            rec["revision"] += 1
-            rec["failure"], rec["plan"] = failure, None
-            ctx.bus.emit("plan_revising", self.name, revision=rec["revision"], reason=ctx.redactor.text(failure))
+            rec.revisions.append(PlanRevision(plan=self._plan(rec), reason=failure))
+            rec.revision += 1
+            rec.failure, rec.plan = failure, None
+            ctx.bus.emit("plan_revising", self.name, revision=rec.revision, reason=ctx.redactor.text(failure))
             self._publish(ctx)
             ctx.checkpoint("plan_revising")
         answer = await self._synthesize(ctx, rec)
         self._publish(ctx, result=answer)
-        ctx.bus.emit("plan_finished", self.name, revisions=rec["revision"],
-                     subtasks=len(rec["plan"]["subtasks"]))
+        ctx.bus.emit("plan_finished", self.name, revisions=rec.revision,
+                     subtasks=len(self._plan(rec)["subtasks"]))
         return NodeResult(output=answer)
 
     # 1. the plan
     def _goal(self, ctx) -> str:
         return self.config.prompt.replace("{task}", ctx.run.task.description).replace("{input}", ctx.last_output)
 
-    async def _make_plan(self, ctx, rec: dict[str, Any]) -> None:
+    async def _make_plan(self, ctx, rec: PlanRecord) -> None:
         config = self.config
         workers = {w: self.graph.agent(w).role for w in config.workers}
-        if rec["revision"] == 0:
+        if rec.revision == 0:
             task = planning.planning_prompt(self._goal(ctx), workers, config.max_subtasks)
         else:
-            previous = rec["revisions"][-1]["plan"]
+            previous = rec.revisions[-1].plan
             results = self._results(ctx, rec, only=[s["id"] for s in previous["subtasks"]])
-            task = planning.revision_prompt(self._goal(ctx), previous, rec["status"], results, rec["failure"])
-        key = f"plan:{rec['revision']}"
+            task = planning.revision_prompt(self._goal(ctx), previous, rec.status, results, rec.failure or "")
+        key = f"plan:{rec.revision}"
         child = ctx.run.child(ctx.session, key)
         if child is None:
             child = ctx.run.open_session(ctx.session, kind="plan", key=key, node=self.name,
@@ -141,13 +143,14 @@ class PlanNode(Node):
             try:
                 plan = planning.read_plan(answer, config.workers, max_subtasks=config.max_subtasks)
             except planning.PlanError as exc:
-                invalid = child.progress.get("invalid", 0) + 1
+                progress = child.progress_as(AgentProgress)
+                invalid = progress.invalid + 1
                 view.bus.emit("plan_invalid", self.name, attempt=invalid, error=str(exc))
                 if invalid >= config.max_plan_attempts:
                     ctx.run.close_session(child, "failed", error=str(exc))
                     raise NodeFailed(f"plan node '{self.name}': no valid plan from {config.agent!r} after "
                                      f"{invalid} answers; the last: {exc}") from None
-                child.progress["invalid"] = invalid
+                progress.invalid = invalid
                 view.add_message(Message(role="user", name="workflow", content=(
                     f"That plan cannot be used: {exc}. Answer with the corrected plan as one JSON object.")),
                     node=self.name)
@@ -156,34 +159,34 @@ class PlanNode(Node):
             break
         ctx.run.close_session(child, "completed", output=answer)
         self._adopt(rec, plan)
-        ctx.bus.emit("plan", self.name, revision=rec["revision"], subtasks=plan["subtasks"],
+        ctx.bus.emit("plan", self.name, revision=rec.revision, subtasks=plan["subtasks"],
                      levels=planning.levels(plan["subtasks"]))
         self._publish(ctx)
         ctx.checkpoint("plan")
 
-    def _adopt(self, rec: dict[str, Any], plan: dict[str, Any]) -> None:
+    def _adopt(self, rec: PlanRecord, plan: dict[str, Any]) -> None:
         """Make ``plan`` current: a subtask the previous plan finished, kept unchanged, stays done."""
-        old = {s["id"]: s for s in (rec["revisions"][-1]["plan"]["subtasks"] if rec["revisions"] else [])}
-        status: dict[str, dict[str, Any]] = {}
+        old = {s["id"]: s for s in (rec.revisions[-1].plan["subtasks"] if rec.revisions else [])}
+        status: dict[str, SubtaskStatus] = {}
         for s in plan["subtasks"]:
-            before, st = old.get(s["id"]), rec["status"].get(s["id"])
+            before, st = old.get(s["id"]), rec.status.get(s["id"])
             same = before is not None and all(before.get(k) == s.get(k) for k in ("agent", "description", "depends_on"))
-            if same and st is not None and st["status"] == "completed":
+            if same and st is not None and st.status == "completed":
                 status[s["id"]] = st
             else:
                 # (runs go on counting: each session of a subtask has a key of its own)
-                status[s["id"]] = {"status": "pending", "agent": s["agent"], "attempts": 0,
-                                   "runs": st["runs"] if st is not None else 0}
-        rec["plan"], rec["status"] = plan, status
+                status[s["id"]] = SubtaskStatus(status="pending", agent=s["agent"],
+                                                runs=st.runs if st is not None else 0)
+        rec.plan, rec.status = plan, status
 
     # 2. the levels
-    async def _run_levels(self, ctx, rec: dict[str, Any]) -> bool:
+    async def _run_levels(self, ctx, rec: PlanRecord) -> bool:
         """Run what is left of the plan; False when a subtask failed beyond its retries."""
-        subtasks = {s["id"]: s for s in rec["plan"]["subtasks"]}
-        for index, level in enumerate(planning.levels(rec["plan"]["subtasks"])):
-            if any(rec["status"][sid]["status"] == "failed" for sid in level):
+        subtasks = {s["id"]: s for s in self._plan(rec)["subtasks"]}
+        for index, level in enumerate(planning.levels(self._plan(rec)["subtasks"])):
+            if any(rec.status[sid].status == "failed" for sid in level):
                 return False  # (after a resume: the level had failed before the crash)
-            todo = [sid for sid in level if rec["status"][sid]["status"] != "completed"]
+            todo = [sid for sid in level if rec.status[sid].status != "completed"]
             if not todo:
                 continue
             ctx.bus.emit("plan_level", self.name, level=index, subtasks=todo)
@@ -191,55 +194,55 @@ class PlanNode(Node):
             slots = asyncio.Semaphore(self.config.max_concurrency)
             jobs = [self._subtask(ctx, rec, subtasks[sid], group, slots) for sid in todo]
             raise_first(await asyncio.gather(*jobs, return_exceptions=True))
-            if any(rec["status"][sid]["status"] == "failed" for sid in level):
+            if any(rec.status[sid].status == "failed" for sid in level):
                 return False
         return True
 
-    async def _subtask(self, ctx, rec: dict[str, Any], subtask: dict[str, Any], group, slots) -> None:
-        sid, st = subtask["id"], rec["status"][subtask["id"]]
-        while st["status"] != "completed":
+    async def _subtask(self, ctx, rec: PlanRecord, subtask: dict[str, Any], group, slots) -> None:
+        sid, st = subtask["id"], rec.status[subtask["id"]]
+        while st.status != "completed":
             async with slots:
-                child = ctx.run.child(ctx.session, st["key"]) if st["status"] == "running" else None
+                child = ctx.run.child(ctx.session, st.key or "") if st.status == "running" else None
                 if child is None:  # (running but not open: it was opened after the last checkpoint)
-                    key = f"subtask:{sid}#{st['runs']}"
+                    key = f"subtask:{sid}#{st.runs}"
                     if group.is_set:
                         raise Suspended(key)
                     deps = self._results(ctx, rec, only=subtask["depends_on"])
-                    st.update(runs=st["runs"] + 1, status="running", key=key)
+                    st.runs, st.status, st.key = st.runs + 1, "running", key
                     child = ctx.run.open_session(
                         ctx.session, kind="subtask", key=key, node=self.name, agent=subtask["agent"],
-                        task=planning.subtask_prompt(subtask, deps, rec.get("guidance")), stop=group,
+                        task=planning.subtask_prompt(subtask, deps, rec.guidance), stop=group,
                         speaker="workflow")
-                    st["session"] = child.id
+                    st.session = child.id
                     self._publish(ctx)
                     ctx.checkpoint("session_start")
                 child.stop = group
                 outcome = await run_agent_session(ctx.run, child, self.name)
             view = ctx.run.view(ctx.session)
             if outcome.ok:
-                st.update(status="completed", entry=outcome.entry_id)
-                st.pop("error", None)
+                st.status, st.entry, st.error = "completed", outcome.entry_id, None
             else:
-                st["attempts"] += 1
-                st["error"] = ctx.redactor.text(truncate(outcome.text, 1000))
-                st["status"] = "failed" if st["attempts"] > self.config.max_retries else "retrying"
-            view.bus.emit("subtask_finished", self.name, subtask=sid, agent=subtask["agent"], status=st["status"],
-                          attempt=st["attempts"] + (1 if outcome.ok else 0), subtask_session=child.id,
-                          error=st.get("error") if not outcome.ok else None)
+                st.attempts += 1
+                st.error = ctx.redactor.text(truncate(outcome.text, 1000))
+                st.status = "failed" if st.attempts > self.config.max_retries else "retrying"
+            view.bus.emit("subtask_finished", self.name, subtask=sid, agent=subtask["agent"], status=st.status,
+                          attempt=st.attempts + (1 if outcome.ok else 0), subtask_session=child.id,
+                          error=st.error if not outcome.ok else None)
             self._publish(ctx)
             ctx.checkpoint("subtask_end")
-            if st["status"] == "failed":
+            if st.status == "failed":
                 return
 
     # 4. the answer
-    async def _synthesize(self, ctx, rec: dict[str, Any]) -> str:
-        key = f"synthesis:{rec['revision']}"
+    async def _synthesize(self, ctx, rec: PlanRecord) -> str:
+        key = f"synthesis:{rec.revision}"
         child = ctx.run.child(ctx.session, key)
         if child is None:
-            results = self._results(ctx, rec, only=[s["id"] for s in rec["plan"]["subtasks"]])
+            plan = self._plan(rec)
+            results = self._results(ctx, rec, only=[s["id"] for s in plan["subtasks"]])
             child = ctx.run.open_session(ctx.session, kind="plan", key=key, node=self.name,
                                          agent=self.config.agent, speaker="workflow",
-                                         task=planning.synthesis_prompt(self._goal(ctx), rec["plan"], results))
+                                         task=planning.synthesis_prompt(self._goal(ctx), plan, results))
             ctx.checkpoint("session_start")
         outcome = await run_agent_session(ctx.run, child, self.name)
         if not outcome.ok:
@@ -247,30 +250,36 @@ class PlanNode(Node):
         return outcome.text
 
     # state
-    def _results(self, ctx, rec: dict[str, Any], only: list[str]) -> dict[str, str]:
-        return {sid: ctx.run.entry_text(rec["status"][sid]["entry"]) for sid in only
-                if sid in rec["status"] and rec["status"][sid].get("entry")}
+    def _results(self, ctx, rec: PlanRecord, only: list[str]) -> dict[str, str]:
+        entries = {sid: st.entry for sid, st in rec.status.items() if st.entry}
+        return {sid: ctx.run.entry_text(entries[sid]) for sid in only if sid in entries}
 
-    def _failure(self, rec: dict[str, Any]) -> str:
-        failed = [(sid, st) for sid, st in rec["status"].items() if st["status"] == "failed"]
-        return "; ".join(f"subtask {sid!r} ({st['agent']}) failed {st['attempts']} time(s): {st.get('error', '')}"
+    def _failure(self, rec: PlanRecord) -> str:
+        failed = [(sid, st) for sid, st in rec.status.items() if st.status == "failed"]
+        return "; ".join(f"subtask {sid!r} ({st.agent}) failed {st.attempts} time(s): {st.error or ''}"
                          for sid, st in failed) or "a subtask failed"
+
+    @staticmethod
+    def _plan(rec: PlanRecord) -> dict[str, Any]:
+        """The current plan (made by now)."""
+        assert rec.plan is not None
+        return rec.plan
 
     def _publish(self, ctx, result: str | None = None) -> None:
         """The plan's record in State: the plan, its revisions, each subtask's status (and, at
         the end, each result and the final answer)."""
-        rec = ctx.progress["plan"]
-        plan = rec["plan"] or {}
+        rec = ctx.progress.plan
+        plan = rec.plan or {}
         subtasks = {}
-        for sid, st in rec["status"].items():
-            shown = {"status": st["status"], "agent": st["agent"], "attempts": st["attempts"]}
-            if st.get("error"):
-                shown["error"] = st["error"]
-            if result is not None and st.get("entry"):
-                shown["result"] = ctx.run.entry_text(st["entry"])
+        for sid, st in rec.status.items():
+            shown: dict[str, Any] = {"status": st.status, "agent": st.agent, "attempts": st.attempts}
+            if st.error:
+                shown["error"] = st.error
+            if result is not None and st.entry:
+                shown["result"] = ctx.run.entry_text(st.entry)
             subtasks[sid] = shown
         ctx.state.metadata[self.config.output_key or self.name] = {
-            "revision": rec["revision"], "plan": plan.get("subtasks", []),
+            "revision": rec.revision, "plan": plan.get("subtasks", []),
             "success_criteria": plan.get("success_criteria") or None,
-            "revisions": [{"plan": r["plan"]["subtasks"], "reason": r["reason"]} for r in rec["revisions"]],
+            "revisions": [{"plan": r.plan["subtasks"], "reason": r.reason} for r in rec.revisions],
             "subtasks": subtasks, **({"result": result} if result is not None else {})}

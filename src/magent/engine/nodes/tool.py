@@ -18,6 +18,7 @@ from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.tooluse import check_before_call, declined, in_flight, landed
+from magent.models.progress import ToolProgress
 from magent.tools.base import CallContext, calling
 
 
@@ -34,6 +35,7 @@ class ToolNodeConfig(NodeConfig):
 class ToolNode(Node):
     kind = "tool"
     Config = ToolNodeConfig
+    Progress = ToolProgress
 
     async def run(self, ctx) -> NodeResult:
         name = self.config.tool
@@ -70,7 +72,7 @@ class ToolNode(Node):
                              duration_ms=result.duration_ms, artifact=result.artifact,
                              notes=result.notes or None, attempts=result.attempts or None)
                 landed(ctx, call_id)
-        ctx.progress.pop("decisions", None)
+        ctx.progress.decisions = {}
         argrails.done(ctx, call_id)
         if outcome != "SUCCESS" and self.config.fail_on_error:
             raise NodeFailed(f"tool node '{self.name}': {name} {outcome.lower()}: {truncate(content, 300)}")
