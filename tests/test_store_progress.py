@@ -44,6 +44,13 @@ def as_schema_18(task_id: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in td.path.glob("checkpoint_*.json")}
 
 
+def paused(flow: Path, task: str, env: dict[str, str], home: Path) -> str:
+    """Run ``flow`` until it pauses; its task's id."""
+    result = invoke("run", str(flow), "-t", task, "--no-input", env=env)
+    assert result.code == 3, result.err
+    return only_task(home)
+
+
 def shown(task_id: str, sequence: int | None = None) -> dict:
     args = ["checkpoints", "show", task_id] + ([str(sequence)] if sequence is not None else []) + ["--json"]
     result = invoke(*args)
@@ -56,8 +63,7 @@ def test_a_schema_18_task_paused_in_a_fan_out_branch_resumes_and_runs_nothing_tw
     flow = make_parallel(tmp_path, right_pause=True)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    assert invoke("run", str(flow), "-t", "pause in a branch", "--no-input", env=env).code == 3
-    task_id = only_task(magent_home)
+    task_id = paused(flow, "pause in a branch", env, magent_home)
     old = as_schema_18(task_id)
     cp = shown(task_id)
     assert cp["schema_version"] == SCHEMA_VERSION
@@ -82,8 +88,7 @@ def test_a_schema_18_plan_paused_for_a_person_resumes_with_its_finished_subtasks
     flow = make_plan_flow(tmp_path, revise_ok=False)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    assert invoke("run", str(flow), "-t", "write the report", "--no-input", env=env).code == 3
-    task_id = only_task(magent_home)
+    task_id = paused(flow, "write the report", env, magent_home)
     as_schema_18(task_id)
     progress = shown(task_id)["node_progress"]
     assert progress["kind"] == "plan" and progress["plan"]["revision"] == 1
@@ -123,8 +128,7 @@ def test_a_schema_18_tool_node_waiting_for_approval_runs_its_call_once(tmp_path:
     flow = approval_flow(tmp_path)
     ledger = tmp_path / "ledger.txt"
     env = {"LEDGER": str(ledger)}
-    assert invoke("run", str(flow), "-t", "append T", "--no-input", env=env).code == 3
-    task_id = only_task(magent_home)
+    task_id = paused(flow, "append T", env, magent_home)
     as_schema_18(task_id)
     cp = shown(task_id)
     assert cp["human_request"]["kind"] == "tool_approval"
@@ -139,8 +143,7 @@ def test_progress_that_does_not_fit_its_kind_is_corrupt_and_recovery_falls_back(
         tmp_path: Path, magent_home: Path) -> None:
     flow = approval_flow(tmp_path)
     env = {"LEDGER": str(tmp_path / "ledger.txt")}
-    assert invoke("run", str(flow), "-t", "append T", "--no-input", env=env).code == 3
-    task_id = only_task(magent_home)
+    task_id = paused(flow, "append T", env, magent_home)
     td = task_dir(task_id)
     last = checkpoint_numbers(task_id)[-1]
     path = td.checkpoints.path(last)

@@ -13,7 +13,7 @@ from magent import failpoints
 from magent.engine.sessions import Session
 from magent.ids import new_id, now
 from magent.models import Checkpoint, HumanFeedback, HumanRequest, Message
-from magent.models.progress import Progress
+from magent.models.progress import ProgressOfAKind
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 
@@ -80,7 +80,7 @@ def masked(redactor: Redactor, request: HumanRequest) -> HumanRequest:
                                       "details": redactor.data(request.details)})
 
 
-def masked_progress(redactor: Redactor, progress: Progress) -> Progress:
+def masked_progress(redactor: Redactor, progress: ProgressOfAKind) -> ProgressOfAKind:
     """A copy of ``progress`` with secrets masked (a copy also keeps the checkpoint apart from the
     session, which goes on changing its progress)."""
     return type(progress).model_validate(redactor.data(progress.model_dump()))

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
     from magent.llm.base import LLMClient
-    from magent.models.progress import Progress
+    from magent.models.progress import ProgressOfAKind
     from magent.tools.registry import ToolRegistry
 
 
@@ -132,11 +132,11 @@ class RunContext:
         self.main.node_done = value
 
     @property
-    def progress(self) -> Progress:
+    def progress(self) -> ProgressOfAKind:
         return self.main.progress
 
     @progress.setter
-    def progress(self, value: Progress) -> None:
+    def progress(self, value: ProgressOfAKind) -> None:
         self.main.progress = value
 
     @property

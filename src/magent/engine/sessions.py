@@ -11,11 +11,12 @@ conversation, a sub-agent's, a branch of a fan-out or an item of a map.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from magent.engine.control import Suspended
 from magent.models import Message, State
-from magent.models.progress import Progress, as_kind, blank
+from magent.models.progress import ProgressOfAKind, as_kind, blank
+from magent.models.progress import P as ProgressKind
 from magent.models.session import MAIN_SESSION, SessionPosition
 
 if TYPE_CHECKING:
@@ -51,9 +52,6 @@ class StopSignal:
         return StopSignal(self)
 
 
-P = TypeVar("P", bound=Progress)
-
-
 @dataclass(eq=False)
 class Session:
     """One conversation thread of a task (the main session or a child)."""
@@ -71,7 +69,7 @@ class Session:
     status: str = "running"
     leaf: str | None = None
     entry_count: int = 0
-    progress: Progress = field(default_factory=blank)
+    progress: ProgressOfAKind = field(default_factory=blank)
     """How far it has got at its node, or in its agent loop (``models/progress.py``)."""
     cursors: dict[str, int] = field(default_factory=dict)
     position: str | None = None
@@ -94,7 +92,7 @@ class Session:
         """The ``session`` field of its entries and events (None for the main session)."""
         return None if self.is_main else self.id
 
-    def progress_as(self, cls: type[P]) -> P:
+    def progress_as(self, cls: type[ProgressKind]) -> ProgressKind:
         """Its progress as a ``cls`` (made one when it is not yet: a node just entered)."""
         progress = self.progress = as_kind(self.progress, cls)
         return progress
@@ -181,7 +179,7 @@ class SessionContext:
         return self.session.state
 
     @property
-    def progress(self) -> Progress:
+    def progress(self) -> ProgressOfAKind:
         return self.session.progress
 
     @property

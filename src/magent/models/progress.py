@@ -232,12 +232,13 @@ class FanOutProgress(Progress):
     fanout: FanOut
 
 
-AnyProgress = Annotated[
-    Union[NodeProgress, ToolProgress, AgentProgress, MapProgress, PlanProgress, FanOutProgress],
-    Field(discriminator="kind")]
-"""A checkpoint's progress of a session, whichever its kind."""
+ProgressOfAKind = Union[NodeProgress, ToolProgress, AgentProgress, MapProgress, PlanProgress, FanOutProgress]
+"""A session's progress, whichever its kind."""
 
-P = TypeVar("P", bound=Progress)
+AnyProgress = Annotated[ProgressOfAKind, Field(discriminator="kind")]
+"""A session's progress as a checkpoint holds it: read as the model its ``kind`` names."""
+
+P = TypeVar("P", bound=ProgressOfAKind)
 
 
 def blank() -> NodeProgress:
@@ -253,4 +254,4 @@ def as_kind(progress: Progress, cls: type[P]) -> P:
         return progress
     kind = get_args(cls.model_fields["kind"].annotation)[0]
     shared = {k: v for k, v in progress if k in cls.model_fields and k != "kind"}
-    return cls.model_validate({**shared, "kind": kind})
+    return cls(**shared, kind=kind)

@@ -297,7 +297,8 @@ def checkpoint_18_to_19_progress_kinds(doc: dict[str, Any]) -> dict[str, Any]:
     once it runs). Keys read as absent are dropped: nulls (written by ``13_to_14``) and
     ``accepted_pins`` (which the first magents wrote, and none reads)."""
     doc = {**doc, "schema_version": 19}
-    request = doc.get("human_request") if isinstance(doc.get("human_request"), dict) else {}
+    request = doc.get("human_request")
+    request = request if isinstance(request, dict) else {}
     call_pause = request.get("kind") in _CALL_PAUSES or (
         request.get("kind") == "guardrail" and (request.get("details") or {}).get("source") == "tool_arguments")
 

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ConfigDict
 
 from magent.models import NodeDef
-from magent.models.progress import NodeProgress
-from magent.models.progress import Progress as BaseProgress
+from magent.models.progress import NodeProgress, ProgressOfAKind
 
 if TYPE_CHECKING:
     from magent.engine.context import RunContext
@@ -35,7 +34,7 @@ class Node:
 
     kind: ClassVar[str]
     Config: ClassVar[type[NodeConfig]]
-    Progress: ClassVar[type[BaseProgress]] = NodeProgress
+    Progress: ClassVar[type[ProgressOfAKind]] = NodeProgress
     """What it keeps in checkpoints while it runs (``models/progress.py``)."""
 
     def __init__(self, name: str, config: NodeConfig, graph: "Graph"):
