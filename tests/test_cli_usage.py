@@ -8,11 +8,13 @@ from support.cli import run
 
 
 @pytest.mark.parametrize("args, message", [
-    (["checkpoints", "show", "abc", "-1"], "magent: error: No such option: -1 (see 'magent checkpoints show --help')"),
-    (["run"], "magent: error: Missing argument 'TARGET' (see 'magent run --help')"),
-    (["run", "x.yaml", "-t", "x", "--bogus"], "magent: error: No such option: --bogus (see 'magent run --help')"),
-    (["retention", "sweep", "--dry-run", "--retention-days", "3"], "No such option: --retention-days"),
-    (["nosuchcommand"], "magent: error: No such command 'nosuchcommand'"),
+    (["checkpoints", "show", "abc", "-1"], "magent: error: unknown option -1 (see 'magent checkpoints show --help')"),
+    (["run"], "magent: error: TARGET is missing (see 'magent run --help')"),
+    (["run", "x.yaml", "-t", "x", "--bogus"], "magent: error: unknown option --bogus (see 'magent run --help')"),
+    (["retention", "sweep", "--dry-run", "--retention-days", "3"], "unknown option --retention-days"),
+    (["tasks", "list", "--jsn"], "magent: error: unknown option --jsn; did you mean --json? (see 'magent tasks list --help')"),
+    (["nosuchcommand"], "magent: error: unknown command 'nosuchcommand'; commands: init, validate, run,"),
+    (["tasks", "lst"], "magent: error: unknown command 'lst'; did you mean 'list'? (see 'magent tasks --help')"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args: list[str], message: str) -> None:
     result = run(*args)

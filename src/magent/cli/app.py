@@ -13,13 +13,13 @@ import sys
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
 
 from magent import DISTRIBUTION, __version__
 from magent.cli import collector
+from magent.cli.usage import CommandGroup, usage_message
 
 
-class MagentGroup(TyperGroup):
+class MagentGroup(CommandGroup):
     """Maps ``MagentError`` to a one-line message and its exit code, for every command."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -68,7 +68,7 @@ class MagentGroup(TyperGroup):
                 sys.exit(2)
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            _error(exc.format_message().rstrip('.') + hint)  # type: ignore[attr-defined]
+            _error(usage_message(exc) + hint)
             sys.exit(getattr(exc, "exit_code", 2))
         sys.exit(rv if isinstance(rv, int) else 0)
 

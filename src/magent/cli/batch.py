@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
 
-class _BatchGroup(TyperGroup):
+class _BatchGroup(CommandGroup):
     """``magent batch TARGET ...`` is ``magent batch run TARGET ...``."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:

@@ -8,8 +8,9 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import TaskId
+from magent.cli.usage import CommandGroup
 
-app = typer.Typer(help="List and inspect a task's checkpoints.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="List and inspect a task's checkpoints.", no_args_is_help=True)
 
 
 @app.command("list", epilog=examples("magent checkpoints list 3f2a", "magent checkpoints list 3f2a --json"))

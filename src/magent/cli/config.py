@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
-app = typer.Typer(help="Show the settings in force, and where each comes from.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="Show the settings in force, and where each comes from.", no_args_is_help=True)
 
 
 @app.command("show", epilog=examples("magent config show", "MAGENT_MODEL=ollama/llama3.2 magent config show --json"))

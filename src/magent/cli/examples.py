@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
-app = typer.Typer(help="List the bundled examples or copy them into a folder.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="List the bundled examples or copy them into a folder.", no_args_is_help=True)
 
 
 @app.command("list", epilog=examples("magent examples list"))

@@ -8,8 +8,9 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import McpFiles
+from magent.cli.usage import CommandGroup
 
-app = typer.Typer(help="Inspect the configured MCP servers, or serve magent as one.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="Inspect the configured MCP servers, or serve magent as one.", no_args_is_help=True)
 
 @app.command("list", epilog=examples("magent mcp list", "magent mcp list --mcp examples/mcp/time.yaml --json"))
 def list_servers(

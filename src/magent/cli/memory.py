@@ -13,8 +13,10 @@ from typing import Annotated, Any, List, Optional
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
 app = typer.Typer(
+    cls=CommandGroup,
     help="Search, add to and tidy the memory that tasks share.\n\n"
          "Agents use it with memory: in their config and the memory.* tools; these commands let "
          "you look at it and manage it.",

@@ -8,8 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
-app = typer.Typer(help="Write a commented starting file for an agent or a workflow.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="Write a commented starting file for an agent or a workflow.", no_args_is_help=True)
 
 Name = Annotated[str, typer.Argument(metavar="NAME", help="Its name (lowercase, digits, _); the file is NAME.yaml.")]
 Folder = Annotated[Path, typer.Option("--dir", "-d", metavar="DIR", help="Where to write it.")]

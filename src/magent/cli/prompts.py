@@ -9,8 +9,10 @@ from typing import Annotated, Optional
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
 app = typer.Typer(
+    cls=CommandGroup,
     help="List, show and add named, versioned prompt templates.\n\n"
          "An agent uses one with system_prompt: {prompt: NAME, version: V} (a workflow node with "
          "prompt: {prompt: NAME, version: V}). Each version is prompts/NAME/VERSION.yaml with text: "

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.cli.usage import CommandGroup
 
 if TYPE_CHECKING:
     from magent.models import RetentionPolicy
     from magent.store.retention import SweepReport, Verdict
 
-app = typer.Typer(help="Keep disk use bounded: sweep old tasks (safe from cron).",
+app = typer.Typer(cls=CommandGroup, help="Keep disk use bounded: sweep old tasks (safe from cron).",
                   no_args_is_help=True)
 
 

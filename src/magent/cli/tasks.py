@@ -8,9 +8,10 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import TaskId
+from magent.cli.usage import CommandGroup
 from magent.vocabulary import TASK_STATUSES as STATUSES
 
-app = typer.Typer(help="List, inspect, pause and cancel tasks.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="List, inspect, pause and cancel tasks.", no_args_is_help=True)
 
 
 @app.command("list", epilog=examples(

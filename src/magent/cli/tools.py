@@ -9,8 +9,9 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import McpFiles
+from magent.cli.usage import CommandGroup
 
-app = typer.Typer(help="List tools and call one directly.", no_args_is_help=True)
+app = typer.Typer(cls=CommandGroup, help="List tools and call one directly.", no_args_is_help=True)
 
 
 
