@@ -81,9 +81,9 @@ def test_import_checks_every_line_before_storing_any(magent_home: Path, tmp_path
         "not json": ("{nope", "bad.jsonl:2: not JSON"),
         "a list": ("[1, 2]", "bad.jsonl:2: expected a JSON object"),
         "bad scope": (good.replace('"fine"', '"x", "scope": "team"').replace("0a0a", "0b0b"),
-                      "bad.jsonl:2: scope: Input should be 'agent', 'workflow' or 'global'"),
+                      "bad.jsonl:2: scope: 'team' is not one of agent, workflow, global"),
         "bad type": (good.replace("0a0a", "0c0c").replace('"fine"', '"x", "memory_type": "short_term"'),
-                     "bad.jsonl:2: memory_type: Input should be"),
+                     "bad.jsonl:2: memory_type: 'short_term' is not one of episodic, semantic, procedural"),
     }
     for name, (line, message) in cases.items():
         bad = tmp_path / "bad.jsonl"

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from magent.errors import UsageError
 from magent.memory.service import Memory
+from magent.models.base import problem
 from magent.models.memory import MemoryEntry
 
 
@@ -42,7 +43,7 @@ def read_lines(stream: IO[str], shown: str) -> list[MemoryEntry]:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise UsageError(f"{shown}:{number}: {where}: {first['msg']}; nothing was imported") from None
+            raise UsageError(f"{shown}:{number}: {where}: {problem(first, MemoryEntry)}; nothing was imported") from None
     return entries
 
 

@@ -1,7 +1,7 @@
 """Shared pieces of every model: strictness, schema version, id types."""
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -52,3 +52,29 @@ def timestamp() -> datetime:
 
 
 Timestamp = Annotated[datetime, Field(default_factory=timestamp)]
+
+
+_EXPECTED = {"string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",
+             "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
+             "bool_parsing": "true or false", "list_type": "a list", "dict_type": "a mapping",
+             "model_type": "a mapping", "datetime_type": "a date and time", "datetime_parsing": "a date and time",
+             "datetime_from_date_parsing": "a date and time"}
+
+
+def problem(error: Any, model: type[BaseModel]) -> str:
+    """One of a ``ValidationError``'s ``errors()``, in magent's words (without where it is)."""
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a field here"
+    if kind == "value_error":  # a validator of magent's: its own words
+        return str(error["ctx"]["error"])
+    if kind == "literal_error":
+        field = model.model_fields.get(str(error["loc"][-1])) if error["loc"] else None
+        choices = get_args(field.annotation) if field is not None and get_origin(field.annotation) is Literal else ()
+        if choices:
+            return f"{value!r} is not one of {', '.join(map(str, choices))}"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {value!r}"
+    return f"{value!r} is not valid here"
