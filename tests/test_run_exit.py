@@ -5,7 +5,7 @@ issue 18 item 4).
 What made those exits slow was Python's own teardown (its final garbage collections over the
 objects litellm, mcp and pydantic leave loaded, then freeing module after module: 1 to 5 s).
 The tests check that cause, not a time: the process ends without that teardown, and nothing is
-left at work in it when it ends (no thread but idle pool workers, no child process).
+left at work in it when it ends (no thread Python would wait for, no child process).
 benchmarks/run_exit.py reports the seconds.
 """
 

@@ -74,18 +74,12 @@ def children():
 
 
 def watched_exit(code):
-    # an idle pool worker waits for work in its loop itself (a ThreadPoolExecutor's _worker,
-    # or the fsync threads' Threads._work); any other thread, or a worker inside a job (an
-    # fsync, a write), is still doing something os._exit would cut short
-    frames = sys._current_frames()
-    idle_loops = {("_worker", os.path.join("concurrent", "futures", "thread.py")),
-                  ("_work", os.path.join("magent", "store", "syncthreads.py"))}
-    busy = [t.name for t in threading.enumerate()
-            if t is not threading.main_thread() and t.ident in frames
-            and not any(frames[t.ident].f_code.co_name == name and frames[t.ident].f_code.co_filename.endswith(path)
-                        for name, path in idle_loops)]
+    # the threads Python's own exit would wait for (every thread not marked daemon) and that
+    # os._exit would cut short instead
+    waited_for = [t.name for t in threading.enumerate()
+                  if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     with open(report, "w") as f:
-        json.dump({"code": code, "threads": busy, "children": children()}, f)
+        json.dump({"code": code, "threads": waited_for, "children": children()}, f)
     real_exit(code)
 
 
@@ -101,8 +95,9 @@ def watched_magent(report: str, *args: str) -> list[str]:
 
 
 def exit_report(report: str) -> dict[str, object]:
-    """How a watched magent process left: its exit code, the threads still at work (all but
-    the main thread and idle pool workers) and its child processes alive at that moment. It fails if the process went through Python's
+    """How a watched magent process left: its exit code, the threads Python's own exit would
+    have waited for (all but the main thread and daemon threads) and its child processes alive
+    at that moment. It fails if the process went through Python's
     teardown (exit handlers, final garbage collections, freeing every module: the seconds a
     run once spent after its answer) instead of ending at once."""
     assert not os.path.exists(report + ".teardown"), "the process ran Python's teardown at exit"
