@@ -67,14 +67,14 @@ def raw(entry: bytes) -> tuple[bool, Any]:
 def put(data: bytes, raw: Any) -> None:
     """Keep ``raw`` as the data built from ``data`` when JSON holds it exactly; a home that
     cannot take it (missing, read-only, full) goes without."""
-    if len(data) < MIN_BYTES or not _plain(raw, 0):
+    if len(data) < MIN_BYTES or not _json_exact(raw, 0):
         return
     path = _entry(data)
     if write_cache(path, json.dumps({"version": VERSION, "raw": raw}, ensure_ascii=False).encode(), folders=2):
         _trim(path.parent)
 
 
-def _plain(value: Any, depth: int) -> bool:
+def _json_exact(value: Any, depth: int) -> bool:
     """True when ``json.loads(json.dumps(value)) == value`` with the same types throughout."""
     kind = type(value)
     if kind is str or kind is int or kind is float or kind is bool or value is None:
@@ -82,9 +82,9 @@ def _plain(value: Any, depth: int) -> bool:
     if depth > 200:
         return False
     if kind is list:
-        return all(_plain(v, depth + 1) for v in value)
+        return all(_json_exact(v, depth + 1) for v in value)
     if kind is dict:
-        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+        return all(type(k) is str and _json_exact(v, depth + 1) for k, v in value.items())
     return False
 
 

@@ -5,7 +5,7 @@ OpenAI-compatible ones (whose documented base ends in ``/v1``), ``/v1/messages``
 (whose docs show ``https://api.anthropic.com/v1``), ``/models/MODEL:streamGenerateContent`` for
 Gemini (whose base is ``.../v1beta``), ``/api/chat`` for Ollama (whose OpenAI-compatible base is
 ``.../v1``). ``base_url`` turns the URL a user copied into the one litellm wants, where that can
-be told for sure; ``not_found`` names the URL that was called and what to change when a server
+be worked out for sure; ``not_found`` names the URL that was called and what to change when a server
 answers 404 all the same. Imports nothing of litellm.
 """
 

@@ -1,5 +1,5 @@
 """Reading trace.json of schemas 6 to 17, which left out what a model turn's step and action
-record could be told from; ``expand`` puts it back (the trace migration to schema 18 calls it).
+record could be worked out from; ``expand`` puts it back (the trace migration to schema 18 calls it).
 From schema 18 on, trace.json holds every record whole, and nothing here applies to it.
 
 What those versions left out, and ``expand`` gives back exactly:

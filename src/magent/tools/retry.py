@@ -1,4 +1,4 @@
-"""When a tool server that could not be reached is tried again: a schedule the user is told.
+"""When a tool server that could not be reached is tried again: a schedule the user is shown.
 
 Trying a server that does not answer costs its whole connect timeout, so a server known to be
 down is not tried on every call: its calls answer at once with the cause and the time of the

@@ -99,7 +99,7 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[
 
     async def read(stream: Any, name: str) -> str:
         data = b""
-        line = b""  # what has come of the line being printed (told to ``output`` when it ends)
+        line = b""  # what has come of the line being printed (handed to ``output`` when it ends)
         while chunk := await stream.read(65536):
             if len(data) < MAX_STREAM_BYTES:
                 data += chunk

@@ -34,12 +34,12 @@ def span(infos: list[dict[str, Any]]) -> tuple[datetime, float] | None:
     return first, max((max(ends) - first).total_seconds(), 0.0)
 
 
-def bar(info: dict[str, Any], whole: tuple[datetime, float] | None) -> str:
-    """``▕  ████████      ▏`` — when ``info`` ran within ``whole``."""
+def bar(info: dict[str, Any], timeline: tuple[datetime, float] | None) -> str:
+    """``▕  ████████      ▏`` — when ``info`` ran within ``timeline`` (its start and its seconds)."""
     start, end = parse_ts(info.get("started_at")), parse_ts(info.get("ended_at"))
-    if whole is None or start is None:
+    if timeline is None or start is None:
         return ""
-    first, length = whole
+    first, length = timeline
     if length <= 0:
         return "▕" + "█" * BAR + "▏"
     a = int((start - first).total_seconds() / length * BAR)
@@ -57,20 +57,20 @@ def branch_spans(sessions: dict[str, dict[str, Any]]) -> dict[str, tuple[datetim
             groups.setdefault((info.get("node"), info.get("opened_by_step"), info.get("parent_session")), []).append(sid)
     out = {}
     for members in groups.values():
-        whole = span([sessions[sid] for sid in members])
-        if whole is not None:
-            out.update((sid, whole) for sid in members)
+        timeline = span([sessions[sid] for sid in members])
+        if timeline is not None:
+            out.update((sid, timeline) for sid in members)
     return out
 
 
-def step_bar(step: dict[str, Any], whole: tuple[datetime, float] | None) -> str:
+def step_bar(step: dict[str, Any], timeline: tuple[datetime, float] | None) -> str:
     """The time bar of a node step that ran in a parallel branch, within its siblings' span
     (its start is the step's timestamp, its end that plus its duration); "" otherwise."""
-    start = parse_ts(step.get("timestamp")) if whole is not None else None
+    start = parse_ts(step.get("timestamp")) if timeline is not None else None
     if start is None or step.get("duration_ms") is None:
         return ""
     end = start + timedelta(milliseconds=float(step["duration_ms"]))
-    return bar({"started_at": start.isoformat(), "ended_at": end.isoformat()}, whole)
+    return bar({"started_at": start.isoformat(), "ended_at": end.isoformat()}, timeline)
 
 
 def label(info: dict[str, Any]) -> str:
