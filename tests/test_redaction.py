@@ -351,11 +351,10 @@ def test_an_event_line_is_what_masking_field_by_field_then_dumping_gives(doc: di
 
 @pytest.mark.parametrize("size", [100, 5_000, 20_000, 70_000])
 def test_a_text_masked_before_a_secret_was_added_is_masked_again_after(size: int) -> None:
-    """Texts are remembered once masked (by value): a secret added later is still masked in a
-    text seen before, and a text equal to one seen is masked alike."""
+    """A secret added later is masked in a text seen before, and a text equal to one seen is
+    masked alike."""
     text = "n" * (size // 2) + " tok-12345678 " + "m" * (size // 2)
     redactor = Redactor({"other-secret"}, patterns=())
-    assert redactor.text(text) is redactor.text(text) or size > 65_536
     assert redactor.text(text) == text
     redactor.add({"tok-12345678"})
     assert redactor.text(text) == text.replace("tok-12345678", MASK)

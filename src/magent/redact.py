@@ -18,20 +18,27 @@ The conversation (``entries.jsonl``) keeps tool results whatever
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PATTERNS = (
-    r"sk-[A-Za-z0-9_\-]{16,}",            # OpenAI / Anthropic style keys
-    r"AKIA[0-9A-Z]{16}",                  # AWS access key ids
-    r"gh[pousr]_[A-Za-z0-9]{30,}",        # GitHub tokens
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}",     # Slack tokens
-    r"AIza[0-9A-Za-z_\-]{35}",            # Google API keys
-    r"[Bb]earer\s+[A-Za-z0-9._\-]{16,}",  # bearer tokens in headers
-)
+BUILT_IN = {
+    # OpenAI / Anthropic style keys
+    r"sk-[A-Za-z0-9_\-]{16,}": ("sk-",),
+    # AWS access key ids
+    r"AKIA[0-9A-Z]{16}": ("AKIA",),
+    # GitHub tokens
+    r"gh[pousr]_[A-Za-z0-9]{30,}": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    # Slack tokens
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}": ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
+    # Google API keys
+    r"AIza[0-9A-Za-z_\-]{35}": ("AIza",),
+    # bearer tokens in headers
+    r"[Bb]earer\s+[A-Za-z0-9._\-]{16,}": ("Bearer", "bearer"),
+}
+"""The built-in API-key shapes, each with the texts one of which starts every match of it."""
+DEFAULT_PATTERNS = tuple(BUILT_IN)
 MASK = "[REDACTED]"
 TOOL_IO_OMITTED = "[left out: trace_tool_io is false in config/redaction.yaml]"
 OMITTED_ARGS = {"_omitted": TOOL_IO_OMITTED}
@@ -117,38 +124,33 @@ def load_settings(root: Path | None = None) -> RedactionSettings:
                              trace_tool_io=data.get("trace_tool_io", True), path=path)
 
 
-_REMEMBERED = 64
-"""Texts this long or longer are remembered once masked (shorter ones cost less to scan than to look up)."""
-_REMEMBERED_MAX = 65_536
-"""Longer texts are rare and would make the memory large: they are scanned each time."""
-_SEEN_LIMIT = 256
-
-
 _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
                            default=lambda o: _jsonable(o))
-"""``Redactor.json_line``'s first try, made once: compact, and refusing what JSON has no form for
-(a document that refers to itself fails with ``RecursionError`` instead of being looked for)."""
+"""``Redactor.json_line``'s first try: compact, refusing what JSON has no form for."""
+
 
 class Redactor:
     """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
 
-    With ``tool_io=False``, ``event()`` also drops tool arguments and results from events.
+    The patterns are searched as one alternation, and only in a text that may hold a match: one
+    that holds the start of a built-in pattern's match (``BUILT_IN``), or in which a configured
+    pattern (whose starts are not known) finds one on its own. With ``tool_io=False``,
+    ``event()`` also drops tool arguments and results from events.
     """
 
     def __init__(self, secrets: set[str] | None = None, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
                  *, tool_io: bool = True):
-        # Longest first so a secret that contains another is replaced whole.
-        self.secrets = sorted({s for s in (secrets or set()) if len(s) >= 4}, key=len, reverse=True)
+        self.secrets: list[str] = []
         self.patterns_in_use = tuple(patterns)
-        self._re = re.compile("|".join(alternative(p) for p in patterns)) if patterns else None
-        self._screen = _Screen(patterns)
+        self.pattern = re.compile("|".join(alternative(p) for p in patterns)) if patterns else None
+        """All the patterns in one; None when there are none."""
+        self.starts = tuple(start for p in patterns if p in BUILT_IN for start in BUILT_IN[p])
+        """The texts one of which starts every match of a built-in pattern in use."""
+        self.others = [re.compile(p) for p in patterns if p not in BUILT_IN]
+        """The configured patterns: a text is searched for each of them on its own."""
         self.tool_io = tool_io
-        self._floor = self._shortest()
-        self._seen: dict[str, str] = {}
-        """Texts already masked, with their masked form: the same text reaches disk several
-        times (an entry, its event, the trace, each checkpoint's metadata), so it is scanned
-        once, when it is first written."""
-        self._needles: list[tuple[str, list[str]]] | None = self._json_needles()
+        self._needles: list[str] = []
+        self.add(secrets or set())
 
     @classmethod
     def configured(cls, secrets: set[str] | None = None, root: Path | None = None) -> "Redactor":
@@ -157,39 +159,34 @@ class Redactor:
         return cls(secrets, settings.all_patterns, tool_io=settings.trace_tool_io)
 
     def add(self, secrets: set[str]) -> None:
-        self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4},
-                              key=len, reverse=True)
-        self._seen.clear()
-        self._floor = self._shortest()
-        self._needles = self._json_needles()
-
-    def _shortest(self) -> float:
-        """The length of the shortest text that can hold something to mask (most texts an
-        event carries, its field names first, are shorter and pass as they are)."""
-        floors = [len(self.secrets[-1])] if self.secrets else []
-        if self._re is not None:
-            floors.append(self._screen.shortest if self._screen.exact else 0)
-        return min(floors, default=float("inf"))
+        """Mask these values too."""
+        # Longest first, so a secret that holds another is replaced whole.
+        self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        # What json_line looks for: each secret and each start as JSON writes them.
+        self._needles = [json.dumps(text, ensure_ascii=False)[1:-1] for text in [*self.secrets, *self.starts]]
 
     def text(self, value: str) -> str:
-        if len(value) < self._floor:
-            return value
-        if not _REMEMBERED <= len(value) <= _REMEMBERED_MAX:
-            return self._mask(value)
-        masked = self._seen.get(value)
-        if masked is None:
-            if len(self._seen) >= _SEEN_LIMIT:
-                self._seen.clear()
-            masked = self._seen[value] = self._mask(value)
-        return masked
+        """``value`` with its secrets and the patterns' matches masked."""
+        return self.mask_patterns(self.mask_secrets(value))
 
-    def _mask(self, value: str) -> str:
+    def mask_secrets(self, text: str) -> str:
+        """``text`` with each secret replaced, the longest first."""
         for secret in self.secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-        if self._re is not None and self._screen.may_match(value) and self._re.search(value):
-            value = self._re.sub(MASK, value)
-        return value
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def mask_patterns(self, text: str) -> str:
+        """``text`` with each match of the patterns replaced."""
+        if self.pattern is not None and self.may_match(text):
+            text = self.pattern.sub(MASK, text)
+        return text
+
+    def may_match(self, text: str) -> bool:
+        """False only when no pattern can match ``text``. (A text without a start's last
+        character cannot hold the start: one character is found far quicker than a word.)"""
+        return (any(start[-1] in text and start in text for start in self.starts)
+                or any(p.search(text) for p in self.others))
 
     def data(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -201,39 +198,22 @@ class Redactor:
         return value
 
     def json_line(self, doc: dict[str, Any]) -> bytes:
-        """``doc`` masked as ``data`` masks it, as compact JSON (``ensure_ascii=False``; values
-        JSON has no form for turned into JSON as pydantic does): dumped once, and the JSON
-        screened whole, so a document with nothing to mask (most events) is not walked field by
-        field. The screen never passes what ``data`` would change: every text to mask holds a
-        secret or a pattern's literal start, and JSON keeps each text whole, escaped character
-        by character, so the JSON holds that secret or start escaped the same way."""
-        if self._needles is not None:
+        """``doc`` masked as ``data`` masks it, as compact JSON (values JSON has no form for
+        turned into JSON as pydantic does).
+
+        Most events hold nothing to mask, so the JSON is made first and looked at whole: a text
+        to mask holds a secret or a built-in pattern's start, and JSON writes a text character
+        by character, so the JSON then holds that secret or start as JSON writes it. Only when
+        it does (or a configured pattern is in use) are the fields masked one by one."""
+        if not self.others:
             try:
-                text = _STRICT.encode(doc)
-            except (ValueError, TypeError, RecursionError):  # NaN, infinity, keys JSON cannot have: as below
+                line = _STRICT.encode(doc)
+            except (ValueError, TypeError, RecursionError):  # NaN, infinity, keys JSON cannot have
                 pass
             else:
-                for key, needles in self._needles:
-                    if key in text and any(needle in text for needle in needles):
-                        break
-                else:
-                    return text.encode()
+                if not any(needle[-1] in line and needle in line for needle in self._needles):
+                    return line.encode()
         return json.dumps(_jsonable(self.data(doc)), ensure_ascii=False, separators=(",", ":")).encode()
-
-    def _json_needles(self) -> list[tuple[str, list[str]]] | None:
-        """What ``json_line`` looks for in a JSON text: each secret and each pattern's literal
-        start as JSON writes them, in groups that start alike, each with the start its needles
-        share (``gh`` for ``ghp_``, ``gho_``...: a text without it is looked at once per group,
-        not once per needle); None when a pattern has no literal start (it could match across
-        what JSON escapes: such documents are masked field by field)."""
-        if self._re is not None and (not self._screen.exact or self._screen.others):
-            return None
-        texts = [*self.secrets, *(self._screen.prefixes if self._re is not None else ())]
-        groups: dict[str, list[str]] = {}
-        for text in texts:
-            needle = json.dumps(text, ensure_ascii=False)[1:-1]
-            groups.setdefault(needle[:2], []).append(needle)
-        return [(os.path.commonprefix(needles), needles) for needles in groups.values()]
 
     def event(self, doc: dict[str, Any]) -> dict[str, Any]:
         """An event as it may be written: masked, and without tool I/O when ``tool_io`` is off."""
@@ -241,100 +221,6 @@ class Redactor:
         if not self.tool_io:
             strip_tool_io(doc)
         return doc
-
-
-class _Screen:
-    """A quick test that a text cannot match any of the patterns, so the full search (one pass
-    of every alternative at every position: about a millisecond for a 10 KB tool result) runs
-    only on texts that may hold a secret. It never says no where the patterns would match:
-
-    - a text shorter than the shortest match cannot match;
-    - a pattern that starts with literal text (``sk-``, ``AKIA``, ``[Bb]earer``, ``gh[pousr]_``)
-      can match only a text that contains one of its prefixes, which ``str.__contains__`` finds
-      far faster; and a text that lacks the prefix's rarest character (``-`` of ``xoxb-``, found
-      by ``memchr``) cannot contain the prefix, so the prefix is not looked for at all (most
-      texts lack most of them: a prefix looked for in a long run of a letter it repeats costs
-      a pass per character);
-    - any other pattern is searched on its own (still cheaper than the alternation).
-
-    The patterns are read with ``re``'s own parser (``re._parser``, ``sre_parse`` before 3.11);
-    if that cannot be done every text gets the full search, as before."""
-
-    def __init__(self, patterns: tuple[str, ...]):
-        self.shortest = 0
-        self.prefixes: list[str] = []
-        self.keyed: list[tuple[str, list[str]]] = []
-        """The prefixes by their rarest character (``-`` for ``sk-`` and the five ``xox?-``): a
-        text is searched for each such character once."""
-        self.others: list[re.Pattern[str]] = []
-        self.exact = False
-        """False: no screen, every text is searched."""
-        if not patterns:
-            return
-        try:
-            try:
-                from re import _constants as c, _parser  # type: ignore[attr-defined]
-            except ImportError:
-                import sre_constants as c  # type: ignore[no-redef]
-                import sre_parse as _parser  # type: ignore[no-redef]
-            shortest = []
-            for pattern in patterns:
-                parsed = _parser.parse(pattern)
-                shortest.append(int(parsed.getwidth()[0]))
-                starts = _literal_starts(parsed, c)
-                if starts is None:
-                    self.others.append(re.compile(pattern))
-                else:
-                    self.prefixes.extend(starts)
-            self.shortest = min(shortest)
-            keyed: dict[str, list[str]] = {}
-            for prefix in self.prefixes:
-                keyed.setdefault(min(prefix, key=_rarity), []).append(prefix)
-            self.keyed = list(keyed.items())
-            self.exact = True
-        except Exception:  # re's internals changed: search every text
-            self.exact = False
-
-    def may_match(self, text: str) -> bool:
-        if not self.exact:
-            return True
-        if len(text) < self.shortest:
-            return False
-        for key, prefixes in self.keyed:
-            if key in text:
-                for prefix in prefixes:
-                    if prefix in text:
-                        return True
-        return any(o.search(text) for o in self.others)
-
-
-_COMMON = " etaoinshrdlcumwfgypbvkjxqz"
-"""Letters by how often they occur in ordinary text, most often first."""
-
-
-def _rarity(ch: str) -> int:
-    """Sorts a prefix's characters rarest first (in ordinary text): punctuation and digits,
-    then capitals, then small letters from the rarest up."""
-    if ch.lower() in _COMMON:
-        return (100 if ch.islower() or ch == " " else 50) - _COMMON.index(ch.lower())
-    return 0
-
-
-def _literal_starts(parsed: Any, c: Any) -> list[str] | None:
-    """The texts (at least two characters long) one of which starts every match of a parsed
-    pattern; None when it does not start with literal text or ignores case."""
-    if parsed.state.flags & c.SRE_FLAG_IGNORECASE:
-        return None
-    starts = [""]
-    for op, arg in parsed:
-        if op is c.LITERAL:
-            starts = [s + chr(arg) for s in starts]
-        elif (op is c.IN and 0 < len(arg) <= 8 and len(starts) * len(arg) <= 32
-              and all(kind is c.LITERAL for kind, _ in arg)):
-            starts = [s + chr(ch) for s in starts for _, ch in arg]
-        else:
-            break
-    return starts if min(len(s) for s in starts) >= 2 else None
 
 
 def strip_tool_io(doc: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 A secret can arrive in pieces (``hun`` then ``ter2``), and a key-shaped text is a match only
 once enough of it has come (``sk-`` and sixteen more characters), so a piece cannot be masked
-alone. ``StreamMask`` holds back the shortest tail that could still turn out to be, or to extend,
-something to mask, and passes on the rest at once, masked: ordinary text is not delayed at all,
-and a tail is held only while it could be the start of a secret or of a pattern's match.
+alone. ``StreamMask`` masks in the redactor's two stages, each holding back only the shortest
+tail that could still become, or extend, something to mask: first the secrets are replaced,
+then the patterns are searched in what that gives (as in a whole text, where a replaced secret
+can end a key-shaped match). Ordinary text is not delayed at all.
 """
 
 from __future__ import annotations
@@ -31,60 +32,72 @@ class StreamMask:
         self.redactor = redactor
         self.sink = sink
         self.pending = ""
-        """Text received and not yet passed on."""
+        """Text received whose secrets are not yet replaced."""
+        self.unsearched = ""
+        """Text whose secrets are replaced, not yet searched for the patterns."""
 
     def __call__(self, piece: str) -> None:
         if not piece:
             return
         text = self.pending + piece
-        cut = self._safe_end(text)
-        if cut:
-            self.sink(self.redactor.text(text[:cut]))
+        cut = _secrets_end(text, self.redactor.secrets)
         self.pending = text[cut:]
+        self._search(self.redactor.mask_secrets(text[:cut]), last=False)
 
     def flush(self) -> None:
-        if self.pending:
-            text, self.pending = self.pending, ""
-            self.sink(self.redactor.text(text))
+        text, self.pending = self.pending, ""
+        self._search(self.redactor.mask_secrets(text), last=True)
 
-    def _safe_end(self, text: str) -> int:
-        """How much of ``text`` can be masked and passed on now: up to where something that may
-        still become a match starts, and never through the middle of a match."""
-        redactor = self.redactor
-        cut = len(text)
-        for secret in redactor.secrets:  # the longest tail that begins a secret
-            cut = min(cut, _open_start(text, secret))
-        pattern = redactor._re
-        if pattern is not None:
-            screen = redactor._screen
-            if screen.exact:
-                for prefix in screen.prefixes:
-                    cut = min(cut, _open_start(text, prefix))
-            if not screen.exact or screen.others:
-                # A pattern without a literal start may begin anywhere in the word under way.
-                cut = min(cut, _word_start(text))
-            end = len(text)
-            for probe in _PROBES:
-                for match in pattern.finditer(text + probe):
-                    if match.start() >= end:
-                        break
-                    if match.end() > end:
-                        cut = min(cut, match.start())
-                        break
-        # Never cut through a match found in what has come: it is masked whole, later.
-        spans = [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern is not None else []
-        for secret in redactor.secrets:
-            at = text.find(secret)
-            while at >= 0:
-                spans.append((at, at + len(secret)))
-                at = text.find(secret, at + 1)
-        moved = True
-        while moved:
-            moved = False
-            for start, stop in spans:
-                if start < cut < stop:
-                    cut, moved = start, True
-        return cut
+    def _search(self, text: str, *, last: bool) -> None:
+        text = self.unsearched + text
+        cut = len(text) if last else _patterns_end(text, self.redactor)
+        self.unsearched = text[cut:]
+        if cut:
+            self.sink(self.redactor.mask_patterns(text[:cut]))
+
+
+def _secrets_end(text: str, secrets: list[str]) -> int:
+    """How much of ``text`` can have its secrets replaced now: up to the longest tail that
+    begins a secret, and never through the middle of one."""
+    cut = min((_open_start(text, secret) for secret in secrets), default=len(text))
+    spans = []
+    for secret in secrets:
+        at = text.find(secret)
+        while at >= 0:
+            spans.append((at, at + len(secret)))
+            at = text.find(secret, at + 1)
+    return _not_inside(cut, spans)
+
+
+def _patterns_end(text: str, redactor: "Redactor") -> int:
+    """How much of ``text`` (its secrets replaced) can be searched for the patterns now: up to
+    where something that may still become a match starts, and never through a match."""
+    pattern = redactor.pattern
+    if pattern is None:
+        return len(text)
+    cut = min((_open_start(text, start) for start in redactor.starts), default=len(text))
+    if redactor.others:  # a configured pattern may begin anywhere in the word under way
+        cut = min(cut, _word_start(text))
+    end = len(text)
+    for probe in _PROBES:
+        for match in pattern.finditer(text + probe):
+            if match.start() >= end:
+                break
+            if match.end() > end:
+                cut = min(cut, match.start())
+                break
+    return _not_inside(cut, [match.span() for match in pattern.finditer(text)])
+
+
+def _not_inside(cut: int, spans: list[tuple[int, int]]) -> int:
+    """``cut``, moved back to the start of any span it falls inside (what is masked is masked whole)."""
+    moved = True
+    while moved:
+        moved = False
+        for start, stop in spans:
+            if start < cut < stop:
+                cut, moved = start, True
+    return cut
 
 
 def _open_start(text: str, literal: str) -> int:
@@ -114,7 +127,7 @@ def _word_start(text: str) -> int:
 async def complete_masked(client: "LLMClient", request: "LLMRequest", on_token: Callable[[str], None],
                           on_attempt: "Callable[[Attempt], None]", redactor: "Redactor") -> "LLMResponse":
     """``client.complete(request)`` with its streamed text masked before ``on_token`` sees it. A
-    failed attempt's held-back tail goes out before the failure is told (a retry starts afresh)."""
+    failed attempt's held-back tail goes out before the failure is reported (a retry starts afresh)."""
     stream = StreamMask(redactor, on_token)
 
     def attempt(report: Any) -> None:
