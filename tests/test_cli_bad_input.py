@@ -43,7 +43,7 @@ CONFIG_CASES = [
     ("duplicate_key.yaml", ["bad/duplicate_key.yaml:6:3: llm_config.model: duplicate key 'model'"]),
     ("unknown_field.yaml", ["bad/unknown_field.yaml:6:3: llm_config.fallback_modle: unknown field",
                             "did you mean 'fallback_model'?"]),
-    ("wrong_type.yaml", ["bad/wrong_type.yaml:4:1: max_iterations: input should be a valid integer"]),
+    ("wrong_type.yaml", ["bad/wrong_type.yaml:4:1: max_iterations: expected a whole number, got 'lots'"]),
     ("missing_var.yaml", ["bad/missing_var.yaml:6:3: llm_config.api_key: environment variable "
                           "MAGENT_TEST_UNSET_KEY is not set"]),
 ]

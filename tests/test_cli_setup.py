@@ -126,9 +126,9 @@ def test_validate_json(monkeypatch):
         {"path": "good/retention_policy.yaml", "kind": "retention_policy", "valid": True, "error": None,
          "errors": []},
         {"path": "bad/wrong_type.yaml", "kind": "agent", "valid": False,
-         "error": "bad/wrong_type.yaml:4:1: max_iterations: input should be a valid integer, "
+         "error": "bad/wrong_type.yaml:4:1: max_iterations: expected a whole number, "
                   "got 'lots'",
-         "errors": ["bad/wrong_type.yaml:4:1: max_iterations: input should be a valid integer, "
+         "errors": ["bad/wrong_type.yaml:4:1: max_iterations: expected a whole number, "
                     "got 'lots'"]},
     ]
 

@@ -69,9 +69,9 @@ def test_every_field_error_is_shown_not_the_first_plus_a_count(tmp_path, monkeyp
     assert r.code == 2
     # the model missing because of the misspelling is not a separate error
     assert r.err.splitlines() == [
-        "magent: error: invalid agent: agent.yaml:4:1: max_iterations: input should be a valid integer, "
+        "magent: error: invalid agent: agent.yaml:4:1: max_iterations: expected a whole number, "
         "got 'lots'",
-        "magent: error: invalid agent: agent.yaml:5:1: temperature: input should be a valid number, got 'hot'",
+        "magent: error: invalid agent: agent.yaml:5:1: temperature: expected a number, got 'hot'",
         "magent: error: invalid agent: agent.yaml:7:3: llm_config.modle: unknown field 'modle' "
         "(did you mean 'model'?)",
     ]

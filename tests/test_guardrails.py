@@ -324,7 +324,7 @@ def agent_file(folder: Path, guardrails: str) -> Path:
     ("output:\n  - {type: judge, question: q, action: mask, llm_config: {model: openai/gpt-4o-mini}}",
      "guardrails.output[0].action: a judge rail finds nothing to replace, so it cannot mask"),
     ("output:\n  - {type: judge, question: q, action: bloc, llm_config: {model: openai/gpt-4o-mini}}",
-     "guardrails.output[0].action: input should be 'block', 'mask', 'revise', 'pause' or 'warn'"),
+     "guardrails.output[0].action: 'bloc' is not one of block, mask, revise, pause, warn"),
     ("output:\n  - {type: judge, question: q, llm_config: {model: scripted}}",
      "guardrails.output[0].llm_config.script: model 'scripted' needs a 'script' file of replies"),
     ("output:\n  - {type: judge, llm_config: {model: openai/gpt-4o-mini}}",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from magent.config.yamlfile import FieldPath, SourceFile, dotted
 from magent.errors import ConfigError
+from magent.models.base import EXPECTED, literal_choices
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -113,20 +114,45 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
         ctx = err.get("ctx", {})
         return f"missing required field {ctx.get('discriminator', '').strip(chr(39))!r}"
     msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    # Validation runs on the JSON form of the data; say it in YAML's words.
-    msg = msg.replace("a valid array", "a list").replace("should be an object", "should be a mapping")
+    if msg.startswith("Value error, "):  # a validator of magent's: its own words
+        return msg[len("Value error, "):]
+    if kind == "assertion_error":
+        return msg
     value = err.get("input")
-    if kind not in ("value_error", "assertion_error"):
-        if isinstance(value, dict):
-            got = "a mapping"
-        elif isinstance(value, list):
-            got = "a list"
-        else:
-            got = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-        msg = f"{msg[0].lower()}{msg[1:]}, got {got}"
-    return msg
+    if isinstance(value, dict):
+        got = "a mapping"
+    elif isinstance(value, list):
+        got = "a list"
+    else:
+        got = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    if kind in ("literal_error", "enum") and (choices := _choices_at(model, loc)):
+        return f"{got} is not one of {', '.join(map(str, choices))}"
+    if kind in EXPECTED:
+        return f"expected {EXPECTED[kind]}, got {got}"
+    bounds = err.get("ctx") or {}
+    for key, words in _BOUNDS.items():
+        if key in bounds and kind in words:
+            return f"expected {words[kind].format(bounds[key])}, got {got}"
+    # any other kind: the validator's own sentence
+    return f"{msg[0].lower()}{msg[1:]}, got {got}"
+
+
+_BOUNDS = {
+    "gt": {"greater_than": "more than {}"}, "ge": {"greater_than_equal": "{} or more"},
+    "lt": {"less_than": "less than {}"}, "le": {"less_than_equal": "{} or less"},
+    "min_length": {"string_too_short": "at least {} characters", "too_short": "at least {} items"},
+    "max_length": {"string_too_long": "at most {} characters", "too_long": "at most {} items"},
+}
+"""Pydantic's bound errors in magent's words, by the bound their context names."""
+
+
+def _choices_at(model: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The values the ``Literal`` field at ``loc`` allows (none when it is not one)."""
+    for m in _models_at(model, loc[:-1]):
+        for fname, f in m.model_fields.items():
+            if loc[-1] in (fname, f.alias):
+                return literal_choices(f.annotation)
+    return ()
 
 
 def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str]:

@@ -1,6 +1,7 @@
 """Shared pieces of every model: strictness, schema version, id types."""
 
 from datetime import datetime
+from enum import Enum
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -54,15 +55,28 @@ def timestamp() -> datetime:
 Timestamp = Annotated[datetime, Field(default_factory=timestamp)]
 
 
-_EXPECTED = {"string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",
-             "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
-             "bool_parsing": "true or false", "list_type": "a list", "dict_type": "a mapping",
-             "model_type": "a mapping", "datetime_type": "a date and time", "datetime_parsing": "a date and time",
-             "datetime_from_date_parsing": "a date and time"}
+EXPECTED = {"string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",
+            "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
+            "bool_parsing": "true or false", "list_type": "a list", "dict_type": "a mapping",
+            "model_type": "a mapping", "datetime_type": "a date and time", "datetime_parsing": "a date and time",
+            "datetime_from_date_parsing": "a date and time"}
+"""What a value of each of pydantic's type errors should have been, in magent's words."""
+
+
+def literal_choices(annotation: Any) -> tuple[Any, ...]:
+    """The values a ``Literal`` or ``Enum`` annotation allows (inside ``Annotated`` or ``Optional`` too)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Literal:
+        return get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return tuple(member.value for member in annotation)
+    return tuple(c for arg in get_args(annotation) if arg is not type(None) for c in literal_choices(arg))
 
 
 def problem(error: Any, model: type[BaseModel]) -> str:
-    """One of a ``ValidationError``'s ``errors()``, in magent's words (without where it is)."""
+    """One of a ``ValidationError``'s ``errors()`` for a field of ``model``, in magent's words
+    (without where it is)."""
     kind, value = error["type"], error.get("input")
     if kind == "missing":
         return "is required"
@@ -70,11 +84,9 @@ def problem(error: Any, model: type[BaseModel]) -> str:
         return "is not a field here"
     if kind == "value_error":  # a validator of magent's: its own words
         return str(error["ctx"]["error"])
-    if kind == "literal_error":
-        field = model.model_fields.get(str(error["loc"][-1])) if error["loc"] else None
-        choices = get_args(field.annotation) if field is not None and get_origin(field.annotation) is Literal else ()
-        if choices:
-            return f"{value!r} is not one of {', '.join(map(str, choices))}"
-    if kind in _EXPECTED:
-        return f"expected {_EXPECTED[kind]}, got {value!r}"
+    field = model.model_fields.get(str(error["loc"][-1])) if error["loc"] else None
+    if kind == "literal_error" and field is not None and (choices := literal_choices(field.annotation)):
+        return f"{value!r} is not one of {', '.join(map(str, choices))}"
+    if kind in EXPECTED:
+        return f"expected {EXPECTED[kind]}, got {value!r}"
     return f"{value!r} is not valid here"
