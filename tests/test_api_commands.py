@@ -134,7 +134,7 @@ def test_call_tool_returns_the_result_a_failure_included(magent_home: Path, mcp_
     assert ok.ok and ok.content == "42" and ok.tool == "tb.add"
     failed = magent.call_tool("tb.fail", {"reason": "no disk"}, mcp=[mcp_file])
     assert not failed.ok and failed.outcome == "FAILURE" and "no disk" in failed.content
-    with pytest.raises(UsageError, match="'b' is a required property"):
+    with pytest.raises(UsageError, match="'b' is required"):
         magent.call_tool("tb.add", {"a": 1}, mcp=[mcp_file])
     with pytest.raises(ToolError, match="not found on PATH"):
         magent.call_tool("ghost.anything", mcp=[mcp_file])

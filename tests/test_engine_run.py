@@ -156,7 +156,7 @@ def test_tool_failures_and_model_garbage_become_observations(tmp_path: Path) -> 
     assert "not allowed" in observations[1] and "kv.get, kv.set" in observations[1]
     assert "does not exist" in observations[2] and "kv.get, kv.set" in observations[2]
     assert "not a JSON object" in observations[3]
-    assert "'key' is a required property" in observations[4]
+    assert "'key' is required" in observations[4]
     nudges = [m.content for m in model.requests[-1].messages if m.role == "user"]
     assert any("reply was empty" in n for n in nudges)
 

@@ -154,9 +154,9 @@ output:
 def test_json_schema_wants_json_that_fits() -> None:
     r = rail(SCHEMA)
     assert check(r, "just words").reason.startswith("the text is not JSON")
-    assert check(r, '{"score": 1}').reason == "the JSON does not fit the schema: 'answer' is a required property"
+    assert check(r, '{"score": 1}').reason == "the JSON does not fit the schema: 'answer' is required"
     assert check(r, '{"answer": "x", "score": "high"}').reason == (
-        "the JSON does not fit the schema: score: 'high' is not of type 'number'")
+        "the JSON does not fit the schema: score: expected a number, got 'high'")
     assert not check(r, '```json\n{"answer": "x", "score": 0.5}\n```').triggered
 
 

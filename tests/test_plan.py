@@ -137,8 +137,8 @@ def plan_text(*subtasks: dict) -> str:
                {"id": "b", "description": "y", "agent": "writer", "depends_on": ["c"]},
                {"id": "c", "description": "z", "agent": "writer", "depends_on": ["a"]}),
      "the dependencies form a cycle: a → b → c → a"),
-    (json.dumps({"subtasks": []}), "subtasks: [] should be non-empty"),
-    (plan_text({"id": "a", "agent": "writer"}), "subtasks/0: 'description' is a required property"),
+    (json.dumps({"subtasks": []}), "subtasks: expected at least 1 item, got []"),
+    (plan_text({"id": "a", "agent": "writer"}), "subtasks/0: 'description' is required"),
 ])
 def test_an_invalid_plan_is_described_for_the_model(text: str, message: str) -> None:
     with pytest.raises(PlanError) as caught:

@@ -95,7 +95,7 @@ def test_retries_run_out_and_the_node_fails_with_the_validation_error(tmp_path: 
     assert result["status"] == "failed" and len(result["model_calls"]) == 2
     assert result["error"]["type"] == "output_schema"
     assert "does not fit its output_schema after 1 retry" in result["error"]["message"]
-    assert "'URGENT' is not one of ['high', 'normal']" in result["error"]["message"]
+    assert "priority: 'URGENT' is not one of high, normal" in result["error"]["message"]
     td = Store().task(result["task_id"])
     sent_back = [e for e in td.entries.load().values() if e.name == "magent"]
     assert len(sent_back) == 1 and "'urgent' is not one of" in sent_back[0].content

@@ -122,7 +122,7 @@ def test_tools_call_prints_the_result_and_exits_by_outcome(configured: Path) -> 
 @pytest.mark.parametrize("args,expected", [
     (["tb.add", "--args", '{"a": 1,'], "magent: error: --args is not valid JSON: "),
     (["tb.add", "--args", "[1, 2]"], "magent: error: --args must be a JSON object"),
-    (["tb.add", "--args", '{"a": 1}'], "magent: error: --args do not fit tb.add's input schema: 'b' is a required property"),
+    (["tb.add", "--args", '{"a": 1}'], "magent: error: --args do not fit tb.add's input schema: 'b' is required"),
     (["tb.nope"], "magent: error: server 'tb' has no tool 'nope' (its tools: "),
     (["nosuch.tool"], "magent: error: no server named 'nosuch'"),
     (["notdotted"], "magent: error: tool name 'notdotted' must be server.tool"),

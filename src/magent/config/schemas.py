@@ -67,3 +67,31 @@ def parse_answer(text: str, validator: Any) -> tuple[Any, str | None]:
     if problem:
         return None, f"the JSON does not fit the schema: {problem}"
     return value, None
+
+
+_TYPES = {"string": "text", "integer": "a whole number", "number": "a number", "boolean": "true or false",
+          "array": "a list", "object": "a mapping", "null": "null"}
+_BOUNDS = {"minimum": "{} or more", "maximum": "{} or less", "exclusiveMinimum": "more than {}",
+           "exclusiveMaximum": "less than {}", "minLength": "at least {} character{}",
+           "maxLength": "at most {} character{}", "minItems": "at least {} item{}", "maxItems": "at most {} item{}"}
+
+
+def schema_problem(error: Any) -> str:
+    """A jsonschema ``ValidationError`` in magent's words (without where it is); a kind not
+    worded here keeps the validator's sentence."""
+    kind, value, instance = error.validator, error.validator_value, error.instance
+    if kind == "required" and isinstance(instance, dict):
+        missing = [name for name in value if name not in instance]
+        return f"{missing[0]!r} is required" if missing else error.message
+    if kind == "type":
+        wanted = [value] if isinstance(value, str) else list(value)
+        return f"expected {' or '.join(_TYPES.get(t, t) for t in wanted)}, got {instance!r}"
+    if kind == "enum":
+        return f"{instance!r} is not one of {', '.join(map(str, value))}"
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        known = (error.schema or {}).get("properties") or {}
+        extra = [name for name in instance if name not in known]
+        return f"unknown field {extra[0]!r}" if extra else error.message
+    if kind in _BOUNDS:
+        return f"expected {_BOUNDS[kind].format(value, '' if value == 1 else 's')}, got {instance!r}"
+    return str(error.message)

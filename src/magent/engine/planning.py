@@ -51,6 +51,8 @@ def read_plan(text: str, workers: list[str], *, max_subtasks: int) -> dict[str, 
     """The plan in a planner's answer, checked; its subtasks always have ``depends_on``."""
     import jsonschema
 
+    from magent.config.schemas import schema_problem
+
     doc = json_in_reply(text)
     if doc is None:
         raise PlanError("the answer has no JSON object; reply with the plan as one JSON object "
@@ -59,7 +61,7 @@ def read_plan(text: str, workers: list[str], *, max_subtasks: int) -> dict[str, 
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "the plan"
-        raise PlanError(f"{where}: {first.message}")
+        raise PlanError(f"{where}: {schema_problem(first)}")
     subtasks = doc["subtasks"]
     if len(subtasks) > max_subtasks:
         raise PlanError(f"the plan has {len(subtasks)} subtasks; at most {max_subtasks} are allowed")
