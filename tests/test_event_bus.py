@@ -7,9 +7,6 @@ import asyncio
 import dataclasses
 import re
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from magent.engine.events import EventBus
 from magent.models import Event, Usage
@@ -77,19 +74,9 @@ def test_an_events_ts_is_the_time_in_utc_to_the_millisecond() -> None:
     assert before <= datetime.fromisoformat(got[0]["ts"]) <= after
 
 
-def test_wants_texts_says_whether_a_sink_wants_what_events_jsonl_leaves_out() -> None:
-    bus = EventBus()
-    assert not bus.wants_texts
-    bus.subscribe(lambda doc: None, raw=True, texts=False)
-    assert not bus.wants_texts
-    bus.subscribe(lambda doc: None, raw=True)
-    assert bus.wants_texts
-
-
-def _watched_run(tmp_path: Path, watch: bool) -> tuple[list[dict], list[Event], bytes]:
-    """A run with one tool call: what the meter (a sink that reads no text) was given, what a live
-    sink was given (``watch``), and events.jsonl with ids and times taken out."""
-    from magent.engine import budget
+def _watched_run(tmp_path: Path, watch: bool) -> tuple[list[Event], bytes]:
+    """A run with one tool call: what a live sink was given (``watch``), and events.jsonl with
+    ids and times taken out."""
     from magent.engine.context import RunOptions
     from magent.engine.graph import load_target
     from magent.engine.session import start_run
@@ -98,43 +85,27 @@ def _watched_run(tmp_path: Path, watch: bool) -> tuple[list[dict], list[Event], 
     from magent.tools.function import FunctionProvider
     from support.engine import agent_yaml, write
 
-    metered: list[dict] = []
     shown: list[Event] = []
-    observe = budget.Meter.observe
-
-    def keep(meter: budget.Meter, event: Any) -> None:
-        metered.append(event)
-        observe(meter, event)
-
     tools = FunctionProvider("t")
     tools.add("read", lambda: "r" * 3000, "Read.", idempotent=True)
     agent = write(tmp_path, "a.yaml", agent_yaml("a", tools="[t.*]"))
     model = QueueModel([{"content": "reading", "tool_calls": [{"name": "t.read", "arguments": {}}]}, "done"])
     options = RunOptions(llm_factory=client_factory(model), extra_providers=[tools])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(budget.Meter, "observe", keep)
-        outcome = asyncio.run(start_run(load_target(str(agent)), "go", options=options,
-                                        sinks=[shown.append] if watch else []))
+    outcome = asyncio.run(start_run(load_target(str(agent)), "go", options=options,
+                                    sinks=[shown.append] if watch else []))
     assert outcome.status.value == "completed", outcome
     written = Store().task(outcome.task_id).events_file.read_bytes()
     written = re.sub(rb'[0-9a-f]{8}-[0-9a-f-]{27}|"ts":"[^"]*",?|"(latency|duration)_ms":\d+,?', b"", written)
-    return metered, shown, written
+    return shown, written
 
 
-def test_the_texts_events_jsonl_leaves_out_are_made_only_for_a_sink_that_wants_them(
-        tmp_path: Path, magent_home: Path) -> None:
+def test_a_live_sink_gets_the_texts_events_jsonl_leaves_to_the_entries(tmp_path: Path, magent_home: Path) -> None:
     """A model's answered reply and a tool's result are in entries.jsonl, which their events name:
-    events.jsonl leaves them out, so a run nobody watches does not make them; a live sink gets
-    them, and the file is the same either way."""
-    alone, _, written_alone = _watched_run(tmp_path / "alone", watch=False)
-    watched, shown, written_watched = _watched_run(tmp_path / "watched", watch=True)
+    events.jsonl leaves them out, watched or not; a live sink gets them."""
+    _, written_alone = _watched_run(tmp_path / "alone", watch=False)
+    shown, written_watched = _watched_run(tmp_path / "watched", watch=True)
     assert written_alone == written_watched
-    for docs, has_texts in ((alone, False), (watched, True)):
-        calls = [d for d in docs if d["type"] == "llm_call" and d.get("entry_id")]
-        results = [d for d in docs if d["type"] == "tool_result"]
-        assert len(calls) == 2 and len(results) == 1
-        assert all(("response" in d) == has_texts for d in calls)
-        assert ("result" in results[0]) == has_texts
+    assert b'"response"' not in written_alone and b"r" * 100 not in written_alone
     live = {e.type: e.model_extra for e in shown if e.type in ("llm_call", "tool_result")}
     assert live["llm_call"]["response"]["content"] == "done"
     assert live["tool_result"]["result"].startswith("r" * 999)

@@ -100,8 +100,7 @@ class RunContext:
 
         self.meter = Meter(self)
         """What budgets count (usage per task and per agent), from the run's own events."""
-        # (it counts calls, not attempts or checkpoints, and reads no text)
-        bus.subscribe(self.meter.observe, live=False, raw=True, texts=False)
+        bus.subscribe(self.meter.observe, live=False, raw=True)  # it counts calls, not attempts or checkpoints
         self.telemetry: Any = None
         """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
         self._clients: dict[tuple[str, str], "LLMClient"] = {}

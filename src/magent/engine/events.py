@@ -30,27 +30,14 @@ class EventBus:
         """How many sinks want the live-only events (``LIVE_ONLY``)."""
         self._typed = 0
         """How many sinks take an ``Event``."""
-        self._texts = 0
-        """How many sinks want the texts that events.jsonl leaves out (``wants_texts``)."""
 
-    def subscribe(self, sink: Callable[[Any], None], *, live: bool = True, raw: bool = False,
-                  texts: bool = True) -> None:
+    def subscribe(self, sink: Callable[[Any], None], *, live: bool = True, raw: bool = False) -> None:
         """``live`` false: ``sink`` ignores the live-only events, so it is not given them. ``raw``:
         ``sink`` takes the event as a dict, ``Event.model_dump(exclude_none=True)``'s form (no
-        model is built for it); its values may be the emitter's own: the sink must not change them.
-        ``texts`` false: ``sink`` does without the texts ``for_disk`` leaves out (see ``wants_texts``)."""
+        model is built for it); its values may be the emitter's own: the sink must not change them."""
         self._sinks.append((sink, raw))
         self._live += live
         self._typed += not raw
-        self._texts += texts
-
-    @property
-    def wants_texts(self) -> bool:
-        """Whether a sink wants the texts events.jsonl leaves out (``for_disk``: an answered model
-        call's ``response`` and a tool result's ``result``, when the event names their entry).
-        When none does (a run nobody watches), the emitters leave them out: each was built, walked
-        and copied only to be dropped, once or twice a step."""
-        return self._texts > 0
 
     @property
     def wants_live(self) -> bool:

@@ -118,8 +118,7 @@ def record_llm_call(ctx: "RunContext", response: "LLMResponse", *, node: str | N
         cursor=session.cursors.get(agent), session=session.tag, rail=rail, request=sent,
         route=request.route if request is not None else None,
         response_model=response.response_model,
-        response=None if entry_id and not ctx.bus.wants_texts else {  # (its entry holds it)
-            "content": ctx.redactor.text(response.content),
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
-                            "raw_arguments": c.raw_arguments if c.arguments is None else None}
-                           for c in response.tool_calls]})
+        response={"content": ctx.redactor.text(response.content),
+                  "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                  "raw_arguments": c.raw_arguments if c.arguments is None else None}
+                                 for c in response.tool_calls]})

@@ -131,10 +131,6 @@ class _SessionBus:
         return self._run.bus.seq
 
     @property
-    def wants_texts(self) -> bool:
-        return self._run.bus.wants_texts
-
-    @property
     def wants_live(self) -> bool:
         return self._run.bus.wants_live
 

@@ -86,8 +86,7 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
     if result is not None and result.tool != name:
         fields["requested_tool"] = name
     fields["outcome"] = outcome
-    if ctx.bus.wants_texts:  # (else left out, as events.jsonl leaves it out: the entry holds it)
-        fields["result"] = truncate(redactor.text(result.content if result else content))
+    fields["result"] = truncate(redactor.text(result.content if result else content))
     if outcome != "SUCCESS" and (error := redactor.text((result.error if result else content) or "")):
         fields["error"] = error
     if result is not None:

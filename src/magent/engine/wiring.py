@@ -57,14 +57,12 @@ def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sink
             for sink in sinks:
                 sink(shown)
 
-    # (the texts events.jsonl leaves out: for the live sinks, and for a file that keeps tool I/O out,
-    # where they stay, masked)
-    bus.subscribe(deliver, live=bool(sinks), raw=True, texts=bool(sinks) or not redactor.tool_io)
+    bus.subscribe(deliver, live=bool(sinks), raw=True)
     ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
                      redactor=redactor, needs=needs)
     from magent.store.toolstats import Outcomes
 
-    bus.subscribe(Outcomes(td.store.root).observe, live=False, raw=True, texts=False)  # (tool selection)
+    bus.subscribe(Outcomes(td.store.root).observe, live=False, raw=True)  # (tool selection)
     ctx.telemetry = telemetry
     ctx.tools_starting = None  # need_tools
     td.commit_with(durability_of(options, needs.graph, task))
