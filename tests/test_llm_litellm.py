@@ -218,8 +218,8 @@ def test_broken_json_in_a_stream_is_named_for_what_it_is(stub: OpenAIStub) -> No
     reply = complete(ask(stub))
     assert reply.content == "recovered"
     [retry] = reply.retries
-    assert ("the stream broke: the server sent a chunk that is not valid JSON (Unterminated string "
-            "starting at: character 47 of the chunk)") in retry
+    assert "the stream broke: the server sent a chunk that is not valid JSON (" in retry
+    assert ": character 47 of the chunk)" in retry  # where the chunk breaks, in magent's words
     assert "HTTP 500" not in retry and "server error" not in retry
 
 
