@@ -75,9 +75,11 @@ def children():
 
 def watched_exit(code):
     # the threads Python's own exit would wait for (every thread not marked daemon) and that
-    # os._exit would cut short instead
+    # os._exit would cut short; but magent's fsync pool (store/commit.py names its threads),
+    # idle once the run has flushed, which it does before its command returns
     waited_for = [t.name for t in threading.enumerate()
-                  if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+                  if t is not threading.main_thread() and not t.daemon and t.is_alive()
+                  and not t.name.startswith("magent-fsync")]
     with open(report, "w") as f:
         json.dump({"code": code, "threads": waited_for, "children": children()}, f)
     real_exit(code)
@@ -96,8 +98,8 @@ def watched_magent(report: str, *args: str) -> list[str]:
 
 def exit_report(report: str) -> dict[str, object]:
     """How a watched magent process left: its exit code, the threads Python's own exit would
-    have waited for (all but the main thread and daemon threads) and its child processes alive
-    at that moment. It fails if the process went through Python's
+    have waited for (all but the main thread, daemon threads and magent's idle fsync pool) and
+    its child processes alive at that moment. It fails if the process went through Python's
     teardown (exit handlers, final garbage collections, freeing every module: the seconds a
     run once spent after its answer) instead of ending at once."""
     assert not os.path.exists(report + ".teardown"), "the process ran Python's teardown at exit"

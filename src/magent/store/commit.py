@@ -38,17 +38,16 @@ everything the run wrote.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import threading
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from magent import failpoints
 from magent.errors import StoreError
 from magent.store.files import create_temp, fill_temp, write_temp
-from magent.store.syncthreads import Threads
 
 if TYPE_CHECKING:
     from magent.store.files import JsonlWriter
@@ -58,9 +57,24 @@ MODES = ("sync", "step", "exit")
 DEFAULT_MODE = "sync"
 
 _FILES_PER_ROUND = 64
-_POOL = Threads(8)
+
+
+def _new_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="magent-fsync")
+
+
+_POOL = _new_pool()
 """Threads that wait for fsyncs, shared by every task of the process (concurrent runs' waits
 overlap too)."""
+
+
+def _pool_after_fork() -> None:
+    """A forked child has none of its parent's threads, so it starts a pool of its own."""
+    global _POOL
+    _POOL = _new_pool()
+
+
+os.register_at_fork(after_in_child=_pool_after_fork)
 
 
 class Committer:
@@ -223,7 +237,7 @@ class Committer:
         """Wait (blocking) for the commits under way and their threads, and note what they
         made durable."""
         for commit in [*self._launched, *self._running]:
-            commit.wait_finished()
+            commit.finished.wait()
             commit.settle()
 
     def flush(self) -> None:
@@ -234,7 +248,7 @@ class Committer:
         while self.pending():  # (mode exit: a bounded number of checkpoints a round)
             commit = self._snapshot(everything=True)
             try:
-                _POOL.run_all(_fsync, commit.fds)
+                _sync_all(commit.fds)
             except BaseException as exc:
                 commit.error = exc
                 raise
@@ -310,10 +324,10 @@ class _Commit:
         """Files created by the run whose names the directory's sync in it makes durable."""
         self.synced_dir = False
         self.error: BaseException | None = None
-        self._finished = threading.Lock()
-        """Held until the thread of its last fsync is done (every descriptor it owns closed): a
-        lock rather than an event, which would build a condition per commit."""
-        self._finished.acquire()
+        self.finished = threading.Event()
+        """Set by the thread of its last fsync, once every descriptor it owns is closed."""
+        self._left = 0
+        self._lock = threading.Lock()
         self._settled = False
 
     def add(self, fd: int, what: str, *, own: bool = True) -> None:
@@ -333,11 +347,11 @@ class _Commit:
         self.committer._running.append(self)
         self.committer._launched.append(self)
         if not self.fds:
-            self._finished.release()
+            self.finished.set()
             self.committer._launched.remove(self)
             self.settle()
             return
-        self._count = itertools.count(1)
+        self._left = len(self.fds)
         for fd, what in self.fds:
             _POOL.submit(self._sync, fd, what)
 
@@ -347,9 +361,10 @@ class _Commit:
             _fsync(fd, what)
         except BaseException as exc:  # handed to the waiting task
             self.error = self.error or exc
-        # (``next`` on a count is one step under the interpreter's lock: one thread gets the last)
-        if next(self._count) != len(self.fds):
-            return
+        with self._lock:
+            self._left -= 1
+            if self._left:
+                return
         self.release()
         try:
             self._loop.call_soon_threadsafe(self.settle)
@@ -357,13 +372,8 @@ class _Commit:
             pass
         if self.error is None:
             self.committer._make_spare()
-        self._finished.release()
+        self.finished.set()
         self.committer._launched.remove(self)
-
-    def wait_finished(self) -> None:
-        """Wait (blocking) until the thread of its last fsync is done with it."""
-        with self._finished:
-            pass
 
     def settle(self) -> None:
         """Note what it made durable (or, if an fsync failed, that nothing of it is known to
@@ -424,6 +434,15 @@ class _Wait:
         self.left -= 1
         if self.left <= 0:
             future.set_result(None)
+
+
+def _sync_all(fds: list[tuple[int, str]]) -> None:
+    """Fsync every descriptor side by side; once all are done, raise the first error."""
+    futures = [_POOL.submit(_fsync, fd, what) for fd, what in fds]
+    wait(futures)
+    for future in futures:
+        if (error := future.exception()) is not None:
+            raise error
 
 
 def _fsync(fd: int, what: str) -> None:
