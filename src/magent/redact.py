@@ -148,8 +148,9 @@ class Redactor:
         """The texts one of which starts every match of a built-in pattern in use."""
         self.others = [re.compile(p) for p in patterns if p not in BUILT_IN]
         """The configured patterns: a text is searched for each of them on its own."""
+        self._starts = _by_last_character(self.starts)
         self.tool_io = tool_io
-        self._needles: list[str] = []
+        self._needles: list[tuple[str, list[str]]] = []
         self.add(secrets or set())
 
     @classmethod
@@ -163,7 +164,8 @@ class Redactor:
         # Longest first, so a secret that holds another is replaced whole.
         self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4}, key=len, reverse=True)
         # What json_line looks for: each secret and each start as JSON writes them.
-        self._needles = [json.dumps(text, ensure_ascii=False)[1:-1] for text in [*self.secrets, *self.starts]]
+        self._needles = _by_last_character([json.dumps(text, ensure_ascii=False)[1:-1]
+                                            for text in [*self.secrets, *self.starts]])
 
     def text(self, value: str) -> str:
         """``value`` with its secrets and the patterns' matches masked."""
@@ -183,10 +185,8 @@ class Redactor:
         return text
 
     def may_match(self, text: str) -> bool:
-        """False only when no pattern can match ``text``. (A text without a start's last
-        character cannot hold the start: one character is found far quicker than a word.)"""
-        return (any(start[-1] in text and start in text for start in self.starts)
-                or any(p.search(text) for p in self.others))
+        """False only when no pattern can match ``text``."""
+        return _holds_any(text, self._starts) or any(p.search(text) for p in self.others)
 
     def data(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -211,7 +211,7 @@ class Redactor:
             except (ValueError, TypeError, RecursionError):  # NaN, infinity, keys JSON cannot have
                 pass
             else:
-                if not any(needle[-1] in line and needle in line for needle in self._needles):
+                if not _holds_any(line, self._needles):
                     return line.encode()
         return json.dumps(_jsonable(self.data(doc)), ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -221,6 +221,25 @@ class Redactor:
         if not self.tool_io:
             strip_tool_io(doc)
         return doc
+
+
+def _by_last_character(texts: list[str] | tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """``texts`` grouped by their last character (for ``_holds_any``)."""
+    groups: dict[str, list[str]] = {}
+    for text in texts:
+        groups.setdefault(text[-1], []).append(text)
+    return list(groups.items())
+
+
+def _holds_any(text: str, groups: list[tuple[str, list[str]]]) -> bool:
+    """Whether ``text`` holds one of the grouped texts. A text without a group's last
+    character holds none of the group: one character is found far quicker than a word."""
+    for last, members in groups:
+        if last in text:
+            for member in members:
+                if member in text:
+                    return True
+    return False
 
 
 def strip_tool_io(doc: dict[str, Any]) -> dict[str, Any]:
