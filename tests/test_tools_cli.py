@@ -56,12 +56,12 @@ def test_mcp_list_says_which_servers_answer(configured_stdio: Path) -> None:
     lines = r.out.splitlines()
     assert lines[0].split() == ["NAME", "TRANSPORT", "TARGET", "STATUS"]
     by_name = {line.split()[0]: line for line in lines[1:]}
-    assert "ok: 17 tool(s)" in by_name["tb"]
+    assert "ok: 18 tool(s)" in by_name["tb"]
     assert "not answering: MCP server 'ghost' (no-such-server-xyz) could not be started: " \
            "command 'no-such-server-xyz' not found on PATH" in by_name["ghost"]
     assert "could not be reached: cannot connect" in by_name["away"]
     data = {s["name"]: s for s in json.loads(invoke("mcp", "list", "--json").out)}
-    assert data["tb"]["ok"] is True and data["tb"]["tools"] == 17 and data["tb"]["transport"] == "stdio"
+    assert data["tb"]["ok"] is True and data["tb"]["tools"] == 18 and data["tb"]["transport"] == "stdio"
     assert data["ghost"]["ok"] is False and "not found on PATH" in data["ghost"]["error"]
     assert data["away"]["source"] == str(configured_stdio)
 
