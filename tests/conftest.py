@@ -63,18 +63,26 @@ def _no_fuse() -> str | None:
                                      "libfuse3-dev (and the lock's mfusepy)")
 
 
+def _no_conformance() -> str | None:
+    from support.conformance import missing
+
+    return missing()
+
+
 PREREQUISITES = {
+    "test_mcp_conformance.py": _no_conformance,
     "test_trace_browser.py": _no_chromium,
     "test_reading_files.py": _no_jq,
     "test_power_cut.py": _no_fuse,
     "test_lossyfs.py": _no_fuse,
 }
-"""Test files that need something from the system (``.ci/run`` installs it all), and what tells
-whether it is missing."""
+"""Test files that need something from the system or the npm registry (``.ci/run`` installs it
+all), and what tells whether it is missing."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A run that includes tests needing something the machine lacks (Chromium, jq, FUSE) stops
+    """A run that includes tests needing something the machine lacks (Chromium, jq, FUSE, the MCP
+    conformance suite) stops
     at once, with one line that says what to install (not with a failure per test, minutes later)."""
     if hasattr(config, "workerinput") or config.option.keyword or config.option.markexpr:
         return  # a worker (the controller checked), or a selection this cannot see through
