@@ -228,6 +228,11 @@ class EventPrinter:
         self.out.print(f"  [magenta]◆ memory:[/] forgot {str(ev.field('id'))[:8]}: "
                        f"{esc(short(ev.field('content') or '', 80))}", highlight=False)
 
+    def _on_elicitation(self, ev: Any) -> None:
+        from magent.trace.notes import elicitation_text
+
+        self.out.print(f"  [magenta]? {esc(short(elicitation_text(ev.model_dump()), 200))}[/]", highlight=False)
+
     def _on_human_decision(self, ev: Any) -> None:
         msg = f": {ev.field('message')}" if ev.field("message") else ""
         self.out.print(f"  [bold]a person chose {ev.field('action')}[/]{msg}")

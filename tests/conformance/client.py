@@ -71,7 +71,7 @@ def main() -> int:
     failed = 0
     for tool in json.loads(listed)["tools"]:
         args = json.dumps(arguments(tool.get("input_schema") or {}))
-        failed += magent("tools", "call", tool["name"], "--args", args, *mcp)[0] != 0
+        failed += magent("tools", "call", tool["name"], "--args", args, "--elicitation", "defaults", *mcp)[0] != 0
     return 1 if failed else 0
 
 

@@ -59,25 +59,34 @@ def list_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
 
 
 async def acall_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
-                     mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "ToolResult":
+                     mcp: Iterable[PathLike] = (), home: PathLike | None = None,
+                     elicitation: str = "decline") -> "ToolResult":
     """``call_tool`` for asyncio."""
+    from magent.errors import UsageError
     from magent.tools import catalog
+    from magent.tools.base import CallContext, calling
+    from magent.tools.mcp_elicit import POLICIES
 
-    with paths.using_home(home):
+    if elicitation not in POLICIES:
+        raise UsageError(f"--elicitation must be one of {', '.join(POLICIES)}, not {elicitation!r}")
+    with paths.using_home(home), calling(CallContext(elicitation=elicitation)):
         registry = catalog.cli_registry(_files(mcp))
         return await catalog.call_tool(registry, name, dict(arguments or {}))
 
 
 def call_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
-              mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "ToolResult":
+              mcp: Iterable[PathLike] = (), home: PathLike | None = None,
+              elicitation: str = "decline") -> "ToolResult":
     """Run one tool, named ``server.tool``, outside any task (``magent tools call``).
 
     The result says ``ok``, its ``outcome``, the text ``content`` the model would see,
     structured ``data``, ``error`` and ``duration_ms``; a tool that fails is a result, not an
     exception. A bad name, or arguments that do not fit the tool's schema, raise ``UsageError``;
-    a server that cannot start raises ``ToolError``.
+    a server that cannot start raises ``ToolError``. A question the tool's server asks during
+    the call (MCP elicitation) is answered as ``elicitation`` says (``decline``, ``cancel``,
+    ``defaults``) unless the command line asks the person at the terminal.
     """
-    return _sync(acall_tool(name, arguments, mcp=mcp, home=home), "call_tool")
+    return _sync(acall_tool(name, arguments, mcp=mcp, home=home, elicitation=elicitation), "call_tool")
 
 
 async def amcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> list["ServerStatus"]:

@@ -219,14 +219,17 @@ class _View:
         from magent import api
         from magent.cli.runtime import JsonLines, ask_inline
 
+        from magent.cli.runtime import asking
+
         interactive = not no_input and not self.json_out and sys.stdin.isatty()
         live = self.live()
-        result = self._run(lambda: start(live))
-        while result.pause is not None and interactive:
-            answer = ask_inline(result.pause)
-            if answer is None:
-                break
-            result = self._run(lambda: api.aresume(result.task_id, model=model, **answer, **live))
+        with asking(interactive):
+            result = self._run(lambda: start(live))
+            while result.pause is not None and interactive:
+                answer = ask_inline(result.pause)
+                if answer is None:
+                    break
+                result = self._run(lambda: api.aresume(result.task_id, model=model, **answer, **live))
         if self.json_out:
             JsonLines.result(result)
         elif result.pause is not None:

@@ -7,7 +7,8 @@ import json
 import os
 import signal
 import sys
-from typing import Any, Awaitable, Callable
+from contextlib import contextmanager
+from typing import Any, Awaitable, Callable, Iterator
 
 from magent.errors import EXIT_INTERRUPTED, MagentError
 
@@ -144,6 +145,22 @@ class JsonLines:
         """The last line: the run's ``AgentResult``."""
         sys.stdout.write(result.to_json() + "\n")
         sys.stdout.flush()
+
+
+@contextmanager
+def asking(interactive: bool) -> Iterator[None]:
+    """While the block runs, a question an MCP server asks mid-call goes to the person at the
+    terminal (when ``interactive`` and stdin is one); otherwise the caller's setting answers."""
+    if not (interactive and sys.stdin.isatty()):
+        yield
+        return
+    from magent.tools.mcp_elicit import ask_in_terminal, terminal_asker
+
+    token = terminal_asker.set(ask_in_terminal)
+    try:
+        yield
+    finally:
+        terminal_asker.reset(token)
 
 
 def ask_inline(request: Any) -> dict[str, Any] | None:

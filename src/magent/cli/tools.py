@@ -60,18 +60,25 @@ def call(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The tool, as server.tool.")],
     args: Annotated[str, typer.Option("--args", "-a", metavar="JSON", help="Arguments as a JSON object.")] = "{}",
     json_out: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
+    elicitation: Annotated[str, typer.Option(
+        "--elicitation", metavar="ANSWER", help="A question the server asks during the call, when no one is asked "
+        "at the terminal: decline, cancel, or defaults (accept its form's defaults).")] = "decline",
+    no_input: Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal.")] = False,
     mcp: McpFiles = None,
 ) -> None:
     """Run one tool directly and print its result.
 
-    Exit 0 on success, 1 otherwise (the outcome and error on stderr).
+    Exit 0 on success, 1 otherwise (the outcome and error on stderr). A question the
+    server asks during the call is asked at the terminal, else answered per --elicitation.
     """
     from magent.api.tooling import call_tool
     from magent.cli.output import print_json
+    from magent.cli.runtime import asking
     from magent.errors import EXIT_FAILED
     from magent.tools.catalog import parse_args_json
 
-    result = call_tool(name, parse_args_json(args), mcp=mcp or [])
+    with asking(not no_input and not json_out):
+        result = call_tool(name, parse_args_json(args), mcp=mcp or [], elicitation=elicitation)
     if json_out:
         print_json({"tool": result.tool, "outcome": result.outcome, "content": result.content,
                     "data": result.data, "error": result.error, "duration_ms": result.duration_ms,

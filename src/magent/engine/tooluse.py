@@ -135,6 +135,8 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
             turn = None
         context = current_call.set(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node,
                                                call_id=call.id, emit=ctx.bus.emit,
+                                               elicitation=elicitation_of(ctx, policy.agent),
+                                               record=recorder(ctx, node, policy.agent, call.id),
                                                output=live_output(ctx, node, call.id, name)))
         try:  # (``tools.base.calling``, without a generator per call)
             result = await ctx.registry.call(name, arguments, allowed=policy.names, screen=screen)
@@ -151,6 +153,19 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     add_observation(ctx, node, call, result.outcome, result.content, result)
     landed(ctx, call.id)
     return result
+
+
+def elicitation_of(ctx, agent: str | None) -> str | None:  # type: ignore[no-untyped-def]
+    """The agent's ``elicitation`` setting (None for a workflow's own call)."""
+    loaded = ctx.graph.agents.get(agent) if agent else None
+    return loaded.agent.elicitation if loaded is not None else None
+
+
+def recorder(ctx, node: str, agent: str | None, call_id: str):  # type: ignore[no-untyped-def]
+    """``CallContext.record`` for a call: an event beside it in the trace, its fields masked."""
+    def record(type_: str, **fields: Any) -> None:
+        ctx.bus.emit(type_, node, agent=agent, call_id=call_id, **ctx.redactor.data(fields))
+    return record
 
 
 def live_output(ctx, node: str, call_id: str, tool: str):  # type: ignore[no-untyped-def]

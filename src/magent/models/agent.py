@@ -226,6 +226,10 @@ class Agent(Model):
     """Offer each model request only the tools that fit the task best (top-K by relevance and
     past success, plus ``always``) and a ``tools.search`` tool to find the others. None: every
     allowed tool goes into every request."""
+    elicitation: Literal["decline", "cancel", "defaults"] = "decline"
+    """How a question an MCP server asks during this agent's call (``elicitation/create``) is
+    answered when no person is at the terminal (``--no-input``, a batch): ``decline``,
+    ``cancel``, or ``defaults`` (accept the server's form with its default values)."""
 
     @field_validator("sub_agents")
     @classmethod

@@ -89,6 +89,8 @@ EVENT_TYPES: dict[str, str] = {
     "budget_reached": "A usage budget's limit was reached (`limit`, `value`, `used`, `scope`, `action`).",
     "compaction": "A context budget left older messages out of an agent's view "
                   "(`strategy`, `dropped`, `kept`, `tokens_before`, `tokens_after`).",
+    "elicitation": "An MCP server asked a question during a tool call, and how it was answered (`server`, `mode`, "
+                   "`message`, `schema` or `url`, `action`, `content`, `answered_by`: `person` or `config: ...`).",
     "memory_recalled": "Long-term memories were given to an agent before a model turn (`query`, `hits`).",
     "memory_stored": "A memory was stored (by the `memory` tool or at the end of a task).",
     "memory_forgotten": "The `memory` tool forgot a memory (`id`, `scope`, `content`).",

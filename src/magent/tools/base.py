@@ -74,6 +74,12 @@ class CallContext:
     emit: Callable[..., Any] | None = None
     """The calling session's ``bus.emit``: an in-process tool records in the trace what it did
     beyond its result (``memory.remember``: what it stored). None outside a run."""
+    elicitation: str | None = None
+    """How an MCP server's question during the call is answered when no person is asked
+    (``decline``, ``cancel``, ``defaults``; ``tools.mcp_elicit``). None: decline."""
+    record: Callable[..., None] | None = None
+    """``record(type, **fields)``: an event about the call into the run's trace, masked (an MCP
+    server's question and its answer). None outside a run."""
     output: Callable[[str, str], None] | None = None
     """``output(stream, line)``: a line a tool printed (``stdout``/``stderr``) while it runs, for
     the live view and ``--json --stream`` only (masked; never in events.jsonl). None when no one

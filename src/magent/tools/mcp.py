@@ -28,8 +28,9 @@ from typing import Any, Callable, Iterable, Union
 from magent.errors import ToolError
 from magent.models import Tool
 from magent.models.tools import HttpServer, StdioServer
-from magent.tools.base import ToolResult
+from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.mcp_convert import describe_error, result_text, to_tool
+from magent.tools.mcp_elicit import callback as elicit_callback
 from magent.tools.mcp_process import StdioProcess, stdio_transport
 from magent.tools.retry import RetrySchedule
 
@@ -82,7 +83,8 @@ class _Connection:
                 read, write = await stack.enter_async_context(self._transport(stack))
                 session = await stack.enter_async_context(ClientSession(
                     read, write, client_info=Implementation(name="magent", version=_version()),
-                    message_handler=self._on_message, logging_callback=self._on_log))
+                    message_handler=self._on_message, logging_callback=self._on_log,
+                    elicitation_callback=elicit_callback(self.provider)))
                 await session.initialize()
                 self.tools = await _list_all(session)
                 self.session = session
@@ -183,6 +185,8 @@ class MCPProvider:
         self.connections = 0
         self._stopping: set[asyncio.Future[None]] = set()
         """Servers being stopped in the background after a timeout (``close`` waits for them)."""
+        self._calls: list[CallContext | None] = []
+        """Who is calling, for each call in flight (``calling``)."""
 
     # -- what the registry and the CLI see ---------------------------------------------------
 
@@ -208,6 +212,11 @@ class MCPProvider:
 
     async def list_tools(self) -> list[Tool]:
         return list(self._tools)
+
+    def calling(self) -> CallContext | None:
+        """Who made the call a server's request belongs to (an elicitation's answer and record):
+        the latest call in flight (MCP does not say which call a request is for)."""
+        return self._calls[-1] if self._calls else None
 
     async def prepare(self, notes: list[str]) -> ToolResult | None:
         """Before the registry checks a call's arguments: restart a server that stopped since the
@@ -245,6 +254,8 @@ class MCPProvider:
         output = _call_output()
         if output is not None:
             conn.watching.append(output)
+        caller = current_call.get()
+        self._calls.append(caller)
         try:
             res = await conn.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
                                                progress_callback=_progress(output))
@@ -262,6 +273,7 @@ class MCPProvider:
         finally:
             if output is not None:
                 conn.watching.remove(output)
+            self._calls.remove(caller)
         text = result_text(res)
         outcome = "FAILURE" if res.is_error else "SUCCESS"
         out = self._result(outcome, text, started, notes, error=text if res.is_error else None)

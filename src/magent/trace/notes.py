@@ -74,6 +74,14 @@ def stored_text(ev: dict[str, Any]) -> str:
     return text
 
 
+def elicitation_text(ev: dict[str, Any]) -> str:
+    """One line for an ``elicitation`` event: the server's question and how it was answered."""
+    text = f"{ev.get('server')} asked {ev.get('message')!r}: {ev.get('action')} ({ev.get('answered_by')})"
+    if ev.get("content"):
+        text += " " + ", ".join(f"{k}={v}" for k, v in ev["content"].items())
+    return text
+
+
 def recalled_text(ev: dict[str, Any]) -> str:
     """One line for a ``memory_recalled`` event: how many, for what, and why each."""
     hits = ev.get("hits") or []

@@ -430,6 +430,9 @@ class _Builder:
         text = f"forgot memory [{str(ev.get('id'))[:8]}] in {ev.get('scope')}: {ev.get('content') or ''}"
         self._step(ev, step_name="memory", agent=ev.get("agent") or "", message=text)
 
+    def _on_elicitation(self, ev: dict[str, Any]) -> None:
+        self._step(ev, step_name="elicitation", agent=ev.get("agent") or "", message=notes.elicitation_text(ev))
+
     def _on_output_invalid(self, ev: dict[str, Any]) -> None:
         self._step(ev, step_name="warning", status="warning", agent=ev.get("agent") or "",
                    message=notes.output_invalid(ev))

@@ -17,7 +17,7 @@ from magent.engine import argrails, templating
 from magent.engine.control import NodeFailed
 from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.engine.tooluse import check_before_call, declined, in_flight, landed
+from magent.engine.tooluse import check_before_call, declined, in_flight, landed, recorder
 from magent.models.progress import ToolProgress
 from magent.tools.base import CallContext, calling
 
@@ -61,7 +61,7 @@ class ToolNode(Node):
                 await ctx.durable("tool", idempotent=bool(tool and tool.idempotent))
                 failpoints.hit("after_tool_intent")
                 with calling(CallContext(task_id=ctx.task.id, node=self.name, call_id=call_id,
-                                             emit=ctx.bus.emit)):
+                                         emit=ctx.bus.emit, record=recorder(ctx, self.name, None, call_id))):
                     result = await ctx.registry.call(name, args)
                 failpoints.hit("after_tool_call")
                 outcome, content, data = result.outcome, result.content, result.data
