@@ -54,8 +54,9 @@ def test_mcp_list_says_which_servers_answer(configured_stdio: Path) -> None:
     r = invoke("mcp", "list")
     assert r.code == 0
     lines = r.out.splitlines()
-    assert lines[0].split() == ["NAME", "TRANSPORT", "TARGET", "STATUS"]
+    assert lines[0].split() == ["NAME", "TRANSPORT", "TARGET", "STATUS", "LOGIN"]
     by_name = {line.split()[0]: line for line in lines[1:]}
+    assert by_name["away"].endswith("not logged in") and by_name["tb"].endswith(" -")
     assert "ok: 18 tool(s)" in by_name["tb"]
     assert "not answering: MCP server 'ghost' (no-such-server-xyz) could not be started: " \
            "command 'no-such-server-xyz' not found on PATH" in by_name["ghost"]

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """A browser for tests: opens the URL it is given and follows redirects, as a person's browser
 would when the authorization server approves at once (the conformance suite's does).
 

@@ -5,8 +5,9 @@ with the server's URL as its last argument, the scenario's name in ``MCP_CONFORM
 any extra data (a pre-registered client) as JSON in ``MCP_CONFORMANCE_CONTEXT``. This script writes
 an MCP servers file for the URL and runs the ``magent`` command line on it: ``mcp login`` first for
 an auth scenario (the browser is ``browser.py`` beside this file, through ``BROWSER``), then
-``tools list`` and ``tools call`` on every tool listed. Each scenario gets a home of its own, under
-``$MAGENT_HOME``.
+``tools list`` and ``tools call`` on every tool listed. In ``auth/metadata-default`` a task meets
+the server first: it must pause for the login and finish on ``magent resume`` after it. Each
+scenario gets a home of its own, under ``$MAGENT_HOME``.
 """
 
 from __future__ import annotations
@@ -52,17 +53,53 @@ def magent(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
+AGENT = """name: caller
+role: calls the conformance server's tool
+system_prompt: Call the tool.
+tools: [conf.*]
+mcp_servers: servers.yaml
+llm_config: {model: scripted, script: caller.script.yaml}
+"""
+SCRIPT = """responses:
+  - tool_calls: [{name: conf.test-tool, arguments: {}}]
+  - content: done
+"""
+
+
+def task_waits_for_login(home: Path) -> bool:
+    """A task that meets the server before any login pauses (kind ``auth``, naming the login
+    command); after the login, a plain ``magent resume`` finishes it. Whether it went so."""
+    (home / "caller.yaml").write_text(AGENT)
+    (home / "caller.script.yaml").write_text(SCRIPT)
+    code, out = magent("run", str(home / "caller.yaml"), "-t", "call it", "--json", "--no-input")
+    result = json.loads(out.splitlines()[-1])
+    pause = result.get("pause") or {}
+    if code != 3 or pause.get("kind") != "auth" or "magent mcp login conf" not in pause.get("question", ""):
+        print(f"expected a pause for the login, got exit {code}: {pause}")
+        return False
+    if magent("mcp", "login", "conf", "--mcp", str(home / "servers.yaml"))[0] != 0:
+        return False
+    code, out = magent("resume", result["task_id"], "--json", "--no-input")
+    if code != 0 or json.loads(out.splitlines()[-1])["status"] != "completed":
+        print(f"expected the resumed task to complete, got exit {code}")
+        return False
+    return True
+
+
 def main() -> int:
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     home = Path(os.environ["MAGENT_HOME"]) / scenario.replace("/", "_")
     home.mkdir(parents=True, exist_ok=True)
-    os.environ.update(MAGENT_HOME=str(home), BROWSER=f"{sys.executable} {HERE / 'browser.py'}")
+    os.environ.update(MAGENT_HOME=str(home), BROWSER=str(HERE / "browser.py"))
     servers = home / "servers.yaml"
     servers.write_text(json.dumps({"servers": [server_entry(url, scenario, context)]}))
     mcp = ["--mcp", str(servers)]
-    if scenario.startswith("auth/"):
+    if scenario == "auth/metadata-default":
+        if not task_waits_for_login(home):
+            return 1
+    elif scenario.startswith("auth/"):
         if magent("mcp", "login", "conf", *mcp)[0] != 0:
             return 1
     code, listed = magent("tools", "list", "--server", "conf", "--json", *mcp)

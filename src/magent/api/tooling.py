@@ -1,6 +1,7 @@
 """The tools agents can use, and calling one directly: ``magent.list_tools`` / ``alist_tools``,
 ``call_tool`` / ``acall_tool`` (what ``magent tools list`` and ``magent tools call`` do), and
-whether each MCP server answers: ``mcp_servers`` / ``amcp_servers`` (``magent mcp list``).
+whether each MCP server answers: ``mcp_servers`` / ``amcp_servers`` (``magent mcp list``), and
+OAuth logins to HTTP servers: ``mcp_login`` / ``amcp_login``, ``mcp_logout``.
 
 Tools come from the home's config/mcp_servers.yaml, the built-in servers, and any ``mcp``
 files given. Each call starts the servers it needs and stops them before it returns.
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from magent.models import Tool
     from magent.tools.base import ToolResult
     from magent.tools.catalog import ServerStatus
+    from magent.tools.mcp_login import LoginState
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,29 @@ def mcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -
     that does not answer is a status with ``ok`` False, not an exception.
     """
     return _sync(amcp_servers(mcp=mcp, home=home), "mcp_servers")
+
+
+async def amcp_login(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "LoginState":
+    """``mcp_login`` for asyncio."""
+    from magent.tools import catalog, mcp_login
+
+    with paths.using_home(home):
+        return await mcp_login.login(catalog.cli_config(_files(mcp)), server)
+
+
+def mcp_login(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "LoginState":
+    """Log in to the HTTP MCP server ``server`` with OAuth (``magent mcp login``): the person is
+    sent to its authorization server in their browser, and the token is stored under the home
+    (``auth/SERVER.json``, mode 0600). A bad name or a stdio server raise ``UsageError``."""
+    return _sync(amcp_login(server, mcp=mcp, home=home), "mcp_login")
+
+
+def mcp_logout(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> bool:
+    """Forget the login to ``server`` (``magent mcp logout``); whether there was one."""
+    from magent.tools import catalog, mcp_login
+
+    with paths.using_home(home):
+        return mcp_login.logout(catalog.cli_config(_files(mcp)), server)
 
 
 def _files(mcp: Iterable[PathLike]) -> list[Path]:

@@ -33,12 +33,48 @@ def list_servers(
         print("no MCP servers configured: add them to config/mcp_servers.yaml in the home, "
               "or pass --mcp FILE")
         return
+    from magent.tools.mcp_login import LoginState
+
     rows = [[s.name, s.transport, s.target,
-             f"ok: {s.tools} tool(s) in {s.seconds:.1f}s" if s.ok else f"not answering: {s.error}"]
+             f"ok: {s.tools} tool(s) in {s.seconds:.1f}s" if s.ok else f"not answering: {s.error}",
+             LoginState(**s.login).describe() if s.login else "-"]
             for s in statuses]
     from magent.tools.catalog import format_table
 
-    print(format_table(["NAME", "TRANSPORT", "TARGET", "STATUS"], rows, max_width=200))
+    print(format_table(["NAME", "TRANSPORT", "TARGET", "STATUS", "LOGIN"], rows, max_width=200))
+
+
+@app.command("login", epilog=examples("magent mcp login linear", "magent mcp login docs --mcp team.yaml"))
+def login(
+    server: Annotated[str, typer.Argument(metavar="SERVER", help="The HTTP MCP server to log in to.")],
+    mcp: McpFiles = None,
+) -> None:
+    """Log in to an HTTP MCP server that asks for OAuth.
+
+    Opens the server's login page in your browser (BROWSER chooses it; the address is
+    printed too) and waits on 127.0.0.1 for its answer. The token is kept in the home
+    (auth/SERVER.json, readable by you alone) and renewed without asking while it can
+    be; a run that paused for this login goes on with: magent resume ID.
+    """
+    from magent.api.tooling import mcp_login
+
+    state = mcp_login(server, mcp=mcp or [])
+    print(f"logged in to {server}: {state.tools} tool(s); {state.describe()}")
+
+
+@app.command("logout", epilog=examples("magent mcp logout linear"))
+def logout(
+    server: Annotated[str, typer.Argument(metavar="SERVER", help="The HTTP MCP server to log out of.")],
+    mcp: McpFiles = None,
+) -> None:
+    """Forget the login to an HTTP MCP server.
+
+    Removes its tokens and the client magent registered with its authorization server.
+    """
+    from magent.api.tooling import mcp_logout
+
+    had = mcp_logout(server, mcp=mcp or [])
+    print(f"logged out of {server}" if had else f"{server}: was not logged in")
 
 
 @app.command("serve", epilog=examples(

@@ -52,7 +52,7 @@ def _check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) ->
     short = task.id[:8]
     if task.status != TaskStatus.awaiting_human:
         return
-    if cp.awaiting_human and decision is None:
+    if cp.awaiting_human and decision is None and cp.human_request.kind != "auth":
         raise TaskStateError(f"task {short} is waiting for a person: give --approve, --reject or "
                              "--modify FILE (with --message TEXT)")
     if not cp.awaiting_human and decision is not None:
@@ -80,6 +80,9 @@ def _prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] 
     """Validate a decision and state updates against the pause; returns (feedback, new state)."""
     feedback = None
     updates: dict[str, Any] = dict(set_values or {})
+    if decision is not None and cp.human_request is not None and cp.human_request.kind == "auth" \
+            and decision.action == "approve":
+        decision = None  # a login pause has nothing to answer: the run checks the login again
     if decision is not None:
         if not cp.awaiting_human or cp.human_request is None:
             raise TaskStateError(f"checkpoint {cp.sequence} of task {td.id[:8]} is not waiting for a "

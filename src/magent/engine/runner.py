@@ -18,6 +18,7 @@ from magent.engine.control import CancelRun, NodeFailed, PauseRun
 from magent.engine.events import truncate
 from magent.engine.graph import END
 from magent.engine.sessions import Session
+from magent.engine.tooluse import check_logins
 from magent.engine.wiring import need_tools
 from magent.errors import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, LLMError
 from magent.ids import new_id, now
@@ -112,6 +113,7 @@ class Executor:
                           visit=ctx.visits.get(name, 1), resumed=True)
         if node.kind not in NO_TOOLS:
             await need_tools(ctx)
+            check_logins(ctx, name)
         started = time.perf_counter()
         result = await node.run(view)
         view.set_output(name, result.output, result.value)

@@ -49,6 +49,18 @@ def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, a
                                     output=_shown(name, arguments), details=details))
 
 
+def check_logins(ctx, node: str) -> None:
+    """Pause (kind ``auth``) when a tool server of the run wants an OAuth login magent does not
+    have: the person runs the login command the pause names, then ``magent resume``."""
+    for name, provider in sorted(ctx.registry.providers.items()):
+        login = getattr(provider, "login_needed", None)
+        if login is not None:
+            raise PauseRun(HumanRequest(
+                kind="auth", node=node, allowed_actions=["approve"],
+                question=f"{login}, then `magent resume {ctx.task.id[:8]}`",
+                details={"server": name, "command": login.command}))
+
+
 def _shown(name: str, arguments: Any) -> str:
     """A call as a person is asked about it (made only when one is)."""
     return f"{name}({truncate(str(arguments), 500)})"

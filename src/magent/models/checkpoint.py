@@ -17,7 +17,7 @@ class HumanRequest(Model):
     """What a paused run asks of a person."""
 
     kind: Literal["human_node", "approval", "tool_approval", "tool_recovery", "tool_changed", "plan_failed",
-                  "guardrail", "budget", "refusal", "operator"]
+                  "guardrail", "budget", "refusal", "operator", "auth"]
     """Why the run paused."""
     node: str
     """The node that paused."""

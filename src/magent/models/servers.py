@@ -35,12 +35,33 @@ class StdioConfig(Model):
     """Working directory of the server process."""
 
 
+class OAuthSettings(Model):
+    """How magent logs in to an HTTP server that asks for OAuth (``magent mcp login``). Without
+    any, a client is registered dynamically, or by ``client_metadata_url`` where the server allows."""
+
+    client_id: str | None = None
+    """A client registered with the authorization server beforehand (no dynamic registration)."""
+    client_secret: str | None = None
+    """The pre-registered client's secret; write it as ``${VAR}`` so it stays off disk."""
+    token_endpoint_auth_method: Literal["none", "client_secret_basic", "client_secret_post"] | None = None
+    """How the pre-registered client authenticates (default: ``client_secret_basic`` with a secret)."""
+    client_metadata_url: str | None = Field(default=None, pattern=r"^https://[^/]+/.+")
+    """An HTTPS URL of a client ID metadata document to use as the client ID where the server accepts one."""
+    scope: str | None = None
+    """Scopes to ask for when the server does not say which (``WWW-Authenticate``, its metadata)."""
+    callback_port: int = Field(default=0, ge=0, le=65535)
+    """Port on 127.0.0.1 for the login's redirect (0: any free one); a pre-registered client may need a fixed one."""
+
+
 class HttpConfig(Model):
     """Connection parameters of a server reached over HTTP (SSE or streamable HTTP)."""
 
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra headers, e.g. ``Authorization: Bearer ${TOKEN}``."""
+    oauth: OAuthSettings | None = None
+    """OAuth login settings. A server that answers 401 asks for a login either way, unless an
+    ``Authorization`` header is given."""
 
 
 SSEConfig = HttpConfig

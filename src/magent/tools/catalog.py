@@ -27,6 +27,8 @@ class ServerStatus:
     error: str | None = None
     source: str | None = None
     """The MCP file that defines the server."""
+    login: dict[str, Any] | None = None
+    """An HTTP server's OAuth login (``mcp_login.LoginState``: ``logged_in``, ``expires_at``...)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,6 +43,10 @@ async def probe_servers(config: ToolConfig) -> list[ServerStatus]:
         began = time.perf_counter()
         status = ServerStatus(name=name, transport=server.transport, target=provider.target, ok=False,
                               source=str(config.sources.get(name, "")) or None)
+        if server.transport != "stdio":
+            from magent.tools.mcp_login import state
+
+            status.login = state(server).to_dict()
         try:
             await provider.start()
             status.tools = len(await provider.list_tools())

@@ -31,6 +31,7 @@ from magent.models.tools import HttpServer, StdioServer
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.mcp_convert import describe_error, result_text, to_tool
 from magent.tools.mcp_elicit import callback as elicit_callback
+from magent.tools.mcp_http import http_transport, login_required
 from magent.tools.mcp_process import StdioProcess, stdio_transport
 from magent.tools.retry import RetrySchedule
 
@@ -43,8 +44,6 @@ GARBAGE_LINES = 2
 """This many non-MCP lines on stdout before the handshake ends it: one may be a start-up banner,
 but a server that answers our request with more noise will never speak MCP."""
 CLOSE_TIMEOUT_SECONDS = 10.0
-MAX_EVENT_BYTES = 64 * 1024 * 1024
-"""Largest single reply accepted over streamable HTTP; big outputs are cut by the registry, not lost here."""
 
 
 class _Connection:
@@ -127,19 +126,7 @@ class _Connection:
             self.proc = StdioProcess(command=cfg.command, args=list(cfg.args), env=dict(cfg.env), cwd=cwd,
                                      on_garbage=self._on_garbage)
             return stdio_transport(self.proc)
-        headers = dict(server.config.headers)
-        timeout = float(server.connect_timeout_seconds)
-        if server.transport == "sse":
-            from mcp.client.sse import sse_client
-
-            return sse_client(server.config.url, headers=headers, timeout=timeout, sse_read_timeout=3600)
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(timeout, read=3600))
-        stack.push_async_callback(client.aclose)
-        return streamable_http_client(server.config.url, http_client=client, max_sse_event_size=MAX_EVENT_BYTES)
+        return http_transport(server, stack, self.provider.auth)
 
     @property
     def usable(self) -> bool:
@@ -162,8 +149,13 @@ class MCPProvider:
     """A configured MCP server behind the ``ToolProvider`` interface."""
 
     def __init__(self, server: ServerConfig, *, base_dir: Path | None = None, max_restarts: int = 1,
-                 secrets: Iterable[str] = ()):
+                 secrets: Iterable[str] = (), auth: Any = None):
         self.server = server
+        self.auth = auth
+        """An OAuth provider for an HTTP server that may send a person to log in (``magent mcp
+        login``); None: the stored login, refreshed as needed, else ``LoginRequired``."""
+        self.login_needed: ToolError | None = None
+        """Set when the server wants a login magent lacks (the run pauses, kind ``auth``)."""
         self.name = server.name
         self.base_dir = base_dir
         self.max_restarts = max_restarts
@@ -324,6 +316,10 @@ class MCPProvider:
             return
         timed_out = not conn.ready.is_set()  # neither connected nor failed yet
         await conn.close()
+        login = login_required(conn.error)
+        if login is not None:
+            self.login_needed = login
+            raise login
         raise ToolError(self._connect_failure(conn, timeout, timed_out))
 
     def _connect_failure(self, conn: _Connection, timeout: float, timed_out: bool) -> str:
