@@ -35,8 +35,9 @@ def run_client(scenario: str, out: Path, timeout_ms: int = 30000) -> tuple[int, 
     return proc.returncode, checks, proc.stdout + proc.stderr
 
 
-def run_server(url: str, scenario: str) -> tuple[int, str]:
-    """Run one server scenario against ``url``: the suite's exit code and what it printed."""
-    proc = subprocess.run([str(NODE), str(SUITE), "server", "--url", url, "--scenario", scenario],
-                          capture_output=True, text=True, timeout=90)
+def run_server(url: str, scenario: str, baseline: Path) -> tuple[int, str]:
+    """Run one server scenario against ``url`` (``baseline``: the suite's expected failures):
+    the suite's exit code and what it printed."""
+    proc = subprocess.run([str(NODE), str(SUITE), "server", "--url", url, "--scenario", scenario,
+                           "--expected-failures", str(baseline)], capture_output=True, text=True, timeout=90)
     return proc.returncode, proc.stdout + proc.stderr
