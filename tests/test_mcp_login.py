@@ -4,6 +4,7 @@ conformance suite's authorization servers: tests/test_mcp_conformance.py)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import json
 import stat
 from pathlib import Path
@@ -45,3 +46,49 @@ def test_the_token_store_is_the_owners_alone_and_logout_empties_it(tmp_path: Pat
     r = invoke("mcp", "logout", "remote", "--mcp", mcp)
     assert r.code == 0 and r.out.strip() == "logged out of remote" and not store.path.exists()
     assert invoke("mcp", "logout", "remote", "--mcp", mcp).out.strip() == "remote: was not logged in"
+
+
+def test_a_login_is_renewed_unasked_and_its_tokens_stay_in_the_store(tmp_path: Path, magent_home: Path) -> None:
+    """A real OAuth-guarded server (tests/servers/oauth_server.py) whose tokens live 2 s: after the
+    login they are renewed by their refresh token without a browser, in a task too, and neither
+    the old nor the new token is in any file of the home but the token store."""
+    import subprocess
+    import sys
+    import time
+
+    from servers.harness import _wait_listening, free_port
+    from support.cli import run
+    from support.conformance import DIR
+
+    grants = tmp_path / "grants.log"
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "servers" / "oauth_server.py"), str(port)],
+                            env={**os.environ, "OAUTH_ACCESS_SECONDS": "2", "OAUTH_LOG": str(grants)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait_listening(proc, port)
+        mcp = write_mcp_file(tmp_path / "mcp.yaml", [{"name": "guarded", "transport": "streamable_http",
+                                                      "config": {"url": f"http://127.0.0.1:{port}/mcp"}}])
+        login = run("mcp", "login", "guarded", "--mcp", str(mcp), env={"BROWSER": str(DIR / "browser.py")})
+        assert login.code == 0 and "logged in to guarded: 1 tool(s)" in login.out, login.err
+        store = magent_home / "auth" / "guarded.json"
+        first = json.loads(store.read_text())["tokens"]
+        time.sleep(2.5)  # the access token has expired
+        agent = tmp_path / "greeter.yaml"
+        agent.write_text(f"name: greeter\nrole: greets\nsystem_prompt: Greet.\ntools: [guarded.*]\nmcp_servers: {mcp}\n"
+                         "llm_config: {model: scripted, script: greeter.script.yaml}\n")
+        (tmp_path / "greeter.script.yaml").write_text(
+            "responses:\n  - tool_calls: [{name: guarded.hello, arguments: {}}]\n  - content: done\n")
+        task = run("run", str(agent), "-t", "say hello", "--json", "--no-input", env={"BROWSER": "false"})
+        assert task.code == 0, task.out[-2000:] + task.err
+        assert '"result": "hello, logged-in client"' in task.out
+    finally:
+        proc.kill()
+        proc.wait()
+    assert grants.read_text().split() == ["authorization_code", "refresh_token"]
+    second = json.loads(store.read_text())["tokens"]
+    assert second["access_token"] != first["access_token"]
+    for token in (first["access_token"], first["refresh_token"], second["access_token"], second["refresh_token"]):
+        holders = [p.relative_to(magent_home) for p in magent_home.rglob("*")
+                   if p.is_file() and token in p.read_text(errors="replace")]
+        assert holders in ([], [Path("auth/guarded.json")]), holders

@@ -43,10 +43,6 @@ async def probe_servers(config: ToolConfig) -> list[ServerStatus]:
         began = time.perf_counter()
         status = ServerStatus(name=name, transport=server.transport, target=provider.target, ok=False,
                               source=str(config.sources.get(name, "")) or None)
-        if server.transport != "stdio":
-            from magent.tools.mcp_login import state
-
-            status.login = state(server).to_dict()
         try:
             await provider.start()
             status.tools = len(await provider.list_tools())
@@ -56,6 +52,10 @@ async def probe_servers(config: ToolConfig) -> list[ServerStatus]:
         finally:
             await provider.close()
             status.seconds = round(time.perf_counter() - began, 3)
+        if server.transport != "stdio":  # (after the probe, which may have renewed the token)
+            from magent.tools.mcp_login import state
+
+            status.login = state(server).to_dict()
         return status
 
     return list(await asyncio.gather(*(probe(n, s) for n, s in sorted(config.servers.items()))))
