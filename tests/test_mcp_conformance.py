@@ -40,7 +40,7 @@ def test_client_scenarios_pass(tmp_path: Path, magent_home: Path) -> None:
         return (scenario, *run_client(scenario, tmp_path / scenario.replace("/", "_")))
 
     # The suite mostly waits (on magent's start, on its own servers): a few scenarios at once.
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(5) as pool:
         results = list(pool.map(one, CLIENT_SCENARIOS))
     passed, report = {}, []
     for scenario, code, checks, output in results:

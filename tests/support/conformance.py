@@ -22,14 +22,14 @@ def missing() -> str | None:
     return f"the MCP conformance tests need the suite and Node 22 from npm: {INSTALL} (.ci/run does it)"
 
 
-def run_client(scenario: str, out: Path, timeout_ms: int = 30000) -> tuple[int, list[dict], str]:
+def run_client(scenario: str, out: Path, timeout_ms: int = 120000) -> tuple[int, list[dict], str]:
     """Run one client scenario with magent (``tests/conformance/client.py``) as the client, its
     results under ``out`` (a directory of its own): the suite's exit code, its checks
     (``checks.json``) and what it printed."""
     command = f"{sys.executable} {DIR / 'client.py'}"
     proc = subprocess.run([str(NODE), str(SUITE), "client", "--command", command, "--scenario", scenario,
                            "--timeout", str(timeout_ms), "-o", str(out)],
-                          capture_output=True, text=True, timeout=timeout_ms / 1000 + 30)
+                          capture_output=True, text=True, timeout=timeout_ms / 1000 + 20)
     found = sorted(out.glob("**/checks.json"))  # out/<scenario>-<time>/checks.json
     checks = json.loads(found[-1].read_text()) if found else []
     return proc.returncode, checks, proc.stdout + proc.stderr

@@ -29,7 +29,7 @@ from magent.errors import ToolError
 from magent.models import Tool
 from magent.models.tools import HttpServer, StdioServer
 from magent.tools.base import CallContext, ToolResult, current_call
-from magent.tools.mcp_convert import describe_error, result_text, to_tool
+from magent.tools.mcp_convert import describe_error, is_transport_error, list_all, result_text, to_tool
 from magent.tools.mcp_elicit import callback as elicit_callback
 from magent.tools.mcp_http import http_transport, login_required
 from magent.tools.mcp_process import StdioProcess, stdio_transport
@@ -85,7 +85,7 @@ class _Connection:
                     message_handler=self._on_message, logging_callback=self._on_log,
                     elicitation_callback=elicit_callback(self.provider)))
                 await session.initialize()
-                self.tools = await _list_all(session)
+                self.tools = await list_all(session)
                 self.session = session
                 self.ready.set()
                 await self.stop.wait()
@@ -224,7 +224,7 @@ class MCPProvider:
             conn = await self._ensure(notes)
             if conn.tools_changed:
                 conn.tools_changed = False
-                listed = await _list_all(conn.session)
+                listed = await list_all(conn.session)
                 self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in listed]
                 self.generation += 1
         except ToolError as exc:
@@ -259,7 +259,7 @@ class MCPProvider:
             return self._result("ERROR", f"server {self.name!r} refused the call: {exc.error.message}",
                                 started, notes)
         except Exception as exc:  # noqa: BLE001 - a transport failure is an observation
-            if not conn.usable or _is_transport_error(exc):
+            if not conn.usable or is_transport_error(exc):
                 return await self._lost(conn, started, notes, detail=describe_error(exc))
             return self._result("ERROR", f"server {self.name!r}: {describe_error(exc)}", started, notes)
         finally:
@@ -310,6 +310,7 @@ class MCPProvider:
             garbage.cancel()
         if conn.session is not None and conn.error is None:
             self._conn = conn
+            self.login_needed = None
             self._tools = [to_tool(self.name, t, self.server.call_timeout_seconds) for t in conn.tools]
             self.generation += 1
             self.connections += 1
@@ -391,6 +392,13 @@ class MCPProvider:
             return self._result("ERROR", msg, started, notes)
         code = await proc.wait_exit(0.5) if proc is not None else None
         await conn.close()
+        login = login_required(conn.error)
+        if login is not None:  # a 403 asked for more access than the login gave
+            async with self._lock:
+                if self._conn is conn:
+                    self._conn = None
+            self.login_needed = login
+            return self._result("ERROR", f"{login} (this call needs more access)", started, notes)
         if proc is not None:
             msg = f"MCP server {self.name!r} crashed during the call" + (
                 f" (exit code {code})" if code is not None else "")
@@ -458,29 +466,6 @@ class MCPProvider:
         return ToolResult(outcome=outcome, content=content, error=error,
                           duration_ms=int((time.perf_counter() - started) * 1000),
                           notes=[self._redact(n) for n in notes])
-
-
-async def _list_all(session: Any) -> list[Any]:
-    from mcp_types import PaginatedRequestParams
-
-    tools: list[Any] = []
-    cursor = None
-    for _ in range(100):  # a server whose cursor never ends cannot hang the start
-        params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return tools
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    import anyio
-
-    name = type(exc).__module__
-    return isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
-                            anyio.EndOfStream)) or name.startswith("httpx")
 
 
 def _version() -> str:

@@ -75,3 +75,28 @@ def describe_error(exc: BaseException) -> str:
     if name == "HTTPStatusError":
         return f"HTTP error: {text}"
     return f"{name}: {text}" if text else name
+
+
+async def list_all(session: Any) -> list[Any]:
+    """Every tool a session's server offers, page by page."""
+    from mcp_types import PaginatedRequestParams
+
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(100):  # a server whose cursor never ends cannot hang the start
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection failed (not the call)."""
+    import anyio
+
+    name = type(exc).__module__
+    return isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                            anyio.EndOfStream)) or name.startswith("httpx")
