@@ -18,10 +18,8 @@ timeout. What can go wrong comes back as a ``ToolResult`` (never raised):
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Callable, Iterable, Union
 
@@ -30,9 +28,9 @@ from magent.models import Tool
 from magent.models.tools import HttpServer, StdioServer
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.mcp_convert import describe_error, is_transport_error, list_all, result_text, to_tool
-from magent.tools.mcp_elicit import callback as elicit_callback
-from magent.tools.mcp_http import http_transport, login_required
-from magent.tools.mcp_process import StdioProcess, stdio_transport
+from magent.tools.mcp_http import login_required
+from magent.tools.mcp_process import StdioProcess
+from magent.tools.mcp_session import GARBAGE_LINES, Connection
 from magent.tools.retry import RetrySchedule
 
 # magent reports every MCP failure itself; the SDK's own log lines would only
@@ -40,109 +38,6 @@ from magent.tools.retry import RetrySchedule
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 ServerConfig = Union[StdioServer, HttpServer]
-GARBAGE_LINES = 2
-"""This many non-MCP lines on stdout before the handshake ends it: one may be a start-up banner,
-but a server that answers our request with more noise will never speak MCP."""
-CLOSE_TIMEOUT_SECONDS = 10.0
-
-
-class _Connection:
-    """One live session with a server.
-
-    A background task owns it from connect to close, because the SDK's anyio
-    task groups must be exited by the task that entered them; calls from any
-    task go through ``session``.
-    """
-
-    def __init__(self, provider: "MCPProvider"):
-        self.provider = provider
-        self.session: Any = None
-        self.tools: list[Any] = []
-        self.error: BaseException | None = None
-        self.proc: StdioProcess | None = None
-        self.ready = asyncio.Event()
-        self.garbage = asyncio.Event()
-        self.stop = asyncio.Event()
-        self.lost = False
-        self.transport_error = ""
-        self.watching: list[Callable[[str, str], None]] = []
-        """The output lines of the calls in flight on this connection: a server's log messages
-        (``notifications/message``) belong to no request, so each goes to every call that runs."""
-        self.tools_changed = False
-        """The server said its tools changed (``notifications/tools/list_changed``): they are
-        listed again before the next call is checked (``MCPProvider.prepare``)."""
-        self.task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        from mcp.client.session import ClientSession
-        from mcp_types import Implementation
-
-        try:
-            async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(stack))
-                session = await stack.enter_async_context(ClientSession(
-                    read, write, client_info=Implementation(name="magent", version=_version()),
-                    message_handler=self._on_message, logging_callback=self._on_log,
-                    elicitation_callback=elicit_callback(self.provider)))
-                await session.initialize()
-                self.tools = await list_all(session)
-                self.session = session
-                self.ready.set()
-                await self.stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - kept and reported by whoever waits
-            self.error = exc
-        finally:
-            self.session = None
-            self.lost = True
-            self.ready.set()
-
-    async def _on_log(self, params: Any) -> None:
-        if not self.watching:
-            return
-        data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
-        line = f"{params.level}: {data}" if params.logger is None else f"{params.level} {params.logger}: {data}"
-        for output in list(self.watching):
-            output("log", line)
-
-    def _on_garbage(self) -> None:
-        if self.proc is not None and self.proc.garbage_count >= GARBAGE_LINES:
-            self.garbage.set()
-
-    async def _on_message(self, message: Any) -> None:
-        # Transport faults (a broken SSE stream, an oversized event) arrive here as
-        # exceptions; the last one explains a lost connection better than "closed".
-        if isinstance(message, Exception):
-            self.transport_error = describe_error(message)
-        elif getattr(message, "method", None) == "notifications/tools/list_changed":
-            self.tools_changed = True
-
-    def _transport(self, stack: AsyncExitStack) -> Any:
-        server = self.provider.server
-        if isinstance(server, StdioServer):
-            cfg = server.config
-            cwd = cfg.cwd
-            if cwd is not None and self.provider.base_dir is not None and not Path(cwd).is_absolute():
-                cwd = str(self.provider.base_dir / cwd)
-            self.proc = StdioProcess(command=cfg.command, args=list(cfg.args), env=dict(cfg.env), cwd=cwd,
-                                     on_garbage=self._on_garbage)
-            return stdio_transport(self.proc)
-        return http_transport(server, stack, self.provider.auth)
-
-    @property
-    def usable(self) -> bool:
-        if self.session is None or self.lost:
-            return False
-        return self.proc is None or self.proc.alive
-
-    async def close(self) -> None:
-        self.stop.set()
-        if self.session is None:
-            self.task.cancel()  # still connecting: nothing will look at ``stop``
-        try:
-            await asyncio.wait_for(asyncio.shield(self.task), CLOSE_TIMEOUT_SECONDS)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
 
 
 class MCPProvider:
@@ -161,7 +56,7 @@ class MCPProvider:
         self.max_restarts = max_restarts
         self.restarts = 0
         self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
         self._down: str | None = None
         """Why the server is not restarted again (set after the restart budget is spent)."""
         self._crashed = False
@@ -294,7 +189,7 @@ class MCPProvider:
         self.retry.succeeded()
 
     async def _connect(self) -> None:
-        conn = _Connection(self)
+        conn = Connection(self)
         timeout = float(self.server.connect_timeout_seconds)
         deadline = time.monotonic() + timeout
         ready = asyncio.ensure_future(conn.ready.wait())
@@ -323,7 +218,7 @@ class MCPProvider:
             raise login
         raise ToolError(self._connect_failure(conn, timeout, timed_out))
 
-    def _connect_failure(self, conn: _Connection, timeout: float, timed_out: bool) -> str:
+    def _connect_failure(self, conn: Connection, timeout: float, timed_out: bool) -> str:
         where = f"MCP server {self.name!r} ({self.target})"
         proc = conn.proc
         if proc is not None and proc.garbage:
@@ -344,7 +239,7 @@ class MCPProvider:
             self.stderr_tail = self._redact(proc.stderr_tail())
         return self._redact(msg + self._stderr_suffix(proc))
 
-    async def _ensure(self, notes: list[str]) -> _Connection:
+    async def _ensure(self, notes: list[str]) -> Connection:
         conn = self._conn
         if conn is not None and conn.usable:
             return conn
@@ -378,14 +273,14 @@ class MCPProvider:
             assert self._conn is not None
             return self._conn
 
-    def _gone_message(self, conn: _Connection) -> str:
+    def _gone_message(self, conn: Connection) -> str:
         if conn.proc is not None:
             code = conn.proc.exit_code
             return f"MCP server {self.name!r} had exited" + (f" (exit code {code})" if code is not None else "")
         detail = describe_error(conn.error) if conn.error is not None else "closed"
         return f"the connection to MCP server {self.name!r} was lost ({detail})"
 
-    async def _lost(self, conn: _Connection, started: float, notes: list[str], detail: str = "") -> ToolResult:
+    async def _lost(self, conn: Connection, started: float, notes: list[str], detail: str = "") -> ToolResult:
         proc = conn.proc
         if proc is not None and proc.stopped_by_us:
             msg = f"MCP server {self.name!r} was stopped while this call ran (another call timed out)"
@@ -421,7 +316,7 @@ class MCPProvider:
             msg += f"; last stderr line: {proc.stderr[-1]}"
         return self._result("ERROR", msg, started, notes)
 
-    async def _timed_out(self, conn: _Connection, timeout: float, started: float, notes: list[str]) -> ToolResult:
+    async def _timed_out(self, conn: Connection, timeout: float, started: float, notes: list[str]) -> ToolResult:
         msg = f"timed out after {timeout:g}s; the call was cancelled"
         if conn.proc is not None:
             # A stdio server stuck in a call may never read its stdin again: stop it now
@@ -440,7 +335,7 @@ class MCPProvider:
         return self._result("TIMEOUT", msg, started, notes)
 
     @staticmethod
-    async def _stop_hung(conn: _Connection) -> None:
+    async def _stop_hung(conn: Connection) -> None:
         assert conn.proc is not None
         await conn.proc.terminate()
         await conn.close()
@@ -466,12 +361,6 @@ class MCPProvider:
         return ToolResult(outcome=outcome, content=content, error=error,
                           duration_ms=int((time.perf_counter() - started) * 1000),
                           notes=[self._redact(n) for n in notes])
-
-
-def _version() -> str:
-    from magent import __version__
-
-    return __version__
 
 
 def _call_output() -> Callable[[str, str], None] | None:
