@@ -81,7 +81,7 @@ def test_a_login_is_renewed_unasked_and_its_tokens_stay_in_the_store(tmp_path: P
             "responses:\n  - tool_calls: [{name: guarded.hello, arguments: {}}]\n  - content: done\n")
         task = run("run", str(agent), "-t", "say hello", "--json", "--no-input", env={"BROWSER": "false"})
         assert task.code == 0, task.out[-2000:] + task.err
-        assert '"result": "hello, logged-in client"' in task.out
+        assert "hello, logged-in client" in task.out, task.out[-3000:]
     finally:
         proc.kill()
         proc.wait()

@@ -3,7 +3,7 @@ streamable HTTP: ``python oauth_server.py PORT``.
 
 It registers clients dynamically, approves every authorization at once (the browser that follows
 the URL lands on the client's redirect with a code), and issues access tokens that live
-``OAUTH_ACCESS_SECONDS`` (default 3600) with refresh tokens. Each token it issues is a line in
+``OAUTH_ACCESS_SECONDS`` (default 3600; honoured a minute longer) with refresh tokens. Each token it issues is a line in
 ``OAUTH_LOG`` (when set): ``authorization_code`` or ``refresh_token``. Tool: ``hello``.
 """
 
@@ -71,8 +71,11 @@ class ApproveAll:
 
     def _issue(self, client_id: str, scopes: list[str], grant: str) -> OAuthToken:
         access, refresh = f"acc-{secrets.token_hex(12)}", f"ref-{secrets.token_hex(12)}"
+        # honoured a minute past what the client is told, so that a client slowed down (a loaded
+        # machine) between its check and the server's is not refused: whether it renewed in time
+        # is what OAUTH_LOG says
         self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
-                                          expires_at=int(time.time()) + ACCESS_SECONDS)
+                                          expires_at=int(time.time()) + ACCESS_SECONDS + 60)
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
         if os.environ.get("OAUTH_LOG"):
             with open(os.environ["OAUTH_LOG"], "a") as log:
