@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -77,7 +78,8 @@ def task_waits_for_login(home: Path) -> bool:
     if code != 3 or pause.get("kind") != "auth" or "magent mcp login conf" not in pause.get("question", ""):
         print(f"expected a pause for the login, got exit {code}: {pause}")
         return False
-    if magent("mcp", "login", "conf", "--mcp", str(home / "servers.yaml"))[0] != 0:
+    command = shlex.split(pause["details"]["command"])  # the command the pause names, as given
+    if command[:3] != ["magent", "mcp", "login"] or magent(*command[1:])[0] != 0:
         return False
     code, out = magent("resume", result["task_id"], "--json", "--no-input")
     if code != 0 or json.loads(out.splitlines()[-1])["status"] != "completed":

@@ -28,6 +28,7 @@ from magent.models import Tool
 from magent.models.tools import HttpServer, StdioServer
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.mcp_convert import describe_error, is_transport_error, list_all, result_text, to_tool
+from magent.tools.mcp_auth import LoginRequired
 from magent.tools.mcp_http import login_required
 from magent.tools.mcp_process import StdioProcess
 from magent.tools.mcp_session import GARBAGE_LINES, Connection
@@ -49,8 +50,10 @@ class MCPProvider:
         self.auth = auth
         """An OAuth provider for an HTTP server that may send a person to log in (``magent mcp
         login``); None: the stored login, refreshed as needed, else ``LoginRequired``."""
-        self.login_needed: ToolError | None = None
+        self.login_needed: LoginRequired | None = None
         """Set when the server wants a login magent lacks (the run pauses, kind ``auth``)."""
+        self.source: Path | None = None
+        """The MCP servers file that defines the server (the login command names it)."""
         self.name = server.name
         self.base_dir = base_dir
         self.max_restarts = max_restarts
@@ -214,8 +217,8 @@ class MCPProvider:
         await conn.close()
         login = login_required(conn.error)
         if login is not None:
-            self.login_needed = login
-            raise login
+            self.login_needed = LoginRequired(self.name, self.source)
+            raise self.login_needed
         raise ToolError(self._connect_failure(conn, timeout, timed_out))
 
     def _connect_failure(self, conn: Connection, timeout: float, timed_out: bool) -> str:
@@ -292,8 +295,8 @@ class MCPProvider:
             async with self._lock:
                 if self._conn is conn:
                     self._conn = None
-            self.login_needed = login
-            return self._result("ERROR", f"{login} (this call needs more access)", started, notes)
+            self.login_needed = LoginRequired(self.name, self.source)
+            return self._result("ERROR", f"{self.login_needed} (this call needs more access)", started, notes)
         if proc is not None:
             msg = f"MCP server {self.name!r} crashed during the call" + (
                 f" (exit code {code})" if code is not None else "")

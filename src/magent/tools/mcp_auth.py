@@ -35,9 +35,13 @@ CLIENT_NAME = "magent"
 class LoginRequired(ToolError):
     """The server wants an OAuth login that magent has no token for (or can no longer refresh)."""
 
-    def __init__(self, server: str):
+    def __init__(self, server: str, mcp_file: Path | None = None):
         self.server = server
         self.command = f"magent mcp login {server}"
+        if mcp_file is not None and mcp_file != paths.mcp_servers_file():  # (not the home's servers)
+            import shlex
+
+            self.command += f" --mcp {shlex.quote(str(mcp_file))}"
         super().__init__(f"MCP server {server!r} needs you to log in: run `{self.command}`")
 
 

@@ -140,6 +140,7 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
             shared.add(name)
         else:
             provider = MCPProvider(server, base_dir=config.base_dirs.get(name), secrets=config.secrets)
+            provider.source = config.sources.get(name)
         providers.append(provider)
     providers.extend(extra_providers)
     limiter = RateLimiter({name: server.rate_limit for name, server in config.servers.items()
