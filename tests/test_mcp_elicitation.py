@@ -88,3 +88,22 @@ def test_bad_setting_is_one_line_exit_2(tmp_path: Path) -> None:
     r = invoke("tools", "call", "ask.book", "--args", '{"room": "9"}', "--elicitation", "maybe",
                "--mcp", str(tmp_path / "mcp.yaml"))
     assert r.code == 2 and "--elicitation must be one of decline, cancel, defaults" in r.err
+
+
+def test_a_run_killed_while_the_form_is_asked_resumes(tmp_path: Path, magent_home: Path) -> None:
+    """kill -9 while the person is being asked: the call's intent is on disk, so the resumed run
+    asks whether to make the (not idempotent) call again, and makes it when approved."""
+    import os
+    import signal
+
+    agent = setup(tmp_path, "decline")
+    term = Terminal("run", str(agent), "-t", "book room 4", env={"DOOR_PIN": PIN})
+    term.expect("Details for booking 4?")
+    os.kill(term.proc.pid, signal.SIGKILL)
+    term.finish()
+    task_id = json.loads(invoke("tasks", "list", "--json").out)[0]["id"]
+    paused = invoke("resume", task_id, "--no-input", env={"DOOR_PIN": PIN})
+    assert paused.code == 3 and "ask.book" in paused.out + paused.err
+    done = invoke("resume", task_id, "--approve", "--no-input", "--json", env={"DOOR_PIN": PIN})
+    assert done.code == 0, done.out + done.err
+    assert "the user chose decline" in done.out  # no one at a terminal now: the agent's setting
