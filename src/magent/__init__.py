@@ -31,11 +31,8 @@ from magent.errors import TaskLockedError as TaskLockedError
 from magent.errors import TaskNotFoundError as TaskNotFoundError
 from magent.errors import TaskStateError as TaskStateError
 from magent.errors import UsageError as UsageError
-
-__version__ = "0.1.0"
-DISTRIBUTION = "magent-runner"
-"""The name magent is installed by (``pip install magent-runner``): ``magent`` on the registry is
-another project. The command and the import are ``magent``."""
+from magent.version import DISTRIBUTION as DISTRIBUTION
+from magent.version import __version__ as __version__
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports them on first use
     from magent.api.batching import BatchDetails as BatchDetails

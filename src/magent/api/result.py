@@ -189,7 +189,7 @@ def _output(task: Task) -> Any:
 
 
 def provenance(task: Task) -> Provenance:
-    from magent import __version__
+    from magent.version import __version__
 
     snapshot = task.config_snapshot or {}
     options = snapshot.get("options") or {}

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from magent import DISTRIBUTION, __version__
+from magent.version import DISTRIBUTION, __version__
 from magent.cli import collector
 from magent.cli.usage import CommandGroup, usage_message
 

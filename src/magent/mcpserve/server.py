@@ -19,7 +19,7 @@ import mcp_types as types
 from mcp.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 
-from magent import __version__
+from magent.version import __version__
 from magent.errors import MagentError, UsageError
 from magent.mcpserve.catalog import VERBS, Served
 from magent.mcpserve.runs import Caller, Runs, reply_text

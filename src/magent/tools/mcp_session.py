@@ -123,6 +123,6 @@ class Connection:
 
 
 def _version() -> str:
-    from magent import __version__
+    from magent.version import __version__
 
     return __version__

@@ -277,7 +277,7 @@ def build_report(td: "TaskDir") -> dict[str, Any]:
     The files were masked when the run wrote them; every text taken from them is masked
     once more with the home's current patterns (``config/redaction.yaml``).
     """
-    from magent import __version__
+    from magent.version import __version__
     from magent.ids import now
     from magent.redact import Redactor, load_settings
 
