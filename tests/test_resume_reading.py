@@ -110,7 +110,7 @@ def test_compact_events_read_back_whole_from_any_point(tmp_path):
     the line before (its ts too, when that line wrote the same): every reader (the whole file, a
     follower, a resume from any checkpoint) gets those events back whole; lines written in full
     (schema 18, and before 10) read as they are."""
-    from magent.engine.events import unpack_all
+    from magent.store.events import unpack_all
     from magent.store.files import read_jsonl
     from magent.trace.follow import Tail
 

@@ -17,7 +17,7 @@ the node's iteration, the task's spent tokens, calls and cost equal to the usage
 leaves out of events.jsonl what a line can be told from, itself or the line before it (UTC
 ``ts`` as ``Z``, an llm_call's agent equal to its node, zero latency and the leaf the line
 before names, a tool_result's SUCCESS and the call, tool and node of the tool_call just before
-it: ``engine.events.pack``); 11 leaves out of trace.json a turn step's node when it is the
+it: ``store.events``); 11 leaves out of trace.json a turn step's node when it is the
 previous turn step's; 12 leaves out of entries.jsonl a tool result's ``tool_call_id`` and
 ``name`` when they are those of its parent's one tool call (``store.entries.restore``); 13 its
 ``node`` too, when it is that parent's; 14 leaves out of checkpoints ``node_progress.entered``

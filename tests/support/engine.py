@@ -50,7 +50,7 @@ def task_dir(task_id: str) -> TaskDir:
 
 def events(task_id: str) -> list[Event]:
     """The task's events as magent reads them back (texts kept in entries.jsonl put back)."""
-    from magent.engine.events import read_events
+    from magent.store.events import read_events
 
     return [Event.model_validate(e) for e in read_events(task_dir(task_id))]
 

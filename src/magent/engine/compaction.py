@@ -36,12 +36,12 @@ import math
 from typing import Any
 
 from magent import failpoints
-from magent.engine.events import truncate
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, ToolSpec
 from magent.models import Agent, Message
 from magent.models.agent import ShortTermMemory
 from magent.models.state import Compaction
+from magent.store.events import truncate
 
 TARGET = 0.75
 """A compaction leaves the view at most this share of the budget."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
 from magent.engine import checkpointing, modelcalls
-from magent.engine.events import EventBus, truncate
+from magent.engine.events import EventBus
 from magent.engine.sessions import Session, SessionContext, StopSignal
 from magent.ids import new_id
 from magent.models import (
@@ -23,6 +23,7 @@ from magent.models import (
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
+from magent.store.events import truncate
 from magent.store.journal import Positions as JournalPositions
 
 if TYPE_CHECKING:

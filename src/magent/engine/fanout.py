@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from magent.engine.children import stamp
 from magent.engine.control import NodeFailed, PauseRun
-from magent.engine.events import truncate
 from magent.engine.react import raise_first
 from magent.engine.sessions import Session
 from magent.errors import LLMError
 from magent.models import Message
 from magent.models.progress import BranchResult, FanOut, FanOutProgress, blank
+from magent.store.events import truncate
 
 if TYPE_CHECKING:
     from magent.engine.runner import Executor

@@ -18,13 +18,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from magent.engine.context import Recovery, RunContext
-from magent.engine.events import unpack
 from magent.engine.sessions import Session
 from magent.models import Checkpoint, Entry, Event
 from magent.models.progress import AgentProgress, CallsProgress, FanOutProgress
 from magent.models.session import MAIN_SESSION
 from magent.models.task import Usage, usage_key
 from magent.store import to_message
+from magent.store.events import unpack
 from magent.store.files import loads, open_nofollow, read_bytes
 
 _SEQ = re.compile(rb'^\{"seq":(\d+),')

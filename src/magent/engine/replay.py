@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magent.engine.context import RunOptions
-from magent.engine.events import read_events
 from magent.engine.graph import from_snapshot
 from magent.engine.session import Decision, resume_run, start_run
 from magent.errors import TaskStateError
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall
 from magent.models import Event, TaskStatus
 from magent.store import Store
+from magent.store.events import read_events
 
 # What must match, per event type (volatile fields such as ids, times and latency are left out).
 COMPARED = {

@@ -15,7 +15,6 @@ from magent import failpoints
 from magent.engine import conditions, fanout, steering
 from magent.engine.context import RunContext
 from magent.engine.control import CancelRun, NodeFailed, PauseRun
-from magent.engine.events import truncate
 from magent.engine.graph import END
 from magent.engine.sessions import Session
 from magent.engine.tooluse import check_logins
@@ -25,6 +24,7 @@ from magent.ids import new_id, now
 from magent.memory import run as memory
 from magent.models import EdgeDef, HumanRequest, TaskStatus
 from magent.models.progress import FanOutProgress, blank
+from magent.store.events import truncate
 
 
 NO_TOOLS = frozenset({"human", "condition"})

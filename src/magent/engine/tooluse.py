@@ -12,8 +12,8 @@ from typing import Any
 from magent import failpoints
 from magent.engine import argrails, guard
 from magent.engine.control import PauseRun
-from magent.engine.events import truncate
 from magent.models import HumanRequest, Message, ToolCall
+from magent.store.events import truncate
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.policy import ToolPolicy
 

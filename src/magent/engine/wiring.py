@@ -11,12 +11,13 @@ from pydantic_core import to_jsonable_python
 from magent import failpoints
 
 from magent.engine.context import RunContext, RunOptions
-from magent.engine.events import LIVE_ONLY, EventBus, for_disk
+from magent.engine.events import EventBus
 from magent.engine.graph import Graph
 from magent.engine.toolbox import RunNeeds
 from magent.models import Event, Task
 from magent.redact import Redactor
 from magent.store import TaskDir
+from magent.store.events import LIVE_ONLY, for_disk
 
 if TYPE_CHECKING:
     from magent.engine.runner import RunOutcome

@@ -136,7 +136,7 @@ def same_format_to_9(doc: dict[str, Any]) -> dict[str, Any]:
 
 def same_format_to_10(doc: dict[str, Any]) -> dict[str, Any]:
     """Checkpoints, tasks and traces did not change in version 10: events.jsonl's lines leave out
-    what they can be told from (``engine.events.pack``), and its readers put it back; older lines
+    what they can be told from (``store.events``), and its readers put it back; older lines
     carry every field so left out, so they read as before."""
     return {**doc, "schema_version": 10}
 

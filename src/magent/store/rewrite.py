@@ -199,7 +199,7 @@ _FIRST = ("seq", "ts", "type")
 def _event_fixer() -> Fixer:
     """Events as their readers read them (``unpack_all`` over the readable lines), written
     whole in the order they are emitted."""
-    from magent.engine.events import Unpacker
+    from magent.store.events import Unpacker
 
     unpack = Unpacker()
 

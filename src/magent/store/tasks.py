@@ -23,6 +23,7 @@ from magent.errors import (
 )
 from magent.ids import is_uuid4, now
 from magent.schema import check_readable
+from magent.store.events import unpack_all
 from magent.store.files import (
     DIR_MODE, LINK_HINT, JsonlWriter, atomic_write, dumps, ensure_dir, fsync_dir, link_error, read_json,
     read_jsonl, remove_temp_files,
@@ -188,7 +189,6 @@ class TaskDir:
     def read_events(self, problems: list[str] | None = None) -> list[Event]:
         from pydantic import ValidationError
 
-        from magent.engine.events import unpack_all
         from magent.models import Event
 
         out: list[Event] = []

@@ -100,7 +100,7 @@ def rebuilt_trace(td: "TaskDir") -> "TraceLog":
     from magent.ids import now
     from magent.models import TraceLog
     from magent.redact import load_settings
-    from magent.engine.events import read_events
+    from magent.store.events import read_events
 
     try:
         created = td.load_task().created_at.isoformat()

@@ -30,9 +30,9 @@ class Tail:
         self.offset = 0
         self.partial = b""
         self.unpack: Any = None
-        """For events.jsonl: what its lines leave out, put back (``engine.events.unpack``)."""
+        """For events.jsonl: what its lines leave out, put back (``store.events.unpack``)."""
         if events:
-            from magent.engine.events import Unpacker
+            from magent.store.events import Unpacker
 
             self.unpack = Unpacker()
 
@@ -88,8 +88,8 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
     ``grace`` polls with the lock free and nothing new are waited before giving up on a run
     that is just starting (its lock is taken a moment after its directory appears).
     """
-    from magent.engine.events import needed_entries, with_texts
     from magent.models import Event
+    from magent.store.events import needed_entries, with_texts
 
     tail = Tail(td.events_file, events=True)
     entry_tail = Tail(td.entries.path)
@@ -97,7 +97,7 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
                                             # after its event), bounded: entries can be large
 
     def texts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The texts events.jsonl leaves to entries.jsonl, put back (see engine.events)."""
+        """The texts events.jsonl leaves to entries.jsonl, put back (see store.events)."""
         wanted = needed_entries(events)
         for raw in entry_tail.read():
             recent[raw.get("id")] = raw

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from magent.store.files import loads, read_bytes
 from magent.trace.actions import hydrate
 
-# Building a trace from events (engine.events, trace.build) is imported where it is done: a
+# Building a trace from events (store.events, trace.build) is imported where it is done: a
 # finished task's trace.json needs neither, nor the models they import.
 if TYPE_CHECKING:
     from magent.store import TaskDir
@@ -264,7 +264,7 @@ def load_view(td: "TaskDir", *, need_events: bool = False,
                              live=live, notes=notes)
 
     if os.path.exists(td.events_file):
-        from magent.engine.events import read_events
+        from magent.store.events import read_events
         from magent.trace.build import build_trace_doc
 
         problems: list[str] = []

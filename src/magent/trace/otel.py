@@ -43,14 +43,14 @@ _LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.sdk._shared_internal",
 
 
 def _resource() -> Resource:
-    from magent import __version__
+    from magent.version import __version__
 
     # Resource.create adds OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES when set.
     return Resource.create({"service.name": "magent", "service.version": __version__})
 
 
 def _scope() -> InstrumentationScope:
-    from magent import __version__
+    from magent.version import __version__
 
     return InstrumentationScope("magent", __version__)
 
@@ -160,7 +160,7 @@ def export_events(task_id: str, events: Iterable[dict[str, Any]], target: OTLPTa
 
 def export_task(td: "TaskDir", target: OTLPTarget) -> dict[str, Any]:
     """Export a finished task (its ``events.jsonl``)."""
-    from magent.engine.events import unpack_all
+    from magent.store.events import unpack_all
     from magent.store.files import read_jsonl
 
     return export_events(td.id, unpack_all(read_jsonl(td.events_file)), target)

@@ -30,12 +30,12 @@ from pydantic import Field
 from magent.engine import planning
 from magent.engine.children import run_agent_session, stamp
 from magent.engine.control import NodeFailed, PauseRun, Suspended
-from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import raise_first, react
 from magent.errors import LLMError
 from magent.models import HumanRequest, Message
 from magent.models.progress import AgentProgress, PlanProgress, PlanRecord, PlanRevision, SubtaskStatus
+from magent.store.events import truncate
 
 
 class PlanConfig(NodeConfig):

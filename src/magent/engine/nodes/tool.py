@@ -15,10 +15,10 @@ from magent import failpoints
 from magent.config.templates import is_template
 from magent.engine import argrails, templating
 from magent.engine.control import NodeFailed
-from magent.engine.events import truncate
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.tooluse import check_before_call, declined, in_flight, landed, recorder
 from magent.models.progress import ToolProgress
+from magent.store.events import truncate
 from magent.tools.base import CallContext, calling
 
 
