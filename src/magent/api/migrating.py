@@ -1,5 +1,6 @@
 """Rewriting tasks written by an older schema in the current plain form, from Python:
-``magent.api.migrate_tasks`` (what ``magent migrate`` does; the files: ``store.rewrite``)."""
+``magent.api.migrate_tasks`` (what ``magent migrate`` does; the files: ``store.rewrite``, and
+``trace.migrating`` for trace.json)."""
 
 from __future__ import annotations
 
@@ -76,8 +77,9 @@ def migrate_tasks(task_ids: Iterable[str] = (), *, all_tasks: bool = False, dry_
 def _migrate_one(store: Any, task_id: str, dry_run: bool) -> TaskMigration:
     """Plan without the lock (a task already current is not touched, not even its lock), then
     take it and plan again before writing: what a run wrote in between counts."""
-    from magent.store.tasks import TaskDir
     from magent.store import rewrite
+    from magent.store.tasks import TaskDir
+    from magent.trace.migrating import plan_task
 
     td = TaskDir(store, task_id)
     lock = td.lock()
@@ -85,7 +87,7 @@ def _migrate_one(store: Any, task_id: str, dry_run: bool) -> TaskMigration:
         return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
     try:
         td.refuse_links()
-        todo = rewrite.plan(td)
+        todo = plan_task(td)
         if dry_run or todo.current:
             return _told(task_id, todo, "would migrate" if dry_run else "migrated")
         try:
@@ -93,7 +95,7 @@ def _migrate_one(store: Any, task_id: str, dry_run: bool) -> TaskMigration:
         except TaskLockedError:
             return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
         try:
-            todo = rewrite.plan(td)
+            todo = plan_task(td)
             rewrite.apply(td, todo)
         finally:
             lock.release()

@@ -18,8 +18,8 @@ as it is written. Each file is replaced atomically, one after another, under the
 so a kill leaves every file old or new (both read), and running again finishes the job. The
 two logs keep their modification time: trace.json is shown only when it is not older than
 events.jsonl, and that comparison must say after a rewrite (or a kill half way) what it said
-before. (Putting back events.jsonl's lines and rebuilding a trace are the engine's and the
-trace builder's: they are imported where they are used, as ``TaskDir.read_events`` does.)
+before. (Rebuilding a trace is the trace builder's, above the store: ``trace.migrating``
+plans trace.json and ``api.migrating`` puts the two together.)
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from magent import failpoints
 from magent.errors import CheckpointCorruptError, CheckpointNotFoundError, StoreError
 from magent.schema import SCHEMA_VERSION
+from magent.store.events import Unpacker
 from magent.store.files import atomic_write, dumps, loads, read_bytes
 
 if TYPE_CHECKING:
@@ -67,14 +68,14 @@ class Plan:
 
 
 def plan(td: "TaskDir") -> Plan:
-    """What migrating the task in ``td`` would write; reads only. Raises ``StoreError`` when
-    task.json cannot be read (nothing can be said of a task without it)."""
+    """What migrating the task in ``td`` would write, but for trace.json (``trace.migrating``
+    plans it last); reads only. Raises ``StoreError`` when task.json cannot be read (nothing
+    can be said of a task without it)."""
     out = Plan()
     _plan_task(td, out)
     _plan_checkpoints(td, out)
     _plan_lines(td.entries_file, _entry_fixer(), out)
-    events_mtime = _plan_lines(td.events_file, _event_fixer(), out)
-    _plan_trace(td, out, events_mtime)
+    _plan_lines(td.events_file, _event_fixer(), out)
     return out
 
 
@@ -86,7 +87,8 @@ def apply(td: "TaskDir", todo: Plan) -> None:
         failpoints.hit("migrate_between_files")
 
 
-def _version(data: bytes) -> Any:
+def version_of(data: bytes) -> Any:
+    """The ``schema_version`` of JSON document ``data`` (None when it has none, or is not JSON)."""
     try:
         doc = loads(data)
     except ValueError:
@@ -101,7 +103,7 @@ def _plan_task(td: "TaskDir", out: Plan) -> None:
         data = read_bytes(td.task_file)
     except OSError as exc:
         raise StoreError(f"task {td.id}: task.json is unreadable ({exc})") from None
-    if _version(data) != SCHEMA_VERSION:
+    if version_of(data) != SCHEMA_VERSION:
         out.rewrites.append(Rewrite(td.task_file, task_json(td.load_task()), "task.json"))
 
 
@@ -112,7 +114,7 @@ def _plan_checkpoints(td: "TaskDir", out: Plan) -> None:
     for sequence in log.numbers():
         path = log.path(sequence)
         try:
-            if _version(read_bytes(path)) == SCHEMA_VERSION:
+            if version_of(read_bytes(path)) == SCHEMA_VERSION:
                 continue
             checkpoint = log.read(sequence)
         except CheckpointNotFoundError:
@@ -199,8 +201,6 @@ _FIRST = ("seq", "ts", "type")
 def _event_fixer() -> Fixer:
     """Events as their readers read them (``unpack_all`` over the readable lines), written
     whole in the order they are emitted."""
-    from magent.store.events import Unpacker
-
     unpack = Unpacker()
 
     def fix(doc: dict[str, Any]) -> bytes:
@@ -208,39 +208,3 @@ def _event_fixer() -> Fixer:
         return dumps({key: doc[key] for key in _FIRST if key in doc} | doc)
 
     return fix
-
-
-def _plan_trace(td: "TaskDir", out: Plan, events_mtime: int | None) -> None:
-    """trace.json, after the logs: the stored one migrated when readers show it, else rebuilt
-    from the events (a stale, unreadable or too old trace, which readers build from them too)."""
-    from magent.trace.build import dump_for_disk, rebuilt_trace, shorten_results
-    from magent.trace.actions import hydrate
-    from magent.trace.load import read_trace_file, restore_results
-
-    try:
-        data = read_bytes(td.trace_file)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        out.kept.append(f"trace.json: cannot be read ({exc}); left as it is")
-        return
-    if _version(data) == SCHEMA_VERSION:
-        return
-    doc = read_trace_file(td, [])
-    if doc is not None and not doc.get("_unusable"):
-        from pydantic import ValidationError
-
-        from magent.models import TraceLog
-
-        shorten_results(restore_results(doc, td))   # a long result's text: a preview, as written now
-        try:
-            trace = TraceLog.model_validate(hydrate(doc))
-        except ValidationError as exc:
-            out.kept.append(f"trace.json: does not fit the TraceLog model ({exc.errors()[0]['msg']}); left as it is")
-            return
-    elif events_mtime is not None:
-        trace = rebuilt_trace(td)
-    else:
-        out.kept.append("trace.json: cannot be read and there are no events to build it from; left as it is")
-        return
-    out.rewrites.append(Rewrite(td.trace_file, dump_for_disk(trace), "trace.json"))
