@@ -58,10 +58,15 @@ def retention_plan(*, home: PathLike | None = None) -> RetentionPlan:
 
 def _retention() -> tuple["Retention", str | None]:
     from magent.config.files import load_retention_policy
-    from magent.store.tasks import Store
     from magent.store.retention import Retention
+    from magent.store.tasks import Store
 
     store = Store()
     path = paths.retention_policy_file(store.root)
     policy = load_retention_policy(path)  # ConfigError (exit 2) before anything is touched
-    return Retention(store, policy), (str(path) if path.exists() else None)
+    retention = Retention(store, policy)
+    if policy.memory is not None:   # (the memory database's code loads only for a policy that names it)
+        from magent.memory.retention import sweep
+
+        retention.sweep_memory = sweep
+    return retention, (str(path) if path.exists() else None)

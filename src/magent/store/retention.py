@@ -181,10 +181,13 @@ class Retention:
     """Applies a ``RetentionPolicy`` to the tasks of a ``Store``: ``plan`` looks, ``sweep`` acts."""
 
     def __init__(self, store: Store, policy: RetentionPolicy, *,
-                 clock: Callable[[], datetime] = now):
+                 clock: Callable[[], datetime] = now, sweep_memory: Callable[..., Any] | None = None):
         self.store = store
         self.policy = policy
         self.now = clock()
+        self.sweep_memory = sweep_memory
+        """What applies the policy's ``memory`` section (``memory.retention.sweep``), given by the
+        caller: the store knows no memory database."""
 
     # looking
     def judge(self, record: TaskRecord) -> Verdict:
@@ -224,13 +227,12 @@ class Retention:
 
     def _memory(self, report: SweepReport) -> None:
         """The policy's ``memory`` section, applied to the memory database (or planned)."""
-        if self.policy.memory is None:
+        if self.policy.memory is None or self.sweep_memory is None:
             return
         from magent import paths
-        from magent.memory.retention import sweep
 
-        report.memory = sweep(paths.memory_db(self.store.root), self.policy.memory, self.now,
-                              dry_run=report.dry_run)
+        report.memory = self.sweep_memory(paths.memory_db(self.store.root), self.policy.memory, self.now,
+                                          dry_run=report.dry_run)
         if report.memory.problem:
             report.problems.append(f"memory: {report.memory.problem}")
 
