@@ -25,7 +25,7 @@ from magent.errors import UsageError
 
 if TYPE_CHECKING:
     from magent.api.result import AgentResult
-    from magent.batching.executor import Executor, Job, Outcome
+    from magent.batching.executor import Executor, Job, Outcome, Runs
     from magent.batching.runner import Options
 
 BatchSummary = Summary
@@ -182,7 +182,7 @@ async def abatch(target: Union[PathLike, Definition], inputs: Inputs, *, concurr
             set=set_values(updates_from(set)) if set is not None else {},
             tags=list(tags or []), model=model)
         with _rows_file(inputs) as (path, data):
-            rows_in, rows, execu, spec = runner.prepare(given, path, options)
+            rows_in, rows, execu, spec = runner.prepare(given, path, options, _runs())
             batch_dir = runner.record(rows_in, given, spec, options, rows_given=data)
         skipped = [SkippedRow(b.number, b.line, b.error) for b in rows_in.bad]
         start = BatchStart(batch_id=batch_dir.id, rows=len(rows), executor=execu.name,
@@ -228,7 +228,7 @@ async def aresume_batch(batch_id: str, *, approve_all: bool = False, retry_faile
                                  max_failures=max_failures, executor=executor, ray_address=ray_address)
         lock = batch_dir.lock().acquire()
         try:
-            jobs, execu, _, already = runner.plan_resume(batch_dir, doc, options, approve_all=approve_all,
+            jobs, execu, _, already = runner.plan_resume(batch_dir, doc, options, _runs(), approve_all=approve_all,
                                                          retry_failed=retry_failed)
         except BaseException:
             lock.release()
@@ -276,12 +276,13 @@ def batch_details(batch_id: str, *, home: PathLike | None = None) -> BatchDetail
 
     An unknown id is a ``BatchNotFoundError``.
     """
+    from magent.api.result import result_of
     from magent.batching.reading import results, summary
     from magent.store.batches import find
 
     with paths.using_home(home):
         found = find(batch_id)
-        rows = [_row_of(r) for r in results(found)]
+        rows = [_row_of(r) for r in results(found, result_of)]
         return BatchDetails(summary=summary(found), not_completed=[r for r in rows if r.status != "completed"])
 
 
@@ -294,11 +295,21 @@ def batch_results(batch_id: str, *, home: PathLike | None = None) -> list[BatchR
     ``as_dict()`` of each is the line ``batch results --json`` prints. An unknown id is a
     ``BatchNotFoundError``.
     """
+    from magent.api.result import result_of
     from magent.batching.reading import results
     from magent.store.batches import find
 
     with paths.using_home(home):
-        return [_row_of(r) for r in results(find(batch_id))]
+        return [_row_of(r) for r in results(find(batch_id), result_of)]
+
+
+def _runs() -> "Runs":
+    """What a batch runs: this API's own ``load``, ``arun`` and ``aresume``."""
+    from magent.api.definition import load
+    from magent.api.runs import aresume, arun
+    from magent.batching.executor import Runs
+
+    return Runs(load=load, start=arun, resume=aresume)
 
 
 # ------------------------------------------------------------------------------------------

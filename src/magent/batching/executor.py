@@ -4,8 +4,9 @@ calls to run a row.
 An executor is given the batch's ``Spec`` and its ``Job`` s and runs them, at most
 ``spec.concurrency`` at once, telling the driver through ``Report`` when each row's task
 exists and when each row stops. Each row runs through ``run_row`` — an ordinary
-``magent.arun`` (or ``aresume``) whose task is tagged ``batch:{id}`` and whose row → task
-line is appended to the batch's record as soon as the task exists. So an executor owns
+``magent.arun`` (or ``aresume``), handed down by the API as ``Runs``, whose task is tagged
+``batch:{id}`` and whose row → task line is appended to the batch's record as soon as the
+task exists. So an executor owns
 only the *where* (this process: ``local``; a Ray cluster: ``ray``); durability and the
 row's outcome are the same whatever runs it. Adding an engine is a module with one class
 that implements ``run`` and a line in ``EXECUTORS``.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Awaitable, Callable, ClassVar
 
 from magent.batching.inputs import Row
 from magent.errors import MagentError, UsageError
@@ -40,6 +41,17 @@ class Spec:
     max_rpm: int | None = None
     max_tpm: int | None = None
     ray_address: str | None = None
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What the API hands a batch, so that batching (below it) imports none of it: how the
+    target is loaded and a row's task started or continued (``magent.api``'s ``load``, ``arun``
+    and ``aresume``). Its functions are module-level, so a Ray worker gets them by name."""
+
+    load: Callable[[str], Any]
+    start: Callable[..., Awaitable[Any]]
+    resume: Callable[..., Awaitable[Any]]
 
 
 @dataclass
@@ -85,8 +97,9 @@ class Report(abc.ABC):
 class Executor(abc.ABC):
     name: ClassVar[str]
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec, runs: Runs):
         self.spec = spec
+        self.runs = runs
 
     def check(self) -> None:
         """Fail now (``MagentError``) if this executor cannot run here; nothing is started yet."""
@@ -96,21 +109,20 @@ class Executor(abc.ABC):
         """Run ``jobs`` (in order, ``spec.concurrency`` at once) until done or ``report.stopping``."""
 
 
-def executor_for(name: str, spec: Spec) -> Executor:
+def executor_for(name: str, spec: Spec, runs: Runs) -> Executor:
     if name == "local":
         from magent.batching.local import LocalExecutor
 
-        return LocalExecutor(spec)
+        return LocalExecutor(spec, runs)
     if name == "ray":
         from magent.batching.ray import RayExecutor
 
-        return RayExecutor(spec)
+        return RayExecutor(spec, runs)
     raise UsageError(f"--executor {name!r}: choose one of {', '.join(EXECUTORS)}")
 
 
-async def run_row(spec: Spec, job: Job, on_start: Callable[[str], None] | None = None) -> Outcome:
+async def run_row(spec: Spec, job: Job, runs: Runs, on_start: Callable[[str], None] | None = None) -> Outcome:
     """Run one row to its end (completed, failed or paused) in this process."""
-    from magent import api
     from magent.paths import using_home
     from magent.store.batches import BatchDir, batches_dir, tag_of
 
@@ -127,11 +139,11 @@ async def run_row(spec: Spec, job: Job, on_start: Callable[[str], None] | None =
     try:
         if job.task_id is None:
             values = {**spec.set, **job.row.set}
-            result = await api.arun(spec.target, job.row.task, set=values, model=spec.model,
+            result = await runs.start(spec.target, job.row.task, set=values, model=spec.model,
                                     tags=[tag_of(spec.batch_id), *spec.tags], home=spec.home,
                                     on_start=started)
         else:
-            result = await api.aresume(job.task_id, approve=job.approve, model=spec.model, home=spec.home,
+            result = await runs.resume(job.task_id, approve=job.approve, model=spec.model, home=spec.home,
                                        on_start=started)
     except MagentError as exc:
         return Outcome(row=job.row.number, error=str(exc))

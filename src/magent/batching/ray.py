@@ -22,7 +22,7 @@ import socket
 from dataclasses import asdict
 from typing import Any
 
-from magent.batching.executor import Executor, Job, Outcome, Report, Spec, run_row
+from magent.batching.executor import Executor, Job, Outcome, Report, Runs, Spec, run_row
 from magent.batching.inputs import Row
 from magent.errors import RayUnavailableError, UsageError
 
@@ -70,7 +70,7 @@ class RayExecutor(Executor):
             async with slots:
                 if report.stopping:
                     return
-                ref = remote.remote(data, _job_data(job), limiter)
+                ref = remote.remote(data, _job_data(job), limiter, self.runs)
                 inflight.append(ref)
                 report.started(job, job.task_id or "")
                 try:
@@ -134,7 +134,7 @@ def _job_data(job: Job) -> dict[str, Any]:
     return {"row": asdict(job.row), "task_id": job.task_id, "approve": job.approve}
 
 
-def _row_in_worker(spec_data: dict[str, Any], job_data: dict[str, Any], limiter: Any) -> dict[str, Any]:
+def _row_in_worker(spec_data: dict[str, Any], job_data: dict[str, Any], limiter: Any, runs: Runs) -> dict[str, Any]:
     """What a Ray worker runs: one row, in an event loop of its own."""
     from pathlib import Path
 
@@ -146,7 +146,7 @@ def _row_in_worker(spec_data: dict[str, Any], job_data: dict[str, Any], limiter:
 
     async def go() -> Outcome:
         with limited(shared):
-            return await run_row(spec, job)
+            return await run_row(spec, job, runs)
 
     return asdict(asyncio.run(go()))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from magent.store.batches import BatchDir, all_batches
 
@@ -64,10 +64,10 @@ def summaries() -> list[Summary]:
     return sorted((summary(b) for b in all_batches()), key=lambda s: s.created_at)
 
 
-def results(batch: BatchDir) -> list[dict[str, Any]]:
+def results(batch: BatchDir, result_of: Callable[[Any, Any], Any]) -> list[dict[str, Any]]:
     """One dict per input row: the row's ``AgentResult`` (as JSON) with ``row`` and ``task`` (the
-    input's task text); rows without a task say ``not_started``, ``skipped`` or ``removed``."""
-    from magent.api.result import result_of
+    input's task text); rows without a task say ``not_started``, ``skipped`` or ``removed``.
+    ``result_of(td, task)``: the task's ``AgentResult`` (the API's, handed down)."""
     from magent.batching.inputs import read_inputs
     from magent.errors import TaskNotFoundError
     from magent.store.tasks import Store

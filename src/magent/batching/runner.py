@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import paths
-from magent.batching.executor import Executor, Job, Outcome, Report, Spec, executor_for
+from magent.batching.executor import Executor, Job, Outcome, Report, Runs, Spec, executor_for
 from magent.batching.inputs import BadRow, Inputs, Row, missing_values, read_inputs, required_keys
 from magent.errors import TaskNotFoundError, UsageError
 from magent.ids import new_id, now
@@ -85,10 +85,8 @@ class Driver(Report):
         return sum(self.counts.values())
 
 
-def prepare(target: str, inputs_path: Path, options: Options) -> tuple[Inputs, list[Row], Executor, Spec]:
+def prepare(target: str, inputs_path: Path, options: Options, runs: Runs) -> tuple[Inputs, list[Row], Executor, Spec]:
     """Everything checked, nothing written: the rows to run and the executor to run them."""
-    from magent import api
-
     options.check()
     inputs = read_inputs(inputs_path)
     if inputs.bad and not options.skip_bad_rows:
@@ -96,7 +94,7 @@ def prepare(target: str, inputs_path: Path, options: Options) -> tuple[Inputs, l
         more = f" (and {len(inputs.bad) - 1} more bad rows)" if len(inputs.bad) > 1 else ""
         raise UsageError(f"--inputs {first.error}{more}; nothing was started "
                          "(fix the file, or --skip-bad-rows to run the good rows)")
-    definition = api.load(target)
+    definition = runs.load(target)
     required = required_keys(definition.graph)
     rows = []
     for row in inputs.rows:
@@ -113,7 +111,7 @@ def prepare(target: str, inputs_path: Path, options: Options) -> tuple[Inputs, l
                 concurrency=options.concurrency, set=dict(options.set), tags=list(options.tags),
                 model=options.model, max_rpm=options.max_rpm, max_tpm=options.max_tpm,
                 ray_address=options.ray_address)
-    executor = executor_for(options.executor, spec)
+    executor = executor_for(options.executor, spec, runs)
     executor.check()
     inputs.rows = rows
     return inputs, rows, executor, spec
@@ -156,7 +154,7 @@ def open_batch(batch_id: str) -> tuple[BatchDir, dict[str, Any]]:
     return batch, batch.read()
 
 
-def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, *, approve_all: bool = False,
+def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, runs: Runs, *, approve_all: bool = False,
                 retry_failed: bool = False) -> tuple[list[Job], Executor, Spec, dict[str, int]]:
     """The jobs left in a recorded batch, and the executor to run them (nothing started)."""
     from magent.store.tasks import Store
@@ -196,7 +194,7 @@ def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, *, appro
                 set=dict(doc["options"].get("set") or {}), tags=list(doc["options"].get("tags") or []),
                 model=doc["options"].get("model"), max_rpm=options.max_rpm, max_tpm=options.max_tpm,
                 ray_address=options.ray_address)
-    executor = executor_for(options.executor, spec)
+    executor = executor_for(options.executor, spec, runs)
     executor.check()
     return jobs, executor, spec, already
 
