@@ -115,7 +115,8 @@ def test_the_quick_argument_check_never_passes_what_the_validator_refuses() -> N
     a problem in, nor stand in for a schema of another shape."""
     import itertools
 
-    from magent.tools.registry import first_problem, make_validator, quick_check
+    from magent.config.schemas import first_problem
+    from magent.tools.registry import make_validator, quick_check
 
     schemas = [
         {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},

@@ -15,7 +15,7 @@ from magent import paths
 
 if TYPE_CHECKING:
     from magent.api.reading import PathLike
-    from magent.config.check import CheckResult
+    from magent.api.checking import CheckResult
     from magent.models import Checkpoint, CheckpointSummary, State, Task
 
 
@@ -117,7 +117,7 @@ def validate(*files: PathLike, home: PathLike | None = None, servers: bool = Fal
     whether it is ``ok``, and its ``errors`` (file:line:col and the field) or a ``summary``.
     ``servers``: check tool names against the live tool lists of the MCP servers agents use.
     """
-    from magent.config.check import check_file
+    from magent.api.checking import check_file
 
     with paths.using_home(home):
         return [check_file(Path(os.fspath(f)), servers=servers) for f in files]

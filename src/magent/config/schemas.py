@@ -55,8 +55,6 @@ def unfence(text: str) -> str:
 
 def parse_answer(text: str, validator: Any) -> tuple[Any, str | None]:
     """``(value, None)`` when ``text`` is JSON that fits; ``(None, what is wrong)`` otherwise."""
-    from magent.tools.registry import first_problem
-
     try:
         value = json.loads(unfence(text))
     except ValueError as exc:
@@ -95,3 +93,17 @@ def schema_problem(error: Any) -> str:
     if kind in _BOUNDS:
         return f"expected {_BOUNDS[kind].format(value, '' if value == 1 else 's')}, got {instance!r}"
     return str(error.message)
+
+
+def first_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
+    """What is most wrong with ``arguments`` for ``validator`` (a jsonschema validator), in
+    magent's words and naming where; None when they fit (or there is no validator)."""
+    if validator is None:
+        return None
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {schema_problem(error)}" if where else schema_problem(error)

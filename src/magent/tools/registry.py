@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
+from magent.config.schemas import first_problem
 from magent.models import Tool
 from magent.models.tools import RetryPolicy, ToolLimits
 from magent.tools.attempts import policy_for, with_retries
@@ -428,21 +429,6 @@ def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
         return True
 
     return check
-
-
-def first_problem(validator: Any, arguments: dict[str, Any]) -> str | None:
-    """What is most wrong with ``arguments`` for ``validator``, in magent's words; None if nothing."""
-    if validator is None:
-        return None
-    import jsonschema
-
-    from magent.config.schemas import schema_problem
-
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    where = ".".join(str(p) for p in error.absolute_path)
-    return f"{where}: {schema_problem(error)}" if where else schema_problem(error)
 
 
 def check_arguments(tool: Tool, arguments: dict[str, Any]) -> str | None:
