@@ -43,7 +43,7 @@ class StepRequests:
 
     def lines(self) -> list[StyledLine]:
         """The text ``magent trace ID --step N --request`` prints."""
-        from magent.trace.request import request_lines
+        from magent.api.requestview import request_lines
 
         out: list[StyledLine] = request_lines(self.number, self.calls)
         return out
@@ -113,7 +113,7 @@ class TraceReading:
     def requests(self, number: int) -> StepRequests:
         """The exact request each model call of step ``number`` sent (``--step N --request``).
         A step without model calls is a ``UsageError`` naming the steps that have some."""
-        from magent.trace.request import step_requests
+        from magent.api.requestview import step_requests
 
         with paths.using_home(self._home):
             calls, problems = step_requests(self._full(), number)
