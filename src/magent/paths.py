@@ -73,6 +73,10 @@ def retention_policy_file(root: Path | None = None) -> Path:
     return config_dir(root) / "retention_policy.yaml"
 
 
+def redaction_file(root: Path | None = None) -> Path:
+    return config_dir(root) / "redaction.yaml"
+
+
 def memory_dir(root: Path | None = None) -> Path:
     """Long-term memory shared by every task (one SQLite database)."""
     return (root or home()) / "memory"

@@ -42,7 +42,6 @@ DEFAULT_PATTERNS = tuple(BUILT_IN)
 MASK = "[REDACTED]"
 TOOL_IO_OMITTED = "[left out: trace_tool_io is false in config/redaction.yaml]"
 OMITTED_ARGS = {"_omitted": TOOL_IO_OMITTED}
-SETTINGS_FILE = "redaction.yaml"
 _FIELDS = ("default_patterns", "patterns", "trace_tool_io")
 
 _LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
@@ -80,7 +79,7 @@ class RedactionSettings:
 def settings_file(root: Path | None = None) -> Path:
     from magent import paths
 
-    return paths.config_dir(root) / SETTINGS_FILE
+    return paths.redaction_file(root)
 
 
 def load_settings(root: Path | None = None) -> RedactionSettings:

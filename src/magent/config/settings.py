@@ -39,7 +39,6 @@ def _env(name: str) -> str | None:
 def effective_settings(root: Path | None = None) -> list[Setting]:
     from magent.config.files import load_mcp_servers, load_retention_policy
     from magent.config.yamlfile import MAX_BYTES_ENV, max_config_bytes
-    from magent.redact import SETTINGS_FILE
 
     home = root or paths.home()
     out = [Setting("home", str(home), "MAGENT_HOME" if _env(paths.HOME_ENV) else f"{BUILT_IN} ({paths.DEFAULT_HOME})")]
@@ -64,7 +63,7 @@ def effective_settings(root: Path | None = None) -> list[Setting]:
         out.append(Setting("mcp_servers", f"{count} server{'' if count == 1 else 's'}", str(mcp_file)))
     else:
         out.append(Setting("mcp_servers", "none", f"{mcp_file} (not there: magent init creates it)"))
-    redaction = paths.config_dir(home) / SETTINGS_FILE
+    redaction = paths.redaction_file(home)
     out.append(Setting("redaction", "configured" if redaction.exists() else "defaults",
                        str(redaction) if redaction.exists() else BUILT_IN))
 
