@@ -347,7 +347,8 @@ def test_imported_as_a_library_magent_leaves_the_hosts_collector_and_objects_alo
 
 
 INTERNAL_RECORDS = {
-    "magent.engine.guard": ("Records", "TaskGate", "AnswerCheck"), "magent.engine.statekeys": ("Reads",),
+    "magent.engine.guard": ("TaskGate", "AnswerCheck"), "magent.engine.railrecords": ("Records",),
+    "magent.engine.statekeys": ("Reads",),
     "magent.config.templates": ("Needs",), "magent.engine.templating": ("Templates",),
     "magent.engine.textmode": ("Parsed",), "magent.tools.ratelimit": ("Slot",),
     "magent.engine.children": ("ChildOutcome",), "magent.engine.nodes.base": ("NodeResult",),

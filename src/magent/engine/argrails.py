@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magent.engine.control import PauseRun
-from magent.engine.guard import Records, _emit, _label, _Run
+from magent.engine.railrecords import RecordedRun, Records, emit_check, rail_label
 from magent.models import HumanRequest, Message
 from magent.models.progress import ArgumentVerdict
 
@@ -38,7 +38,7 @@ class TurnScreening:
 
     def record(self, ctx, node: str) -> None:
         for info, check, where in self.checks:
-            _emit(ctx, node, info, check, **where)
+            emit_check(ctx, node, info, check, **where)
         if self.checks:
             self.records.flush(ctx, node, self.checks[0][0])
 
@@ -82,7 +82,7 @@ async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnS
     from magent.guardrails.screen import screen
 
     info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=name, task_id=ctx.task.id)
-    run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+    run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
                turn.records.call, turn.records.attempt)
     verdict: ArgumentVerdict | None = None  # the first block or pause
 
@@ -98,7 +98,7 @@ async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnS
         s = await screen(value, rails, run, lambda c: turn.checks.append((info, c, where)))
         if s.outcome in ("block", "pause") and verdict is None:
             assert s.rail is not None
-            label = _label(s.rail, "input")
+            label = rail_label(s.rail, "input")
             verdict = ArgumentVerdict(
                 outcome=s.outcome, rail=label, key=s.rail.key, reason=s.reason, argument=path,
                 refusal=f"{label} blocked the arguments of {name} ({path}): {s.message}")
@@ -150,9 +150,9 @@ async def summarize(ctx, agent: Any, node: str, answer: str) -> None:
 
         info = RailInput("input", "memory", agent=agent.name, node=node, task_id=ctx.task.id)
         records = Records()
-        run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+        run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
                    records.call, records.attempt)
-        s = await screen(answer, rails, run, lambda c: _emit(ctx, node, info, c))
+        s = await screen(answer, rails, run, lambda c: emit_check(ctx, node, info, c))
         records.flush(ctx, node, info)
         if s.outcome != "pass":
             return  # dropped: the guardrail event says which rail and why

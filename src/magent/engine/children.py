@@ -1,6 +1,8 @@
 """Running an agent in a child session: what sub-agent calls, map items and plan subtasks share.
 
-The child's loop is the ReAct loop in a ``SessionContext`` of its own. When it ends
+The child's loop is the ReAct loop in a ``SessionContext`` of its own, handed in by the
+caller (``react`` itself for a sub-agent call: a loop that runs children is not imported
+back here). When it ends
 the session is closed — ``completed`` with its final answer, or ``failed`` with the
 reason (its iterations ran out, its model could not be reached). A pause for a
 person inside it is stamped with the session's id and asks every other session to
@@ -10,11 +12,15 @@ stop at its next safe point, so the task pauses as a whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
 
 from magent.engine.control import NodeFailed, PauseRun
-from magent.engine.react import react
 from magent.engine.sessions import Session
 from magent.errors import LLMError
+from magent.models import Agent
+
+AgentLoop = Callable[[Any, Agent, str], Awaitable[str]]
+"""An agent's loop run in a session's context until its final answer: ``react.react``."""
 
 
 @dataclass(eq=False)
@@ -26,12 +32,12 @@ class ChildOutcome:
     """The entry holding the final answer (a finished child's result, for its parent's record)."""
 
 
-async def run_agent_session(run, session: Session, node: str) -> ChildOutcome:  # type: ignore[no-untyped-def]
-    """Run ``session.agent``'s loop in ``session`` to its end and close the session."""
+async def run_agent_session(run, session: Session, node: str, loop: AgentLoop) -> ChildOutcome:  # type: ignore[no-untyped-def]
+    """Run ``session.agent``'s ``loop`` in ``session`` to its end and close the session."""
     ctx = run.view(session)
     agent = run.graph.agent(session.agent)
     try:
-        answer = await react(ctx, agent, node)
+        answer = await loop(ctx, agent, node)
     except (NodeFailed, LLMError) as exc:
         run.close_session(session, "failed", error=str(exc))
         return ChildOutcome(ok=False, text=str(exc))

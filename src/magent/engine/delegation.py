@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 
-from magent.engine.children import run_agent_session
-from magent.engine.tooluse import add_observation
+from magent.engine.children import AgentLoop, run_agent_session
+from magent.engine.observations import add_observation
 from magent.llm.base import ToolSpec
 from magent.models import Agent, ToolCall
 from magent.tools.base import ToolResult
@@ -57,8 +57,9 @@ def chain(ctx) -> str:  # type: ignore[no-untyped-def]
     return " → ".join(reversed(names))
 
 
-async def delegate(ctx, node: str, call: ToolCall, caller: Agent) -> None:  # type: ignore[no-untyped-def]
-    """Make one ``agents.NAME`` call; its outcome becomes the call's observation."""
+async def delegate(ctx, node: str, call: ToolCall, caller: Agent, loop: AgentLoop) -> None:  # type: ignore[no-untyped-def]
+    """Make one ``agents.NAME`` call, running the sub-agent's ``loop``; its outcome becomes the
+    call's observation."""
     name = call.tool
     started = time.perf_counter()
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=call.full_name,
@@ -82,7 +83,7 @@ async def delegate(ctx, node: str, call: ToolCall, caller: Agent) -> None:  # ty
         child = ctx.run.open_session(ctx.session, kind="agent", key=key, node=node, agent=name,
                                      task=task, speaker=caller.name)
         ctx.checkpoint("session_start")  # from here on, a resumed run continues this child
-    outcome = await run_agent_session(ctx.run, child, node)
+    outcome = await run_agent_session(ctx.run, child, node, loop)
     duration = int((time.perf_counter() - started) * 1000)
     if outcome.ok:
         result = ToolResult(outcome="SUCCESS", content=outcome.text, tool=call.full_name,

@@ -26,93 +26,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from magent.engine.control import NodeFailed, PauseRun
-from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
+from magent.engine.observations import add_observation
+from magent.engine.railrecords import RecordedRun, Records, emit_check, rail_label
+from magent.llm.base import LLMClient, LLMResponse
 from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
 from magent.models.progress import CallDecision, HeldAnswer, HeldResult, RailDecision
 
 if TYPE_CHECKING:  # the rails' own modules load with the first rail: most runs declare none
     from magent.guardrails.base import Rail, RailInput
-    from magent.guardrails.screen import Check, Screening
+    from magent.guardrails.screen import Screening
 
 PAUSE_ACTIONS = ["approve", "reject"]
-
-
-class _Run:
-    """The ``RailRun`` a rail gets: where the text is from, and model calls that are recorded
-    (each failed attempt too, as ``on_attempt`` is told of it)."""
-
-    def __init__(self, info: RailInput, client: Callable[[Rail, Any], LLMClient],
-                 on_response: Callable[[Rail, LLMRequest, LLMResponse], None],
-                 on_attempt: Callable[[Rail, Attempt, LLMRequest], None]):
-        self.info = info
-        self._client = client
-        self._on_response = on_response
-        self._on_attempt = on_attempt
-
-    async def ask(self, rail: Rail, config: Any, system: str, prompt: str) -> str:
-        request = LLMRequest(model=config.model, messages=[Message(role="user", content=prompt)], system=system,
-                             temperature=0.0, max_tokens=config.max_tokens, endpoint=config.endpoint,
-                             api_key=config.api_key, timeout=config.timeout_seconds,
-                             max_retries=config.max_retries, fallback_model=config.fallback_model, agent=rail.key)
-        response = await self._client(rail, config).complete(
-            request, None, on_attempt=lambda attempt: self._on_attempt(rail, attempt, request))
-        self._on_response(rail, request, response)
-        return response.content
-
-
-def _emit(ctx, node: str | None, info: RailInput, check: Check, **where: Any) -> None:
-    fields = {k: v for k, v in check.fields().items() if v is not None}
-    ctx.bus.emit("guardrail", node, stage=info.stage, source=info.source, **where,
-                 **ctx.redactor.data(fields))
-
-
-def _label(rail: Rail, stage: str) -> str:
-    return f"{stage} rail '{rail.name}'" + ("" if rail.name == rail.kind else f" ({rail.kind})")
-
-
-@dataclass(eq=False)
-class Records:
-    """Rails' decisions and model calls kept back, to be recorded after what they judged."""
-
-    items: list[Any] = field(default_factory=list)
-    """``Check``s, ``(rail, LLMRequest, LLMResponse)`` model calls and ``(rail, Attempt, LLMRequest)``
-    failed attempts, in the order they happened."""
-    keep_prompts: bool = False
-    """Keep what the judges were sent (``magent trace --step N --request``): set once the rails
-    are done when they left the text whole — nothing masked, nothing withheld — so a judge's
-    prompt holds nothing that is not stored anyway."""
-
-    def check(self, check: Check) -> None:
-        self.items.append(check)
-
-    def call(self, rail: Rail, request: LLMRequest, response: LLMResponse) -> None:
-        self.items.append((rail, request, response))
-
-    def attempt(self, rail: Rail, attempt: Attempt, request: LLMRequest | None = None) -> None:
-        if attempt.error is not None:  # (one starting is news for the live view only)
-            self.items.append((rail, attempt, request))
-
-    def flush(self, ctx, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
-        if not self.items:
-            return
-        from magent.guardrails.screen import Check
-
-        for item in self.items:
-            if isinstance(item, Check):
-                _emit(ctx, node, info, item, **where)
-                continue
-            rail, *call = item  # (rail, attempt, request) or (rail, request, response)
-            if isinstance(call[0], Attempt):
-                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name, request=call[1],
-                                 keep_messages=self.keep_prompts)(call[0])
-            else:
-                request, response = call
-                ctx.record_llm_call(response, node=node, agent=rail.key, iteration=iteration, rail=rail.name,
-                                    request=request, keep_messages=self.keep_prompts)
-        self.items.clear()
 
 
 # The task text (or a follow-up's message): screened before anything of it is written, recorded
@@ -145,13 +72,13 @@ class TaskGate:
         """The task's description on disk: a blocked text is not kept."""
         if self.blocked:
             assert self.screening is not None and self.screening.rail is not None
-            return f"[withheld: {self.subject} was blocked by {_label(self.screening.rail, 'input')}]"
+            return f"[withheld: {self.subject} was blocked by {rail_label(self.screening.rail, 'input')}]"
         return self.text
 
     @property
     def failure(self) -> str:
         assert self.screening is not None and self.screening.rail is not None
-        return f"{_label(self.screening.rail, 'input')} blocked {self.subject}: {self.screening.message}"
+        return f"{rail_label(self.screening.rail, 'input')} blocked {self.subject}: {self.screening.message}"
 
     def request(self, node: str) -> HumanRequest | None:
         """The pause to ask for at ``node`` (the one the text goes to), when a rail said ``pause``."""
@@ -160,10 +87,10 @@ class TaskGate:
             return None
         what = "the task" if self.source == "task" else "the follow-up"
         return HumanRequest(kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS,
-                            question=(f"{_label(s.rail, 'input').capitalize()} flagged {self.subject}: {s.reason}. "
+                            question=(f"{rail_label(s.rail, 'input').capitalize()} flagged {self.subject}: {s.reason}. "
                                       f"Run {what} (approve) or stop it (reject)?"),
                             output=s.text, details={"stage": "input", "source": self.source,
-                                                    "rail": _label(s.rail, "input"), "key": s.rail.key})
+                                                    "rail": rail_label(s.rail, "input"), "key": s.rail.key})
 
     def record(self, ctx) -> None:
         """Write what the rails did as events of the run (and count their model calls)."""
@@ -198,7 +125,7 @@ async def screen_task(graph, text: str, options, *, node: str | None = None,
             clients[rail.key] = factory(config, agent=rail.key, base_dir=rail.base_dir, cursors=gate.cursors)
         return clients[rail.key]
 
-    run = _Run(RailInput("input", source, agent=entry.agent_name), client, gate.records.call,
+    run = RecordedRun(RailInput("input", source, agent=entry.agent_name), client, gate.records.call,
                gate.records.attempt)
     gate.screening = await screen(text, rails, run, gate.records.check)
     gate.text = gate.screening.text
@@ -230,10 +157,10 @@ class ResultScreen:
 
         info = dataclasses.replace(self.info, tool=result.tool or self.call.full_name)
         ctx, calls = self.ctx, Records()
-        run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), calls.call,
+        run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), calls.call,
                    calls.attempt)
         self.screening = s = await screen(result.content, self.rails, run,
-                                          lambda c: _emit(self.ctx, self.node, info, c, tool=info.tool,
+                                          lambda c: emit_check(self.ctx, self.node, info, c, tool=info.tool,
                                                           call_id=self.call.id))
         kept = s.text if s.outcome in ("pass", "pause") else s.stored
         calls.keep_prompts = kept == result.content and s.outcome != "block"
@@ -251,10 +178,8 @@ class ResultScreen:
             return True
         ctx, call = self.ctx, self.call
         assert s.rail is not None
-        label = _label(s.rail, "input")
+        label = rail_label(s.rail, "input")
         if s.outcome == "block":
-            from magent.engine.tooluse import add_observation
-
             message = f"{label} blocked the result of {call.full_name}: {s.message}"
             add_observation(ctx, self.node, call, "ERROR", message)
             ctx.progress.rail_blocks.append(message)
@@ -283,7 +208,6 @@ def release_held(ctx, node: str, pending: list[ToolCall]) -> list[ToolCall]:
         decision = h.decision
         if decision is None:
             continue  # still waiting; ``settle_turn`` asks again
-        from magent.engine.tooluse import add_observation
         from magent.tools.base import ToolResult
 
         note = f": {decision.message}" if decision.message else ""
@@ -334,7 +258,7 @@ async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) ->
 
     info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.task.id)
     records = Records()
-    run = _Run(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,
+    run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,
                records.attempt)
     screening = await screen(text, rails, run, records.check)
     records.keep_prompts = (screening.text if screening.outcome in ("pass", "pause") else screening.stored) == text
@@ -370,7 +294,7 @@ def record_answer(ctx, node: str, check: AnswerCheck | None, entry_id: str, iter
     if s.outcome != "pause":
         return
     assert s.rail is not None
-    label = _label(s.rail, "output")
+    label = rail_label(s.rail, "output")
     ctx.progress.held_answer = HeldAnswer(entry_id=entry_id, iteration=iteration, rail=label, key=s.rail.key)
     raise PauseRun(HumanRequest(
         kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=s.text,
@@ -386,7 +310,7 @@ def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
         return True
     s = check.screening
     assert s.rail is not None
-    label = _label(s.rail, "output")
+    label = rail_label(s.rail, "output")
     if s.outcome == "block":
         raise NodeFailed(f"{label} blocked the answer: {s.message}", kind="guardrail")
     revisions = ctx.progress.revisions

@@ -17,10 +17,10 @@ from magent.engine import (
     argrails, budget, compaction, guard, routing, steering, stops, structured, templating, textmode, toolmode,
 )
 from magent.engine.control import CancelRun, NodeFailed, PauseRun, Suspended
+from magent.engine.delegation import delegate, delegation_specs
+from magent.engine.observations import add_observation
 from magent.engine.selecting import SEARCH, SEARCH_SPEC, Selector
-from magent.engine.tooluse import (
-    add_observation, check_before_call, declined, run_tool_call, turn_refusals,
-)
+from magent.engine.tooluse import check_before_call, declined, run_tool_call, turn_refusals
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall, ToolSpec
 from magent.memory import run as memory
@@ -35,8 +35,6 @@ async def react(ctx, agent: Agent, node: str) -> str:
     Raises ``NodeFailed`` at ``max_iterations``, ``LLMError`` when the model cannot be
     reached, ``PauseRun`` when a call needs a person, ``Suspended`` when told to stop.
     """
-    from magent.engine.delegation import delegation_specs
-
     tools = ToolPolicy.for_agent(agent, ctx.registry)
     delegates = delegation_specs(ctx, agent)
     p = ctx.session.progress_as(AgentProgress)
@@ -165,8 +163,6 @@ def _interpret(response: LLMResponse, text_mode: bool, parts: list[str] | None =
 
 async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegates: set[str],
                        pending: list[ToolCall], selector: Selector | None = None) -> None:
-    from magent.engine.delegation import delegate
-
     turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
     pending = guard.release_held(ctx, node, pending)  # results a rail held: never run twice
     refused = turn_refusals(policy, turn.tool_calls, pending)
@@ -184,7 +180,7 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
         if reason:
             add_observation(ctx, node, call, "ERROR", reason)
         elif call.full_name in delegates:
-            jobs.append(delegate(ctx, node, call, agent))
+            jobs.append(delegate(ctx, node, call, agent, react))
         elif call.full_name in searches:
             assert selector is not None
             jobs.append(selector.search(ctx, node, call))

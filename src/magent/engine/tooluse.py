@@ -12,7 +12,8 @@ from typing import Any
 from magent import failpoints
 from magent.engine import argrails, guard
 from magent.engine.control import PauseRun
-from magent.models import HumanRequest, Message, ToolCall
+from magent.engine.observations import add_observation
+from magent.models import HumanRequest, ToolCall
 from magent.store.events import truncate
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.policy import ToolPolicy
@@ -83,35 +84,6 @@ def approval_note(ctx, call_id: str) -> str:
     if decision is not None and decision.action == "run" and decision.message:
         return f"[a person approved this call: {decision.message}]\n"
     return ""
-
-
-def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
-                    result: ToolResult | None = None) -> None:
-    """Record a tool result the model will see (also for calls that never ran)."""
-    name = call.full_name
-    text = content if outcome == "SUCCESS" else f"[{outcome}] {content}"
-    entry_id = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=name), node=node)
-    # The event's fields in their order, those without a value left out rather than given as None
-    # (the written event leaves them out either way; one per step, each one validated and dumped).
-    redactor = ctx.redactor
-    fields: dict[str, Any] = {"call_id": call.id, "tool": (result.tool if result else "") or name}
-    if result is not None and result.tool != name:
-        fields["requested_tool"] = name
-    fields["outcome"] = outcome
-    fields["result"] = truncate(redactor.text(result.content if result else content))
-    if outcome != "SUCCESS" and (error := redactor.text((result.error if result else content) or "")):
-        fields["error"] = error
-    if result is not None:
-        if result.duration_ms is not None:
-            fields["duration_ms"] = result.duration_ms
-        if result.artifact is not None:
-            fields["artifact"] = result.artifact
-        if notes := redactor.data(result.notes):
-            fields["notes"] = notes
-        if result.attempts:
-            fields["attempts"] = redactor.data(result.attempts)
-    ctx.bus.emit("tool_result", node, **fields, entry_id=entry_id)
-    argrails.done(ctx, call.id)  # (its rails' decision is spent once it has an observation)
 
 
 async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:

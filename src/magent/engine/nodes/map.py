@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 from magent.engine.children import run_agent_session
 from magent.engine.control import NodeFailed, Suspended
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-from magent.engine.react import raise_first
+from magent.engine.react import raise_first, react
 from magent.models.progress import ItemResult, MapProgress, MapRecord
 
 
@@ -89,7 +89,7 @@ class MapNode(Node):
                                                  stop=group, speaker="workflow")
                     ctx.checkpoint("session_start")
                 child.stop = group
-                outcome = await run_agent_session(ctx.run, child, self.name)
+                outcome = await run_agent_session(ctx.run, child, self.name, react)
                 if outcome.ok:
                     done[index] = ItemResult(entry=outcome.entry_id)
                 else:

@@ -217,7 +217,7 @@ class PlanNode(Node):
                     self._publish(ctx)
                     ctx.checkpoint("session_start")
                 child.stop = group
-                outcome = await run_agent_session(ctx.run, child, self.name)
+                outcome = await run_agent_session(ctx.run, child, self.name, react)
             view = ctx.run.view(ctx.session)
             if outcome.ok:
                 st.status, st.entry, st.error = "completed", outcome.entry_id, None
@@ -244,7 +244,7 @@ class PlanNode(Node):
                                          agent=self.config.agent, speaker="workflow",
                                          task=planning.synthesis_prompt(self._goal(ctx), plan, results))
             ctx.checkpoint("session_start")
-        outcome = await run_agent_session(ctx.run, child, self.name)
+        outcome = await run_agent_session(ctx.run, child, self.name, react)
         if not outcome.ok:
             raise NodeFailed(f"plan node '{self.name}': the synthesis by {self.config.agent!r} failed: {outcome.text}")
         return outcome.text
