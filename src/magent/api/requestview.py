@@ -70,7 +70,7 @@ def _rebuild(sent: dict[str, Any], pieces: dict[str, Any], entries: dict[str, An
     from magent.llm.base import LLMRequest, ToolSpec
     from magent.llm.openai_format import ToolNames, to_openai_messages, to_openai_tools
     from magent.models import Message
-    from magent.store import to_message
+    from magent.store.entries import to_message
 
     missing: list[str] = []
 
