@@ -111,10 +111,10 @@ def test_tool_calls_without_ids_get_unique_ones(stub: OpenAIStub) -> None:
 
 
 def test_stub_answers_non_streaming_requests_too(stub: OpenAIStub) -> None:
-    from magent.llm.litellm_client import _litellm
+    from magent.llm.litellm_client import load_litellm
 
     stub.tool_call("kv__get", {"key": "a"}, content="Looking.")
-    reply = asyncio.run(_litellm().acompletion(
+    reply = asyncio.run(load_litellm().acompletion(
         model=STUB_MODEL, api_base=stub.url, api_key=STUB_KEY, max_retries=0,
         messages=[{"role": "user", "content": "hi"}]))
     message = reply.choices[0].message

@@ -176,8 +176,8 @@ def connect(self, address):
     asked.append(str(address))
     raise OSError("no network in this test")
 socket.getaddrinfo, socket.socket.connect = getaddrinfo, connect
-from magent.llm.litellm_client import _litellm
-litellm = _litellm()
+from magent.llm.litellm_client import load_litellm
+litellm = load_litellm()
 print(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"), len(litellm.model_cost) > 100, asked)
 """
 

@@ -152,9 +152,9 @@ def batch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: i
     load, a Ray address that does not answer) raises a ``MagentError`` before anything is
     written.
     """
-    from magent.api.runs import _sync
+    from magent.api.runs import run_sync
 
-    return _sync(abatch(target, inputs, concurrency=concurrency, executor=executor, ray_address=ray_address,
+    return run_sync(abatch(target, inputs, concurrency=concurrency, executor=executor, ray_address=ray_address,
                         max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
                         skip_bad_rows=skip_bad_rows, set=set, tags=tags, model=model, home=home,
                         on_start=on_start, on_progress=on_progress), "batch")
@@ -205,9 +205,9 @@ def resume_batch(batch_id: str, *, approve_all: bool = False, retry_failed: bool
     continued only with ``retry_failed``. An unknown id is a ``BatchNotFoundError``; an inputs
     file changed since the batch started a ``UsageError``.
     """
-    from magent.api.runs import _sync
+    from magent.api.runs import run_sync
 
-    return _sync(aresume_batch(batch_id, approve_all=approve_all, retry_failed=retry_failed,
+    return run_sync(aresume_batch(batch_id, approve_all=approve_all, retry_failed=retry_failed,
                                concurrency=concurrency, executor=executor, ray_address=ray_address,
                                max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures, home=home,
                                on_start=on_start, on_progress=on_progress), "resume_batch")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from magent import paths
 from magent.api.reading import PathLike
-from magent.api.runs import EventHandler, StartHandler, TokenHandler, _options, _result, _sync
+from magent.api.runs import EventHandler, StartHandler, TokenHandler, reported_result, run_options, run_sync
 
 if TYPE_CHECKING:
     from magent.api.result import AgentResult
@@ -30,7 +30,7 @@ def chat(task_id: str, message: str | None = None, *, model: str | None = None,
     ``TaskNotFoundError`` for an unknown id, ``TaskLockedError`` while another process runs
     the task, ``TaskStateError`` for a cancelled one, ``UsageError`` for an empty message.
     """
-    return _sync(achat(task_id, message, model=model, on_event=on_event, home=home, llm=llm), "chat")
+    return run_sync(achat(task_id, message, model=model, on_event=on_event, home=home, llm=llm), "chat")
 
 
 async def achat(task_id: str, message: str | None = None, *, model: str | None = None,
@@ -55,13 +55,13 @@ async def achat(task_id: str, message: str | None = None, *, model: str | None =
             if on_start is not None:
                 on_start(task)
                 on_start = None
-            outcome = await resume_run(td.id, options=_options(model, llm, on_token), sinks=sinks)
+            outcome = await resume_run(td.id, options=run_options(model, llm, on_token), sinks=sinks)
             if message is None or outcome.status == TaskStatus.awaiting_human:
-                return _result(outcome)
+                return reported_result(outcome)
         elif message is None:
             check_can_follow(task)  # a cancelled task says so
             raise UsageError(f"task {td.id[:8]} is {task.status.value}: give a message to continue "
                              "the conversation")
-        outcome = await follow_up(td.id, message, options=_options(model, llm, on_token), sinks=sinks,
+        outcome = await follow_up(td.id, message, options=run_options(model, llm, on_token), sinks=sinks,
                                   on_task=on_start)
-        return _result(outcome)
+        return reported_result(outcome)

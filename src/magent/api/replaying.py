@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from magent import paths
 from magent.api.reading import PathLike
-from magent.api.runs import EventHandler, _sync
+from magent.api.runs import EventHandler, run_sync
 
 if TYPE_CHECKING:
     from magent.engine.replay import ReplayReport
@@ -30,4 +30,4 @@ def replay(task_id: str, *, on_event: EventHandler | None = None,
 
     A task that is not finished raises ``TaskStateError``.
     """
-    return _sync(areplay(task_id, on_event=on_event, home=home), "replay")
+    return run_sync(areplay(task_id, on_event=on_event, home=home), "replay")

@@ -58,7 +58,7 @@ def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, mode
     Raises a ``MagentError`` for bad input (``ConfigError`` for a bad target,
     ``UsageError`` for bad arguments), before anything is written.
     """
-    return _sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
+    return run_sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
                       retention_days=retention_days, llm=llm, budget=budget,
                       durability=durability), "run")
 
@@ -84,9 +84,9 @@ async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = Non
         initial = updates_from(set) if set is not None else {}
         outcome = await start_run(
             definition.graph, task, target=definition.target, tags=_tags(tags),
-            retention_days=retention_days, initial=initial, options=_options(model, llm, on_token, durability),
+            retention_days=retention_days, initial=initial, options=run_options(model, llm, on_token, durability),
             sinks=[on_event] if on_event else [], on_task=on_start, budget=limits)
-        return _result(outcome)
+        return reported_result(outcome)
 
 
 def resume(task_id: str, *, approve: bool = False, reject: bool = False,
@@ -105,7 +105,7 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
     budget pause: above what was used). Raises ``UsageError`` for conflicting answers, ``TaskNotFoundError`` for an
     unknown id and ``TaskStateError`` when the task cannot be continued that way.
     """
-    return _sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
+    return run_sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
                          set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
                          home=home, llm=llm, budget=budget,
                          durability=durability), "resume")
@@ -132,7 +132,7 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
         raise UsageError("--budget raises the limit a task stopped at; it does not go with --from-checkpoint")
     with paths.using_home(home):
         sets = updates_from(set) if set is not None else {}
-        options = _options(model, llm, on_token, durability)
+        options = run_options(model, llm, on_token, durability)
         sinks = [on_event] if on_event else []
         if from_checkpoint is not None:
             outcome = await fork_run(task_id, from_checkpoint, decision=decision, set_values=sets,
@@ -143,7 +143,7 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
                 on_start(td.load_task())
             outcome = await resume_run(td.id, decision=decision, set_values=sets, options=options,
                                        sinks=sinks, budget=limits)
-        return _result(outcome)
+        return reported_result(outcome)
 
 
 def budget_of(budget: "BudgetArg") -> dict[str, Any] | None:
@@ -210,7 +210,7 @@ def _tags(tags: Iterable[str] | None) -> list[str]:
     return out
 
 
-def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None,
+def run_options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None,
              durability: str | None = None) -> "RunOptions":
     from magent.api.result import result_of
     from magent.engine.context import RunOptions
@@ -228,14 +228,14 @@ def _options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler 
                       durability=durability, report=result_of)
 
 
-def _result(outcome: "RunOutcome") -> "AgentResult":
+def reported_result(outcome: "RunOutcome") -> "AgentResult":
     """The run's result, read while it held the task (``RunOptions.report``): a sweep may remove a
     finished task as soon as its lock is let go."""
     result: AgentResult = outcome.report
     return result
 
 
-def _sync(call: Awaitable[T], name: str) -> T:
+def run_sync(call: Awaitable[T], name: str) -> T:
     """Run a coroutine to the end from synchronous code (not from inside an event loop)."""
     try:
         asyncio.get_running_loop()

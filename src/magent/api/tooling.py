@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from magent import paths
 from magent.api.reading import PathLike
-from magent.api.runs import _sync
+from magent.api.runs import run_sync
 
 if TYPE_CHECKING:
     from magent.models import Tool
@@ -57,7 +57,7 @@ def list_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
     ``mcp`` adds MCP server files to the home's. An unknown ``server`` is a ``UsageError``
     naming the servers there are; a server that fails to start is in ``failed`` and ``problems``.
     """
-    return _sync(alist_tools(server, mcp=mcp, home=home), "list_tools")
+    return run_sync(alist_tools(server, mcp=mcp, home=home), "list_tools")
 
 
 async def acall_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
@@ -88,7 +88,7 @@ def call_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
     the call (MCP elicitation) is answered as ``elicitation`` says (``decline``, ``cancel``,
     ``defaults``) unless the command line asks the person at the terminal.
     """
-    return _sync(acall_tool(name, arguments, mcp=mcp, home=home, elicitation=elicitation), "call_tool")
+    return run_sync(acall_tool(name, arguments, mcp=mcp, home=home, elicitation=elicitation), "call_tool")
 
 
 async def amcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> list["ServerStatus"]:
@@ -108,7 +108,7 @@ def mcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -
     that defines it), ``ok``, ``tools`` (how many it offers), ``seconds`` and ``error``. A server
     that does not answer is a status with ``ok`` False, not an exception.
     """
-    return _sync(amcp_servers(mcp=mcp, home=home), "mcp_servers")
+    return run_sync(amcp_servers(mcp=mcp, home=home), "mcp_servers")
 
 
 async def amcp_login(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "LoginState":
@@ -123,7 +123,7 @@ def mcp_login(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | Non
     """Log in to the HTTP MCP server ``server`` with OAuth (``magent mcp login``): the person is
     sent to its authorization server in their browser, and the token is stored under the home
     (``auth/SERVER.json``, mode 0600). A bad name or a stdio server raise ``UsageError``."""
-    return _sync(amcp_login(server, mcp=mcp, home=home), "mcp_login")
+    return run_sync(amcp_login(server, mcp=mcp, home=home), "mcp_login")
 
 
 def mcp_logout(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> bool:

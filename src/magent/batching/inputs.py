@@ -181,14 +181,14 @@ def _row(obj: dict[str, Any], number: int, line: int, where: str) -> Row | BadRo
 def required_keys(graph: Any) -> dict[str, str]:
     """``metadata`` keys a tool node passes as an argument (``$metadata.ticket``) → that node:
     a row without the value would fail at that node, so it is refused before anything runs."""
-    from magent.engine.statekeys import READ_BY_MAGENT, Reads, _references
+    from magent.engine.statekeys import READ_BY_MAGENT, Reads, collect_references
 
     out: dict[str, str] = {}
     for name, node in graph.nodes.items():
         if node.kind != "tool":
             continue
         reads = Reads()
-        _references(node.config.model_dump(), reads)
+        collect_references(node.config.model_dump(), reads)
         for key in sorted(reads.metadata - READ_BY_MAGENT):
             out.setdefault(key, name)
     return out

@@ -9,7 +9,7 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.options import complete_task_id
-from magent.cli.run import JsonOpt, ModelOpt, NoInputOpt, QuietOpt, SetOpt, StreamOpt, _View, exit_code
+from magent.cli.run import JsonOpt, ModelOpt, NoInputOpt, QuietOpt, RunView, SetOpt, StreamOpt, exit_code
 
 PROMPT = "you> "
 
@@ -73,7 +73,7 @@ def chat(
         return
     if session is not None:
         raise UsageError(f"--session goes with a running task; {what!r} is not running")
-    view = _View(json_out, quiet, stream=stream)
+    view = RunView(json_out, quiet, stream=stream)
     result = None
     if task_id is not None and (message is not None or not interactive or _stopped(task_id)):
         result = _turn(view, lambda live: _achat(task_id, message, model, view, live), model, no_input)
@@ -149,7 +149,7 @@ def _stopped(task_id: str) -> bool:
     return Store().task(task_id).shown_task().status.value in ("pending", "running", "interrupted")
 
 
-def _converse(view: _View, task_id: str | None, target: str | None, initial: dict[str, Any],
+def _converse(view: RunView, task_id: str | None, target: str | None, initial: dict[str, Any],
               model: str | None, no_input: bool) -> Any:
     """Ask for a message, answer it, until Ctrl-D (or an empty line after Ctrl-D)."""
     result = None
@@ -175,18 +175,18 @@ def _converse(view: _View, task_id: str | None, target: str | None, initial: dic
     return result
 
 
-def _turn(view: _View, start: Any, model: str | None, no_input: bool) -> Any:
+def _turn(view: RunView, start: Any, model: str | None, no_input: bool) -> Any:
     return view.go(start, model=model, no_input=no_input)
 
 
-async def _achat(task_id: str, message: str | None, model: str | None, view: _View, live: dict[str, Any]) -> Any:
+async def _achat(task_id: str, message: str | None, model: str | None, view: RunView, live: dict[str, Any]) -> Any:
     from magent import api
 
     return await api.achat(task_id, message, model=model,
                            on_start=lambda t: view.announce(t.id, "follow-up" if message else "resumed"), **live)
 
 
-async def _arun(target: Any, message: str, initial: dict[str, Any], model: str | None, view: _View,
+async def _arun(target: Any, message: str, initial: dict[str, Any], model: str | None, view: RunView,
                 live: dict[str, Any]) -> Any:
     from magent import api
 

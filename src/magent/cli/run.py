@@ -72,7 +72,7 @@ def run(
     from magent.engine.inputs import parse_sets
 
     initial = parse_sets(set_ or [])
-    view = _View(json_out, quiet, stream=stream)
+    view = RunView(json_out, quiet, stream=stream)
     result = view.go(lambda live: api.arun(
         target, task, set=initial, model=model, tags=tag or [], retention_days=retention_days, budget=budget,
         durability=durability.value if durability else None, on_start=lambda t: view.announce(t.id, t.workflow), **live), model=model, no_input=no_input)
@@ -106,7 +106,7 @@ def resume(
     from magent.engine.inputs import parse_sets
 
     sets = parse_sets(set_ or [])
-    view = _View(json_out, quiet, stream=stream)
+    view = RunView(json_out, quiet, stream=stream)
     forked = from_checkpoint is not None
     result = view.go(lambda live: api.aresume(
         task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
@@ -156,7 +156,7 @@ def replay(
     raise typer.Exit(0 if report.matched else 1)
 
 
-class _View:
+class RunView:
     """Output of a run: live terminal view, quiet, or JSON Lines; and inline answers to pauses."""
 
     def __init__(self, json_out: bool, quiet: bool, *, stream: bool = False):

@@ -61,7 +61,7 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         seq, later = events_after(td.events_file, cp.events_seq)
         task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                     "completed_at": None}))
-        ctx = wiring._context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
+        ctx = wiring.open_context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
         try:
             recover(ctx, cp, entries, later)
             ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
@@ -69,7 +69,7 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
                          answered_by=node, description=ctx.redactor.text(task.description))
             outcome = await _exchange(ctx, gate, node)
         finally:
-            await wiring._close(ctx)
+            await wiring.close_run(ctx)
         return wiring.reported(ctx, outcome)
     finally:
         lock.release()
@@ -116,7 +116,7 @@ def answering_node(graph: Graph, cp: Checkpoint, entries: dict[str, Entry], td: 
 
 
 def _latest(td: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]]:
-    cp, notes, entries = decisions._latest(td)
+    cp, notes, entries = decisions.latest_checkpoint(td)
     if cp.sessions:
         raise TaskStateError(f"task {task.id[:8]} stopped with sub-agent sessions open; answer or "
                              f"continue it with `magent resume {task.id[:8]}` before a follow-up")

@@ -27,7 +27,7 @@ class Decision:
     state_updates: dict[str, Any] | None = None
 
 
-def _check_resumable(task: Task, decision: Decision | None) -> None:
+def check_resumable(task: Task, decision: Decision | None) -> None:
     """Which tasks ``resume`` continues: all but completed and cancelled ones. A failed task is
     retried from its last checkpoint (what people want after a model outage)."""
     short = task.id[:8]
@@ -42,10 +42,10 @@ def _check_resumable(task: Task, decision: Decision | None) -> None:
                              f"--{decision.action} has nothing to answer")
 
 
-def _check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) -> None:
+def check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) -> None:
     """A paused task takes a decision, unless the checkpoint of its pause was lost.
 
-    When the pause's checkpoint was damaged (and moved aside by ``_latest``), the latest
+    When the pause's checkpoint was damaged (and moved aside by ``latest_checkpoint``), the latest
     valid one comes before the pause: a decision would answer a question nobody can see,
     so it is refused, and a plain resume runs from there to the same pause again.
     """
@@ -62,7 +62,7 @@ def _check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) ->
                              f"{cp.sequence}, then answer it")
 
 
-def _latest(td: TaskDir, none_ok: bool = False):
+def latest_checkpoint(td: TaskDir, none_ok: bool = False):
     """The checkpoint to go on from (damaged ones moved aside), the notes on them, the entries.
     No valid one raises ``TaskStateError``, or with ``none_ok`` gives None."""
     cp, notes = td.checkpoints.latest(repair=True)
@@ -75,7 +75,7 @@ def _latest(td: TaskDir, none_ok: bool = False):
     return cp, notes, entries
 
 
-def _prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, td: TaskDir,
+def prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, td: TaskDir,
                       fork: bool = False):
     """Validate a decision and state updates against the pause; returns (feedback, new state)."""
     feedback = None
@@ -118,7 +118,7 @@ def _with_output(request, updates: dict[str, Any]) -> dict[str, Any]:
     return updates
 
 
-async def _go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> RunOutcome:
+async def go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> RunOutcome:
     """Apply what the person decided (if anything) and run on from there."""
     if feedback is not None or new_state is not None:
         _apply(ctx, cp, feedback, new_state)

@@ -17,14 +17,16 @@ from magent.engine import budget as budgets
 from magent.engine import guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.decisions import Decision as Decision  # callers import it from here
-from magent.engine.decisions import _check_pause, _check_resumable, _go_on, _latest, _prepare_feedback
+from magent.engine.decisions import (
+    check_pause, check_resumable, go_on, latest_checkpoint, prepare_feedback,
+)
 from magent.engine.events import EventBus, resumed_seq
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
 from magent.engine.toolbox import prepare, prepared
-from magent.engine.wiring import Sink, _close, _context, durability_of, need_tools, reported
+from magent.engine.wiring import Sink, close_run, durability_of, need_tools, open_context, reported
 from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
 from magent.models import ForkRef, Message, Task, TaskStatus
@@ -75,7 +77,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
             failpoints.hit("after_task_created")
             if on_task:
                 on_task(task)
-            ctx = _context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
+            ctx = open_context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
             try:
                 _begin(ctx, gate, initial, target=target)
                 if gate.blocked:
@@ -84,7 +86,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                     failpoints.hit("after_run_start")
                     outcome = await _first_node(ctx, gate)
             finally:
-                await _close(ctx)
+                await close_run(ctx)
             return reported(ctx, outcome)
         finally:
             lock.release()
@@ -130,15 +132,15 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
     lock = td.open_for_writing()
     try:
         task = td.load_task()
-        _check_resumable(task, decision)
+        check_resumable(task, decision)
         graph = from_snapshot(task.config_snapshot)
         options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
-        cp, notes, entries = _latest(td, none_ok=True)
+        cp, notes, entries = latest_checkpoint(td, none_ok=True)
         if cp is None:  # killed before its first checkpoint, or lost it with the power: begin again
             return await _start_again(graph, td, task, decision, set_values, options, sinks, notes)
-        _check_pause(task, cp, decision, notes)
+        check_pause(task, cp, decision, notes)
         # Check every input before anything is written.
-        feedback, new_state = _prepare_feedback(cp, decision, set_values, td)
+        feedback, new_state = prepare_feedback(cp, decision, set_values, td)
         seq, later = events_after(td.events_file, cp.events_seq)
         snapshot = task.config_snapshot
         if budget:  # a person raises the limit that was reached (kept in task.json)
@@ -148,7 +150,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
             retry = task.status == TaskStatus.failed
             task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                         "completed_at": None, "config_snapshot": snapshot}))
-            ctx = _context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
+            ctx = open_context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
             try:
                 recover(ctx, cp, entries, later)
                 for note in notes:
@@ -158,9 +160,9 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
                              description=ctx.redactor.text(task.description))
                 if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
                     await need_tools(ctx)  # the decision names a tool of the registry
-                outcome = await _go_on(ctx, cp, feedback, new_state)
+                outcome = await go_on(ctx, cp, feedback, new_state)
             finally:
-                await _close(ctx)
+                await close_run(ctx)
             return reported(ctx, outcome)
     finally:
         lock.release()
@@ -184,7 +186,7 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     initial = task.config_snapshot.get("options", {}).get("initial")
     gate = await guard.screen_task(graph, task.description, options)  # again: its record was lost with the run
     seq, _ = events_after(td.events_file, 0)
-    ctx = _context(needs, td, task, options, sinks, start_seq=seq)
+    ctx = open_context(needs, td, task, options, sinks, start_seq=seq)
     try:
         for note in notes:
             ctx.bus.emit("warning", None, message=note)
@@ -194,7 +196,7 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
         else:
             outcome = await _first_node(ctx, gate)
     finally:
-        await _close(ctx)
+        await close_run(ctx)
     return reported(ctx, outcome)
 
 
@@ -219,7 +221,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
     path = src.entries.path_to(cp.leaf_entry_id, entries)
     kept = entries_in_use(cp, entries, src.entries.path_to)
     graph = from_snapshot(parent.config_snapshot)
-    feedback, new_state = _prepare_feedback(cp, decision, set_values, src, fork=True)
+    feedback, new_state = prepare_feedback(cp, decision, set_values, src, fork=True)
     options = options or RunOptions()
     options.model_override = options.model_override or parent.config_snapshot.get("options", {}).get("model_override")
     needs = prepare(graph, options)
@@ -250,7 +252,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
         _record_fork(src, task.id, checkpoint)
         if on_task:
             on_task(task)
-        ctx = _context(needs, td, task, options, sinks, start_seq=0)
+        ctx = open_context(needs, td, task, options, sinks, start_seq=0)
         try:
             ctx.restore(td.checkpoints.read(0), _messages(path),
                         lambda leaf: _messages(src.entries.path_to(leaf, entries)))
@@ -265,9 +267,9 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
             else:
                 if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
                     await need_tools(ctx)
-                outcome = await _go_on(ctx, cp, feedback, new_state)
+                outcome = await go_on(ctx, cp, feedback, new_state)
         finally:
-            await _close(ctx)
+            await close_run(ctx)
         return reported(ctx, outcome)
     finally:
         lock.release()

@@ -58,7 +58,7 @@ def reads_of(graph: Any) -> Reads:
         if node.kind not in KNOWN_KINDS:
             reads.everything = True
         elif node.kind == "tool":
-            _references(node.config.model_dump(), reads)
+            collect_references(node.config.model_dump(), reads)
     return reads
 
 
@@ -93,13 +93,14 @@ def _expression(text: str, reads: Reads) -> None:
                 reads.fields.add("metadata")  # read whole: len(metadata), metadata[some_name]...
 
 
-def _references(value: Any, reads: Reads) -> None:
+def collect_references(value: Any, reads: Reads) -> None:
+    """Add to ``reads`` what the ``$...`` strings in ``value`` (at any depth) read of State."""
     if isinstance(value, dict):
         for item in value.values():
-            _references(item, reads)
+            collect_references(item, reads)
     elif isinstance(value, list):
         for item in value:
-            _references(item, reads)
+            collect_references(item, reads)
     elif isinstance(value, str) and value.startswith("$") and not value.startswith("$$"):
         path = value[1:].split(".")
         if path[0] == "metadata":

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Sink = Callable[[Event], None]
 
 
-def _context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
+def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
              start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
     from magent.trace import may_export
@@ -105,7 +105,7 @@ async def _start_tools(ctx: RunContext) -> None:
 
 
 def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
-    """``outcome`` with ``ctx.options.report``'s reading of the task. Called after ``_close`` (the
+    """``outcome`` with ``ctx.options.report``'s reading of the task. Called after ``close_run`` (the
     trace is written) and before the lock is released: once it is, a retention sweep may remove
     a finished task at any moment, so nothing of the run may be read back after that."""
     if ctx.options.report is not None:
@@ -113,7 +113,8 @@ def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-async def _close(ctx: RunContext) -> None:
+async def close_run(ctx: RunContext) -> None:
+    """End the run however it stopped: its tool servers closed, its files synced, its trace written."""
     from magent.trace import write_trace
 
     starting = ctx.tools_starting

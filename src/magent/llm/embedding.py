@@ -14,11 +14,11 @@ BATCH = 128
 def embed(texts: Sequence[str], *, model: str, endpoint: str | None = None,
           api_key: str | None = None, timeout: float = 30) -> list[list[float]]:
     """One vector per text, in order. Any failure is an ``LLMError`` naming the model."""
-    from magent.llm.failures import _clean
-    from magent.llm.litellm_client import _litellm, check_endpoint_allowed
+    from magent.llm.failures import clean_message
+    from magent.llm.litellm_client import check_endpoint_allowed, load_litellm
 
     check_endpoint_allowed(model, endpoint)
-    litellm = _litellm()
+    litellm = load_litellm()
     out: list[list[float]] = []
     for start in range(0, len(texts), BATCH):
         batch = list(texts[start:start + BATCH])
@@ -30,7 +30,7 @@ def embed(texts: Sequence[str], *, model: str, endpoint: str | None = None,
             raise
         except Exception as exc:
             where = f" at {endpoint}" if endpoint else ""
-            raise LLMError(f"embedding model {model!r}{where} failed: {_clean(exc)}") from None
+            raise LLMError(f"embedding model {model!r}{where} failed: {clean_message(exc)}") from None
         out.extend(vectors)
     return out
 

@@ -52,7 +52,7 @@ def preflight(config: LLMConfig, *, agent: str, base_dir: Path) -> None:
         return
     from magent.llm import litellm_client
 
-    litellm = litellm_client._litellm()
+    litellm = litellm_client.load_litellm()
     fallback = config.fallback_model
     if (fallback.model if isinstance(fallback, FallbackModel) else fallback) == SCRIPTED:
         raise ConfigError(f"agent {agent!r}: the scripted model cannot be a fallback",

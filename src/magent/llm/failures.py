@@ -43,7 +43,7 @@ def describe(exc: BaseException, timeout: float, litellm: Any, endpoint: str | N
         return (f"the stream broke: the server sent a chunk that is not valid JSON ({broken.msg}: "
                 f"character {broken.pos} of the chunk)"), True, None
     status = getattr(exc, "status_code", None)
-    detail = server_said(exc) or _clean(exc)
+    detail = server_said(exc) or clean_message(exc)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return f"rate limited (HTTP 429): {detail}", True, retry_after(exc)
     if isinstance(exc, litellm.AuthenticationError) or status == 401:
@@ -115,7 +115,7 @@ def _unreachable(exc: BaseException, endpoint: str | None) -> str | None:
     if reason is None and not any(type(c).__name__ in _CONNECT_ERRORS for c in chain):
         return None
     where = endpoint or _url_in(chain) or "the provider's endpoint"
-    return f"could not reach {where} ({reason or _clean(chain[-1])})"
+    return f"could not reach {where} ({reason or clean_message(chain[-1])})"
 
 
 def _url_in(chain: list[BaseException]) -> str | None:
@@ -136,7 +136,7 @@ def _overloaded(exc: BaseException) -> str | None:
     provider's message, ``Overloaded``)."""
     chain = list(causes(exc))
     codes = {getattr(c, "status_code", None) for c in chain}
-    said = server_said(exc) or _clean(chain[-1] if isinstance(exc, IncompleteReply) else exc)
+    said = server_said(exc) or clean_message(chain[-1] if isinstance(exc, IncompleteReply) else exc)
     if 529 not in codes and _error_type(exc) != "overloaded_error" and said.lower() != "overloaded":
         return None
     if 529 in codes:
@@ -213,7 +213,7 @@ def _message_in(body: Any) -> str | None:
     return None
 
 
-def _clean(exc: BaseException) -> str:
+def clean_message(exc: BaseException) -> str:
     """litellm's message without its class-name prefixes, on one short line."""
     text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
     text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -1,7 +1,7 @@
 """The litellm adapter: any litellm model string behind the ``LLMClient`` interface.
 
 This is the only module of magent that imports litellm, and it does so on first
-use (``_litellm()``), so commands and runs that never call a real model never pay
+use (``load_litellm()``), so commands and runs that never call a real model never pay
 for the import. What it adds on top of ``litellm.acompletion``:
 
 - streaming, with text deltas handed to ``on_token`` as they arrive and tool-call
@@ -60,7 +60,7 @@ TOOL_PROVIDERS = {
 _import_lock = threading.Lock()
 
 
-def _litellm() -> Any:
+def load_litellm() -> Any:
     """Import litellm once, quietly: local cost map, no banners, its loggers silenced."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with _import_lock:
@@ -90,7 +90,7 @@ def warm() -> None:
     """Import litellm and what its first call would import (best effort)."""
     import importlib
 
-    _litellm()
+    load_litellm()
     for name in _FIRST_CALL_MODULES:
         try:
             importlib.import_module(name)
@@ -100,7 +100,7 @@ def warm() -> None:
 
 def provider_of(model: str, endpoint: str | None = None) -> str:
     """litellm's provider name for ``model``, or ``""`` when it does not know the model."""
-    litellm = _litellm()
+    litellm = load_litellm()
     try:
         return str(litellm.get_llm_provider(model=model, api_base=endpoint)[1])
     except Exception:
@@ -179,7 +179,7 @@ class LiteLLMClient:
                     report(attempt)
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
-                    what, retryable, retry_after = describe(exc, request.timeout, _litellm(), endpoint,
+                    what, retryable, retry_after = describe(exc, request.timeout, load_litellm(), endpoint,
                                                             not_found(provider, model, endpoint))
                     attempt.error, attempt.duration_ms = what, int((time.monotonic() - started) * 1000)
                     if retryable and number < allowed:
@@ -211,7 +211,7 @@ class LiteLLMClient:
         the same ``ollama/`` model); for one it does not know, whether its provider takes tools
         (``TOOL_PROVIDERS``). Never raises."""
         try:
-            litellm = _litellm()
+            litellm = load_litellm()
             provider = provider_of(model)
             name = model.split("/", 1)[1] if "/" in model else model
             for known in (model, f"ollama/{name}" if provider == "ollama_chat" else None):
@@ -229,7 +229,7 @@ class LiteLLMClient:
     def context_window(self, model: str) -> int | None:
         """Input tokens ``model`` accepts, as litellm's model map has it (None: unknown)."""
         try:
-            info = _litellm().get_model_info(model)
+            info = load_litellm().get_model_info(model)
         except Exception:
             return None
         window = info.get("max_input_tokens") or info.get("max_tokens")
@@ -239,12 +239,12 @@ class LiteLLMClient:
         """Tokens of ``text`` with ``model``'s tokenizer (litellm's ``token_counter``: the
         provider's own where litellm has it, else tiktoken's); None if it cannot count."""
         try:
-            return int(_litellm().token_counter(model=model, text=text))
+            return int(load_litellm().token_counter(model=model, text=text))
         except Exception:
             return None
 
     async def _attempt(self, target: "Target", request: LLMRequest, on_token: TokenSink | None) -> LLMResponse:
-        litellm = _litellm()
+        litellm = load_litellm()
         model, endpoint = target.model, target.endpoint
         names = ToolNames([t.name for t in request.tools])
         kwargs: dict[str, Any] = {
@@ -314,7 +314,7 @@ def _named(model: str, endpoint: str | None, what: str) -> str:
 def _in_map(model: str) -> bool:
     """Whether litellm's model map knows ``model``."""
     try:
-        _litellm().get_model_info(model)
+        load_litellm().get_model_info(model)
     except Exception:
         return False
     return True
@@ -323,7 +323,7 @@ def _in_map(model: str) -> bool:
 def _needs_key(model: str) -> bool:
     """Whether litellm finds no API key in the environment for ``model``'s provider."""
     try:
-        missing = _litellm().validate_environment(model=model).get("missing_keys") or []
+        missing = load_litellm().validate_environment(model=model).get("missing_keys") or []
     except Exception:
         return False
     return any("KEY" in name for name in missing)
@@ -337,9 +337,9 @@ def cost_of(model: str, tokens_in: int, tokens_out: int, usage: Any = None) -> f
     at the full input rate."""
     try:
         if usage is not None:
-            prompt, completion = _litellm().cost_per_token(model=model, usage_object=usage)
+            prompt, completion = load_litellm().cost_per_token(model=model, usage_object=usage)
         else:
-            prompt, completion = _litellm().cost_per_token(
+            prompt, completion = load_litellm().cost_per_token(
                 model=model, prompt_tokens=tokens_in, completion_tokens=tokens_out)
         return float(prompt) + float(completion)
     except Exception:
@@ -366,6 +366,6 @@ def check_endpoint_allowed(model: str, endpoint: str | None) -> None:
 def _supports_schema(model: str) -> bool:
     """litellm's ``supports_response_schema`` (native structured output); False when unknown."""
     try:
-        return bool(_litellm().supports_response_schema(model=model))
+        return bool(load_litellm().supports_response_schema(model=model))
     except Exception:
         return False

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
 from magent.trace.actions import hydrate
-from magent.trace.steps import TraceDoc, _Builder
+from magent.trace.steps import TraceBuilder, TraceDoc
 
 if TYPE_CHECKING:
     from magent.models import TraceLog
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 def build_trace_doc(task_id: str, events: Iterable[Any], created_at: str | None = None) -> TraceDoc:
     """Build the TraceLog's JSON form from events (dicts, or ``Event`` models), oldest first."""
-    builder = _Builder(task_id)
+    builder = TraceBuilder(task_id)
     for ev in events:
         if not isinstance(ev, dict):
             ev = ev.model_dump(mode="json", exclude_none=True)

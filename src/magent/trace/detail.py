@@ -34,7 +34,7 @@ def _entries(td: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _artifact(td: Any, name: str | None) -> dict[str, Any] | None:
+def artifact_info(td: Any, name: str | None) -> dict[str, Any] | None:
     """Where an artifact is, if the name stays inside the task directory."""
     if not name:
         return None
@@ -111,7 +111,7 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
             "error": record.get("error"), "duration_ms": record.get("duration_ms"),
             "result": full, "result_from": where if full is not None else None,
             "data": result_ev.get("data"), "notes": result.get("notes"),
-            "requested": result.get("requested"), "artifact": _artifact(view.td, result.get("artifact"))})
+            "requested": result.get("requested"), "artifact": artifact_info(view.td, result.get("artifact"))})
     detail["tool_calls"] = tool_calls
     if detail["type"] != "event":
         from magent.trace.notes import describe_guardrail

@@ -191,15 +191,16 @@ _PLAIN_ID = re.compile(r"[A-Za-z0-9_-]+")
 def fill_results(cut: dict[str, list[dict[str, Any]]], path: Any) -> None:
     """Give each result in ``cut`` the first ``RESULT_LIMIT`` characters of its entry's content
     (the entry's last line in ``path`` wins, as it would in a read of the whole file)."""
+    from magent.store.events import truncate
     from magent.store.files import read_jsonl
-    from magent.trace.notes import RESULT_LIMIT, _truncate
+    from magent.trace.notes import RESULT_LIMIT
 
     if not cut:
         return
     few = len(cut) <= FEW and all(type(i) is str and _PLAIN_ID.fullmatch(i) for i in cut)
     for raw in (_entries_naming(path, list(cut)) if few else read_jsonl(path)):
         for result in cut.get(raw.get("id"), ()):
-            result["text"] = _truncate(raw.get("content") or "", RESULT_LIMIT)
+            result["text"] = truncate(raw.get("content") or "", RESULT_LIMIT)
 
 
 def _entries_naming(path: Any, ids: list[str]) -> list[dict[str, Any]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from magent.store.events import truncate
+
 
 def output_invalid(ev: dict[str, Any]) -> str:
     """``output_invalid``: a final answer that did not fit the agent's ``output_schema``."""
@@ -37,14 +39,6 @@ PREVIEW_LIMIT = 200
 """Characters of a longer result that is an entry that trace.json keeps, marked ``preview``: the
 whole text is the entry ``entry_id`` in entries.jsonl (stored once), and reading the trace puts
 ``RESULT_LIMIT`` characters back from it (``trace.load.restore_results``)."""
-
-
-def _truncate(text: str | None, limit: int) -> str:
-    if not text:
-        return ""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
 def describe_guardrail(ev: dict[str, Any]) -> str:
@@ -88,11 +82,11 @@ def recalled_text(ev: dict[str, Any]) -> str:
     query = " ".join(str(ev.get("query") or "").split())
     how = "text and vector search" if ev.get("mode") == "hybrid" else "text search"
     if not hits:
-        text = f"recalled no memories ({how} for {_truncate(query, 60)!r})"
+        text = f"recalled no memories ({how} for {truncate(query, 60)!r})"
     else:
         n = len(hits)
         parts = [f"[{str(h.get('id'))[:8]}] {float(h.get('score') or 0):.2f}: {h.get('why')}" for h in hits]
-        text = (f"recalled {n} memor{'y' if n == 1 else 'ies'} ({how} for {_truncate(query, 60)!r}): "
+        text = (f"recalled {n} memor{'y' if n == 1 else 'ies'} ({how} for {truncate(query, 60)!r}): "
                 + "; ".join(parts))
     for note in ev.get("notes") or []:
         text += f" [{note}]"

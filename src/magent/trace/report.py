@@ -22,7 +22,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from magent.redact import OMITTED_ARGS, TOOL_IO_OMITTED
-from magent.trace.detail import _artifact
+from magent.trace.detail import artifact_info
 from magent.trace.diagram import describe_snapshot
 from magent.trace.load import TraceView, load_view
 from magent.trace.timeline import timeline
@@ -184,7 +184,7 @@ class _Report:
                     call["result"] = self.cap(ev["full_result"])
                 else:
                     call["result"] = self.cap(ev.get("result") if ev.get("result") is not None else result.get("text"))
-                artifact = _artifact(self.view.td, result.get("artifact"))
+                artifact = artifact_info(self.view.td, result.get("artifact"))
                 if artifact:
                     call["artifact"] = artifact
                 if result.get("requested"):

@@ -9,8 +9,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from magent.models.task import CALL_DETAILS, usage_key
+from magent.store.events import truncate
 from magent.trace import composition, notes
-from magent.trace.notes import RESULT_LIMIT, _truncate, describe_guardrail, plural_attempts, recalled_text, stored_text
+from magent.trace.notes import RESULT_LIMIT, describe_guardrail, plural_attempts, recalled_text, stored_text
 from magent.vocabulary import how_started, round_limit
 
 THINKING_LIMIT = 4000
@@ -71,7 +72,9 @@ class _Thread:
 
 
 
-class _Builder:
+class TraceBuilder:
+    """Builds a trace's steps and action records from its events, one event at a time."""
+
     def __init__(self, task_id: str):
         self.task_id = task_id
         self.steps: list[dict[str, Any]] = []
@@ -185,7 +188,7 @@ class _Builder:
         info.update(status=ev.get("status") or "completed", ended_at=ev.get("ts"),
                     message_count=int(ev.get("message_count") or 0))
         if ev.get("output"):
-            info["summary"] = _truncate(str(ev["output"]), 300)
+            info["summary"] = truncate(str(ev["output"]), 300)
         if ev.get("error"):
             info["error"] = str(ev["error"])
 
@@ -290,7 +293,7 @@ class _Builder:
         self.turn = index
         self.action_of[index] = len(self.actions)
         self.actions.append({"iteration": iteration, "timestamp": ev.get("ts"),
-                             "thinking": _truncate(content, THINKING_LIMIT), "tool_calls": []})
+                             "thinking": truncate(content, THINKING_LIMIT), "tool_calls": []})
         for call in calls:
             server, dot, tool = str(call.get("name") or "").partition(".")
             if not dot:
@@ -355,7 +358,7 @@ class _Builder:
         outcome = ev.get("outcome") or "SUCCESS"
         text = str(ev.get("result") or "")
         # The engine already cut it to about RESULT_LIMIT with a note of how much is left; keep that note.
-        result: dict[str, Any] = {"text": text if len(text) <= RESULT_LIMIT + 64 else _truncate(text, RESULT_LIMIT)}
+        result: dict[str, Any] = {"text": text if len(text) <= RESULT_LIMIT + 64 else truncate(text, RESULT_LIMIT)}
         for key in ("entry_id", "artifact", "notes", "attempts"):
             if ev.get(key):
                 result[key] = ev[key]
@@ -384,7 +387,7 @@ class _Builder:
         self._attach(self.node.index, ev)
         feedback = " ".join(str(ev.get("feedback") or "").split())
         text = (f"verdict {ev.get('verdict')} (round {ev.get('round')}/{ev.get('max_rounds')})"
-                + (f": {_truncate(feedback, 300)}" if feedback else ""))
+                + (f": {truncate(feedback, 300)}" if feedback else ""))
         if ev.get("understood") is False:
             text += " [the critic's reply could not be read; counted as revise]"
         if ev.get("routing_key") == "max_rounds":
