@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from datetime import datetime, timezone
+from typing import Any
 
 UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
@@ -31,3 +32,16 @@ def now() -> datetime:
 
 def is_uuid4(value: str) -> bool:
     return UUID4_RE.fullmatch(value) is not None  # (match with $ would let a trailing newline through)
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A stored timestamp as an aware datetime, or None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    # Python 3.10's fromisoformat does not accept the "Z" pydantic writes.
+    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)

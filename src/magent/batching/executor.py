@@ -9,7 +9,7 @@ exists and when each row stops. Each row runs through ``run_row`` — an ordinar
 task exists. So an executor owns
 only the *where* (this process: ``local``; a Ray cluster: ``ray``); durability and the
 row's outcome are the same whatever runs it. Adding an engine is a module with one class
-that implements ``run`` and a line in ``EXECUTORS``.
+that implements ``run`` and a line in ``runner.executor_for``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar
 
 from magent.batching.inputs import Row
-from magent.errors import MagentError, UsageError
-
-EXECUTORS = ("local", "ray")
+from magent.errors import MagentError
 
 
 @dataclass
@@ -107,18 +105,6 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     async def run(self, jobs: list[Job], report: Report) -> None:
         """Run ``jobs`` (in order, ``spec.concurrency`` at once) until done or ``report.stopping``."""
-
-
-def executor_for(name: str, spec: Spec, runs: Runs) -> Executor:
-    if name == "local":
-        from magent.batching.local import LocalExecutor
-
-        return LocalExecutor(spec, runs)
-    if name == "ray":
-        from magent.batching.ray import RayExecutor
-
-        return RayExecutor(spec, runs)
-    raise UsageError(f"--executor {name!r}: choose one of {', '.join(EXECUTORS)}")
 
 
 async def run_row(spec: Spec, job: Job, runs: Runs, on_start: Callable[[str], None] | None = None) -> Outcome:

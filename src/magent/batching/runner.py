@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from magent import paths
-from magent.batching.executor import Executor, Job, Outcome, Report, Runs, Spec, executor_for
+from magent.batching.executor import Executor, Job, Outcome, Report, Runs, Spec
 from magent.batching.inputs import BadRow, Inputs, Row, missing_values, read_inputs, required_keys
 from magent.errors import TaskNotFoundError, UsageError
 from magent.ids import new_id, now
 from magent.store import batches
 from magent.store.batches import BatchDir
 
+EXECUTORS = ("local", "ray")
 FINISHED = ("completed", "failed", "cancelled")
 DEFAULT_CONCURRENCY = 8
 
@@ -197,6 +198,18 @@ def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, runs: Ru
     executor = executor_for(options.executor, spec, runs)
     executor.check()
     return jobs, executor, spec, already
+
+
+def executor_for(name: str, spec: Spec, runs: Runs) -> Executor:
+    if name == "local":
+        from magent.batching.local import LocalExecutor
+
+        return LocalExecutor(spec, runs)
+    if name == "ray":
+        from magent.batching.ray import RayExecutor
+
+        return RayExecutor(spec, runs)
+    raise UsageError(f"--executor {name!r}: choose one of {', '.join(EXECUTORS)}")
 
 
 def row_task(store: Any, task_id: str) -> Any:

@@ -131,15 +131,3 @@ class ToolLimits(Model):
     def defaults(cls) -> "ToolLimits":
         """``ToolLimits()`` without building its validator (as ``Builtins.defaults``)."""
         return cls.model_construct()
-
-
-_SERVERS = ("ToolSettings", "StdioConfig", "HttpConfig", "SSEConfig", "StdioServer", "HttpServer", "MCPServer",
-            "MCPServersFile")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SERVERS:
-        from magent.models import servers
-
-        return getattr(servers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from magent import paths
 from magent.errors import StoreError, TaskNotFoundError
+from magent.ids import parse_time
 from magent.schema import SCHEMA_VERSION, check_readable as check_readable
 from magent.store.files import loads, read_bytes
 from magent.store.taskfilter import TaskFilter as TaskFilter, called_models as called_models
@@ -342,16 +343,3 @@ def _lock_files(locks_dir: Path) -> set[str]:
         return {n for n in os.listdir(locks_dir) if n.endswith(".lock")}
     except OSError:
         return set()
-
-
-def parse_time(value: Any) -> datetime | None:
-    """A stored timestamp as an aware datetime, or None when it is not one."""
-    if not isinstance(value, str):
-        return None
-    # Python 3.10's fromisoformat does not accept the "Z" pydantic writes.
-    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from magent.ids import parse_time
 from magent.store.files import loads, read_bytes
 
 if TYPE_CHECKING:
@@ -93,7 +94,6 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     if m:
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
         return now - timedelta(**{unit: int(m.group(1))})
-    from magent.store.listing import parse_time
 
     when = parse_time(text.strip())
     if when is None:

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from magent.errors import StoreError
-from magent.ids import is_uuid4
+from magent.ids import is_uuid4, parse_time
 from magent.models import TaskStatus
-from magent.store.listing import parse_time
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Union
 
 from magent.errors import ToolError
 from magent.models import Tool
-from magent.models.tools import HttpServer, StdioServer
+from magent.models.servers import HttpServer, StdioServer
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.mcp_convert import describe_error, is_transport_error, list_all, result_text, to_tool
 from magent.tools.mcp_auth import LoginRequired

@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from magent.models.tools import StdioServer
+from magent.models.servers import StdioServer
 from magent.tools.mcp_convert import describe_error, list_all
 from magent.tools.mcp_elicit import callback as elicit_callback
 from magent.tools.mcp_http import http_transport
