@@ -109,7 +109,7 @@ def _check_uses(graph: Any, servers: bool) -> None:
             if tool:
                 uses.append(ToolUse(tool, graph.source, ("nodes", node, "tool")))
     errors.extend(check_tool_names(uses, graph.mcp_files, live=servers))
-    from magent.config.references import check_references
+    from magent.api.references import check_references
 
     errors.extend(check_references(graph))  # what conditions and templates read is there
     if errors:

@@ -53,7 +53,8 @@ def is_template(text: Any) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _env() -> Any:
+def sandbox() -> Any:
+    """The one sandboxed Jinja2 environment templates are parsed and rendered in."""
     from jinja2 import StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
@@ -66,7 +67,7 @@ def check(text: str) -> Needs:
     from jinja2 import TemplateSyntaxError, meta, nodes
 
     try:
-        tree = _env().parse(text)
+        tree = sandbox().parse(text)
     except TemplateSyntaxError as exc:
         raise TemplateProblem(f"template does not parse: {exc.message}", exc.lineno or 1) from None
     needs = Needs(names=set(meta.find_undeclared_variables(tree)))
@@ -125,7 +126,7 @@ def render(text: str, values: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=256)
 def _compiled(text: str) -> Any:
-    return _env().from_string(text)
+    return sandbox().from_string(text)
 
 
 def values_of(ctx: Any) -> dict[str, Any]:

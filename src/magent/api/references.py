@@ -165,10 +165,10 @@ def template_chains(text: str) -> list[Chain]:
     """The names and keys a Jinja2 template reads (``metadata.outputs.grade.score``)."""
     from jinja2 import TemplateSyntaxError, nodes
 
-    from magent.config.templates import _env
+    from magent.config.templates import sandbox
 
     try:
-        tree = _env().parse(text)
+        tree = sandbox().parse(text)
     except TemplateSyntaxError:
         return []
     reads = (nodes.Getattr, nodes.Getitem)
