@@ -155,9 +155,9 @@ def batch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: i
     from magent.api.runs import run_sync
 
     return run_sync(abatch(target, inputs, concurrency=concurrency, executor=executor, ray_address=ray_address,
-                        max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
-                        skip_bad_rows=skip_bad_rows, set=set, tags=tags, model=model, home=home,
-                        on_start=on_start, on_progress=on_progress), "batch")
+                           max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
+                           skip_bad_rows=skip_bad_rows, set=set, tags=tags, model=model, home=home,
+                           on_start=on_start, on_progress=on_progress), "batch")
 
 
 async def abatch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: int = 8,
@@ -208,9 +208,9 @@ def resume_batch(batch_id: str, *, approve_all: bool = False, retry_failed: bool
     from magent.api.runs import run_sync
 
     return run_sync(aresume_batch(batch_id, approve_all=approve_all, retry_failed=retry_failed,
-                               concurrency=concurrency, executor=executor, ray_address=ray_address,
-                               max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures, home=home,
-                               on_start=on_start, on_progress=on_progress), "resume_batch")
+                                  concurrency=concurrency, executor=executor, ray_address=ray_address,
+                                  max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures, home=home,
+                                  on_start=on_start, on_progress=on_progress), "resume_batch")
 
 
 async def aresume_batch(batch_id: str, *, approve_all: bool = False, retry_failed: bool = False,
@@ -228,8 +228,8 @@ async def aresume_batch(batch_id: str, *, approve_all: bool = False, retry_faile
                                  max_failures=max_failures, executor=executor, ray_address=ray_address)
         lock = batch_dir.lock().acquire()
         try:
-            jobs, execu, _, already = runner.plan_resume(batch_dir, doc, options, _runs(), approve_all=approve_all,
-                                                         retry_failed=retry_failed)
+            jobs, execu, _, already = runner.plan_resume(batch_dir, doc, options, _runs(),
+                                                         approve_all=approve_all, retry_failed=retry_failed)
         except BaseException:
             lock.release()
             raise

@@ -59,8 +59,8 @@ def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, mode
     ``UsageError`` for bad arguments), before anything is written.
     """
     return run_sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
-                      retention_days=retention_days, llm=llm, budget=budget,
-                      durability=durability), "run")
+                         retention_days=retention_days, llm=llm, budget=budget,
+                         durability=durability), "run")
 
 
 async def arun(target: Target, task: str, *, set: Mapping[str, Any] | None = None,
@@ -106,9 +106,9 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
     unknown id and ``TaskStateError`` when the task cannot be continued that way.
     """
     return run_sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
-                         set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
-                         home=home, llm=llm, budget=budget,
-                         durability=durability), "resume")
+                            set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
+                            home=home, llm=llm, budget=budget,
+                            durability=durability), "resume")
 
 
 async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
@@ -211,7 +211,7 @@ def _tags(tags: Iterable[str] | None) -> list[str]:
 
 
 def run_options(model: str | None, llm: "LLMClient | None", on_token: TokenHandler | None,
-             durability: str | None = None) -> "RunOptions":
+                durability: str | None = None) -> "RunOptions":
     from magent.api.result import result_of
     from magent.engine.context import RunOptions
     from magent.store.commit import MODES

@@ -6,9 +6,8 @@ An executor is given the batch's ``Spec`` and its ``Job`` s and runs them, at mo
 exists and when each row stops. Each row runs through ``run_row`` — an ordinary
 ``magent.arun`` (or ``aresume``), handed down by the API as ``Runs``, whose task is tagged
 ``batch:{id}`` and whose row → task line is appended to the batch's record as soon as the
-task exists. So an executor owns
-only the *where* (this process: ``local``; a Ray cluster: ``ray``); durability and the
-row's outcome are the same whatever runs it. Adding an engine is a module with one class
+task exists. So an executor owns only the *where* (this process: ``local``; a Ray cluster:
+``ray``); durability and the row's outcome are the same whatever runs it. Adding an engine is a module with one class
 that implements ``run`` and a line in ``runner.executor_for``.
 """
 
@@ -126,8 +125,8 @@ async def run_row(spec: Spec, job: Job, runs: Runs, on_start: Callable[[str], No
         if job.task_id is None:
             values = {**spec.set, **job.row.set}
             result = await runs.start(spec.target, job.row.task, set=values, model=spec.model,
-                                    tags=[tag_of(spec.batch_id), *spec.tags], home=spec.home,
-                                    on_start=started)
+                                      tags=[tag_of(spec.batch_id), *spec.tags], home=spec.home,
+                                      on_start=started)
         else:
             result = await runs.resume(job.task_id, approve=job.approve, model=spec.model, home=spec.home,
                                        on_start=started)

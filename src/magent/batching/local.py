@@ -28,7 +28,8 @@ class LocalExecutor(Executor):
             for job in pending:  # each worker takes the next job: rows start in order
                 if report.stopping:
                     return
-                outcome = await run_row(spec, job, self.runs, on_start=lambda task_id, job=job: report.started(job, task_id))
+                outcome = await run_row(spec, job, self.runs,
+                                        on_start=lambda task_id, job=job: report.started(job, task_id))
                 report.finished(job, outcome)
 
         with sharing(pool), limited(limits):

@@ -83,7 +83,7 @@ async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnS
 
     info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=name, task_id=ctx.task.id)
     run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
-               turn.records.call, turn.records.attempt)
+                      turn.records.call, turn.records.attempt)
     verdict: ArgumentVerdict | None = None  # the first block or pause
 
     async def walk(value: Any, path: str) -> Any:
@@ -151,7 +151,7 @@ async def summarize(ctx, agent: Any, node: str, answer: str) -> None:
         info = RailInput("input", "memory", agent=agent.name, node=node, task_id=ctx.task.id)
         records = Records()
         run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
-                   records.call, records.attempt)
+                          records.call, records.attempt)
         s = await screen(answer, rails, run, lambda c: emit_check(ctx, node, info, c))
         records.flush(ctx, node, info)
         if s.outcome != "pass":

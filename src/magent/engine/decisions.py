@@ -76,7 +76,7 @@ def latest_checkpoint(td: TaskDir, none_ok: bool = False):
 
 
 def prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, td: TaskDir,
-                      fork: bool = False):
+                     fork: bool = False):
     """Validate a decision and state updates against the pause; returns (feedback, new state)."""
     feedback = None
     updates: dict[str, Any] = dict(set_values or {})

@@ -126,7 +126,7 @@ async def screen_task(graph, text: str, options, *, node: str | None = None,
         return clients[rail.key]
 
     run = RecordedRun(RailInput("input", source, agent=entry.agent_name), client, gate.records.call,
-               gate.records.attempt)
+                      gate.records.attempt)
     gate.screening = await screen(text, rails, run, gate.records.check)
     gate.text = gate.screening.text
     gate.records.keep_prompts = not gate.blocked and gate.text == text
@@ -158,10 +158,10 @@ class ResultScreen:
         info = dataclasses.replace(self.info, tool=result.tool or self.call.full_name)
         ctx, calls = self.ctx, Records()
         run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), calls.call,
-                   calls.attempt)
+                          calls.attempt)
         self.screening = s = await screen(result.content, self.rails, run,
                                           lambda c: emit_check(self.ctx, self.node, info, c, tool=info.tool,
-                                                          call_id=self.call.id))
+                                                               call_id=self.call.id))
         kept = s.text if s.outcome in ("pass", "pause") else s.stored
         calls.keep_prompts = kept == result.content and s.outcome != "block"
         calls.flush(ctx, self.node, info)   # the judges' calls, once it is known what they may keep
@@ -259,7 +259,7 @@ async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) ->
     info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.task.id)
     records = Records()
     run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,
-               records.attempt)
+                      records.attempt)
     screening = await screen(text, rails, run, records.check)
     records.keep_prompts = (screening.text if screening.outcome in ("pass", "pause") else screening.stored) == text
     return AnswerCheck(screening, info, records)

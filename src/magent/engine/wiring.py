@@ -26,7 +26,7 @@ Sink = Callable[[Event], None]
 
 
 def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
-             start_seq: int, redactor: Redactor | None = None) -> RunContext:
+                 start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
     from magent.trace import may_export
 
