@@ -77,7 +77,7 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
             writer.write(f"HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {len(payload)}\r\n"
                          f"connection: keep-alive\r\n\r\n".encode() + payload)
             await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+    except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
         pass
     finally:
         writer.close()

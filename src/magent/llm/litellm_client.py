@@ -20,6 +20,7 @@ for the import. What it adds on top of ``litellm.acompletion``:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -98,6 +99,11 @@ def warm() -> None:
             pass
 
 
+# What litellm's model map says of a model does not change while a process runs: each answer
+# below is looked up once per model (an unknown model's lookup searches the whole map, and
+# three model calls a task would otherwise repeat it dozens of times).
+
+@functools.lru_cache(maxsize=1024)
 def provider_of(model: str, endpoint: str | None = None) -> str:
     """litellm's provider name for ``model``, or ``""`` when it does not know the model."""
     litellm = load_litellm()
@@ -210,30 +216,11 @@ class LiteLLMClient:
         ``supports_function_calling`` for a model its map knows (an ``ollama_chat/`` model as
         the same ``ollama/`` model); for one it does not know, whether its provider takes tools
         (``TOOL_PROVIDERS``). Never raises."""
-        try:
-            litellm = load_litellm()
-            provider = provider_of(model)
-            name = model.split("/", 1)[1] if "/" in model else model
-            for known in (model, f"ollama/{name}" if provider == "ollama_chat" else None):
-                if known is None or not _in_map(known):
-                    continue
-                native = bool(litellm.supports_function_calling(known))
-                return native, f"litellm's model map says {known} {'calls' if native else 'does not call'} functions"
-            if provider in TOOL_PROVIDERS:
-                return True, f"litellm does not know {model}; {provider} servers take tools"
-            return False, (f"litellm does not know {model} and {provider or 'its provider'} is not known to "
-                           "take tools (tool_calling: native sends them anyway)")
-        except Exception as exc:  # magent's best guess: most servers today take tools
-            return True, f"litellm could not say ({type(exc).__name__}); tools sent natively"
+        return _tool_support(model)
 
     def context_window(self, model: str) -> int | None:
         """Input tokens ``model`` accepts, as litellm's model map has it (None: unknown)."""
-        try:
-            info = load_litellm().get_model_info(model)
-        except Exception:
-            return None
-        window = info.get("max_input_tokens") or info.get("max_tokens")
-        return int(window) if window else None
+        return _context_window(model)
 
     def count_tokens(self, model: str, text: str) -> int | None:
         """Tokens of ``text`` with ``model``'s tokenizer (litellm's ``token_counter``: the
@@ -311,6 +298,36 @@ def _named(model: str, endpoint: str | None, what: str) -> str:
     return f"model {model!r}" + (f" at {endpoint}" if endpoint and endpoint not in what else "")
 
 
+@functools.lru_cache(maxsize=1024)
+def _tool_support(model: str) -> tuple[bool, str]:
+    try:
+        litellm = load_litellm()
+        provider = provider_of(model)
+        name = model.split("/", 1)[1] if "/" in model else model
+        for known in (model, f"ollama/{name}" if provider == "ollama_chat" else None):
+            if known is None or not _in_map(known):
+                continue
+            native = bool(litellm.supports_function_calling(known))
+            return native, f"litellm's model map says {known} {'calls' if native else 'does not call'} functions"
+        if provider in TOOL_PROVIDERS:
+            return True, f"litellm does not know {model}; {provider} servers take tools"
+        return False, (f"litellm does not know {model} and {provider or 'its provider'} is not known to "
+                       "take tools (tool_calling: native sends them anyway)")
+    except Exception as exc:  # magent's best guess: most servers today take tools
+        return True, f"litellm could not say ({type(exc).__name__}); tools sent natively"
+
+
+@functools.lru_cache(maxsize=1024)
+def _context_window(model: str) -> int | None:
+    try:
+        info = load_litellm().get_model_info(model)
+    except Exception:
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if window else None
+
+
+@functools.lru_cache(maxsize=1024)
 def _in_map(model: str) -> bool:
     """Whether litellm's model map knows ``model``."""
     try:
@@ -335,6 +352,8 @@ def cost_of(model: str, tokens_in: int, tokens_out: int, usage: Any = None) -> f
     Given the provider's whole ``usage`` (litellm's ``Usage``), litellm prices cache reads, cache
     writes and reasoning at their own rates; the counts alone would price every prompt token
     at the full input rate."""
+    if not _priced(model):
+        return None
     try:
         if usage is not None:
             prompt, completion = load_litellm().cost_per_token(model=model, usage_object=usage)
@@ -344,6 +363,17 @@ def cost_of(model: str, tokens_in: int, tokens_out: int, usage: Any = None) -> f
         return float(prompt) + float(completion)
     except Exception:
         return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _priced(model: str) -> bool:
+    """Whether litellm's price map has ``model`` (asked once: an unpriced model's every call
+    would otherwise search the whole map again to say the same)."""
+    try:
+        load_litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+    except Exception:
+        return False
+    return True
 
 
 def check_endpoint_allowed(model: str, endpoint: str | None) -> None:
@@ -363,6 +393,7 @@ def check_endpoint_allowed(model: str, endpoint: str | None) -> None:
                    "allows only endpoints on 127.0.0.1/localhost")
 
 
+@functools.lru_cache(maxsize=1024)
 def _supports_schema(model: str) -> bool:
     """litellm's ``supports_response_schema`` (native structured output); False when unknown."""
     try:
