@@ -116,7 +116,7 @@ def test_the_quick_argument_check_never_passes_what_the_validator_refuses() -> N
     import itertools
 
     from magent.config.schemas import first_problem
-    from magent.tools.registry import make_validator, quick_check
+    from magent.tools.validation import make_validator, quick_check
 
     schemas = [
         {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 from magent.errors import ToolError, UsageError
 from magent.models import Tool
 from magent.tools.base import ToolResult
-from magent.tools.registry import ToolRegistry, check_arguments
+from magent.tools.registry import ToolRegistry
+from magent.tools.validation import check_arguments
 from magent.tools.setup import ToolConfig, build_registry, load_tool_config
 
 

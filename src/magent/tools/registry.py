@@ -23,6 +23,7 @@ from magent.models.tools import RetryPolicy, ToolLimits
 from magent.tools.attempts import policy_for, with_retries
 from magent.tools.base import ToolProvider, ToolResult
 from magent.tools.ratelimit import RateLimited, RateLimiter
+from magent.tools.validation import checks_for
 
 PROVIDER_GRACE_SECONDS = 15.0
 """Slack past a tool's timeout for its provider to cancel the call and stop a hung server."""
@@ -311,7 +312,7 @@ class ToolRegistry:
         schema = tool.input_schema
         cached = self._validators.get(tool.full_name)
         if cached is None or (cached[0] is not schema and cached[0] != schema):
-            cached = self._validators[tool.full_name] = (schema, make_validator(schema), quick_check(schema))
+            cached = self._validators[tool.full_name] = (schema, *checks_for(schema))
         _, validator, quick = cached
         if quick is not None and quick(arguments):
             return None
@@ -368,69 +369,3 @@ def matches(name: str, patterns: Iterable[str], deny: Iterable[str] = ()) -> boo
     """Whether ``name`` matches one of ``patterns`` (``server.tool``, ``server.*``) and none of ``deny``."""
     return any(fnmatch.fnmatchcase(name, p) for p in patterns) and \
         not any(fnmatch.fnmatchcase(name, d) for d in deny)
-
-
-def make_validator(schema: dict[str, Any]) -> Any:
-    """A jsonschema validator for a tool's input schema, or None when the schema itself is broken."""
-    import jsonschema
-
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        return cls(schema)
-    except jsonschema.exceptions.SchemaError:
-        return None  # a server's broken schema should not block the call
-
-
-_QUICK_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "object": (dict,), "array": (list,), "null": (type(None),)}
-"""A JSON Schema type and the Python types whose values are surely of it (``type(v)``, so a bool
-is no integer; an integral float, which is, is left to the validator)."""
-
-
-def quick_check(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
-    """For an input schema of the usual shape (an object, properties that name only a type,
-    required names, additionalProperties true or false; annotations), a check that returns True
-    only when the validator would find nothing wrong (it costs about a microsecond, jsonschema
-    about 13 for one integer argument); False means: ask the validator. None for any other shape."""
-    if not isinstance(schema, dict) or schema.get("type") != "object" or not set(schema) <= {
-            "type", "properties", "required", "additionalProperties", "description", "title"}:
-        return None
-    properties = schema.get("properties", {})
-    required = schema.get("required", [])
-    extra = schema.get("additionalProperties", True)
-    if not isinstance(properties, dict) or not isinstance(required, list) or extra not in (True, False) \
-            or not all(isinstance(name, str) for name in required):
-        return None
-    types: dict[str, tuple[type, ...] | None] = {}
-    for name, sub in properties.items():
-        if not isinstance(sub, dict) or not set(sub) <= {"type", "description", "title"}:
-            return None
-        kind = sub.get("type")
-        if kind is None:
-            types[name] = None  # anything goes
-        elif isinstance(kind, str) and kind in _QUICK_TYPES:
-            types[name] = _QUICK_TYPES[kind]
-        else:
-            return None
-
-    def check(arguments: dict[str, Any]) -> bool:
-        for name in required:
-            if name not in arguments:
-                return False
-        for name, value in arguments.items():
-            if name in types:
-                allowed = types[name]
-                if allowed is not None and type(value) not in allowed:
-                    return False
-            elif extra is False:
-                return False
-        return True
-
-    return check
-
-
-def check_arguments(tool: Tool, arguments: dict[str, Any]) -> str | None:
-    """First problem of ``arguments`` against the tool's input schema, or None."""
-    return first_problem(make_validator(tool.input_schema), arguments)
