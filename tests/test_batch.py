@@ -50,6 +50,10 @@ def test_batch_runs_every_row_as_a_tagged_task_and_reports_results(magent_home: 
     listed = invoke("tasks", "list", "--tag", f"batch:{batch}", "--json")
     assert listed.code == 0, listed.err
     assert {t["id"] for t in json.loads(listed.out)} == {line["task_id"] for line in lines}
+    # the short id every batch command takes finds the same tasks
+    short = invoke("tasks", "list", "--tag", f"batch:{batch[:8]}", "--json")
+    assert short.code == 0, short.err
+    assert {t["id"] for t in json.loads(short.out)} == {line["task_id"] for line in lines}
 
     shown = invoke("batch", "list")
     assert f"{batch[:8]}" in shown.out and "3 completed, 1 paused" in shown.out

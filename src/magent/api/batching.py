@@ -102,6 +102,8 @@ class BatchProgress:
     cost: float
     stopped_by: str | None = None
     """Why no more rows will be started (``max_failures``), once that happened."""
+    unpriced: int = 0
+    """Model calls without a known price so far: ``cost`` is a lower bound (or unknown)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class BatchRun:
     tokens: int
     cost: float
     skipped: list[SkippedRow] = field(default_factory=list)
+    unpriced: int = 0
+    """Model calls without a known price: ``cost`` is a lower bound (or unknown)."""
 
     @property
     def results(self) -> list["AgentResult"]:
@@ -332,7 +336,7 @@ async def _drive(batch_dir: Any, execu: "Executor", jobs: list["Job"], options: 
                 on_progress(BatchProgress(row=job.row.number, finished=row, done=driver.done,
                                           running=driver.running, counts=dict(driver.counts),
                                           tokens=driver.tokens, cost=driver.cost,
-                                          stopped_by=driver.stopped_by))
+                                          stopped_by=driver.stopped_by, unpriced=driver.unpriced))
 
         driver = Driver(total=len(jobs), max_failures=options.max_failures, on_change=change)
         await drive(execu, jobs, driver)
@@ -343,7 +347,7 @@ async def _drive(batch_dir: Any, execu: "Executor", jobs: list["Job"], options: 
         counts[key] = counts.get(key, 0) + n
     return BatchRun(batch_id=batch_dir.id, rows=[finished[n] for n in sorted(finished)], counts=counts,
                     already=dict(start.already), stopped_by=driver.stopped_by, tokens=driver.tokens,
-                    cost=driver.cost, skipped=list(start.skipped))
+                    cost=driver.cost, skipped=list(start.skipped), unpriced=driver.unpriced)
 
 
 def _outcome_row(job: "Job", outcome: "Outcome") -> BatchRow:

@@ -22,6 +22,8 @@ class Summary:
     counts: dict[str, int] = field(default_factory=dict)
     tokens: int = 0
     cost: float = 0.0
+    unpriced: int = 0
+    """Model calls without a known price: ``cost`` is a lower bound, or unknown."""
     running: bool = False
     """A process is driving the batch now."""
     doc: dict[str, Any] = field(default_factory=dict)
@@ -29,6 +31,7 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "created_at": self.created_at, "target": self.target, "rows": self.rows,
                 "counts": self.counts, "tokens": self.tokens, "cost": round(self.cost, 6),
+                "unpriced": self.unpriced,
                 "running": self.running, "options": self.doc.get("options"), "inputs": self.doc.get("inputs")}
 
 
@@ -52,6 +55,7 @@ def summary(batch: BatchDir) -> Summary:
         if task is not None:
             out.tokens += task.usage.input + task.usage.output
             out.cost += task.usage.cost or 0.0
+            out.unpriced += task.usage.unpriced
     if skipped:
         counts["skipped"] = skipped
     left = rows - sum(counts.values())

@@ -58,6 +58,8 @@ class Driver(Report):
     running: int = 0
     tokens: int = 0
     cost: float = 0.0
+    unpriced: int = 0
+    """Model calls no price map could price: the cost is a lower bound, or unknown."""
     on_change: Callable[["Driver", Job, Outcome | None], None] = lambda d, j, o: None
     stopped_by: str | None = None
     failures: int = 0
@@ -73,6 +75,8 @@ class Driver(Report):
         result = outcome.result or {}
         self.tokens += int((result.get("token_usage") or {}).get("total") or 0)
         self.cost += float(result.get("cost_estimate") or 0.0)
+        by_model = (result.get("token_usage") or {}).get("by_model") or {}
+        self.unpriced += sum(int((u or {}).get("unpriced") or 0) for u in by_model.values())
         if status in ("failed",):
             self.failures += 1
             if self.max_failures is not None and self.failures >= self.max_failures and not self.stopping:

@@ -181,6 +181,7 @@ def show(batch_id: BatchId, json_out: Annotated[bool, typer.Option("--json", hel
     """
     from magent.api.batching import batch_details
     from magent.cli.output import print_json
+    from magent.money import cost_phrase
 
     details = batch_details(batch_id)
     s = details.summary
@@ -192,7 +193,7 @@ def show(batch_id: BatchId, json_out: Annotated[bool, typer.Option("--json", hel
     print(f"  inputs   {(s.doc.get('inputs') or {}).get('path')} ({s.rows} rows)")
     print(f"  created  {s.created_at[:19].replace('T', ' ')}")
     print(f"  rows     {_counts(s.counts)}")
-    print(f"  usage    {s.tokens:,} tokens, ${s.cost:.4f}")
+    print(f"  usage    {s.tokens:,} tokens, {cost_phrase(s.cost, s.unpriced)}")
     for r in (row.as_dict() for row in details.not_completed):
         task = f"task {r['task_id'][:8]}" if r.get("task_id") else ""
         why = (r.get("pause") or {}).get("question") or (r.get("error") or {}).get("message") or ""

@@ -9,6 +9,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from magent.money import cost_phrase
+
 if TYPE_CHECKING:
     from magent.api.batching import BatchProgress, BatchRow, BatchRun, BatchStart
 
@@ -106,7 +108,7 @@ class View:
                  f"paused {c.get('awaiting_human', 0)}", f"running {p.running}"]
         if c.get("interrupted"):
             parts.append(f"interrupted {c['interrupted']}")
-        parts += [f"{p.tokens:,} tokens", f"${p.cost:.4f}", f"{p.done / elapsed:.1f} rows/s"]
+        parts += [f"{p.tokens:,} tokens", cost_phrase(p.cost, p.unpriced), f"{p.done / elapsed:.1f} rows/s"]
         return " · ".join(parts)
 
     @staticmethod
@@ -128,15 +130,17 @@ class View:
         elapsed = time.monotonic() - self.began
         if done is not None:
             counts, tokens, cost, stopped_by = done.counts, done.tokens, done.cost, done.stopped_by
+            unpriced = done.unpriced
         else:
             counts = dict(self.already)
             for key, n in (self.last.counts if self.last else {}).items():
                 counts[key] = counts.get(key, 0) + n
             tokens, cost, stopped_by = ((self.last.tokens, self.last.cost, self.last.stopped_by) if self.last
                                         else (0, 0.0, None))
+            unpriced = self.last.unpriced if self.last else 0
         words = describe_counts(counts)
         print(f"batch {batch}: {words or 'nothing to run'} in {elapsed:.1f}s "
-              f"({tokens:,} tokens, ${cost:.4f})", file=out)
+              f"({tokens:,} tokens, {cost_phrase(cost, unpriced)})", file=out)
         if stopped_by:
             print(f"batch {batch}: {stopped_by}; `magent batch resume {batch}` starts the rest", file=out)
         paused = counts.get("awaiting_human", 0)

@@ -47,7 +47,12 @@ def list_tasks(
         after = parse_since(since) if since is not None else None
     except ValueError as exc:
         raise UsageError(f"--since: {exc}") from None
-    where = TaskFilter(search=search, tags=tuple(tag or ()), workflow=workflow, model=model, since=after)
+    tags = tuple(tag or ())
+    if any(t.startswith("batch:") for t in tags):  # batch:SHORT, as every batch command takes it
+        from magent.store.batches import full_tag
+
+        tags = tuple(full_tag(t) for t in tags)
+    where = TaskFilter(search=search, tags=tags, workflow=workflow, model=model, since=after)
     problems: list[str] = []
     collector.reading()
     rows = tasks(status, problems=problems, where=where, documents=json_out)

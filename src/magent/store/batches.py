@@ -150,6 +150,20 @@ def find(text: str) -> BatchDir:
     return matches[0]
 
 
+def full_tag(tag: str) -> str:
+    """``batch:PREFIX`` as ``batch:ID`` when PREFIX begins exactly one batch's id (every batch
+    command takes a prefix, so a listing by tag does too); any other tag as given. A prefix of
+    several batches is a ``BatchNotFoundError`` that says so."""
+    kind, _, text = tag.partition(":")
+    text = text.strip().lower()
+    if kind != "batch" or not text or len(text) >= 36 or any(c not in "0123456789abcdef-" for c in text):
+        return tag
+    matches = [b.id for b in all_batches() if b.id.startswith(text)]
+    if len(matches) > 1:
+        raise BatchNotFoundError(f"--tag {tag}: {text!r} begins {len(matches)} batch ids; give more of it")
+    return f"batch:{matches[0]}" if matches else tag
+
+
 def prune(existing: set[str] | None = None) -> list[str]:
     """Remove the records of batches none of whose tasks exist any more (after a retention
     sweep removed them), unless a process is driving the batch. Returns the removed ids."""
