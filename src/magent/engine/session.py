@@ -23,6 +23,7 @@ from magent.engine.decisions import (
 from magent.engine.events import EventBus, resumed_seq
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
+from magent.engine.offloop import off_loop
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
 from magent.engine.toolbox import prepare, prepared
@@ -71,9 +72,9 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                         "model_override": options.model_override, "initial": redactor.data(initial or {}),
                         "durability": durability_of(options, graph),
                         **({"budget": budget} if budget else {})}})
-        lock = TaskDir(store, task.id).lock().acquire()
+        lock = await off_loop(TaskDir(store, task.id).lock().acquire)
         try:
-            td = store.create_task(task)
+            td = await off_loop(store.create_task, task)
             failpoints.hit("after_task_created")
             if on_task:
                 on_task(task)
@@ -89,7 +90,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                 await close_run(ctx)
             return reported(ctx, outcome)
         finally:
-            lock.release()
+            await off_loop(lock.release)
 
 
 async def _first_node(ctx: RunContext, gate: guard.TaskGate) -> RunOutcome:

@@ -13,6 +13,7 @@ from magent import failpoints
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.events import EventBus
 from magent.engine.graph import Graph
+from magent.engine.offloop import off_loop
 from magent.engine.toolbox import RunNeeds
 from magent.models import Event, Task
 from magent.redact import Redactor
@@ -113,6 +114,12 @@ def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
+def _write_out(td: TaskDir, write_trace: Callable[[TaskDir], Any]) -> None:
+    """trace.json written, then the task's files closed (in a worker thread: ``close_run``)."""
+    write_trace(td)
+    td.close()
+
+
 async def close_run(ctx: RunContext) -> None:
     """End the run however it stopped: its tool servers closed, its files synced, its trace written."""
     from magent.trace import write_trace
@@ -125,9 +132,10 @@ async def close_run(ctx: RunContext) -> None:
         if ctx.registry is not None:
             await asyncio.shield(ctx.registry.close())
     finally:
+        # The sync settles the group commit's work on the loop's thread, which owns it; what
+        # follows touches only this task's files.
         ctx.td.sync()
         failpoints.hit("before_trace")
-        write_trace(ctx.td)
-        ctx.td.close()
+        await off_loop(_write_out, ctx.td, write_trace)
         if ctx.telemetry is not None:
             ctx.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does

@@ -1,0 +1,64 @@
+"""A run's lock, its task directory and its trace are written off the event loop's thread
+(issue 34): their fsyncs, done on it, stalled every other task of the process. They are still
+made (in a worker thread), in the same order."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import magent
+from magent.testing import FunctionModel
+
+AGENT = """name: keeper
+role: stores things
+system_prompt: Store it.
+tools: [kv.*]
+llm_config: {model: openai/gpt-4o-mini}
+"""
+MOVED = {"acquire", "create_task", "write_trace"}
+"""Where the fsyncs of the lock's note, the new task.json and trace.json are made."""
+
+
+def reply(request: Any) -> Any:
+    if not any(m.role == "tool" for m in request.messages):
+        return {"tool_calls": [{"name": "kv.set", "arguments": {"key": "city", "value": "Lyon"}}]}
+    return "stored"
+
+
+def test_lock_task_and_trace_fsyncs_leave_the_loops_thread(tmp_path: Path, magent_home: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[bool, set[str]]] = []
+    real = os.fsync
+
+    def recorded(fd: int) -> None:
+        names, frame = set(), sys._getframe(1)
+        while frame is not None:
+            names.add(frame.f_code.co_name)
+            frame = frame.f_back
+        seen.append((threading.current_thread() is threading.main_thread(), names & MOVED))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recorded)
+    agent = tmp_path / "keeper.yaml"
+    agent.write_text(AGENT)
+    definition = magent.load(agent)
+
+    async def tasks() -> list:
+        return await asyncio.gather(*(magent.arun(definition, f"job {i}", llm=FunctionModel(reply))
+                                      for i in range(4)))
+
+    results = asyncio.run(tasks())
+    assert all(r.success for r in results), [r.error for r in results]
+    on_loop = set().union(*(where for main, where in seen if main))
+    elsewhere = set().union(*(where for main, where in seen if not main))
+    assert on_loop == set(), on_loop
+    assert elsewhere == MOVED  # still made durable, in a worker thread
+    for r in results:  # and whole: the trace and the task read back as usual
+        assert magent.read_trace(r.task_id).status == "completed"
