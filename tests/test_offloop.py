@@ -4,7 +4,6 @@ made (in a worker thread), in the same order."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -14,14 +13,8 @@ from typing import Any
 import pytest
 
 import magent
-from magent.testing import FunctionModel
+from support.engine import arun_at_once
 
-AGENT = """name: keeper
-role: stores things
-system_prompt: Store it.
-tools: [kv.*]
-llm_config: {model: openai/gpt-4o-mini}
-"""
 MOVED = {"acquire", "create_task", "write_trace"}
 """Where the fsyncs of the lock's note, the new task.json and trace.json are made."""
 
@@ -46,16 +39,7 @@ def test_lock_task_and_trace_fsyncs_leave_the_loops_thread(tmp_path: Path, magen
         real(fd)
 
     monkeypatch.setattr(os, "fsync", recorded)
-    agent = tmp_path / "keeper.yaml"
-    agent.write_text(AGENT)
-    definition = magent.load(agent)
-
-    async def tasks() -> list:
-        return await asyncio.gather(*(magent.arun(definition, f"job {i}", llm=FunctionModel(reply))
-                                      for i in range(4)))
-
-    results = asyncio.run(tasks())
-    assert all(r.success for r in results), [r.error for r in results]
+    results = arun_at_once(tmp_path, reply, 4)
     on_loop = set().union(*(where for main, where in seen if main))
     elsewhere = set().union(*(where for main, where in seen if not main))
     assert on_loop == set(), on_loop

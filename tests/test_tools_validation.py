@@ -3,23 +3,13 @@ checking a schema against its metaschema costs more than the call it guards."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-import magent
-from magent.testing import FunctionModel
-
-AGENT = """name: keeper
-role: stores things
-system_prompt: Store it.
-tools: [kv.*]
-llm_config: {model: openai/gpt-4o-mini}
-"""
-
+from support.engine import arun_at_once
 
 SEEN: list[str] = []
 """What each task's model was told of its two tool calls, when it answers."""
@@ -45,16 +35,7 @@ def test_many_tasks_make_each_tools_validator_once(tmp_path: Path, magent_home: 
         return real(schema, *args, **kwargs)
 
     monkeypatch.setattr(jsonschema.validators, "validator_for", counted)
-    agent = tmp_path / "keeper.yaml"
-    agent.write_text(AGENT)
-    definition = magent.load(agent)
-
-    async def tasks() -> list:
-        return await asyncio.gather(*(magent.arun(definition, f"job {i}", llm=FunctionModel(reply))
-                                      for i in range(6)))
-
-    results = asyncio.run(tasks())
-    assert all(r.success for r in results), [r.error for r in results]
+    results = arun_at_once(tmp_path, reply, 6)
     # each task saw its bad call refused with the schema's own words, its good one stored
     assert len(SEEN) == 6
     for text in SEEN:

@@ -97,3 +97,29 @@ def env_without_debug() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("MAGENT_DEBUG", None)
     return env
+
+
+KEEPER = """name: keeper
+role: stores things
+system_prompt: Store it.
+tools: [kv.*]
+llm_config: {model: openai/gpt-4o-mini}
+"""
+"""An agent with the kv tools, for runs whose model is a ``magent.testing`` double."""
+
+
+def arun_at_once(folder: Path, reply: Any, n: int, agent: str = KEEPER) -> list:
+    """``n`` tasks of ``agent`` at once (``asyncio.gather(magent.arun(...))``), each answered by
+    ``FunctionModel(reply)``; their ``AgentResult``s, every one checked to have succeeded."""
+    import magent
+    from magent.testing import FunctionModel
+
+    definition = magent.load(write(folder, "keeper.yaml", agent))
+
+    async def tasks() -> list:
+        return await asyncio.gather(*(magent.arun(definition, f"job {i}", llm=FunctionModel(reply))
+                                      for i in range(n)))
+
+    results = asyncio.run(tasks())
+    assert all(r.success for r in results), [r.error for r in results]
+    return results
