@@ -80,7 +80,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                 on_task(task)
             ctx = open_context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
             try:
-                _begin(ctx, gate, initial, target=target)
+                await _begin(ctx, gate, initial, target=target)
                 if gate.blocked:
                     outcome = Executor(ctx).fail(gate.failure, "guardrail")
                 else:
@@ -101,7 +101,7 @@ async def _first_node(ctx: RunContext, gate: guard.TaskGate) -> RunOutcome:
     return await Executor(ctx).run()  # it starts the tool servers for the first node that may call one
 
 
-def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | None, target: str | None,
+async def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | None, target: str | None,
            resumed: bool = False) -> None:
     """The first moments of a run: what the task text's rails did, its first message, checkpoint 0,
     then status ``running`` (unless a rail blocked the text: then nothing of it is written)."""
@@ -118,8 +118,8 @@ def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any] | Non
         return
     ctx.add_message(Message(role="user", content=gate.text), node=None)
     ctx.checkpoint("run_start")
-    ctx.task = ctx.td.save_task(ctx.task.model_copy(update={"status": TaskStatus.running,
-                                                            "started_at": now(), "error": None}))
+    ctx.task = await off_loop(ctx.td.save_task, ctx.task.model_copy(update={
+        "status": TaskStatus.running, "started_at": now(), "error": None}))
 
 
 async def resume_run(task_ref: str, *, decision: Decision | None = None, set_values: dict[str, Any] | None = None,
@@ -191,7 +191,7 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     try:
         for note in notes:
             ctx.bus.emit("warning", None, message=note)
-        _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
+        await _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
         if gate.blocked:
             outcome = Executor(ctx).fail(gate.failure, "guardrail")
         else:
