@@ -9,6 +9,15 @@ interleaved in blocks, CONCURRENT at a time. Prints the CPU per call of each and
 with ``python -m pstats FILE``) and prints the 25 costliest functions by own time.
 
     python benchmarks/model_call.py [CALLS=400] [--concurrency 16] [--profile FILE]
+
+What it showed (litellm 1.110, openai 3.57, a busy 2-core machine): magent 11.2 ms a call, a bare
+``litellm.acompletion(stream=True)`` 11.6 ms, ``stream=False`` 4.3-5.8 ms, the SDK 2.9 ms. magent's
+own share is small once the model map is asked once per model; the rest is litellm's streaming
+path (``stream_chunk_builder`` in a thread, then its success handler: logging payload and a cost
+lookup, run for every call with no callback set), which no public setting turns off. The
+smallest change that would reach 1.5x: ask litellm without streaming when nobody listens to the
+tokens (a batch row, the API without ``on_token``), or call OpenAI-compatible endpoints through
+the openai SDK that litellm already brings, keeping litellm for other providers and prices.
 """
 
 from __future__ import annotations
