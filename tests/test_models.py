@@ -246,7 +246,7 @@ def test_task_timestamps_are_aware_and_default_to_now():
 ])
 def test_on_disk_documents_carry_schema_version(doc):
     dumped = json.loads(doc().model_dump_json())
-    assert dumped["schema_version"] == SCHEMA_VERSION == 18
+    assert dumped["schema_version"] == SCHEMA_VERSION == 19
 
 
 # Checkpoint and Human Feedback ------------------------------------------------------------

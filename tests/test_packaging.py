@@ -53,7 +53,7 @@ def test_the_build_is_clean_and_the_sdist_holds_the_tests_and_examples(built: di
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for folder in ("tests", "examples", "benchmarks", "docs"):
         files = {p.relative_to(built["src"]).as_posix() for p in (built["src"] / folder).rglob("*")
-                 if p.is_file() and "__pycache__" not in p.parts}
+                 if p.is_file() and "__pycache__" not in p.parts and "node_modules" not in p.parts}
         assert files and files <= names, sorted(files - names)
     assert {"LICENSE", "README.md", "setup.py", ".ci/run", "tests/conftest.py", "requirements/test.txt",
             "scripts/lock", "scripts/check-latest"} <= names

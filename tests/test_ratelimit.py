@@ -159,10 +159,10 @@ def test_a_refused_call_is_an_observation_the_model_sees(tmp_path: Path, toolbox
 
 
 @pytest.mark.parametrize("limit,message", [
-    ({"calls": 0, "per_seconds": 1}, "servers[0].rate_limit.calls: input should be greater than 0"),
-    ({"calls": 2, "per_seconds": 0}, "servers[0].rate_limit.per_seconds: input should be greater than 0"),
-    ({"calls": 2, "per_seconds": 1, "on_limit": "sleep"}, "servers[0].rate_limit.on_limit: input should be "
-                                                           "'wait' or 'refuse'"),
+    ({"calls": 0, "per_seconds": 1}, "servers[0].rate_limit.calls: expected more than 0"),
+    ({"calls": 2, "per_seconds": 0}, "servers[0].rate_limit.per_seconds: expected more than 0"),
+    ({"calls": 2, "per_seconds": 1, "on_limit": "sleep"}, "servers[0].rate_limit.on_limit: 'sleep' is not "
+                                                           "one of wait, refuse"),
     ({"calls": 2}, "servers[0].rate_limit.per_seconds: missing required field 'per_seconds'"),
 ])
 def test_a_bad_rate_limit_is_a_config_error_naming_the_field(tmp_path: Path, limit: dict, message: str) -> None:

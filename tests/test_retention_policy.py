@@ -138,13 +138,13 @@ def test_read_record_reports_what_is_wrong(magent_home: Path, content, says):
 
 # bad policy files: one clear line, exit 2, nothing deleted
 BAD_POLICIES = [
-    ("default_days: -1\n", "retention_policy.yaml:1:1: default_days: input should be greater than or equal to 0"),
-    ("by_task:\n  debug: -3\n", "retention_policy.yaml:2:3: by_task.debug: input should be greater than or equal to 0"),
+    ("default_days: -1\n", "retention_policy.yaml:1:1: default_days: expected 0 or more"),
+    ("by_task:\n  debug: -3\n", "retention_policy.yaml:2:3: by_task.debug: expected 0 or more"),
     ("by_status:\n  failed: -14\n", "retention_policy.yaml:2:3: by_status.failed"),
     ("by_status:\n  done: 3\n", "retention_policy.yaml:2:3: by_status.done"),
     ("default_days: [7\n", "retention_policy.yaml:2:1:"),
     ("- default_days: 7\n", "expected a mapping of fields"),
-    ("keep_checkpoints: 0\n", "keep_checkpoints: input should be greater than 0"),
+    ("keep_checkpoints: 0\n", "keep_checkpoints: expected more than 0"),
     ("default_days: 7\nkeep_days: 3\n", "unknown field 'keep_days'"),
 ]
 

@@ -125,7 +125,7 @@ responses:
 
 
 @pytest.mark.parametrize("retry,words", [
-    ("{max_attempts: 0}", "retry.max_attempts: input should be greater than or equal to 1"),
+    ("{max_attempts: 0}", "retry.max_attempts: expected 1 or more"),
     ("{on: [sometimes]}", "retry.on[0]: "),
     ("{backoff: -1}", "retry.backoff: "),
 ])

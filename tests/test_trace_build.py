@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from magent.models import TraceLog
+from magent.schema import SCHEMA_VERSION
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider, ToolFailure
 from magent.trace import attempts, build_trace, compress_actions, hydrate, write_trace
@@ -216,7 +217,7 @@ def test_a_compact_trace_of_schemas_6_to_17_reads_back_whole() -> None:
                                         "tool_calls": [{"name": "kv.get", "args": {"key": "a"}}]}, {"thinking": "c"}],
         "schema_version": 17}
     back = migrate("trace", small)
-    assert back.pop("schema_version") == 18
+    assert back.pop("schema_version") == SCHEMA_VERSION
     for want in doc["actions"]:
         for c in want["tool_calls"]:
             del c["result"]                                  # the actions' copies: hydrate's part
