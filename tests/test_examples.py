@@ -27,24 +27,39 @@ def test_every_example_file_validates(path: Path) -> None:
     assert result.out.startswith("ok")
 
 
-def readme_tour() -> list[str]:
+def readme_tour() -> list[tuple[str, str]]:
+    """The tour's commands, each with its comment (empty where it has none)."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## A tour", 1)[1].split("\n## ", 1)[0]
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", section, re.S):
         for line in block.splitlines():
-            line = line.split("  #", 1)[0].strip()
-            if line.startswith("magent "):
-                commands.append(line)
+            line, _, comment = line.partition("  #")
+            if line.strip().startswith("magent "):
+                commands.append((line.strip(), comment.strip()))
     return commands
+
+
+def check_comment(command: str, comment: str, code: int, out: str) -> None:
+    """What a tour comment promises is what a terminal shows: a quoted line is printed, a step
+    said to hold a tool call holds one, and a command that stops for a person says how a
+    terminal user gets past its inline prompt (``--no-input``, or the comment says press ``l``)."""
+    if code == 3 and command.split()[1] in ("run", "resume", "chat"):   # those ask inline
+        assert "--no-input" in command or "press `l`" in comment, (
+            f"{command!r} stops at an inline prompt in a terminal; give it --no-input or say to press `l`")
+    for quoted in re.findall(r'"([^"]+)"', comment):
+        shown = quoted.split("...", 1)[0].strip()
+        assert shown in out, f"{command!r} promises {quoted!r}:\n{out}"
+    if "--step" in command and "tool call" in comment:
+        assert "tool call 1:" in out, f"{command!r} promises a tool call:\n{out}"
 
 
 def run_tour(magent, folder: Path, background=None) -> None:
     """Run the README's tour with ``magent(*args) -> (exit code, stdout, stderr)`` in ``folder``
     (the one holding ``examples/``): globs expanded as a shell would, ``<ID>`` the task id the
-    last run printed, runs with ``--no-input``. A command ending in ``&`` runs as a process of
-    its own, ``background(args) -> Popen`` (default: ``python -m magent``), while the next ones
-    run; its task id is the first line it prints, and it must end with 0 or 3 by the tour's end."""
+    last run printed, each comment held to its word (``check_comment``). A command ending in
+    ``&`` runs as a process of its own, ``background(args) -> Popen`` (default: ``python -m
+    magent``), while the next ones run; its task id is the first line it prints, and it must end with 0 or 3 by the tour's end."""
     commands = readme_tour()
     assert len(commands) >= 10
     task_id = None
@@ -53,7 +68,7 @@ def run_tour(magent, folder: Path, background=None) -> None:
         [sys.executable, "-m", "magent", *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True))
     try:
-        for command in commands:
+        for command, comment in commands:
             behind = command.endswith("&")
             command = command.rstrip("&").strip()
             args = []
@@ -62,8 +77,6 @@ def run_tour(magent, folder: Path, background=None) -> None:
             if "<ID>" in command:
                 assert task_id, f"{command!r} needs a task id but no command printed one"
                 args = [task_id if a == "<ID>" else a for a in args]
-            if args[0] == "run":
-                args.append("--no-input")
             if behind:
                 proc = background(args)
                 started.append((command, proc))
@@ -73,6 +86,7 @@ def run_tour(magent, folder: Path, background=None) -> None:
                 continue
             code, out, err = magent(*args)
             assert code in (0, 3), f"{command}\n{out}\n{err}"
+            check_comment(command, comment, code, out)
             if out.startswith("task "):
                 task_id = out.split()[1]
     finally:
