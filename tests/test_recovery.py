@@ -275,6 +275,8 @@ def test_a_run_piped_into_head_stops_as_an_interrupted_resumable_task(tmp_path: 
     assert len(piped.stdout.splitlines()) == 3
     assert "magent exit 130" in piped.stderr, piped.stderr
     assert "stdout was closed" in piped.stderr and "Traceback" not in piped.stderr
+    assert piped.stderr.count("interrupted") == 1, piped.stderr   # said once, not as an error too
+    assert "error" not in piped.stderr
     assert "BrokenPipeError" not in piped.stderr
     task_id = only_task(magent_home)
     td = task_dir(task_id)

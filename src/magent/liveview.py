@@ -254,17 +254,24 @@ class EventPrinter:
         self.out.print(f"  [bold red]✗ {ev.field('message')}[/]", highlight=False)
 
     def _on_awaiting_human(self, ev: Any) -> None:
-        self.out.print(f"[bold yellow]⏸ waiting for a person at '{ev.node}'[/]: {ev.field('question')}")
-        if ev.field("output"):
+        self.pause(ev.node, ev.field("question"), ev.field("output"))
+
+    def pause(self, node: str, question: str, output: str | None) -> None:
+        """What a paused run asks, and the output to judge."""
+        self.out.print(f"[bold yellow]⏸ waiting for a person at '{node}'[/]: {question}")
+        if output:
             self.out.print("[dim]output to judge:[/]")
-            text = ev.field("output").strip()
+            text = output.strip()
             if len(text) > 3000:
                 text = text[:3000] + f"… [{len(text) - 3000} more characters: magent checkpoints show {self.task_id}]"
             self.out.print("  " + text.replace("\n", "\n  "), markup=False)
 
     def _on_interrupted(self, ev: Any) -> None:
+        import sys
+
         self.said_interrupted = True
-        self.err.print(f"[yellow]interrupted[/]: the task was checkpointed; continue with "
+        cause = "stdout was closed; " if getattr(sys.stdout, "gone", False) else ""  # ``run | head``
+        self.err.print(f"[yellow]interrupted[/]: {cause}the task was checkpointed; continue with "
                        f"`magent resume {self.task_id[:8]}`", highlight=False)
 
     def _on_run_finished(self, ev: Any) -> None:

@@ -108,9 +108,12 @@ def resume(
     sets = parse_sets(set_ or [])
     view = RunView(json_out, quiet, stream=stream)
     forked = from_checkpoint is not None
+    answer: dict[str, Any] = {"approve": approve, "reject": reject, "modify": modify, "message": message,
+                              "budget": budget}
+    if not (approve or reject or modify or forked) and view.interactive(no_input):
+        answer = view.answer_first(task_id) or answer
     result = view.go(lambda live: api.aresume(
-        task_id, approve=approve, reject=reject, modify=modify, message=message, set=sets,
-        from_checkpoint=from_checkpoint, model=model, budget=budget,
+        task_id, **answer, set=sets, from_checkpoint=from_checkpoint, model=model,
         durability=durability.value if durability else None,
         on_start=lambda t: view.announce(t.id, t.workflow if forked else "resumed", forked=forked),
         **live), model=model, no_input=no_input)
@@ -193,8 +196,8 @@ class RunView:
             return run_async(make)
         except Interrupted as exc:
             task_id = self.printer.task_id if self.printer is not None else self.task_id
-            if self.printer is not None and self.printer.said_interrupted and exc.cause is None:
-                raise typer.Exit(EXIT_INTERRUPTED) from None  # the live view has said it (Ctrl-C)
+            if self.printer is not None and self.printer.said_interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED) from None  # the live view has said it, and why
             if task_id:
                 cause = f"{exc.cause}; " if exc.cause else ""
                 raise Interrupted(f"interrupted: {cause}task {task_id[:8]} was checkpointed; continue with "
@@ -213,20 +216,51 @@ class RunView:
         return {"on_event": after_first(self.printer.print_event),
                 "on_token": None if self.quiet else self.printer.token}
 
+    def answer_first(self, task_id: str) -> dict[str, Any] | None:
+        """A paused task resumed in a terminal without an answer: show its question and ask it
+        inline (None: it is not paused). Answered ``l``ater, it stays paused (exit 3)."""
+        from magent import api
+        from magent.errors import EXIT_PAUSED
+
+        known = api.task(task_id)
+        if known.pause is None:
+            return None
+        self.printer.pause(known.pause.node, known.pause.question, known.pause.output)
+        answer = self.ask(known.task_id, known.pause)
+        if answer is None:
+            limit = known.pause.details.get("limit") if known.pause.kind == "budget" else None
+            self.printer.resume_hint(known.task_id, known.pause.allowed_actions, limit)
+            raise typer.Exit(EXIT_PAUSED)
+        return answer
+
+    def interactive(self, no_input: bool) -> bool:
+        """A person at the terminal answers pauses inline."""
+        return not no_input and not self.json_out and sys.stdin.isatty()
+
+    def ask(self, task_id: str, pause: Any) -> dict[str, Any] | None:
+        """``ask_inline``; Ctrl-C at the prompt leaves the task paused and says how to go on."""
+        from magent.cli.runtime import ask_inline
+        from magent.errors import EXIT_INTERRUPTED
+
+        try:
+            return ask_inline(pause)
+        except KeyboardInterrupt:
+            print(file=sys.stderr)  # off the prompt's line
+            print(f"still waiting for a person; continue with: magent resume {task_id[:8]}", file=sys.stderr)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
     def go(self, start: Any, *, model: str | None, no_input: bool) -> Any:
         """Run ``start(live)`` (an API coroutine given the live-view handlers), answer pauses
         inline when a person is at the terminal, then print the ending."""
         from magent import api
-        from magent.cli.runtime import JsonLines, ask_inline
+        from magent.cli.runtime import JsonLines, asking
 
-        from magent.cli.runtime import asking
-
-        interactive = not no_input and not self.json_out and sys.stdin.isatty()
+        interactive = self.interactive(no_input)
         live = self.live()
         with asking(interactive):
             result = self._run(lambda: start(live))
             while result.pause is not None and interactive:
-                answer = ask_inline(result.pause)
+                answer = self.ask(result.task_id, result.pause)
                 if answer is None:
                     break
                 result = self._run(lambda: api.aresume(result.task_id, model=model, **answer, **live))
