@@ -43,7 +43,7 @@ def test_readme_api_example_runs_as_written(magent_home: Path, monkeypatch: pyte
     assert out.startswith("completed 5 model calls")
     assert "Publish this announcement?" in out and "completed publish sha256:" in out
     assert "['completed', 'completed', 'completed']" in out
-    assert "usage: give only one of --approve, --reject, --modify" in out
+    assert "usage: give only one of approve=True, reject=True, modify=..." in out
     assert "config: no file 'no/such/workflow.yaml'" in out
     assert len(magent.tasks()) == 5   # in the home the test gave it, as the CLI would
 

@@ -170,7 +170,7 @@ def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] =
     rows = [
         ("id", task.id), ("status", f"[{style}]{status}[/]"), ("workflow", esc(task.workflow)),
         ("target", esc(task.target or "-")), ("task", esc(task.description)),
-        ("agent", esc(task.assigned_agent)), ("tags", esc(", ".join(task.tags) or "-")),
+        _entry(task), ("tags", esc(", ".join(task.tags) or "-")),
         ("created", f"{task.created_at.isoformat(timespec='seconds')} ({ago(task.created_at)})"),
         ("started", task.started_at.isoformat(timespec="seconds") if task.started_at else "-"),
         ("finished", task.completed_at.isoformat(timespec="seconds") if task.completed_at else "-"),
@@ -194,6 +194,20 @@ def task_detail(task: "Task", checkpoints: int, sessions: list[dict[str, Any]] =
         out.print(task.result, markup=False, soft_wrap=True)  # the text as written, not re-wrapped
     if task.error:
         out.print(f"[bold red]error[/]        {esc(task.error)}", soft_wrap=True)
+
+
+def _entry(task: "Task") -> tuple[str, str]:
+    """The row naming where the task starts: its agent, or the entry node when that is a tool
+    or condition node (the snapshot's workflow says which)."""
+    snapshot = task.config_snapshot or {}
+    agents = snapshot.get("agents")
+    if not isinstance(agents, dict) or task.assigned_agent in agents:
+        return "agent", esc(task.assigned_agent)
+    workflow = snapshot.get("workflow") or {}
+    nodes = (workflow.get("raw") if isinstance(workflow, dict) else None) or {}
+    node = (nodes.get("nodes") or {}).get(task.assigned_agent) if isinstance(nodes, dict) else None
+    kind = node.get("type") if isinstance(node, dict) else None
+    return "entry", esc(f"{task.assigned_agent} ({kind or 'a'} node)")
 
 
 def session_line(info: dict[str, Any]) -> str:

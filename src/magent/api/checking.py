@@ -11,6 +11,7 @@ from magent.config.files import (
 )
 from magent.config.yamlfile import display_path, load_file
 from magent.errors import ConfigError
+from magent.vocabulary import plural
 
 
 @dataclass
@@ -60,12 +61,12 @@ def check_file(path: Path, *, servers: bool = False) -> CheckResult:
             from magent.engine.graph import load_workflow
 
             graph = load_workflow(path, source=source)
-            summary = f"{len(graph.nodes)} nodes, entry {graph.workflow.entry_point}" + _rails(len(list(graph.rails)))
+            summary = f"{plural(len(graph.nodes), 'node')}, entry {graph.workflow.entry_point}" + _rails(len(list(graph.rails)))
             _check_uses(graph, servers)
         elif kind is ConfigKind.mcp_servers:
             loaded_mcp = load_mcp_servers(path)
             count = len(loaded_mcp.config.servers)
-            summary = f"{count} server{'' if count == 1 else 's'}"
+            summary = plural(count, "server")
         elif kind is ConfigKind.script:
             from magent.llm.scripted import load_script
 

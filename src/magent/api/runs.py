@@ -161,16 +161,16 @@ def budget_of(budget: "BudgetArg") -> dict[str, Any] | None:
 
 def decision_of(*, approve: bool = False, reject: bool = False,
                 modify: Mapping[str, Any] | PathLike | None = None, message: str | None = None) -> Any:
-    """A person's answer from ``resume``'s arguments, checked (the CLI's flags have the same
-    rules and messages): at most one of approve/reject/modify, a message only with one."""
+    """A person's answer from ``resume``'s arguments, checked: at most one of
+    approve/reject/modify, a message only with one (the CLI checks its flags in its own words)."""
     from magent.engine.session import Decision
 
     chosen = [name for name, on in (("approve", approve), ("reject", reject),
                                     ("modify", modify is not None)) if on]
     if len(chosen) > 1:
-        raise UsageError("give only one of --approve, --reject, --modify")
+        raise UsageError("give only one of approve=True, reject=True, modify=...")
     if message is not None and not chosen:
-        raise UsageError("--message goes with --approve, --reject or --modify")
+        raise UsageError("message= goes with approve=True, reject=True or modify=...")
     if not chosen:
         return None
     return Decision(action=chosen[0], message=message,

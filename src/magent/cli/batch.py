@@ -10,6 +10,7 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.usage import CommandGroup
+from magent.vocabulary import plural
 
 
 class _BatchGroup(CommandGroup):
@@ -71,7 +72,7 @@ def run(
 
     def started(start: Any) -> None:
         if not json_out:
-            print(f"batch {start.batch_id} ({start.rows} rows, {start.executor} executor, concurrency "
+            print(f"batch {start.batch_id} ({plural(start.rows, 'row')}, {start.executor} executor, concurrency "
                   f"{start.concurrency}; its tasks are tagged batch:{start.batch_id})")
         for bad in start.skipped:
             print(f"skipped: {bad.error}", file=sys.stderr)
@@ -108,7 +109,7 @@ def resume(
     def started(start: Any) -> None:
         if not json_out:
             already = start.already
-            print(f"batch {start.batch_id}: {start.rows} rows to run" + (
+            print(f"batch {start.batch_id}: {plural(start.rows, 'row')} to run" + (
                 f" ({', '.join(f'{n} {k}' for k, n in sorted(already.items()))} already)" if already else ""))
 
     raise typer.Exit(_drive(json_out, started, lambda view: aresume_batch(

@@ -139,8 +139,8 @@ class View:
                                         else (0, 0.0, None))
             unpriced = self.last.unpriced if self.last else 0
         words = describe_counts(counts)
-        print(f"batch {batch}: {words or 'nothing to run'} in {elapsed:.1f}s "
-              f"({tokens:,} tokens, {cost_phrase(cost, unpriced)})", file=out)
+        spent = f"{tokens:,} tokens, {cost_phrase(cost, unpriced)}" + (" in this run" if self.already else "")
+        print(f"batch {batch}: {words or 'nothing to run'} in {elapsed:.1f}s ({spent})", file=out)
         if stopped_by:
             print(f"batch {batch}: {stopped_by}; `magent batch resume {batch}` starts the rest", file=out)
         paused = counts.get("awaiting_human", 0)

@@ -105,6 +105,7 @@ def resume(
     from magent import api
     from magent.engine.inputs import parse_sets
 
+    _check_answer(approve, reject, modify, message)
     sets = parse_sets(set_ or [])
     view = RunView(json_out, quiet, stream=stream)
     forked = from_checkpoint is not None
@@ -118,6 +119,17 @@ def resume(
         on_start=lambda t: view.announce(t.id, t.workflow if forked else "resumed", forked=forked),
         **live), model=model, no_input=no_input)
     raise typer.Exit(exit_code(result))
+
+
+def _check_answer(approve: bool, reject: bool, modify: Path | None, message: str | None) -> None:
+    """``resume``'s answer flags, in their own words (the API names its keyword arguments)."""
+    from magent.errors import UsageError
+
+    chosen = [on for on in (approve, reject, modify is not None) if on]
+    if len(chosen) > 1:
+        raise UsageError("give only one of --approve, --reject, --modify")
+    if message is not None and not chosen:
+        raise UsageError("--message goes with --approve, --reject or --modify")
 
 
 def exit_code(result: Any) -> int:

@@ -205,15 +205,17 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
                 break
             pairs.append(line)
         updates.update(parse_sets(pairs))
+    raised = ask_limit(request.details) if action == "approve" and request.kind == "budget" else None
+    if action == "approve" and request.kind == "budget" and not raised:
+        return None  # the input ended before a new limit: it stays paused
     try:
         message = input("message (optional): ").strip() or None
     except EOFError:
         message = None
     if action == "modify":
         return {"modify": updates, "message": message}
-    if action == "approve" and request.kind == "budget":
-        raised = ask_limit(request.details)
-        return {"approve": True, "message": message, "budget": raised} if raised else None
+    if raised:
+        return {"approve": True, "message": message, "budget": raised}
     return {action: True, "message": message}
 
 
