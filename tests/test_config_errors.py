@@ -37,7 +37,7 @@ def _load(path: Path):
 
 # file, line, column, field path (None: the error is about the file), words the message must hold
 CASES = [
-    ("malformed.yaml", 3, 14, None, ["expected ',' or ']'", "started on line 2"]),
+    ("malformed.yaml", 3, 14, None, ["YAML syntax: a '[' begins a list that is not closed", "began on line 2"]),
     ("python_tag.yaml", 2, 7, None, ["YAML tag !!python/object/apply:os.system is not allowed"]),
     ("python_tag_mapping.yaml", 4, 13, None, ["YAML tag !!python/object:builtins.dict is not allowed"]),
     ("duplicate_key.yaml", 6, 3, "llm_config.model", ["duplicate key 'model'", "first defined on line 5"]),
@@ -117,18 +117,18 @@ def test_did_you_mean_inside_a_discriminated_union(tmp_path):
 
 
 @pytest.mark.parametrize("text,line,column,words", [
-    ("a: 'unclosed\n", 2, 1, ["started on line 1"]),  # where the open quote is
-    ("a: b: c\n", 1, 5, []),
-    ("a: *nowhere\n", 1, 4, []),
-    ("a:\n\tb: 1\n", 2, 1, []),
+    ("a: 'unclosed\n", 2, 1, ["YAML syntax: a quote is not closed before the file ends", "began on line 1"]),
+    ("a: b: c\n", 1, 5, ["YAML syntax: a ': ' inside a value reads as a new key"]),
+    ("a: *nowhere\n", 1, 4, ["a '*' begins a reference to an anchor that is not defined"]),
+    ("a:\n\tb: 1\n", 2, 1, ["a tab: YAML indents with spaces only"]),
     ("a: &x [*x]\n", 1, 4, ["a[0]: an alias refers to a value that contains it (recursive)"]),
     ("? [a, b]\n: 1\n", 1, 3, ["mapping keys must be plain scalars"]),
     ("a: !!set {x, y}\n", 1, 4, ["YAML tag !!set is not allowed"]),
     ("a: !custom 1\n", 1, 4, ["YAML tag !custom is not allowed"]),
 ])
 def test_yaml_syntax_errors_are_one_line_with_a_position(tmp_path, text, line, column, words):
-    """Each is one line naming the file, line and column; magent's own words where it has them
-    (the parser's description of a syntax error is passed on as it is)."""
+    """Each is one line naming the file, line and column, in magent's own words (a syntax error
+    with a hint at its usual cause)."""
     f = tmp_path / "c.yaml"
     f.write_text(text)
     with pytest.raises(ConfigError) as exc:
@@ -238,3 +238,22 @@ def test_the_endpoint_is_given_once(tmp_path):
         load_agent(f)
     assert str(exc.value).endswith("agent.yaml:4:1: llm_config: endpoint and api_base are the same "
                                    "setting (the endpoint): give it once")
+
+
+@pytest.mark.parametrize("prompt,line,column,words", [
+    ("Note: be brief", 3, 20, "a ': ' inside a value reads as a new key; if it is text, put the whole value in quotes"),
+    ("{task} and nothing else", 3, 23, "more follows a value that looked complete (one starting with '{'"),
+    ('"Say hello" to them', 3, 28, "more follows a value that looked complete"),
+    ("[draft] the copy", 3, 24, "more follows a value that looked complete"),
+], ids=["colon", "brace", "quote", "bracket"])
+def test_a_yaml_syntax_error_says_what_to_change_in_magents_words(tmp_path, prompt, line, column, words):
+    """The usual cause is a prompt YAML reads as structure: magent names it at file:line:col."""
+    f = tmp_path / "agent.yaml"
+    f.write_text(f"name: w\nrole: r\nsystem_prompt: {prompt}\nllm_config: {{model: scripted}}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_agent(f)
+    text = str(exc.value)
+    assert text.startswith(f"{f}:{line}:{column}: YAML syntax: "), text
+    assert words in text and "\n" not in text
+    for pyyaml in ("mapping values are not allowed", "expected <block end>", "but found"):
+        assert pyyaml not in text

@@ -275,9 +275,13 @@ def _build(text: str, path: Path, marks: dict[FieldPath, tuple[int, int]] | None
 
 
 def _marked_error(exc: yaml.MarkedYAMLError, shown: str) -> ConfigError:
+    from magent.config.yamlhints import syntax_words
+
     mark = exc.problem_mark or exc.context_mark
     problem = exc.problem or exc.context or "invalid YAML"
-    if "could not determine a constructor" in problem:
+    if said := syntax_words(exc):
+        problem = said
+    elif "could not determine a constructor" in problem:
         tag = problem.rsplit("the tag", 1)[-1].strip().strip("'")
         tag = tag.replace("tag:yaml.org,2002:", "!!")
         problem = f"YAML tag {tag} is not allowed (only plain YAML data is accepted)"
