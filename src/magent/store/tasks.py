@@ -223,11 +223,15 @@ class TaskDir:
         return clear_dead(self.store.locks_dir, self.id, writes_in=self.path)
 
     def open_for_writing(self) -> Lock:
-        """Take the task's lock (or raise ``TaskLockedError``) and remove the temp files of
-        writes that were killed: under the lock no other writer can be mid-write."""
+        """Take the task's lock (or raise ``TaskLockedError``), remove the temp files of writes
+        that were killed and end the tool commands a killed run left running: under the lock no
+        other writer can be mid-write, and no other run owns those commands."""
+        from magent.store import toolgroups
+
         lock = self.lock().acquire()
         try:
             remove_temp_files(self.path)
+            toolgroups.end_left(self.path)  # a killed run's commands: no process of ours holds them
         except BaseException:
             lock.release()
             raise

@@ -6,17 +6,23 @@ Its output lines go to the live view and ``--json --stream`` as they are printed
 A command is split like a shell would (``shlex``) but never run by one: no
 pipes, globs, ``$VAR`` or ``;``. Its first word must be one of
 ``allow_commands``. It runs in its own process group, so a timeout stops it
-and anything it started.
+and anything it started. Should magent be killed (``kill -9``), the kernel ends the
+command (``PR_SET_PDEATHSIG`` on Linux) and the next magent process that opens the task
+ends the rest of its group (``magent.store.toolgroups``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import os
 import shlex
 import signal
+import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from magent.models import Tool
 from magent.models.tools import ShellBuiltin
@@ -67,18 +73,19 @@ class ShellProvider:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+                stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent())
         except OSError as exc:
             return _result("ERROR", f"cannot run {argv[0]!r}: {exc.strerror or exc}", started)
         stdin = (arguments.get("stdin") or "").encode()
-        try:
-            out, err = await asyncio.wait_for(_communicate(proc, stdin), limit)
-        except asyncio.TimeoutError:
-            await _kill_group(proc)
-            return _result("TIMEOUT", f"{argv[0]} timed out after {limit:g}s and was stopped", started)
-        except asyncio.CancelledError:
-            await _kill_group(proc)
-            raise
+        with _noted(proc.pid):
+            try:
+                out, err = await asyncio.wait_for(_communicate(proc, stdin), limit)
+            except asyncio.TimeoutError:
+                await _kill_group(proc)
+                return _result("TIMEOUT", f"{argv[0]} timed out after {limit:g}s and was stopped", started)
+            except asyncio.CancelledError:
+                await _kill_group(proc)
+                raise
         code = proc.returncode
         text = f"exit code {code}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
         result = _result("SUCCESS" if code == 0 else "FAILURE", text, started)
@@ -89,6 +96,48 @@ class ShellProvider:
 
     async def close(self) -> None:
         return None
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """Where the kernel can (Linux), a function for the child, run before ``exec``, that asks
+    for SIGKILL when magent dies; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # magent died before the request took hold
+            os._exit(1)
+
+    return child
+
+
+@contextlib.contextmanager
+def _noted(pgid: int) -> Any:
+    """The command's group noted under its task while it runs (``magent.store.toolgroups``)."""
+    from magent import paths
+    from magent.ids import is_uuid4
+    from magent.store import toolgroups
+    from magent.tools.base import current_call
+
+    call = current_call.get()
+    task_path: Path | None = None
+    if call is not None and call.task_id and is_uuid4(call.task_id):
+        task_path = paths.tasks_dir() / call.task_id
+    noted = toolgroups.note(task_path, pgid) if task_path is not None and task_path.is_dir() else None
+    try:
+        yield
+    finally:
+        if noted is not None:
+            noted.unlink(missing_ok=True)
 
 
 async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[str, str]:

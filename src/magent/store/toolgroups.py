@@ -1,0 +1,69 @@
+"""Process groups a task's tools started, so none outlives a ``kill -9`` of magent.
+
+A tool that runs a command (``shell.run``) starts it in a process group of its own and
+notes the group here while it runs: one small file per group under the task directory
+(``tool_groups/PGID``, holding the leader's start time). A run that ends normally removes
+the note. After a ``kill -9`` the note stays, and the next magent process that opens the
+task for writing (``TaskDir.open_for_writing``: resume, chat) ends what is left of the
+group before it goes on. The kernel ends the command itself at once where it can
+(``PR_SET_PDEATHSIG``, see ``magent.tools.shell``); what the command started in turn is
+reached by the group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+FOLDER = "tool_groups"
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), None where it is gone or
+    ``/proc`` is missing: with the pid, it names one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def note(task_path: Path, pgid: int) -> Path:
+    """Note that group ``pgid`` (led by process ``pgid``) runs for the task; returns the note."""
+    folder = task_path / FOLDER
+    folder.mkdir(exist_ok=True)
+    path = folder / str(pgid)
+    path.write_text(start_time(pgid) or "")
+    return path
+
+
+def end_left(task_path: Path) -> list[int]:
+    """SIGKILL the groups a killed run left behind; returns their ids.
+
+    A group whose leader still runs is ended only when the leader is the process that was
+    noted (same start time); one whose leader is gone is ended through its remaining
+    members (a pgid is not given to a new process while its group has members)."""
+    folder = task_path / FOLDER
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    ended = []
+    for name in names:
+        path = folder / name
+        if name.isdigit():
+            pgid = int(name)
+            try:
+                noted = path.read_text().strip()
+            except OSError:
+                noted = ""
+            now = start_time(pgid)
+            if now is None or not noted or now == noted:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                    ended.append(pgid)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        path.unlink(missing_ok=True)
+    return ended
