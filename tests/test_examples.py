@@ -6,6 +6,7 @@ command (``<ID>`` becomes the task id the previous command printed).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -125,3 +126,22 @@ def test_the_readme_local_model_config_is_valid(tmp_path: Path, monkeypatch: pyt
     config = load_agent(agent).agent.llm_config
     assert config.endpoint == "http://127.0.0.1:8080/v1"
     assert (config.fallback_model.model, config.fallback_model.api_key) == ("openai/gpt-4o-mini", "sk-readme")
+
+
+def test_every_example_has_a_one_line_description() -> None:
+    listed = invoke("examples", "list", "--json")
+    assert listed.code == 0, listed.err
+    examples = json.loads(listed.out)
+    assert len(examples) >= 30
+    for example in examples:
+        about = example["about"]
+        assert about and "\n" not in about and len(about) <= 100, example
+        assert "seed" not in about.lower() and not about.endswith((":", ",")), example
+
+
+def test_world_clock_ends_with_the_times(magent_home: Path) -> None:
+    run = invoke("run", str(ROOT / "examples/workflows/world_clock.yaml"), "-t", "What time is it in Paris?")
+    assert run.code == 0, run.err
+    answer = run.out.strip().splitlines()[-1]
+    assert re.fullmatch(r"In Paris it is now \d{4}-\d\d-\d\dT\d\d:\d\d, and 17:00 in Tokyo is "
+                        r"\d{4}-\d\d-\d\dT\d\d:00 in Paris\.", answer), answer

@@ -142,7 +142,7 @@ def test_running_out_is_a_clear_llm_error(tmp_path: Path, monkeypatch: pytest.Mo
      "script.yaml:3:5: responses[1]:", "needs content and/or tool_calls"),
     ("responses:\n  - tool_calls:\n      - name: kv.get\n        arguments: 5\n",
      "script.yaml:4:9: responses[0].tool_calls[0].arguments:", "must be a mapping or a string"),
-    ("responses:\n  - content: [1, 2\n", "script.yaml:3:1:", "expected ','"),
+    ("responses:\n  - content: [1, 2\n", "script.yaml:3:1:", "a '[' begins a list that is not closed"),
     ("responses: []\n", "script.yaml:1:", "responses:"),
     ("replies:\n  - content: hi\n", "script.yaml:1:1: replies:", "unknown field 'replies'"),
 ])
@@ -199,3 +199,17 @@ def test_a_scripted_run_never_imports_litellm(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_reply_can_quote_the_tool_results_it_was_given(tmp_path: Path) -> None:
+    """``quote_results``: the reply reads the results since the model last spoke, as a model would."""
+    script = tmp_path / "s.yaml"
+    script.write_text('responses:\n  - content: "It is {results[0][time]:.5} and {results[1]}."\n'
+                      '    quote_results: true\n  - content: "{results[2]}"\n    quote_results: true\n')
+    said = [Message(role="user", content="time?"), Message(role="assistant", content="looking"),
+            Message(role="tool", content='{"time": "09:30:00"}'), Message(role="tool", content="sunny")]
+    client = ScriptedClient(script, agent="a", cursors={})
+    reply = asyncio.run(client.complete(LLMRequest(model="scripted", messages=said)))
+    assert reply.content == "It is 09:30 and sunny."
+    with pytest.raises(LLMError, match="names a result the tools did not give"):
+        asyncio.run(client.complete(LLMRequest(model="scripted", messages=said)))

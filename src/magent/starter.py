@@ -44,19 +44,26 @@ def list_examples() -> list[Example]:
         rel = path.relative_to(root)
         if "scripts" in rel.parts:
             continue
-        found.append(Example(rel.as_posix(), _opening_comment(path)))
+        found.append(Example(rel.as_posix(), _about(path)))
     return found
 
 
-def _opening_comment(path: Path) -> str:
-    words: list[str] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            break
-        words.extend(line.lstrip("#").split())
-    text = " ".join(words)
-    end = text.find(". ")
-    return text if end < 0 else text[:end + 1]
+def _about(path: Path) -> str:
+    """One line: an agent's ``role``, a workflow's ``description``, else the first line of the
+    file's opening comment."""
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        doc = None
+    if isinstance(doc, dict):
+        for field in ("description", "role"):
+            if isinstance(doc.get(field), str) and doc[field].strip():
+                return " ".join(doc[field].split())
+    first = text.splitlines()[0] if text else ""
+    return first.lstrip("#").strip() if first.startswith("#") else ""
 
 
 @dataclass

@@ -38,7 +38,7 @@ def init(*, home: PathLike | None = None) -> Home:
 
 def examples() -> list["Example"]:
     """The bundled example agents, workflows and MCP files: each ``path`` (relative to the
-    examples folder, e.g. ``workflows/write_review.yaml``) and ``about`` (its first sentence).
+    examples folder, e.g. ``workflows/write_review.yaml``) and ``about`` (one line: its role or description).
     An installation without them is a ``UsageError``."""
     from magent.starter import list_examples
 

@@ -77,6 +77,10 @@ class ScriptResponse(Model):
     """Play this response only in a conversation whose first message contains this text (a
     sub-agent, map item or subtask starts with its instruction): one script serves many
     sessions, each seeing the responses meant for it, in order."""
+    quote_results: bool = False
+    """``content`` quotes the tool results that came since the model last spoke, as a model
+    would read them: ``{results[0][datetime]}`` is field ``datetime`` of the first (a JSON
+    result; other text is ``{results[0]}``), with ``str.format``'s specs (``:.16``)."""
 
     @model_validator(mode="after")
     def _says_something(self) -> "ScriptResponse":
@@ -152,7 +156,7 @@ class ScriptedClient:
         # Advance before yielding to the loop, so a concurrent caller cannot replay this entry.
         self.cursors[self.agent] = index + 1
         entry = responses[index]
-        content = entry.content or ""
+        content = _quoted(entry.content or "", request, self.path) if entry.quote_results else entry.content or ""
         calls = [tool_call(f"call_{self.agent}_{index + 1}_{i + 1}", c.name, c.arguments)
                  for i, c in enumerate(entry.tool_calls)]
         if on_token is not None and content:
@@ -194,6 +198,23 @@ class ScriptedClient:
             return responses
         first = request.messages[0].content if request.messages else ""
         return [r for r in responses if r.when is None or r.when in first]
+
+
+def _quoted(template: str, request: LLMRequest, path: Path) -> str:
+    """``template`` with the latest tool results filled in (``ScriptResponse.quote_results``)."""
+    results: list[Any] = []
+    for message in reversed(request.messages):
+        if message.role != "tool":
+            break
+        try:
+            results.insert(0, json.loads(message.content))
+        except ValueError:
+            results.insert(0, message.content)
+    try:
+        return template.format(results=results)
+    except (LookupError, TypeError, ValueError) as exc:
+        raise LLMError(f"{display_path(path)}: a quote_results reply names a result the tools did not "
+                       f"give ({type(exc).__name__}: {exc})") from None
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str | None) -> LLMToolCall:
