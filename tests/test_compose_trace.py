@@ -70,6 +70,9 @@ def test_the_map_and_fan_out_example_shows_items_branches_and_the_join(magent_ho
                  "▸ style  agent · proofreader · branch style", "▸ facts  agent · fact_checker · branch facts",
                  "• ⋈ joined style, facts"):
         assert text in out, text
+    # each branch's turn under its own node, though the two ran at once and their steps interleave
+    style, facts = out.index("▸ style "), out.index("▸ facts ")
+    assert style < out.index("Style: short sentences") < facts < out.index("Facts: '20 cm'")
     # every map item and every branch has a time bar, 24 cells wide, within its siblings' span
     bars = [line for line in out.splitlines() if ("⇢" in line or "▸" in line)
             and ("· item " in line or "· branch " in line)]

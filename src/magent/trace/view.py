@@ -308,25 +308,35 @@ class _Tree:
                           top=True)
             return
         last_node = max((i for i, s in enumerate(steps) if is_node(s)), default=-1)
-        i = 0
-        while i < len(steps):
-            step = steps[i]
+        owned = self.owners()
+        claimed = {j for mine in owned.values() for j in mine}
+        for i, step in enumerate(steps):
             if is_node(step):
-                number = i + 1
-                i += 1
-                children = []
-                while i < len(steps) and not is_node(steps[i]):
-                    children.append((i + 1, steps[i]))
-                    i += 1
+                children = [(j + 1, steps[j]) for j in owned.get(i, [])]
                 waiting = bool(children) and children[-1][1].get("step_name") == "awaiting_human"
-                route = self.node(number, step, live_tail=self.view.live and number - 1 == last_node,
-                                  waiting=waiting)
+                route = self.node(i + 1, step, live_tail=self.view.live and i == last_node, waiting=waiting)
                 self.children(children)
                 if route:
                     self.lines.append([self.num(None), ("  " + route, "dim")])
-            else:
+            elif i not in claimed:
                 self.event(i + 1, step, "")
-                i += 1
+
+    def owners(self) -> dict[int, list[int]]:
+        """Which node step each other step belongs to (indexes into the steps): the node
+        visit before it, but a parallel branch's turns and events to that branch's own node
+        (branches run at once, so their steps interleave)."""
+        owned: dict[int, list[int]] = {}
+        last: int | None = None
+        branch_node: dict[str, int] = {}
+        for i, step in enumerate(self.steps):
+            sid = str(step.get("session"))
+            if is_node(step):
+                last = i
+                if (self.sessions.get(sid) or {}).get("kind") == "branch":
+                    branch_node[sid] = i
+            elif last is not None:
+                owned.setdefault(branch_node.get(sid, last), []).append(i)
+        return owned
 
     def children(self, children: list[tuple[int, dict[str, Any]]], top: bool = False) -> None:
         """A node's steps: its own turns and events, then each child session it opened as a block
