@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -197,4 +198,76 @@ def test_pauses_decisions_and_texts_that_look_like_markup(tmp_path: Path) -> Non
         assert page.page.evaluate("document.body.dataset.pwned") is None
         assert page.page.locator("img").count() == 0
         page.page.screenshot(path=str(tmp_path / "triage.png"), full_page=True)
+        page.offline()
+
+
+BOXES = """(selector) => Array.from(document.querySelectorAll(selector)).map((e) => {
+  const r = e.getBoundingClientRect();
+  return {x: r.left, y: r.top, r: r.right, b: r.bottom, text: e.textContent,
+          lane: e.closest('.lane') ? e.closest('.lane').getAttribute('data-session') : null};
+})"""
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["r"] - 0.5 and b["x"] < a["r"] - 0.5 and a["y"] < b["b"] - 0.5 and b["y"] < a["b"] - 0.5
+
+
+def test_parallel_calls_take_rows_of_their_own(tmp_path: Path, magent_home: Path) -> None:
+    made = invoke("run", str(EXAMPLES / "workflows/research_brief.yaml"), "-t", "Brief on Tidy", "--no-input")
+    assert made.code == 0, made.err
+    path = report(made.out.split()[1], tmp_path / "brief.html")
+    with chromium() as browser:
+        page = Page(browser, path)
+        bars = page.page.evaluate(BOXES, ".tl-track .bar")
+        assert len(bars) >= 8
+        clashes = [(a, b) for i, a in enumerate(bars) for b in bars[i + 1:] if overlap(a, b)]
+        assert clashes == []   # the editor's two sub-agent calls ran at once: one above the other
+        page.offline()
+
+
+def test_graph_labels_sit_off_their_edges_and_subtitles_are_whole(tmp_path: Path, magent_home: Path) -> None:
+    for flow, args in (("triage", ["--set", "ticket=T-1", "--set", "priority=low"]), ("write_review", []),
+                       ("review_sections", [])):
+        made = invoke("run", str(EXAMPLES / f"workflows/{flow}.yaml"), "-t", "Tidy", *args, "--no-input")
+        assert made.code == 0, made.err
+        with chromium() as browser:
+            page = Page(browser, report(made.out.split()[1], tmp_path / f"{flow}.html"))
+            labels = page.page.evaluate(BOXES, "svg.graph .edge-label")
+            assert flow == "review_sections" or labels
+            crossed = page.page.evaluate("""(labels) => {
+              const out = [];
+              document.querySelectorAll('svg.graph path.edge').forEach((path) => {
+                const m = path.getScreenCTM(), len = path.getTotalLength();
+                for (let d = 0; d <= len; d += 2) {
+                  const p = path.getPointAtLength(d), x = m.a * p.x + m.c * p.y + m.e, y = m.b * p.x + m.d * p.y + m.f;
+                  labels.forEach((l) => { if (x > l.x && x < l.r && y > l.y && y < l.b) out.push(l.text); });
+                }
+              });
+              return out;
+            }""", labels)
+            assert crossed == [], f"{flow}: an edge runs through {set(crossed)}"
+            svg = page.page.evaluate(BOXES, "svg.graph")[0]
+            assert all(svg["x"] <= l["x"] and l["r"] <= svg["r"] for l in labels), (flow, labels, svg)
+            cut = page.page.evaluate("""() => Array.from(document.querySelectorAll('svg.graph .node')).filter((g) => {
+              const t = g.querySelector('text.detail'), r = g.querySelector('rect');
+              return t && (t.textContent.includes('…') ||
+                           t.getBoundingClientRect().right > r.getBoundingClientRect().right - 4);
+            }).map((g) => g.getAttribute('data-node'))""")
+            assert cut == [], f"{flow}: subtitles cut in {cut}"
+            page.offline()
+
+
+def test_the_axis_after_an_idle_gap_says_each_time_once(tmp_path: Path, magent_home: Path) -> None:
+    paused = invoke("run", str(EXAMPLES / "workflows/publish.yaml"), "-t", "Announce the closure", "--no-input")
+    assert paused.code == 3
+    task_id = paused.out.split()[1]
+    time.sleep(2.5)   # an idle gap the timeline squeezes
+    assert invoke("resume", task_id[:8], "--approve", "--no-input").code == 0
+    with chromium() as browser:
+        page = Page(browser, report(task_id, tmp_path / "gap.html"))
+        assert page.page.locator(".tl-track .break").count() >= 1
+        ticks = page.page.evaluate(BOXES, ".axis span")
+        texts = [t["text"] for t in ticks]
+        assert len(texts) == len(set(texts)) >= 2, texts
+        assert not [(a["text"], b["text"]) for i, a in enumerate(ticks) for b in ticks[i + 1:] if overlap(a, b)]
         page.offline()

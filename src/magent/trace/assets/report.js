@@ -171,39 +171,56 @@
         el("span", null, el("i", { style: "background:var(--ok)" }), "decision"),
         el("span", null, el("i", { style: "background:var(--err)" }), "error"))));
     box.appendChild(scroll);
-    var rows = T.lanes.map(function (sid) {
+    // Bars of one kind that overlap in time (parallel sub-agent or tool calls) take a row each.
+    var ends = T.lanes.map(function () { return [[], [], []]; }), slot = {};
+    T.bars.map(function (b, i) { return i; }).sort(function (a, c) { return T.bars[a][3] - T.bars[c][3]; }).forEach(function (i) {
+      var b = T.bars[i], taken = ends[b[1]][b[2]], k = 0;
+      while (k < taken.length && taken[k] > b[3] + 1e-6) k++;
+      taken[k] = Math.max(b[4], b[3] + 0.002);  // (a bar is drawn at least 2px wide)
+      slot[i] = k;
+    });
+    var rows = T.lanes.map(function (sid, li) {
       var rowsBox = el("div", { cls: "lane-rows" });
       var lane = el("div", { cls: "lane", "data-session": sid },
         el("div", { cls: "lane-label", title: (sessionLabel[sid] || sid) + ": click to show only its steps", text: sessionLabel[sid] || sid,
           onclick: function () { var f = document.getElementById("filter"); f.value = "session:" + (sid ? sid.slice(0, 8) : "main"); applyFilter(); } }), rowsBox);
       track.appendChild(lane);
-      var r = [0, 1, 2].map(function (i) { var row = el("div", { cls: "tl-row", title: ROW_NAMES[i] }); rowsBox.appendChild(row); return row; });
+      var r = [0, 1, 2].map(function (i) {
+        var many = Math.max(1, ends[li][i].length), kind = [];
+        for (var k = 0; k < many; k++) { var row = el("div", { cls: "tl-row", title: ROW_NAMES[i] }); rowsBox.appendChild(row); kind.push(row); }
+        return kind;
+      });
       T.breaks.forEach(function (b) {
         rowsBox.appendChild(el("div", { cls: "break", style: "left:" + b[0] * 100 + "%;width:3%" },
           el("span", { text: "‖ " + dur(b[1]) + " idle" })));
       });
       return r;
     });
-    var frags = rows.map(function (r) { return r.map(function () { return document.createDocumentFragment(); }); });
-    T.bars.forEach(function (b) {
+    var frags = rows.map(function (r) { return r.map(function (kind) { return kind.map(function () { return document.createDocumentFragment(); }); }); });
+    T.bars.forEach(function (b, i) {
       var s = byN[b[0]];
       var label = "step " + b[0] + " · " + (b[2] === 0 ? s.name + " (" + s.kind + ")" : b[2] === 1 ? s.name + " · model call"
         : s.name + " · tool call");
-      frags[b[1]][b[2]].appendChild(el("div", { cls: "bar r" + b[2] + " st-" + b[5], "data-n": b[0], title: label,
+      frags[b[1]][b[2]][slot[i]].appendChild(el("div", { cls: "bar r" + b[2] + " st-" + b[5], "data-n": b[0], title: label,
         style: "left:" + (b[3] * 100) + "%;width:" + Math.max(0, (b[4] - b[3]) * 100) + "%" }));
     });
     T.marks.forEach(function (m) {
       var s = byN[m[0]];
-      frags[m[1]][0].appendChild(el("div", { cls: "mark " + m[3], "data-n": m[0], title: "step " + m[0] + " · " + short(s.msg || s.name, 120),
+      frags[m[1]][0][0].appendChild(el("div", { cls: "mark " + m[3], "data-n": m[0], title: "step " + m[0] + " · " + short(s.msg || s.name, 120),
         style: "left:" + (m[2] * 100) + "%" }));
     });
-    rows.forEach(function (r, i) { r.forEach(function (row, j) { row.appendChild(frags[i][j]); }); });
-    var axis = el("div", { cls: "axis" });
+    rows.forEach(function (r, i) { r.forEach(function (kind, j) { kind.forEach(function (row, k) { row.appendChild(frags[i][j][k]); }); }); });
+    var axis = el("div", { cls: "axis" }), ticks = [];
     for (var k = 0; k <= 5; k++) {
-      var x = k / 5, ms = timeAt(T.segments, x);
-      axis.appendChild(el("span", { style: "left:" + (x * 100) + "%" + (k === 0 ? ";transform:none" : k === 5 ? ";transform:translateX(-100%)" : ""),
-        text: "+" + dur(ms) }));
+      var x = k / 5, text = "+" + dur(timeAt(T.segments, x)), prev = ticks[ticks.length - 1];
+      if (prev && prev.text === text) continue;  // a squeezed idle gap: time barely moves there
+      if (prev && k === 5 && ticks.length > 1 && x - prev.x < 0.15) ticks.pop();  // the end wins a close call
+      ticks.push({ x: x, k: k, text: text });
     }
+    ticks.forEach(function (t) {
+      axis.appendChild(el("span", { style: "left:" + (t.x * 100) + "%" + (t.k === 0 ? ";transform:none" : t.k === 5 ? ";transform:translateX(-100%)" : ""),
+        text: t.text }));
+    });
     track.appendChild(axis);
     track.addEventListener("click", function (e) {
       var n = e.target.getAttribute && e.target.getAttribute("data-n");
