@@ -270,4 +270,6 @@ def test_the_axis_after_an_idle_gap_says_each_time_once(tmp_path: Path, magent_h
         texts = [t["text"] for t in ticks]
         assert len(texts) == len(set(texts)) >= 2, texts
         assert not [(a["text"], b["text"]) for i, a in enumerate(ticks) for b in ticks[i + 1:] if overlap(a, b)]
+        gaps, marks = page.page.evaluate(BOXES, ".break span"), page.page.evaluate(BOXES, ".tl-track .mark")
+        assert marks and not [g["text"] for g in gaps for m in marks if overlap(g, m)]   # the pause's marks
         page.offline()
