@@ -74,7 +74,10 @@ def shell_flow(folder: Path, pids: Path) -> Path:
         """)
 
 
-def test_a_shell_command_and_what_it_started_do_not_outlive_kill_9(magent_home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("opener", [("resume", "{id}", "--no-input"), ("tasks", "list"), ("trace", "{id}")],
+                         ids=["resume", "tasks-list", "trace"])
+def test_a_shell_command_and_what_it_started_do_not_outlive_kill_9(magent_home: Path, tmp_path: Path,
+                                                                   opener: tuple[str, ...]) -> None:
     pids = tmp_path / "pids"
     run = started_run(shell_flow(tmp_path, pids))
     leftovers: list[int] = []
@@ -91,9 +94,9 @@ def test_a_shell_command_and_what_it_started_do_not_outlive_kill_9(magent_home: 
         leftovers = group_members(sh)
         assert leftovers == [sleeper]   # what it started lives on in its group, until...
 
-        resumed = invoke("resume", task_id[:8], "--no-input")   # ...the next magent opens the task
-        assert resumed.code in (0, 3), resumed.out + resumed.err
-        assert until(lambda: not group_members(sh)), f"{group_members(sh)} outlived the resume"
+        opened = invoke(*(a.format(id=task_id[:8]) for a in opener))   # ...the next magent opens the task
+        assert opened.code in (0, 3), opened.out + opened.err
+        assert until(lambda: not group_members(sh)), f"{group_members(sh)} outlived {opener}"
         assert not list((magent_home / "tasks" / task_id / "tool_groups").iterdir())
     finally:
         for pid in leftovers:

@@ -14,7 +14,7 @@ from magent.cli.options import TaskId
 def register(app: typer.Typer) -> None:
     app.command("trace", epilog=examples(
         "magent trace 3f2a              # the story of the run, step by step",
-        "magent trace 3f2a --step 2     # step 2 whole: a tool call's exact arguments and result",
+        "magent trace 3f2a --step 2     # step 2 whole: its tool call and result",
         "magent trace 3f2a --step 2 --request   # what step 2 sent to the model",
         "magent trace 3f2a --follow     # a running task, live",
         "magent trace 3f2a --html       # one page to open in a browser",

@@ -151,7 +151,7 @@ def clear_dead(locks_dir: Path, name: str, writes_in: Path | None = None) -> boo
     does, so a run that takes the lock at that moment waits a little instead of sharing it.
     With ``writes_in`` (the task's directory), the temp files of the holder's interrupted writes
     go first, under the same lock: no writer can be mid-write there, and they go with the sign
-    that a writer was killed. Returns True when it removed the lock files; any trouble (a
+    that a writer was killed; so do the process groups of its tool commands (``toolgroups``). Returns True when it removed the lock files; any trouble (a
     read-only home, a link) leaves them."""
     path = locks_dir / f"{name}.lock"
     if not os.path.lexists(path) or os.path.islink(path) or is_held(path):
@@ -165,7 +165,10 @@ def clear_dead(locks_dir: Path, name: str, writes_in: Path | None = None) -> boo
         return False
     try:
         if writes_in is not None:
+            from magent.store import toolgroups
+
             remove_temp_files(writes_in)
+            toolgroups.end_left(writes_in)  # the killed holder's tool commands
         (locks_dir / f"{name}.holder.json").unlink(missing_ok=True)
         path.unlink(missing_ok=True)
     except OSError:

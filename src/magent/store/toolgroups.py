@@ -4,8 +4,9 @@ A tool that runs a command (``shell.run``) starts it in a process group of its o
 notes the group here while it runs: one small file per group under the task directory
 (``tool_groups/PGID``, holding the leader's start time). A run that ends normally removes
 the note. After a ``kill -9`` the note stays, and the next magent process that opens the
-task for writing (``TaskDir.open_for_writing``: resume, chat) ends what is left of the
-group before it goes on. The kernel ends the command itself at once where it can
+task ends what is left of the group: a read (``trace``, ``tasks show``, ``tasks list``)
+clearing the dead run's lock, or a write (``TaskDir.open_for_writing``: resume, chat) before
+it goes on. The kernel ends the command itself at once where it can
 (``PR_SET_PDEATHSIG``, see ``magent.tools.shell``); what the command started in turn is
 reached by the group.
 """
