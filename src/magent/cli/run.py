@@ -98,8 +98,9 @@ def resume(
 ) -> None:
     """Continue a paused, interrupted or crashed task, or fork one.
 
-    A paused run needs an answer (--approve, --reject or --modify) unless you give
-    it inline; a crashed or interrupted one continues from its last checkpoint.
+    A paused run needs an answer (--approve, --reject or --modify); in a terminal,
+    without one, it asks for it inline. A crashed or interrupted run continues from
+    its last checkpoint.
     --from-checkpoint N starts a new task from an older checkpoint instead.
     """
     from magent import api
