@@ -86,7 +86,7 @@ def test_a_shell_command_and_what_it_started_do_not_outlive_kill_9(magent_home: 
         sh, sleeper = (int(p) for p in pids.read_text().split())
         assert group_members(sh) == sorted([sh, sleeper])
         (task_id,) = [p.name for p in (magent_home / "tasks").iterdir()]
-        assert (magent_home / "tasks" / task_id / "tool_groups" / str(sh)).exists()
+        assert (magent_home / "locks" / f"{task_id}.tools" / str(sh)).exists()   # beside its lock
 
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=30)
@@ -97,7 +97,7 @@ def test_a_shell_command_and_what_it_started_do_not_outlive_kill_9(magent_home: 
         opened = invoke(*(a.format(id=task_id[:8]) for a in opener))   # ...the next magent opens the task
         assert opened.code in (0, 3), opened.out + opened.err
         assert until(lambda: not group_members(sh)), f"{group_members(sh)} outlived {opener}"
-        assert not list((magent_home / "tasks" / task_id / "tool_groups").iterdir())
+        assert not (magent_home / "locks" / f"{task_id}.tools").exists()
     finally:
         for pid in leftovers:
             try:
@@ -121,5 +121,4 @@ def test_a_finished_command_leaves_no_note(magent_home: Path, tmp_path: Path) ->
                                        "mcp_servers: shell.yaml\nllm_config: {model: scripted, script: script.yaml}\n")
     result = invoke("run", str(agent), "-t", "go")
     assert result.code == 0, result.err
-    (task,) = (magent_home / "tasks").iterdir()
-    assert not list((task / "tool_groups").iterdir())
+    assert list((magent_home / "locks").iterdir()) == []   # locks/ keeps nothing of a finished run

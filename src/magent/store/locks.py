@@ -168,7 +168,7 @@ def clear_dead(locks_dir: Path, name: str, writes_in: Path | None = None) -> boo
             from magent.store import toolgroups
 
             remove_temp_files(writes_in)
-            toolgroups.end_left(writes_in)  # the killed holder's tool commands
+            toolgroups.end_left(locks_dir, name)  # the killed holder's tool commands
         (locks_dir / f"{name}.holder.json").unlink(missing_ok=True)
         path.unlink(missing_ok=True)
     except OSError:

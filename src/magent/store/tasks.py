@@ -231,7 +231,7 @@ class TaskDir:
         lock = self.lock().acquire()
         try:
             remove_temp_files(self.path)
-            toolgroups.end_left(self.path)  # a killed run's commands: no process of ours holds them
+            toolgroups.end_left(self.store.locks_dir, self.id)  # a killed run's commands: no process of ours holds them
         except BaseException:
             lock.release()
             raise

@@ -21,7 +21,6 @@ import shlex
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from magent.models import Tool
@@ -129,15 +128,14 @@ def _noted(pgid: int) -> Any:
     from magent.tools.base import current_call
 
     call = current_call.get()
-    task_path: Path | None = None
-    if call is not None and call.task_id and is_uuid4(call.task_id):
-        task_path = paths.tasks_dir() / call.task_id
-    noted = toolgroups.note(task_path, pgid) if task_path is not None and task_path.is_dir() else None
+    locks = paths.locks_dir()
+    in_task = call is not None and call.task_id is not None and is_uuid4(call.task_id) and locks.is_dir()
+    noted = toolgroups.note(locks, call.task_id, pgid) if in_task else None  # type: ignore[union-attr,arg-type]
     try:
         yield
     finally:
         if noted is not None:
-            noted.unlink(missing_ok=True)
+            toolgroups.forget(noted)
 
 
 async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes) -> tuple[str, str]:
