@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,9 @@ def test_no_input_in_a_terminal_pauses_and_exits_3(magent_home: Path) -> None:
 def test_ctrl_c_at_the_prompt_leaves_it_paused_and_says_how_to_go_on(magent_home: Path) -> None:
     term = Terminal("run", PUBLISH, "-t", "Announce the Friday closure")
     term.expect("[a]pprove / [r]eject / [e]dit / [l]ater: ")
+    # A person's Ctrl-C comes once the prompt waits: a signal between the prompt's write and
+    # readline's wait for a key is only seen at the next key (CPython's readline loop).
+    time.sleep(0.5)
     os.kill(term.proc.pid, signal.SIGINT)   # what Ctrl-C sends
     screen = term.screen()
     task_id = next(p.name for p in (magent_home / "tasks").iterdir())
