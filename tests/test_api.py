@@ -1,4 +1,4 @@
-"""The Python API as a user meets it: the README's examples run as written, a run from
+"""The Python API as a user meets it: the guides' examples run as written, a run from
 Python is the same task as one from the CLI, results read the same everywhere, bad input
 is a typed error with the CLI's message, and ``home=`` stays with its call."""
 
@@ -27,16 +27,19 @@ WRITE_REVIEW = EXAMPLES / "workflows" / "write_review.yaml"
 PUBLISH = EXAMPLES / "workflows" / "publish.yaml"
 
 
-def readme_python(section: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+GUIDES = {"Python API": "python-api.md", "Testing your agents": "testing.md"}
+
+
+def guide_python(section: str) -> str:
+    """The one Python example of a guide (docs/guides/), by its title."""
+    body = (ROOT / "docs" / "guides" / GUIDES[section]).read_text()
     (code,) = re.findall(r"```python\n(.*?)```", body, re.S)
     return code
 
 
-def test_readme_api_example_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_api_guide_example_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    p = subprocess.run([sys.executable, "-c", readme_python("Python API")], capture_output=True,
+    p = subprocess.run([sys.executable, "-c", guide_python("Python API")], capture_output=True,
                        text=True, timeout=240)
     assert p.returncode == 0, p.stderr
     out = p.stdout
@@ -48,9 +51,9 @@ def test_readme_api_example_runs_as_written(magent_home: Path, monkeypatch: pyte
     assert len(magent.tasks()) == 5   # in the home the test gave it, as the CLI would
 
 
-def test_readme_testing_example_passes_under_pytest(tmp_path: Path) -> None:
+def test_the_testing_guide_example_passes_under_pytest(tmp_path: Path) -> None:
     test_file = tmp_path / "test_greeter.py"
-    test_file.write_text(readme_python("Testing your agents"))
+    test_file.write_text(guide_python("Testing your agents"))
     env = {k: v for k, v in os.environ.items() if k not in ("MAGENT_FORBID_REMOTE_LLM", "OPENAI_API_KEY")}
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0",
                         "--rootdir", str(tmp_path), str(test_file)], capture_output=True, text=True,
@@ -288,8 +291,8 @@ def test_import_magent_stays_light() -> None:
 
 
 # One mypy run checks everything below (a run spends most of its time on the libraries the
-# checked code imports, the same for every file): the public API and the README's API example
-# and test_api_commands' use of the newer API under --strict, the README's pytest example
+# checked code imports, the same for every file): the public API and the API guide's example
+# and test_api_commands' use of the newer API under --strict, the testing guide's pytest example
 # as pytest tests are usually written (unannotated: --check-untyped-defs only).
 MYPY_CONFIG = """\
 [mypy]
@@ -315,9 +318,9 @@ def test_the_public_api_and_the_readme_examples_type_check(tmp_path: Path) -> No
     internals are not judged here: follow_imports = silent)."""
     from test_api_commands import TYPED_USE
 
-    (tmp_path / "api_example.py").write_text(readme_python("Python API"))
+    (tmp_path / "api_example.py").write_text(guide_python("Python API"))
     (tmp_path / "use.py").write_text(TYPED_USE)
-    (tmp_path / "test_example.py").write_text(readme_python("Testing your agents"))
+    (tmp_path / "test_example.py").write_text(guide_python("Testing your agents"))
     (tmp_path / "mypy.ini").write_text(MYPY_CONFIG)
     src = ROOT / "src" / "magent"
     p = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--no-incremental",

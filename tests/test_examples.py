@@ -1,7 +1,7 @@
-"""The examples and the README, as a new user meets them.
+"""The examples, the README and the docs, as a new user meets them.
 
-Every YAML under ``examples/`` validates, and the README's tour runs command by
-command (``<ID>`` becomes the task id the previous command printed).
+Every YAML under ``examples/`` validates, and the tour (the README's five minutes, then the rest
+in docs/tour.md) runs command by command (``<ID>`` becomes the task id the previous command printed).
 """
 
 from __future__ import annotations
@@ -28,10 +28,7 @@ def test_every_example_file_validates(path: Path) -> None:
     assert result.out.startswith("ok")
 
 
-def readme_tour() -> list[tuple[str, str]]:
-    """The tour's commands, each with its comment (empty where it has none)."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## A tour", 1)[1].split("\n## ", 1)[0]
+def _commands(section: str) -> list[tuple[str, str]]:
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", section, re.S):
         for line in block.splitlines():
@@ -39,6 +36,18 @@ def readme_tour() -> list[tuple[str, str]]:
             if line.strip().startswith("magent "):
                 commands.append((line.strip(), comment.strip()))
     return commands
+
+
+def readme_tour() -> list[tuple[str, str]]:
+    """The tour's commands in order, each with its comment (empty where it has none): the
+    README's five minutes, then the rest of docs/tour.md (which includes the README's part
+    rather than repeating it)."""
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "tour.md").read_text()
+    assert '--8<-- "README.md:tour"' in page   # the page shows the README's part as written
+    rest = page.split("## The rest of the tour", 1)[1]
+    return _commands(first) + _commands(rest)
 
 
 def check_comment(command: str, comment: str, code: int, out: str) -> None:
@@ -96,7 +105,7 @@ def run_tour(magent, folder: Path, background=None) -> None:
             assert proc.returncode in (0, 3), f"{command}\n{out}\n{err}"
 
 
-def test_readme_tour_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tour_runs_as_written(magent_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
 
     def magent(*args: str) -> tuple[int, str, str]:
@@ -114,11 +123,11 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     assert not any(line.startswith("export ") and "PIP_" not in line for line in ci)  # nothing the README lacks
 
 
-def test_the_readme_local_model_config_is_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's local-server llm_config loads as written (endpoint, a fallback mapping)."""
+def test_the_docs_local_model_config_is_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The providers guide's local-server llm_config loads as written (endpoint, a fallback mapping)."""
     from magent.config import load_agent
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guides" / "providers.md").read_text()
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "127.0.0.1:8080" in b)
     agent = tmp_path / "local.yaml"
     agent.write_text("name: local\nrole: r\nsystem_prompt: s\n" + block)

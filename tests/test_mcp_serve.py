@@ -288,8 +288,8 @@ def test_bad_targets_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert port.code == 2 and "--port" in port.err
 
 
-def test_the_readme_client_snippets_start_the_server() -> None:
-    text = (ROOT / "README.md").read_text()
+def test_the_docs_client_snippets_start_the_server() -> None:
+    text = (ROOT / "docs" / "guides" / "tools-and-mcp.md").read_text()
     section = text.split("### Use magent from Claude Desktop / Claude Code / Cursor", 1)[1].split("\n## ", 1)[0]
     configs = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
     assert len(configs) == 2                                    # Claude Desktop, Cursor

@@ -162,12 +162,12 @@ def test_a_rule_that_cannot_work_is_a_config_error_at_its_line(tmp_path: Path, m
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
 
 
-def test_the_readme_routing_config_loads_as_written(tmp_path: Path) -> None:
+def test_the_docs_routing_config_loads_as_written(tmp_path: Path) -> None:
     import re
 
     from magent.config import load_agent
 
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "providers.md").read_text()
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "routing:" in b and "tool_result" in b)
     agent = write(tmp_path, "routed.yaml", "name: routed\nrole: r\nsystem_prompt: s\n" + block)
     config = load_agent(agent).agent.llm_config

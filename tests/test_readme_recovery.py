@@ -1,8 +1,8 @@
-"""The README's recovery contract, row by row: each way of stopping a run, done for real
+"""The recovery contract (docs/guides/hitl-and-recovery.md), row by row: each way of stopping a run, done for real
 (a signal, a kill, a failed model, a damaged file), leaves the status the table names, and
 the table's command continues the task to its end.
 
-The rows are read from the README itself, so a row added there without a way to stop a run
+The rows are read from that page itself, so a row added there without a way to stop a run
 here, or a command that stops working, fails this test.
 """
 
@@ -37,7 +37,7 @@ class Row:
 
 
 def recovery_table() -> list[Row]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guides" / "hitl-and-recovery.md").read_text()
     section = text.split("## Stopping and continuing", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():

@@ -18,10 +18,10 @@ from test_retention_sweep import make_task, task_ids, with_checkpoints, write_po
 
 pytestmark = pytest.mark.slow
 
-# The line the README suggests (the lead puts it there); the test runs its command part.
+# The line the retention guide suggests; the test runs its command part.
 def _readme_crontab_line() -> str:
-    """The crontab line exactly as the README shows it (so the README and this test agree)."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    """The crontab line exactly as docs/guides/retention.md shows it (so the page and this test agree)."""
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "retention.md").read_text()
     (line,) = [l for l in readme.splitlines() if l.startswith("17 * * * *")]
     return line
 

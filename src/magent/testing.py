@@ -1,7 +1,7 @@
 """Testing your agents: model doubles and a switch that forbids real model calls.
 
 Run a workflow in pytest with a double standing in for every model, then assert on
-the ``AgentResult`` and the trace (see the README's "Testing your agents")::
+the ``AgentResult`` and the trace (see docs/guides/testing.md)::
 
     result = magent.run("my_agent.yaml", "Greet Ada", llm=FunctionModel(reply), home=tmp_path)
     assert result.success and magent.trace_log(result.task_id, home=tmp_path).steps

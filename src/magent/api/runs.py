@@ -51,7 +51,7 @@ def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, mode
     starts. ``set`` gives State values as ``--set`` does (``{"priority": "high"}``; dots
     nest); ``model`` swaps every agent's model; ``llm`` sends every model call to this client
     instead (a ``magent.testing`` double); ``home`` is the state root for this call only;
-    ``durability`` is ``"sync"``, ``"step"`` or ``"exit"`` (see the README's "Durability").
+    ``durability`` is ``"sync"``, ``"step"`` or ``"exit"`` (see docs/durability.md).
     ``budget`` limits the task's usage as ``--budget`` does: a mapping
     (``{"max_tokens": 50000, "max_cost_usd": 1}``) or the flag's text.
 

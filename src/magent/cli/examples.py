@@ -40,7 +40,7 @@ def copy(
 ) -> None:
     """Copy the examples into a folder (default ./examples).
 
-    The README's tour then runs from the folder above it. Files already in DIR are left alone when they are the same; a file that differs
+    The tour (README.md, docs/tour.md) then runs from the folder above it. Files already in DIR are left alone when they are the same; a file that differs
     stops the copy (nothing is written) unless --force.
     """
     from magent.api.starting import copy_examples

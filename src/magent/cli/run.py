@@ -26,7 +26,7 @@ class Durability(str, Enum):
 DurabilityOpt = Annotated[Optional[Durability], typer.Option(
     "--durability", case_sensitive=False,
     help="When writes reach the disk: sync (default: before every tool and model call), step "
-         "(once per step) or exit (when the run stops). See the README's Durability.")]
+         "(once per step) or exit (when the run stops). See docs/durability.md.")]
 NoInputOpt = Annotated[bool, typer.Option("--no-input", help="Never ask at the terminal; pauses exit with code 3.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer (the task line and errors go to stderr).")]
 BudgetOpt = Annotated[Optional[str], typer.Option(
