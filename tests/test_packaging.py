@@ -56,7 +56,7 @@ def test_the_build_is_clean_and_the_sdist_holds_the_tests_and_examples(built: di
                  if p.is_file() and "__pycache__" not in p.parts and "node_modules" not in p.parts}
         assert files and files <= names, sorted(files - names)
     assert {"LICENSE", "README.md", "setup.py", ".ci/run", "tests/conftest.py", "requirements/test.txt",
-            "scripts/lock", "scripts/check-latest"} <= names
+            "scripts/lock", "scripts/check-latest", "mkdocs.yml", "scripts/cli-reference"} <= names
 
 
 def test_the_wheel_says_what_it_is_and_carries_the_examples(built: dict) -> None:
