@@ -3,7 +3,7 @@
 A row runs in a Ray worker process exactly as the local executor runs it (``run_row``):
 the worker writes the row's task, checkpoints and row → task line straight into
 ``MAGENT_HOME``, which every node must mount at the same path (a shared POSIX
-filesystem: see the README). Ray does not retry a row (``max_retries=0``): a row whose
+filesystem: see docs/guides/batches.md). Ray does not retry a row (``max_retries=0``): a row whose
 worker died is reported ``interrupted`` and ``magent batch resume`` continues its task from
 its last checkpoint, so a row is never run twice as two tasks.
 

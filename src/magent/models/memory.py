@@ -68,7 +68,7 @@ class AgentMemory(Model):
     top_k: PositiveInt = 5
     """At most this many memories are injected."""
     min_score: float = Field(default=0.0, ge=0, le=1)
-    """Leave out memories scoring below this (0.0 - 1.0; see the README's "Memory" section)."""
+    """Leave out memories scoring below this (0.0 - 1.0; see docs/guides/memory.md)."""
     scope: Scope = "agent"
     """Where ``memory.remember`` and the summary write by default."""
     summarize_on_finish: bool = False
