@@ -310,8 +310,9 @@ THROUGH_THE_API = {
 }
 """Command groups whose modules reach the library only through ``magent.api``."""
 
-PRESENTATION = {"magent.errors", "magent.render", "magent.liveview", "magent.vocabulary"}
-"""Modules a command may use to parse, render and exit besides the API (no library logic)."""
+PRESENTATION = {"magent.errors", "magent.render", "magent.liveview", "magent.vocabulary", "magent.money"}
+"""Modules a command may use to parse, render (money: how an amount or an unknown cost reads) and
+exit besides the API (no library logic)."""
 PRESENTATION_NAMES = {"magent.tools.catalog": {"format_table"}, "magent.engine.inputs": {"parse_sets"}}
 """...and single helpers: a text table, and ``--set KEY=VALUE`` read as ``set=`` takes it."""
 
