@@ -51,6 +51,9 @@ def check_database(db: Path) -> sqlite3.Connection:
 
 
 def test_two_processes_writing_at_once_lose_nothing(magent_home: Path, tmp_path: Path) -> None:
+    # (the wait for the other's write lock is not what is tested: a loaded machine may need long)
+    paths.memory_settings_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.memory_settings_file().write_text("busy_timeout_seconds: 100\n")
     go = tmp_path / "go"
     count = 250
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, tag, str(count), str(go)],
