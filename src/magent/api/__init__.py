@@ -1,10 +1,5 @@
-"""magent's Python API: run and continue tasks, read them back, as the CLI does.
-
-``magent run`` and ``magent resume`` are thin layers over these functions, so a
-task started here is the same on disk as one started from the terminal. Names are
-imported on first use (PEP 562), so a light reader such as ``magent tasks list``
-can use ``magent.api.reading`` without loading pydantic.
-"""
+"""magent's Python API, which ``magent run`` and the other commands call: a task started here is
+the same on disk. Names load on first use (PEP 562), so a light reader need not load pydantic."""
 
 from __future__ import annotations
 

@@ -37,9 +37,8 @@ class CheckResult:
 
 
 def check_file(path: Path, *, servers: bool = False) -> CheckResult:
-    """What ``path`` is and whether it is valid. An agent's or workflow's tool names are checked
-    against the built-in tools and the configured servers; with ``servers``, against the live
-    tool lists of the MCP servers they use (started for this and stopped)."""
+    """What ``path`` is and whether it is valid; with ``servers``, tool names are checked against
+    the live tool lists of the MCP servers it uses (started for this and stopped)."""
     shown = display_path(path)
     kind: ConfigKind | None = None
     try:

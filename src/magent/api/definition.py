@@ -1,5 +1,4 @@
-"""A loaded workflow or agent (``magent.load``), apart from the task readers of ``api.reading``:
-a run needs this and none of them (their ``TaskDetails`` is one more class made at start-up)."""
+"""A loaded workflow or agent (``magent.load``), kept apart from the task readers of ``api.reading``."""
 
 from __future__ import annotations
 
@@ -39,11 +38,8 @@ class Definition:
 
 
 def load(target: PathLike, *, home: PathLike | None = None) -> Definition:
-    """Load and check a workflow or agent file (or one installed in the home by name).
-
-    Every mistake ``magent validate`` reports is raised here as ``ConfigError`` with its
-    file, line and field; nothing is written and no model is called.
-    """
+    """Load and check a workflow or agent file (or one installed by name): each mistake ``magent
+    validate`` reports is a ``ConfigError``; nothing is written and no model is called."""
     from magent.engine.graph import load_target
 
     given = os.fspath(target)

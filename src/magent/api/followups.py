@@ -1,10 +1,4 @@
-"""Follow-ups from Python: ``magent.chat`` / ``achat`` (``magent chat ID "..."`` calls these).
-
-A follow-up adds a person's message to a completed, failed or paused task and runs on
-from the agent that answers it (``engine/conversation.py`` says which). A conversation
-is a task: start it with ``magent.run(agent, "first message")``, then ``chat`` it
-as many times as you like; every exchange is persisted like a run.
-"""
+"""Follow-ups from Python: ``magent.chat`` / ``achat`` (``magent chat ID "..."`` calls these)."""
 
 from __future__ import annotations
 
@@ -22,14 +16,11 @@ if TYPE_CHECKING:
 def chat(task_id: str, message: str | None = None, *, model: str | None = None,
          on_event: EventHandler | None = None, home: PathLike | None = None,
          llm: "LLMClient | None" = None) -> "AgentResult":
-    """Send ``message`` to task ``task_id`` and wait for the answer (the ``AgentResult``,
-    whose ``output`` is the reply).
+    """Send ``message`` to task ``task_id`` and wait for the ``AgentResult`` (``output`` is the reply).
 
-    A task stopped in the middle of a run (a crash, ``kill -9``, Ctrl-C) is first continued
-    to where it stops, as ``resume`` would; with no ``message`` that is all. Raises
-    ``TaskNotFoundError`` for an unknown id, ``TaskLockedError`` while another process runs
-    the task, ``TaskStateError`` for a cancelled one, ``UsageError`` for an empty message.
-    """
+    A task stopped mid-run is first continued as ``resume`` would (with no ``message``, that is
+    all). Raises ``TaskNotFoundError``, ``TaskLockedError`` while another process runs the task,
+    ``TaskStateError`` for a cancelled one, ``UsageError`` for an empty message."""
     return run_sync(achat(task_id, message, model=model, on_event=on_event, home=home, llm=llm), "chat")
 
 

@@ -1,8 +1,4 @@
-"""A task's checkpoints and checking config files: ``magent.checkpoints``, ``checkpoint``, ``validate``.
-
-What ``magent checkpoints list/show`` and ``magent validate`` show, as objects. Like
-every reader here they load neither litellm nor mcp.
-"""
+"""A task's checkpoints and checking config files: ``magent.checkpoints``, ``checkpoint``, ``validate``."""
 
 from __future__ import annotations
 
@@ -78,12 +74,8 @@ def checkpoints(task_id: str, *, home: PathLike | None = None) -> Checkpoints:
 
 def checkpoint(task_id: str, number: int | None = None, *,
                home: PathLike | None = None) -> CheckpointView:
-    """Checkpoint ``number`` of a task (default: the latest), with its full State.
-
-    Raises ``CheckpointNotFoundError`` naming the checkpoints the task has, and
-    ``CheckpointCorruptError`` naming the latest valid one when it fails its checks.
-    Nothing on disk is changed.
-    """
+    """Checkpoint ``number`` of a task (default: the latest), with its full State. Raises
+    ``CheckpointNotFoundError`` or ``CheckpointCorruptError`` (naming the latest valid one)."""
     from magent.errors import CheckpointCorruptError, CheckpointNotFoundError
     from magent.store.tasks import Store
 
@@ -113,10 +105,8 @@ def checkpoint(task_id: str, number: int | None = None, *,
 def validate(*files: PathLike, home: PathLike | None = None, servers: bool = False) -> list["CheckResult"]:
     """Check agent, workflow, MCP servers, retention policy and script files (``magent validate``).
 
-    Nothing runs and nothing is raised for a bad file: each result says its ``kind``,
-    whether it is ``ok``, and its ``errors`` (file:line:col and the field) or a ``summary``.
-    ``servers``: check tool names against the live tool lists of the MCP servers agents use.
-    """
+    A bad file raises nothing: its result has ``ok`` False and ``errors`` (file:line:col, field).
+    ``servers``: check tool names against the live tool lists of the MCP servers agents use."""
     from magent.api.checking import check_file
 
     with paths.using_home(home):

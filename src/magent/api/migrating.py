@@ -1,6 +1,4 @@
-"""Rewriting tasks written by an older schema in the current plain form, from Python:
-``magent.api.migrate_tasks`` (what ``magent migrate`` does; the files: ``store.rewrite``, and
-``trace.migrating`` for trace.json)."""
+"""``magent.api.migrate_tasks``: rewrite tasks written by an older schema in the current plain form."""
 
 from __future__ import annotations
 
@@ -56,10 +54,8 @@ class MigrationReport:
 
 def migrate_tasks(task_ids: Iterable[str] = (), *, all_tasks: bool = False, dry_run: bool = False,
                   home: PathLike | None = None) -> MigrationReport:
-    """Rewrite the files of the tasks named (ids or unique prefixes), or of every task with
-    ``all_tasks``, in the current schema's plain form. Every id is resolved before anything is
-    written (``TaskNotFoundError`` and friends for one that names nothing). A running task is
-    skipped (``outcome`` ``skipped``), never waited for; ``dry_run`` reads and writes nothing."""
+    """Rewrite the named tasks (or ``all_tasks``) in the current plain form. Every id is resolved
+    before anything is written; a running task is skipped, never waited for."""
     from magent.store.tasks import Store
 
     task_ids = list(task_ids)

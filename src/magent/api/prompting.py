@@ -1,6 +1,5 @@
-"""The prompt store from Python: ``magent.prompts``, ``prompt`` and ``add_prompt`` (what
-``magent prompts list``, ``show`` and ``add`` do). Each version of a prompt is
-``$MAGENT_HOME/prompts/NAME/VERSION.yaml`` and is never changed once written."""
+"""The prompt store from Python: ``magent.prompts``, ``prompt`` and ``add_prompt``. A stored
+version (``$MAGENT_HOME/prompts/NAME/VERSION.yaml``) is never changed."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class StoredPrompt(PromptTemplate):
-    """One version of a stored prompt (``name``, ``version``, ``text``, ``description``, ``path``;
-    ``required``: the ``metadata`` keys it needs, to give with ``set=``), with every version its
-    name has."""
+    """One version of a stored prompt (``required``: the ``metadata`` keys to give with ``set=``),
+    with every version its name has."""
 
     versions: list[str] = field(default_factory=list)
     """Every version of this name, oldest first (2 before 10)."""
@@ -32,13 +30,8 @@ class StoredPrompt(PromptTemplate):
 
 
 def prompts(*, home: PathLike | None = None) -> list[StoredPrompt]:
-    """Every stored prompt by name, each as its latest version::
-
-        for p in magent.prompts():
-            print(p.name, p.versions, p.required)
-
-    A stored file that no longer validates is a ``ConfigError`` naming it.
-    """
+    """Every stored prompt by name, each as its latest version; a file that no longer validates is
+    a ``ConfigError``."""
     from magent.config import prompts as store
 
     with paths.using_home(home):
@@ -54,14 +47,8 @@ def prompts_folder(*, home: PathLike | None = None) -> Path:
 
 
 def prompt(name: str, version: str | None = None, *, home: PathLike | None = None) -> StoredPrompt:
-    """Version ``version`` of prompt ``name`` (the latest when None)::
-
-        triage = magent.prompt("triage", "2")
-        print(triage.text)
-
-    An unknown name or version is a ``ConfigError`` listing what exists; a malformed name a
-    ``UsageError``.
-    """
+    """Version ``version`` of prompt ``name`` (the latest when None). An unknown name or version is
+    a ``ConfigError`` listing what exists; a malformed name a ``UsageError``."""
     from magent.config import prompts as store
 
     with paths.using_home(home):
@@ -70,13 +57,8 @@ def prompt(name: str, version: str | None = None, *, home: PathLike | None = Non
 
 def add_prompt(name: str, version: str, text: str | None = None, *, file: PathLike | None = None,
                description: str = "", home: PathLike | None = None) -> StoredPrompt:
-    """Store a new version of a prompt, from ``text`` or from the file ``file``::
-
-        magent.add_prompt("triage", "3", "About {{ metadata.product }}.", description="Shorter")
-
-    An existing version is never replaced (``UsageError``: add a new one); a template that does
-    not parse is a ``UsageError`` naming the file (or 'the text') and line, and nothing is written.
-    """
+    """Store a new version of a prompt from ``text`` or ``file``. An existing version, or a
+    template that does not parse, is a ``UsageError`` and nothing is written."""
     from magent.config import prompts as store
     from magent.config.templates import TemplateProblem, check, is_template
 

@@ -1,5 +1,4 @@
-"""Reading tasks: ``tasks``, ``task``, ``task_details``, ``trace_log`` (``magent.load`` and its
-``Definition`` are ``api.definition``'s, named here too)."""
+"""Reading tasks: ``tasks``, ``task``, ``task_details``, ``trace_log`` (and ``api.definition``'s ``load``)."""
 
 from __future__ import annotations
 
@@ -19,14 +18,9 @@ if TYPE_CHECKING:
 def tasks(status: str | None = None, *, home: PathLike | None = None,
           problems: list[str] | None = None, where: "TaskFilter | None" = None,
           documents: bool = False) -> list["TaskRow"]:
-    """Every task in the home, newest first (what ``magent tasks list`` shows).
-
-    ``status`` keeps one status, ``where`` (a ``magent.store.listing.TaskFilter``: text,
-    tags, workflow, model, since) the tasks it matches. A task whose task.json cannot be
-    read is left out and described in ``problems`` when a list is given. Each row's
-    ``doc`` (its task.json) is read when first asked for, or with the rows if ``documents``
-    (quicker when every row's is wanted).
-    """
+    """Every task in the home, newest first (``magent tasks list``), filtered by ``status`` and
+    ``where``. An unreadable task.json is left out and described in ``problems``; ``documents``
+    reads every row's task.json at once instead of on first use."""
     from magent.store.listing import list_rows
     from magent.vocabulary import TASK_STATUSES
 
@@ -81,10 +75,8 @@ def task_details(task_id: str, *, home: PathLike | None = None) -> TaskDetails:
 
 
 def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":
-    """The task's trace (what ``magent trace ID --json`` prints), running tasks included.
-
-    Raises ``StoreError`` when the trace cannot be read as a ``TraceLog``.
-    """
+    """The task's trace (``magent trace ID --json``), running tasks included; ``StoreError`` when
+    it cannot be read as a ``TraceLog``."""
     from magent.errors import StoreError
     from magent.models import TraceLog
     from magent.store.tasks import Store

@@ -1,18 +1,7 @@
-"""What ``magent validate`` checks of the values a workflow's conditions and templates read.
-
-Loading a workflow already refuses a condition or template that does not parse or names an
-unknown top-level name. This goes further, for ``validate``, where a mistake would otherwise
-only show at run time as a route never taken or a value never there:
-
-- ``metadata.outputs.NODE`` and ``visits.NODE`` must name a node of the workflow;
-- ``metadata.outputs.NODE.FIELD...`` must be a field of that node's agent's
-  ``output_schema`` (when the schema lists its properties and allows no others);
-- a ``metadata`` key a template needs and nothing sets is an error when it is close to a key
-  the workflow does set (a misspelling); otherwise it is a value ``--set`` gives.
-
-Each finding is a ``ConfigError`` at the file and line of the condition or template, with a
-did-you-mean; every finding of a file is returned, not only the first.
-"""
+"""What ``magent validate`` checks of the values a workflow's conditions and templates read, so
+that a mistake shows before run time: ``outputs.NODE`` and ``visits.NODE`` name a node, an
+output field is in the agent's closed ``output_schema``, and a needed ``metadata`` key close to
+one the workflow sets is a misspelling. Every finding is a ``ConfigError`` with a did-you-mean."""
 
 from __future__ import annotations
 

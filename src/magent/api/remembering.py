@@ -1,11 +1,5 @@
-"""Long-term memory from Python: read it (``memories``, ``search_memory``, ``memory_entry``),
-write it (``add_memory``, ``forget_memories``, ``import_memories``), move it
-(``export_memories``) and tidy it (``consolidate_memory``) — what ``magent memory list``,
-``search``, ``show``, ``add``, ``forget``, ``import``, ``export`` and ``consolidate`` do.
-
-Readers never create the database (an empty home has no memories, not an error); writers
-create it. Secrets are masked before anything is stored, as in a run.
-"""
+"""Long-term memory from Python (what ``magent memory ...`` does). Readers never create the
+database; writers create it. Secrets are masked before anything is stored, as in a run."""
 
 from __future__ import annotations
 
@@ -64,15 +58,8 @@ class MemorySearch:
 
 def memories(*, scope: str | None = None, types: Iterable[str] | None = None, status: str = "active",
              limit: int = 50, home: PathLike | None = None) -> MemoryList:
-    """Memories, newest first::
-
-        for m in magent.memories(scope="workflow:office_memory", types=["semantic"]).entries:
-            print(m.id[:8], m.importance, m.content)
-
-    ``scope`` is ``agent:NAME``, ``workflow:NAME``, ``global``, or ``agent``/``workflow`` for any
-    name; ``status`` is ``active``, ``archived`` or ``all``. A bad scope, type or status is a
-    ``UsageError``.
-    """
+    """Memories, newest first. ``scope`` is ``agent:NAME``, ``workflow:NAME``, ``global``, or
+    ``agent``/``workflow`` for any name; a bad scope, type or status is a ``UsageError``."""
     visible, kinds, state = _visible(scope), _types(types), _status(status)
     if limit < 1:
         raise UsageError(f"--limit must be 1 or more, not {limit}")
@@ -84,14 +71,8 @@ def memories(*, scope: str | None = None, types: Iterable[str] | None = None, st
 
 def search_memory(query: str, *, scope: str | None = None, types: Iterable[str] | None = None,
                   top_k: int = 10, min_score: float = 0.0, home: PathLike | None = None) -> MemorySearch:
-    """Search memories as an agent's ``memory.search`` does: best matches first::
-
-        found = magent.search_memory("where is the weekly sync", top_k=3)
-        print([(h.score, h.entry.content) for h in found.hits])
-
-    Plain words match memories holding any of them; full-text syntax (``"exact phrase"``,
-    ``a AND b``, ``pre*``) is used as written.
-    """
+    """Search memories as an agent's ``memory.search`` does, best first: plain words match any of
+    them; full-text syntax (``"exact phrase"``, ``a AND b``, ``pre*``) is used as written."""
     visible, kinds = _visible(scope), _types(types)
     if top_k < 1:
         raise UsageError(f"--top-k must be 1 or more, not {top_k}")
@@ -112,14 +93,7 @@ def memory_entry(memory_id: str, *, home: PathLike | None = None) -> "MemoryEntr
 
 def add_memory(content: str, *, memory_type: str = "semantic", scope: str = "global", importance: float = 0.5,
                tags: Iterable[str] | None = None, home: PathLike | None = None) -> "Stored":
-    """Store a memory by hand (secrets masked first); returns it as stored, with ``notes``::
-
-        stored = magent.add_memory("Deploys happen on Thursdays", scope="workflow:release")
-        print(stored.entry.id)
-
-    ``scope`` is ``agent:NAME``, ``workflow:NAME`` or ``global``; ``memory_type`` is ``episodic``,
-    ``semantic`` or ``procedural``; ``importance`` 0 to 1.
-    """
+    """Store a memory by hand (secrets masked first); returns it as stored, with ``notes``."""
     from magent.memory.service import check_type, parse_scope
 
     check_type(memory_type)
@@ -132,9 +106,7 @@ def add_memory(content: str, *, memory_type: str = "semantic", scope: str = "glo
 
 
 def forget_memories(memory_ids: Iterable[str], *, home: PathLike | None = None) -> list["MemoryEntry"]:
-    """Delete memories for good; returns what was deleted (``magent.forget_memories(["3f2a"])``).
-
-    Every id is checked first: if one is unknown (``MemoryNotFoundError``), none is deleted."""
+    """Delete memories for good; if one id is unknown (``MemoryNotFoundError``), none is deleted."""
     refs = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
     with _open(home) as memory:
         rowids = [memory.store.resolve(ref) for ref in refs]
@@ -145,13 +117,8 @@ def forget_memories(memory_ids: Iterable[str], *, home: PathLike | None = None) 
 
 def export_memories(path: PathLike | None = None, *, scope: str | None = None, status: str = "all",
                     home: PathLike | None = None) -> list[str]:
-    """Memories as JSON Lines, one memory per line (vectors left out: an import embeds again)::
-
-        magent.export_memories("memories.jsonl", scope="workflow:office_memory")
-
-    With ``path`` the lines are also written there, whole or not at all. ``status`` is
-    ``active``, ``archived`` or ``all``.
-    """
+    """Memories as JSON Lines without vectors (an import embeds again); with ``path`` also
+    written there, whole or not at all."""
     from magent.memory.transfer import export_lines
     from magent.store.files import atomic_write
 
@@ -164,14 +131,8 @@ def export_memories(path: PathLike | None = None, *, scope: str | None = None, s
 
 
 def import_memories(source: Union[PathLike, IO[str]], *, home: PathLike | None = None) -> "ImportReport":
-    """Add memories from a JSON Lines file (as ``export_memories`` writes) or an open text stream::
-
-        report = magent.import_memories("memories.jsonl")
-        print(report.imported, "new,", report.skipped, "already stored")
-
-    Memories whose id is already stored are skipped. Every line is checked first: a bad line
-    imports nothing (``UsageError`` naming its line).
-    """
+    """Add memories from a JSON Lines file or text stream, skipping ids already stored. A bad
+    line imports nothing (``UsageError`` naming it)."""
     from magent.memory.transfer import import_file
 
     with _open(home, create=True) as memory:
@@ -182,11 +143,8 @@ def import_memories(source: Union[PathLike, IO[str]], *, home: PathLike | None =
 
 def consolidate_memory(*, dry_run: bool = False, evict: bool | None = None,
                        home: PathLike | None = None) -> "ConsolidationReport":
-    """Merge near-duplicates, decay importance, archive (or with ``evict`` delete) what falls
-    below the threshold of config/memory.yaml; ``dry_run`` only says what it would do::
-
-        print(magent.consolidate_memory(dry_run=True).summary())
-    """
+    """Merge near-duplicates, decay importance, archive (``evict``: delete) what falls below
+    config/memory.yaml's threshold; ``dry_run`` only says what it would do."""
     from magent.memory.consolidate import ConsolidationReport, consolidate
 
     with _open(home) as memory:

@@ -1,5 +1,4 @@
-"""Re-running a finished task with its recorded model replies: ``magent.replay`` / ``areplay``
-(what ``magent replay`` does)."""
+"""``magent.replay`` / ``areplay``: re-run a finished task with its recorded model replies."""
 
 from __future__ import annotations
 
@@ -24,10 +23,7 @@ async def areplay(task_id: str, *, on_event: EventHandler | None = None,
 
 def replay(task_id: str, *, on_event: EventHandler | None = None,
            home: PathLike | None = None) -> "ReplayReport":
-    """Run a completed or failed task again as a new task (tagged ``replay``), answering each
-    model call with the reply recorded for it; tools run for real and recorded human decisions
-    are given again. The report says whether every step ``matched`` or where it ``diverged``.
-
-    A task that is not finished raises ``TaskStateError``.
-    """
+    """Run a finished task again as a new task (tagged ``replay``), answering each model call with
+    its recorded reply; tools run for real. The report says whether every step ``matched``.
+    An unfinished task raises ``TaskStateError``."""
     return run_sync(areplay(task_id, on_event=on_event, home=home), "replay")

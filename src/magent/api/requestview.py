@@ -1,12 +1,5 @@
-"""The exact requests of one step's model calls: ``magent trace ID --step N --request``.
-
-Each ``llm_call`` event records its call's parameters and names its system
-prompt and tool set by hash in ``requests.jsonl`` and its conversation by the
-last entry sent (see ``magent.engine.sent``). This puts them back together in
-the OpenAI chat format that litellm is handed for every provider — system
-message first, tools under their provider-safe names, text mode's instructions
-and observations as the model read them.
-"""
+"""The exact requests of one step's model calls (``magent trace ID --step N --request``), put
+back together from ``requests.jsonl`` in the OpenAI chat format litellm is handed."""
 
 from __future__ import annotations
 

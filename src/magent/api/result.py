@@ -1,11 +1,5 @@
-"""``AgentResult`` (seed 004): what a run returns, read back from the task's files.
-
-The same object comes out of ``magent.run`` and ``magent.resume``, is the last line
-of ``magent run --json`` and is included in ``magent tasks show --json``: it is
-always built from what the run left on disk (task.json, the trace, the latest
-checkpoint), so a task started from the CLI and one started from Python read the
-same.
-"""
+"""``AgentResult`` (seed 004): what a run returns, always built from the task's files, so a
+task started from the CLI and one started from Python read the same."""
 
 from __future__ import annotations
 

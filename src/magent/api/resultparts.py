@@ -1,7 +1,5 @@
-"""The detail of an ``AgentResult`` (seed 004's recommended fields): every tool call and model
-call, what the run changed in memory and the key-value store, warnings, retries, timings and
-whether it replays exactly — all read from the task's trace, events and journals.
-"""
+"""The detail of an ``AgentResult`` (seed 004's recommended fields), read from the task's
+trace, events and journals."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Keeping disk use bounded from Python: ``magent.sweep`` and ``magent.retention_plan``
-(what ``magent retention sweep`` and ``magent retention show`` do).
-
-The policy is the home's config/retention_policy.yaml (built-in defaults without it); a
-bad policy raises ``ConfigError`` before anything is touched.
-"""
+"""``magent.sweep`` and ``magent.retention_plan`` (``magent retention sweep`` / ``show``)."""
 
 from __future__ import annotations
 
@@ -37,12 +32,9 @@ class RetentionPlan:
 
 
 def sweep(*, dry_run: bool = False, home: PathLike | None = None) -> "SweepReport":
-    """Remove the task directories past their retention, and trim checkpoints if the policy caps them.
-
-    With ``dry_run`` nothing changes and the report says what would go and why. Paused
-    and running tasks are never removed; if another sweep is running, ``report.busy`` says
-    who and nothing is done. Removals that failed part-way are in ``report.problems``.
-    """
+    """Remove task directories past their retention and trim checkpoints the policy caps.
+    Paused and running tasks are never removed; ``dry_run`` only reports; ``report.busy`` says
+    who runs another sweep (nothing is done)."""
     with paths.using_home(home):
         engine, _ = _retention()
         return engine.plan() if dry_run else engine.sweep()

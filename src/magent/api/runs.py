@@ -1,11 +1,5 @@
-"""Starting, continuing and cancelling runs from Python: ``magent.run`` / ``arun``,
-``resume`` / ``aresume`` (``cancel``: ``api/steering.py``). ``magent run`` and ``magent resume`` call these.
-
-A call keeps nothing in the process between calls: ``home=`` applies to that call
-only (``paths.using_home``), and several ``arun`` calls may run at once in one event
-loop. Signals are the caller's business (the CLI turns Ctrl-C into a cancel); a
-cancelled ``arun`` leaves an interrupted task that ``resume`` continues.
-"""
+"""``magent.run`` / ``arun`` and ``resume`` / ``aresume``. A call keeps nothing in the process:
+``home=`` applies to that call only, and several ``arun`` calls may share one event loop."""
 
 from __future__ import annotations
 
@@ -44,20 +38,12 @@ def run(target: Target, task: str, *, set: Mapping[str, Any] | None = None, mode
         home: PathLike | None = None, retention_days: int | None = None,
         llm: "LLMClient | None" = None, budget: "BudgetArg" = None,
         durability: str | None = None) -> "AgentResult":
-    """Run a workflow (or a single agent) on ``task`` and wait for it to stop.
+    """Run a workflow (or a single agent) on ``task`` and wait for it to stop; returns the
+    ``AgentResult`` (``awaiting_human``: continue with ``resume``).
 
-    Returns the ``AgentResult``: completed, failed, or ``awaiting_human`` when a person must
-    answer (continue with ``resume``). The task is the same on disk as one ``magent run``
-    starts. ``set`` gives State values as ``--set`` does (``{"priority": "high"}``; dots
-    nest); ``model`` swaps every agent's model; ``llm`` sends every model call to this client
-    instead (a ``magent.testing`` double); ``home`` is the state root for this call only;
-    ``durability`` is ``"sync"``, ``"step"`` or ``"exit"`` (see docs/durability.md).
-    ``budget`` limits the task's usage as ``--budget`` does: a mapping
-    (``{"max_tokens": 50000, "max_cost_usd": 1}``) or the flag's text.
-
-    Raises a ``MagentError`` for bad input (``ConfigError`` for a bad target,
-    ``UsageError`` for bad arguments), before anything is written.
-    """
+    ``set``, ``model`` and ``budget`` act as ``--set``, ``--model`` and ``--budget`` do; ``llm``
+    answers every model call (a ``magent.testing`` double); ``home`` is the state root for this
+    call only; ``durability`` is ``sync``, ``step`` or ``exit``. Bad input raises a ``MagentError`` before anything is written."""
     return run_sync(arun(target, task, set=set, model=model, tags=tags, on_event=on_event, home=home,
                          retention_days=retention_days, llm=llm, budget=budget,
                          durability=durability), "run")
@@ -95,16 +81,11 @@ def resume(task_id: str, *, approve: bool = False, reject: bool = False,
            model: str | None = None, on_event: EventHandler | None = None,
            home: PathLike | None = None, llm: "LLMClient | None" = None,
            budget: "BudgetArg" = None, durability: str | None = None) -> "AgentResult":
-    """Continue a paused, interrupted or crashed task, or branch a new one from a checkpoint.
+    """Continue a paused, interrupted or crashed task, or branch a new one ``from_checkpoint=N``.
 
-    A paused task needs one answer: ``approve``, ``reject`` or ``modify`` (State updates:
-    a mapping, or the path of a YAML/JSON file; ``output`` in it replaces the output the
-    pause shows), with an optional ``message`` the next nodes see. A stopped task continues from its last checkpoint. ``from_checkpoint=N``
-    starts a new task from checkpoint N instead (time travel); its result has the new
-    task's id. ``budget`` raises the usage limit a task stopped at (with ``approve`` at a
-    budget pause: above what was used). Raises ``UsageError`` for conflicting answers, ``TaskNotFoundError`` for an
-    unknown id and ``TaskStateError`` when the task cannot be continued that way.
-    """
+    A paused task needs one of ``approve``, ``reject`` or ``modify`` (State updates: a mapping
+    or a YAML/JSON file); ``budget`` raises the limit a task stopped at. Raises ``UsageError``,
+    ``TaskNotFoundError`` or ``TaskStateError``."""
     return run_sync(aresume(task_id, approve=approve, reject=reject, modify=modify, message=message,
                             set=set, from_checkpoint=from_checkpoint, model=model, on_event=on_event,
                             home=home, llm=llm, budget=budget,

@@ -1,6 +1,5 @@
-"""Getting started: ``magent.init`` makes a home, ``magent.examples`` and ``copy_examples`` give
-the bundled examples, ``new_agent`` and ``new_workflow`` write a file to start from (what
-``magent init``, ``magent examples list/copy`` and ``magent new`` do)."""
+"""Getting started: ``magent.init``, ``examples``, ``copy_examples``, ``new_agent`` and
+``new_workflow`` (what ``magent init``, ``examples`` and ``new`` do)."""
 
 from __future__ import annotations
 
@@ -37,9 +36,8 @@ def init(*, home: PathLike | None = None) -> Home:
 
 
 def examples() -> list["Example"]:
-    """The bundled example agents, workflows and MCP files: each ``path`` (relative to the
-    examples folder, e.g. ``workflows/write_review.yaml``) and ``about`` (one line: its role or description).
-    An installation without them is a ``UsageError``."""
+    """The bundled example agents, workflows and MCP files (``path``, ``about``); ``UsageError``
+    when the installation has none."""
     from magent.starter import list_examples
 
     return list_examples()
@@ -53,11 +51,8 @@ def examples_folder() -> Path:
 
 
 def copy_examples(dest: PathLike = "examples", *, force: bool = False) -> "CopyReport":
-    """Copy the examples into ``dest`` (created if missing), so the README's paths work there.
-
-    Files already there and the same are kept (``unchanged``); a file there with other content
-    stops the copy with a ``UsageError`` before anything is written, unless ``force``.
-    """
+    """Copy the examples into ``dest``; a file there with other content is a ``UsageError``
+    (nothing copied) unless ``force``."""
     from magent.starter import copy_examples as copy
 
     return copy(Path(os.fspath(dest)), force=force)
@@ -65,17 +60,8 @@ def copy_examples(dest: PathLike = "examples", *, force: bool = False) -> "CopyR
 
 def new_agent(name: str, *, folder: PathLike = ".", model: str | None = None, force: bool = False,
               home: PathLike | None = None) -> Path:
-    """Write ``folder/NAME.yaml``, an agent with every field explained; return its path.
-
-    It validates as written::
-
-        path = magent.new_agent("support_bot", folder="agents", model="ollama/llama3.2")
-        magent.validate(path)
-
-    Without ``model`` the file names the home's default model (``magent config show``), else
-    ``openai/gpt-4o-mini``. A bad name, or a file already there (unless ``force``), is a
-    ``UsageError`` and nothing is written.
-    """
+    """Write ``folder/NAME.yaml``, an agent with every field explained, that validates as written;
+    return its path. A bad name or an existing file (unless ``force``) is a ``UsageError``."""
     return _new("agent", name, folder, model, force, home)
 
 

@@ -1,11 +1,5 @@
-"""Steering a running task from another process: ``magent.steer``, ``pause`` and ``cancel``
-(and ``asteer``, ``apause``, ``acancel`` for asyncio).
-
-None of them takes the run's lock: each writes a control signal (``store/signals.py``) that
-the run applies at its next safe point (after the model call or tool call in progress). A
-task that is not running is answered at once: a pause is refused (nothing runs to pause),
-a cancel abandons it as before (``engine/session.cancel_task``).
-"""
+"""``magent.steer``, ``pause`` and ``cancel`` from another process: each writes a control signal
+(``store/signals.py``) the run applies at its next safe point, never taking the run's lock."""
 
 from __future__ import annotations
 
@@ -42,14 +36,10 @@ def running(td: "TaskDir") -> bool:
 
 
 def steer(task_id: str, message: str, *, session: str | None = None, home: PathLike | None = None) -> Sent:
-    """Queue ``message`` for the running task: the model reads it as a user message on its next
-    turn (an ``injection`` entry). Durable when this returns. ``TaskStateError`` when no run
-    holds the task (continue a stopped one with ``magent.chat``).
-
-    The message goes to the first conversation to reach its next turn — the one running — or
-    to ``session``: ``main``, or an open sub-agent, branch or item session named by its id (or
-    a unique prefix), its agent or its key (``branch:NODE``). ``UsageError`` when none or
-    several open sessions match."""
+    """Queue ``message`` for the running task as a user message on its next turn; durable on
+    return. It goes to the first conversation to reach its turn, or to ``session`` (an id,
+    prefix, agent or key). ``TaskStateError`` when no run holds the task; ``UsageError`` when
+    no or several open sessions match."""
     from magent.errors import UsageError
     from magent.store.tasks import Store
     from magent.store.signals import send

@@ -1,11 +1,5 @@
-"""The tools agents can use, and calling one directly: ``magent.list_tools`` / ``alist_tools``,
-``call_tool`` / ``acall_tool`` (what ``magent tools list`` and ``magent tools call`` do), and
-whether each MCP server answers: ``mcp_servers`` / ``amcp_servers`` (``magent mcp list``), and
-OAuth logins to HTTP servers: ``mcp_login`` / ``amcp_login``, ``mcp_logout``.
-
-Tools come from the home's config/mcp_servers.yaml, the built-in servers, and any ``mcp``
-files given. Each call starts the servers it needs and stops them before it returns.
-"""
+"""Tools and MCP servers from Python (``magent tools ...`` and ``magent mcp ...``). Each call
+starts the servers it needs and stops them before it returns."""
 
 from __future__ import annotations
 
@@ -52,11 +46,8 @@ async def alist_tools(server: str | None = None, *, mcp: Iterable[PathLike] = ()
 
 def list_tools(server: str | None = None, *, mcp: Iterable[PathLike] = (),
           home: PathLike | None = None) -> ToolList:
-    """The tools agents can use (only ``server``'s when given), with descriptions and arguments.
-
-    ``mcp`` adds MCP server files to the home's. An unknown ``server`` is a ``UsageError``
-    naming the servers there are; a server that fails to start is in ``failed`` and ``problems``.
-    """
+    """The tools agents can use (only ``server``'s when given); an unknown ``server`` is a
+    ``UsageError``, a server that fails to start is in ``failed`` and ``problems``."""
     return run_sync(alist_tools(server, mcp=mcp, home=home), "list_tools")
 
 
@@ -79,15 +70,9 @@ async def acall_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
 def call_tool(name: str, arguments: Mapping[str, Any] | None = None, *,
               mcp: Iterable[PathLike] = (), home: PathLike | None = None,
               elicitation: str = "decline") -> "ToolResult":
-    """Run one tool, named ``server.tool``, outside any task (``magent tools call``).
-
-    The result says ``ok``, its ``outcome``, the text ``content`` the model would see,
-    structured ``data``, ``error`` and ``duration_ms``; a tool that fails is a result, not an
-    exception. A bad name, or arguments that do not fit the tool's schema, raise ``UsageError``;
-    a server that cannot start raises ``ToolError``. A question the tool's server asks during
-    the call (MCP elicitation) is answered as ``elicitation`` says (``decline``, ``cancel``,
-    ``defaults``) unless the command line asks the person at the terminal.
-    """
+    """Run one tool, ``server.tool``, outside any task; a failing tool is a result, not an
+    exception. A bad name or arguments raise ``UsageError``, a server that cannot start
+    ``ToolError``; MCP elicitation is answered as ``elicitation`` says."""
     return run_sync(acall_tool(name, arguments, mcp=mcp, home=home, elicitation=elicitation), "call_tool")
 
 
@@ -101,13 +86,8 @@ async def amcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = 
 
 
 def mcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> list["ServerStatus"]:
-    """The configured MCP servers (the home's and any ``mcp`` files'), by name, each started at
-    once, asked for its tools and stopped (``magent mcp list``).
-
-    Each status has ``name``, ``transport``, ``target`` (command or URL), ``source`` (the file
-    that defines it), ``ok``, ``tools`` (how many it offers), ``seconds`` and ``error``. A server
-    that does not answer is a status with ``ok`` False, not an exception.
-    """
+    """Each configured MCP server, started, asked for its tools and stopped (``magent mcp list``);
+    one that does not answer is a status with ``ok`` False, not an exception."""
     return run_sync(amcp_servers(mcp=mcp, home=home), "mcp_servers")
 
 

@@ -1,12 +1,5 @@
 """Reading a task's trace as ``magent trace`` shows it: ``magent.read_trace``, ``trace_html``,
-``export_trace`` and ``follow_trace``.
-
-``magent.trace_log`` gives the trace as a validated ``TraceLog``; these give everything else
-the command shows: the step tree as text, one step whole (``--step N``), the exact requests of
-a step's model calls (``--request``), a sub-agent session alone (``--session``), the HTML
-report (``--html``), an OpenTelemetry export (``--otlp``) and a running task's events as they
-are written (``--follow``). Like every reader here they load neither litellm nor mcp.
-"""
+``export_trace`` and ``follow_trace``. Like every reader here they load neither litellm nor mcp."""
 
 from __future__ import annotations
 
@@ -51,11 +44,8 @@ class StepRequests:
 
 @dataclass(frozen=True)
 class TraceReading:
-    """A task's trace as ``magent trace ID`` reads it (``magent.read_trace``).
-
-    Built from ``trace.json`` when it is current, else from ``events.jsonl`` (a running task, a
-    run that died); ``notes`` says what was missing or damaged on the way.
-    """
+    """A task's trace as ``magent trace ID`` reads it: from ``trace.json`` when current, else from
+    ``events.jsonl``; ``notes`` says what was missing or damaged."""
 
     task_id: str
     """The task's full id."""
@@ -153,12 +143,8 @@ class TraceReading:
 
 
 def read_trace(task_id: str, *, steps_in_full: bool = False, home: PathLike | None = None) -> TraceReading:
-    """A task's trace (any id or unique prefix), running, paused, failed or finished.
-
-    ``steps_in_full`` builds it from ``events.jsonl`` right away (what ``--step`` reads; by
-    default the current ``trace.json`` is used and ``step()`` reads the events when asked).
-    An unknown id is a ``TaskNotFoundError``.
-    """
+    """A task's trace (any id or unique prefix); ``steps_in_full`` builds it from ``events.jsonl``
+    at once. An unknown id is a ``TaskNotFoundError``."""
     from magent.store.tasks import Store
     from magent.trace.load import load_view
 
@@ -214,12 +200,9 @@ class TraceExport:
 
 
 def export_trace(task_id: str, url: str, *, home: PathLike | None = None) -> TraceExport:
-    """Send a stopped task's trace as OpenTelemetry spans to an OTLP/HTTP endpoint
-    (``magent trace ID --otlp URL``; ``http://localhost:4318`` gets ``/v1/traces`` added).
-
-    Needs ``pip install 'magent-runner[otel]'`` (else a ``UsageError``); a running task or one with no
-    events is a ``TaskStateError``; an endpoint that does not take them is an ``ExportError``.
-    """
+    """Send a stopped task's trace as OpenTelemetry spans to an OTLP/HTTP endpoint. Needs the
+    ``otel`` extra (else ``UsageError``); ``TaskStateError`` for a running task, ``ExportError``
+    when the endpoint refuses."""
     from magent.errors import TaskStateError, UsageError
     from magent.store.tasks import Store
     from magent.trace.load import read_task
@@ -245,13 +228,8 @@ def export_trace(task_id: str, url: str, *, home: PathLike | None = None) -> Tra
 def follow_trace(task_id: str, on_event: Callable[["Event"], None], *,
                  on_start: Callable[[str], None] | None = None,
                  on_task: Callable[[str], None] | None = None, home: PathLike | None = None) -> str:
-    """Call ``on_event`` with each event of the task as it is written (``magent trace ID
-    --follow``): first the recent history, then new events until the run stops.
-
-    ``on_task`` is called first with the task's full id, ``on_start`` with the lines the
-    command prints before the events (``following task ...``). Returns why it stopped: the
-    status the run ended with, ``interrupted`` or ``not running``.
-    """
+    """Call ``on_event`` with each event of the task as it is written, history first, until the
+    run stops; ``on_task`` gets the full id, ``on_start`` the header lines. Returns why it stopped."""
     from magent.store.tasks import Store
     from magent.trace.follow import follow
 
