@@ -1,8 +1,5 @@
-"""The root ``magent`` command, and the one place errors become exit codes.
-
-Command modules import the library inside their functions, so ``magent --help``
-loads neither pydantic models nor litellm nor mcp.
-"""
+"""The root ``magent`` command, and the one place errors become exit codes. Command modules
+import the library inside their functions, so ``magent --help`` loads none of it."""
 
 from __future__ import annotations
 
@@ -127,9 +124,8 @@ _PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("config", ("config",)),
     ("batch", ("batch",)),
 )
-"""The modules of ``magent.cli`` that add commands, in the order ``--help`` lists them, with
-the names each adds: its commands (a ``register(app)`` function), or its group (an ``app`` of
-its own, mounted under the module's name). tests/test_startup.py checks the names."""
+"""The modules that add commands, in ``--help``'s order, with the names each adds (its commands
+via ``register(app)``, or its own group ``app``). tests/test_startup.py checks the names."""
 
 _whole: typer.Typer | None = None
 
@@ -165,11 +161,9 @@ def main() -> None:
 
 
 def _narrowed(args: list[str]) -> typer.Typer:
-    """The app with only the command ``args`` start with, its module alone imported: Typer turns
-    every registered command into a click command (its parameters, their converters) before it
-    looks at the arguments, and the one that runs is all a run needs. With anything else first
-    (``--help``, an option, a misspelt command) or while completing, the whole app, to list or
-    suggest every command."""
+    """The app with only the command ``args`` start with (its module alone imported): Typer
+    builds every registered command before it looks at the arguments. With anything else first,
+    or while completing, the whole app."""
     if not args or args[0].startswith("-") or os.environ.get("_MAGENT_COMPLETE"):
         return _full()
     from typer.main import get_command_name
@@ -188,20 +182,12 @@ def _narrowed(args: list[str]) -> typer.Typer:
 
 
 def entry() -> None:
-    """The ``magent`` program (its console script, ``python -m magent``): the command, then an
-    immediate exit.
+    """The ``magent`` program: the command, then an immediate exit.
 
-    A run leaves litellm, mcp and pydantic's hundreds of thousands of objects loaded, and
-    Python's own teardown (its last garbage collections, then freeing module after module)
-    took 1 to 5 s between the answer, or a Ctrl-C, and the prompt. Everything magent writes
-    is written, synced and closed by the time the command returns, so once stdout and stderr
-    are flushed the process ends at once, without that teardown (``os._exit``).
-
-    pydantic plugins (found through every installed package's entry points, a scan that took
-    as long as building magent's models) are for a program's own models, not magent's: the
-    program turns them off unless the user set ``PYDANTIC_DISABLE_PLUGINS`` (pydantic's
-    documented switch). MCP servers do not inherit it: they get the SDK's default environment.
-    """
+    Everything magent writes is synced and closed when the command returns, so after flushing
+    stdout and stderr the process skips Python's teardown (``os._exit``), which took seconds
+    with litellm and mcp loaded. pydantic plugins are for a program's own models: they are off
+    unless the user set ``PYDANTIC_DISABLE_PLUGINS``."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     collector.starting()
     try:

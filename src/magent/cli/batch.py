@@ -140,8 +140,7 @@ def _drive(json_out: bool, started: Any, call: Any) -> int:
 
 
 _COUNT_AS_DONE = frozenset({"completed", "skipped", "removed"})
-"""Rows that leave the batch's exit code at 0: completed ones, those ``--skip-bad-rows`` left out
-(the person asked for that; they are listed), and those whose task retention has since removed."""
+"""Rows that leave the exit code at 0: completed, left out by ``--skip-bad-rows``, or removed since."""
 
 
 def exit_code(counts: dict[str, int], stopped_by: str | None = None) -> int:

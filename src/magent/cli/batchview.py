@@ -1,6 +1,5 @@
-"""What ``magent batch`` prints while rows run: a rich progress bar in a terminal, a line per
-finished row into a pipe or a file, or with ``--json`` one result line per row; and the CSV
-of ``batch results --csv``."""
+"""What ``magent batch`` prints while rows run (a progress bar, a line per row, or ``--json``),
+and the CSV of ``batch results --csv``."""
 
 from __future__ import annotations
 

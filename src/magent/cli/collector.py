@@ -1,13 +1,8 @@
 """The program's garbage collector: seldom while it starts, as Python sets it once a run is going.
 
-Start-up makes hundreds of thousands of objects that live as long as the process (modules,
-pydantic's validators, a parsed script, a resumed history) and frees almost none in cycles,
-yet the collector, run every 700 new objects, walked them again and again: a sixth of a run's
-start-up CPU. So the program raises its thresholds while it starts (garbage in cycles still
-goes, a hundred times less often), and when the run's first event arrives it moves everything
-made so far out of the collector's view (``gc.freeze``) and restores Python's thresholds.
-Only the ``magent`` program does this; ``import magent`` leaves a host program's collector alone.
-"""
+Start-up makes many long-lived objects and almost no cyclic garbage, so the program raises the
+thresholds while it starts and, at the run's first event, freezes what exists (``gc.freeze``)
+and restores Python's. ``import magent`` leaves a host program's collector alone."""
 
 from __future__ import annotations
 
@@ -41,20 +36,13 @@ _kept: list[object] = []
 
 
 def reading() -> None:
-    """A command that reads and prints, then ends: no collections at all while it reads.
-
-    What it makes (ten thousand rows for ``tasks list``) is in no cycle, yet a collection walks
-    all of it; and the program ends with ``os._exit``, which frees nothing one object at a time.
-    Only in the program (``starting`` ran): ``import magent`` leaves a host's collector alone.
-    """
+    """A command that reads, prints and ends: no collections while it reads (what it makes is in
+    no cycle). Only in the program, as everything here."""
     if gc.get_threshold() == _STARTING:
         gc.disable()
 
 
 def keep(value: object) -> None:
-    """Leave ``value`` for the program's end (``os._exit``) instead of freeing it, object by
-    object, as the command returns: for ``tasks list``'s ten thousand rows, 28 M instructions
-    after the answer is printed and before the prompt comes back. Only in the program, as
-    ``reading``."""
+    """Leave ``value`` for ``os._exit`` instead of freeing it object by object as the command returns."""
     if gc.get_threshold() == _STARTING:
         _kept.append(value)

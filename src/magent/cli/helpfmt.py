@@ -1,5 +1,4 @@
-"""How ``--help`` reads: arguments by their word (``ID``, ``PATH...``), not a Python type,
-and a few examples after the options of every command."""
+"""How ``--help`` reads: arguments by their word (``ID``, ``PATH...``), and examples after the options."""
 
 from __future__ import annotations
 

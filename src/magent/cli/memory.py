@@ -1,8 +1,5 @@
 """``magent memory``: look at, search, add to and tidy the long-term memory tasks share.
-
-Reading commands never create the database; nothing here imports litellm unless an
-embedding model is configured in ``config/memory.yaml``.
-"""
+Reading commands never create the database."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``magent retention``: sweep task directories past their retention, and show the policy.
-
-Plain text only, no colour and no prompts, so the sweep reads well in a cron log:
-by default it prints exactly one timestamped line per run on stdout.
-"""
+"""``magent retention``: sweep expired task directories, and show the policy. Plain text, no
+prompts: by default the sweep prints one timestamped line, for a cron log."""
 
 from __future__ import annotations
 

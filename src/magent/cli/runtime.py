@@ -20,12 +20,9 @@ class Interrupted(MagentError):
 
 
 class ReaderGone:
-    """``sys.stdout`` for a run: when the reader of a pipe goes away (``magent run ... | head``),
-    what follows is discarded and ``on_closed`` is called once, so the run can stop like Ctrl-C.
-
-    Without it the first write after the reader left raised ``BrokenPipeError`` out of an
-    event sink and the process died with the task still marked running.
-    """
+    """``sys.stdout`` for a run: when a pipe's reader goes away (``| head``), later writes are
+    dropped and ``on_closed`` is called once, so the run stops like Ctrl-C instead of dying with
+    the task marked running."""
 
     def __init__(self, stream: Any):
         self.stream = stream
@@ -107,13 +104,9 @@ def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
 class JsonLines:
     """``--json``: every event as one JSON object per line on stdout, flushed as it happens.
 
-    With ``--stream`` a tool's output lines come too, as it prints them (``tool_output``: ``tool``,
-    ``call_id``, ``stream``, ``line``), and the model's text, as it arrives, between the events:
-    ``{"type": "text_delta", "node": NODE, "agent": AGENT, "text": PIECE}``, one line per piece;
-    the pieces before an ``llm_call`` event join to that call's reply. Only the task's main
-    conversation streams (sub-agents and branches run side by side). Deltas are for the
-    reader of stdout only: they are not events, so events.jsonl and the trace never hold them.
-    """
+    With ``--stream``, tool output lines (``tool_output``) and the main conversation's text
+    deltas (``{"type": "text_delta", "node", "agent", "text"}``) come too, between the events;
+    the deltas before an ``llm_call`` join to its reply. They are never in events.jsonl."""
 
     def __init__(self, stream: bool = False) -> None:
         self.speaking: dict[str, Any] = {}
@@ -243,9 +236,8 @@ def ask_limit(details: dict[str, Any]) -> str | None:
 
 
 def edit_text(text: str) -> str | None:
-    """``text`` opened in the person's editor (``$VISUAL``, ``$EDITOR``, else one found on the
-    system), as ``git commit`` does; the saved text, or None when it was not saved or the
-    editor could not run."""
+    """``text`` edited in ``$VISUAL``, ``$EDITOR`` or an editor found on the system; the saved
+    text, or None when not saved or the editor could not run."""
     import click
 
     print("opening the output in your editor: save and close it to use your edit")
