@@ -1,12 +1,8 @@
 """Where a run's defaults come from, and the effective settings ``magent config show`` prints.
 
-The default model, highest first: ``--model`` on the command line (it replaces every
-agent's model); the agent's own ``llm_config.model``; ``MAGENT_MODEL`` (with
-``MAGENT_ENDPOINT``); ``model`` in ``config/defaults.yaml`` (with its ``endpoint``).
-The default endpoint only goes with the default model: an agent that names its own
-model keeps its own endpoint. A task keeps the defaults it started with (they are in
-its config snapshot), so a resume talks to the same model.
-"""
+The model, highest first: ``--model``; the agent's ``llm_config.model``; ``MAGENT_MODEL`` (with
+``MAGENT_ENDPOINT``); ``model`` in ``config/defaults.yaml``. The default endpoint goes only with
+the default model. A task keeps the defaults it started with, so a resume uses the same model."""
 
 from __future__ import annotations
 
@@ -80,11 +76,7 @@ def pinned(defaults: dict[str, Any] | None) -> Iterator[None]:
 
 
 def with_default_model(data: Any) -> tuple[Any, bool]:
-    """An agent's raw fields with the default model filled in when they name none.
-
-    Returns the fields and whether the default was used. Without a default the fields
-    come back as they are (validation then says the model is missing).
-    """
+    """An agent's raw fields with the default model filled in when they name none, and whether it was."""
     if not isinstance(data, dict):
         return data, False
     llm = data.get("llm_config")

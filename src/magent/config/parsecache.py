@@ -1,19 +1,9 @@
-"""Big YAML files parsed once for every process: their plain data kept as JSON under the home.
+"""Big YAML files (a scripted model's long script) parsed once for every process: their data as
+JSON in ``$MAGENT_HOME/cache/parsed/SHA.json``, keyed by the file's hash so nothing goes stale.
 
-A scripted model's script of a thousand replies takes PyYAML tens of milliseconds to build even
-with libyaml (every scalar's type is resolved in Python), and every ``magent run`` and
-``magent resume`` of it parsed it again. JSON of the same data loads in about a millisecond.
-
-``$MAGENT_HOME/cache/parsed/SHA.json`` holds the data built from the file whose bytes hash to
-SHA, so a changed file is simply another entry and nothing can go stale. Only data that JSON
-gives back exactly is kept (text keys; text, numbers, booleans, null, lists and mappings): a
-YAML date or an integer key is parsed anew each time. The data is as written (``${VAR}`` not
-yet resolved), so no value from the environment reaches the cache.
-
-Like the task index it is a cache and nothing else: not synced, never through a link, and a
-missing, damaged or foreign entry only means parsing the YAML again. At most ``KEEP`` entries
-are kept; the oldest go first.
-"""
+Only data JSON gives back exactly is kept, as written (``${VAR}`` unresolved, so no environment
+value reaches the cache). A missing, damaged or foreign entry only means parsing again; at most
+``KEEP`` entries are kept, the oldest go first."""
 
 from __future__ import annotations
 

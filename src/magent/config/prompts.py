@@ -1,16 +1,6 @@
-"""The prompt store (seed 004's PromptStore): named, versioned templates under ``$MAGENT_HOME/prompts/``.
-
-Each version is a file of its own, ``prompts/NAME/VERSION.yaml``::
-
-    description: How the triager answers       # optional
-    text: |
-      You answer support tickets about {{ metadata.product | default('our app') }}.
-
-A version is never changed once written (``magent prompts add`` refuses to overwrite
-one), so an agent that names a version — ``system_prompt: {prompt: triage, version: 2}``,
-or the same as a workflow node's ``prompt`` — gets the same text on every run and on
-every resume. The text is a template like any prompt (``config/templates.py``).
-"""
+"""The prompt store (seed 004's PromptStore): ``$MAGENT_HOME/prompts/NAME/VERSION.yaml`` holds
+``text`` (a template) and an optional ``description``. A version is never changed once written,
+so an agent naming ``{prompt: triage, version: 2}`` gets the same text on every run and resume."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""JSON Schemas people write in config files, and answers that must fit one.
-
-Shared by the ``json_schema`` output rail and agents' ``output_schema``: a schema
-is checked once when its file is loaded (a bad one is a config error there, not a
-surprise mid-run), and an answer is JSON, optionally inside a ```json fence.
-"""
+"""JSON Schemas people write in config files (``output_schema``, the ``json_schema`` rail),
+checked when the file loads, and answers that must fit one (JSON, maybe in a ```json fence)."""
 
 from __future__ import annotations
 

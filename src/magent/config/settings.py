@@ -1,8 +1,5 @@
-"""The effective settings, each with where its value came from (``magent config show``).
-
-The one list of what a user can set: the home, the default model and endpoint,
-retention, the config files, and the environment switches magent reads.
-"""
+"""The effective settings, each with where its value came from (``magent config show``): the one
+list of what a user can set."""
 
 from __future__ import annotations
 

@@ -1,19 +1,10 @@
 """Templates in prompts and tool-node arguments: Jinja2, sandboxed, strict.
 
-A system prompt, a node's prompt or a tool node's string argument that holds ``{{``,
-``{%`` or ``{#`` is a Jinja2 template over the run's State and the task; any other
-text is used exactly as written (braces in it are never read). Templates render in
-Jinja2's ``SandboxedEnvironment`` (no access to Python internals, only safe methods)
-with ``StrictUndefined``: a value that is not there is an error, never an empty string.
-
-Names a template may use: ``task`` (the task text), ``metadata`` (State metadata:
-``--set`` values, tool results, ``outputs``...), ``output`` (the last node's output),
-``routing_key``, ``next_action``, ``current_agent``. What a template needs is read from
-it (``jinja2.meta`` and its syntax tree): an unknown name or a syntax error is a config
-error at its file and line, and a ``metadata`` key nothing in the workflow sets must be
-given with ``--set`` before the run starts (``{{ metadata.x | default('...') }}`` makes
-it optional).
-"""
+Text holding ``{{``, ``{%`` or ``{#`` is a template over ``task``, ``metadata``, ``output``,
+``routing_key``, ``next_action`` and ``current_agent``; other text is used as written. A missing
+value is an error, never an empty string. What a template needs is read from it, so an unknown
+name is a config error at its line, and a ``metadata`` key nothing sets must come from ``--set``
+(unless it has a ``default``)."""
 
 from __future__ import annotations
 

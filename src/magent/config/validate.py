@@ -1,8 +1,4 @@
-"""Turning parsed YAML into models, with errors a person can act on.
-
-A pydantic error becomes one line: ``file:line:col: field.path: what is wrong``,
-with a did-you-mean for unknown fields that are close to a real one.
-"""
+"""Turning parsed YAML into models, with errors as one line: ``file:line:col: field.path: what``."""
 
 from __future__ import annotations
 
@@ -25,11 +21,8 @@ M = TypeVar("M", bound=BaseModel)
 def validate(source: SourceFile, model: type[M], data: Any = None, prefix: FieldPath = ()) -> M:
     """Validate ``data`` (default: the whole file) as ``model``; errors point into the file.
 
-    Values keep the type YAML gave them: validation is pydantic's strict mode on
-    the JSON form of the data, so ``timeout_seconds: yes`` or ``max_iterations: "10"``
-    is a wrong type rather than 1 or 10, while JSON's own conversions (an integer
-    for a float, a string for an enum value) still apply.
-    """
+    Strict mode on the JSON form keeps YAML's types: ``max_iterations: "10"`` is a wrong type,
+    while JSON's own conversions (an integer for a float, a string for an enum) still apply."""
     if data is None:
         data = source.data
     if not isinstance(data, dict):

@@ -1,10 +1,5 @@
-"""Reading YAML the safe way, keeping where every value came from.
-
-The document is composed with PyYAML's ``SafeLoader`` (the loader behind
-``yaml.safe_load``: no Python tags) and built into plain Python objects by hand,
-so that duplicate keys are caught and every field path keeps its line and column
-for error messages.
-"""
+"""Reading YAML with ``SafeLoader`` and building it by hand, so that duplicate keys are caught
+and every field path keeps its line and column for error messages."""
 
 from __future__ import annotations
 
@@ -39,12 +34,7 @@ class SourceFile:
 
     @property
     def marks(self) -> dict[FieldPath, tuple[int, int]]:
-        """Field path → (line, column), both 1-based.
-
-        Found on first use, by reading the text again: only an error message needs them, and
-        recording a position for every value of a long file (a scripted model's thousand
-        replies) cost as much as the parse itself, on every run.
-        """
+        """Field path → (line, column), 1-based; found on first use, since only an error needs them."""
         if self._marks is None:
             self._marks = {}
             if self.text is not None:
@@ -112,18 +102,14 @@ class _Loader(yaml.SafeLoader):
 
 
 _FAST = getattr(yaml, "CSafeLoader", None)
-"""libyaml's SafeLoader when PyYAML was built with it: composing a long file (a scripted model's
-thousand replies) in C takes a few milliseconds where the pure-Python loader takes a second."""
+"""libyaml's SafeLoader when PyYAML has it: a long file composes in milliseconds, not a second."""
 
 
 def _compose(text: str) -> tuple[Any, Any]:
     """The loader and the document's root node (``None`` for an empty document).
 
-    libyaml composes when it is there and the text is plain: its composer recurses in C, so the
-    nesting is measured from its events first (a file of 50,000 ``[`` must be an error, not a
-    crashed process). Any problem is left to the pure-Python loader, whose messages and
-    marks are the ones users see, so both paths fail alike.
-    """
+    libyaml composes plain text, after measuring nesting from its events (its composer recurses in
+    C); any problem is left to the pure-Python loader, whose messages users see."""
     if _FAST is not None and not yaml.reader.Reader.NON_PRINTABLE.search(text):
         try:
             if _nesting(text) <= MAX_DEPTH:
@@ -158,12 +144,10 @@ def _nesting(text: str) -> int:
 
 
 MAX_CONFIG_BYTES = 1_000_000
-"""The largest config file read (``MAGENT_MAX_CONFIG_BYTES`` changes it): configs are written by
-people, and a bigger file is a mistake or an attack on the parser's time and memory."""
+"""The largest config file read (``MAGENT_MAX_CONFIG_BYTES``): a bigger one is a mistake or an attack."""
 MAX_BYTES_ENV = "MAGENT_MAX_CONFIG_BYTES"
 MAX_DEPTH = 100
-"""How deep collections may nest. PyYAML composes nodes recursively, so without a bound a file
-of 50,000 ``[`` exhausts the stack; no real config comes near 100 levels."""
+"""How deep collections may nest: PyYAML recurses, so 50,000 ``[`` would exhaust the stack."""
 
 
 def max_config_bytes() -> int:
@@ -181,11 +165,8 @@ def max_config_bytes() -> int:
 
 
 def load_file(path: Path | str, *, cached: bool = False) -> SourceFile:
-    """Parse ``path`` (YAML or JSON). Raises ``ConfigError`` naming file, line and column.
-
-    ``cached``: a big file's data is kept under the home for the next process, and taken from
-    there when its bytes are the same (``parsecache``: a scripted model's long script).
-    """
+    """Parse ``path`` (YAML or JSON); ``ConfigError`` names file, line and column. ``cached``: a
+    big file's data is kept under the home for the next process (``parsecache``)."""
     path = Path(path)
     shown = display_path(path)
     limit = max_config_bytes()
@@ -397,13 +378,9 @@ def _interpolate(value: Any, path: FieldPath, source: SourceFile) -> Any:
 
 
 def expand(text: str, missing, secrets: set[str] | None = None, *, malformed=None) -> str:
-    """Expand ``${VAR}``/``${VAR:-default}`` (``$$`` is a literal ``$``).
-
-    ``missing(name)`` returns the exception to raise for an unset variable, and
-    ``malformed(ref)`` the one for a ``${...}`` that is neither form (default:
-    ``ValueError``): a typo such as ``${KEY:default}`` must not pass as literal text.
-    Values taken from the environment are added to ``secrets``.
-    """
+    """Expand ``${VAR}``/``${VAR:-default}`` (``$$`` is a literal ``$``); values taken from the
+    environment are added to ``secrets``. ``missing`` and ``malformed`` make the exceptions to
+    raise: a typo such as ``${KEY:default}`` must not pass as literal text."""
 
     def sub(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
@@ -426,10 +403,7 @@ def expand(text: str, missing, secrets: set[str] | None = None, *, malformed=Non
 
 
 def from_raw(raw: Any, path: Path) -> SourceFile:
-    """A SourceFile for data stored earlier as written (e.g. a task's config snapshot).
-
-    ``${VAR}`` is resolved again from the current environment; there are no line marks.
-    """
+    """A SourceFile for data stored as written (a task's config snapshot); ``${VAR}`` resolved anew."""
     source = SourceFile(path=path, raw=raw, data=None)
     source.data = _interpolate(raw, (), source)
     return source

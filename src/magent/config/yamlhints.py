@@ -1,9 +1,5 @@
-"""YAML syntax errors in magent's words, each with a hint at its usual cause.
-
-PyYAML says what its parser met (``mapping values are not allowed here``); a person wants to
-know what to change. The usual causes in an agent file are text values: a prompt holding ``: ``
-or starting with ``{``, ``[`` or a quote, which YAML reads as structure unless quoted.
-"""
+"""YAML syntax errors in magent's words, each with a hint at its usual cause (often an unquoted
+prompt holding ``: `` or starting with ``{``, ``[`` or a quote)."""
 
 from __future__ import annotations
 
