@@ -95,11 +95,8 @@ class RailError(Exception):
 
 
 class Rail:
-    """A rail kind. Subclasses set ``kind`` and ``Config`` and implement ``check``.
-
-    ``can_mask`` rails return ``Verdict.masked``; ``sensitive`` rails find things that must
-    not be stored (a draft they flag is stored masked).
-    """
+    """A rail kind: ``kind``, ``Config`` and ``check``. ``can_mask`` rails return ``Verdict.masked``;
+    ``sensitive`` rails find what must not be stored (a draft they flag is stored masked)."""
 
     kind: ClassVar[str]
     Config: ClassVar[type[RailConfig]]

@@ -1,24 +1,7 @@
-"""``custom`` rails: a plain Python callable, named by import path.
-
-``callable: "package.module:function"`` imports an installed module;
-``callable: "rails.py:function"`` loads a file relative to the YAML that names it.
-The callable receives the text and a ``RailInput`` (stage, source, agent, node,
-tool, task id and the rail's ``options``) and returns:
-
-- ``None`` or ``False``: the text passes;
-- ``True``: the rail trips (its ``message``, or "custom rail tripped", is the reason);
-- a string: the rail trips with that reason;
-- a ``Verdict``: full control, e.g. ``Verdict(True, "2 internal ids", masked=...)`` so that
-  ``action: mask`` can replace what it found.
-
-It may be ``async``. If it raises, the rail's ``on_error`` decides (block by default)::
-
-    from magent.guardrails import RailInput, Verdict
-
-    def no_ticket_ids(text: str, info: RailInput) -> Verdict | None:
-        masked, n = re.subn(r"TCK-\\d+", "[TICKET]", text)
-        return Verdict(True, f"{n} ticket ids", masked=masked) if n else None
-"""
+"""``custom`` rails: a callable named ``package.module:function`` or ``rails.py:function`` (a file
+beside the YAML), maybe ``async``, given the text and a ``RailInput``. It returns ``None``/``False``
+(pass), ``True`` or a reason string (trip), or a ``Verdict`` (e.g. with ``masked=``). If it raises,
+the rail's ``on_error`` decides."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Rails that ask a model: ``judge`` (a yes/no question about the text) and ``topic``.
-
-The judge is any model an agent could use (a litellm model string, or
-``scripted`` with a script of replies), configured with the same
-``llm_config`` block. It is told that the text is data, not instructions, and
-must answer YES or NO first; a reply that is neither, or a model call that
-fails after its retries, is a ``RailError`` and the rail's ``on_error`` decides.
-"""
+"""Rails that ask a model (any ``llm_config``, ``scripted`` too): ``judge`` (a yes/no question about
+the text) and ``topic``. The text is given as data; a reply that is not YES or NO first, or a failed
+call, is a ``RailError`` for ``on_error``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Rails that find spans of text: ``regex`` (your patterns) and ``pii`` (personal data).
-
-Both can mask (replace each finding and go on) and both are *sensitive*: what
-they find is never written anywhere, not even in their reason (which says how
-many of what were found, never the text itself).
-"""
+"""``regex`` and ``pii`` rails: both can mask, and both are sensitive: what they find is never
+written anywhere, not even in their reason (which only counts it)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,9 @@
 """Finding personal data in text: where each match is, and what kind it is.
 
-Each entity has a shape (a regular expression for candidates) and, where the
-format has one, a check digit that a candidate must pass, so that an order
-number or a timestamp is not taken for a card. The checks come from
-python-stdnum (Luhn, the US SSN rules, Verhoeff for Aadhaar, DNI's letter,
-IBAN's mod 97) and phone numbers are found and validated by phonenumbers
-(Google's libphonenumber metadata), rather than by hand-written rules.
-
-Entities:
-
-- ``email``: ``name@domain.tld``.
-- ``phone``: numbers that are valid for their country: written with ``+`` and a
-  country code, or in the national format of ``phone_region`` (default ``US``).
-- ``card``: 13 to 19 digits (spaces or dashes allowed) passing the Luhn check.
-- ``us_ssn``: US Social Security number ``AAA-GG-SSSS``, with the area, group and
-  serial rules (no 000, 666 or 9xx area, no 00 group, no 0000 serial).
-- ``uk_nino``: UK National Insurance number ``AB 12 34 56 C`` (prefix rules of HMRC).
-- ``in_aadhaar``: Indian Aadhaar number, 12 digits, Verhoeff check digit.
-- ``es_dni``: Spanish DNI, 8 digits and its check letter.
-- ``iban``: an IBAN with a valid country length and mod-97 check.
-
-``national_id`` stands for ``us_ssn``, ``uk_nino``, ``in_aadhaar`` and ``es_dni``.
-"""
+Each entity has a candidate regex and, where its format has one, a check that a candidate must
+pass (python-stdnum: Luhn, SSN rules, Verhoeff, DNI letter, IBAN mod 97; phonenumbers for phones
+valid in their country or ``phone_region``), so an order number is not taken for a card.
+``national_id`` stands for ``us_ssn``, ``uk_nino``, ``in_aadhaar`` and ``es_dni``."""
 
 from __future__ import annotations
 

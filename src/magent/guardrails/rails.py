@@ -1,10 +1,5 @@
-"""The rail kinds by name, and turning a file's ``guardrails:`` into checked, ready rails.
-
-Every problem is found when the workflow or agent is loaded (so ``magent validate``
-reports it with file:line and field): an unknown kind, a field the kind does not
-have, a bad regular expression or schema, an action the kind cannot take, a
-judge without a script, a custom callable that cannot be imported.
-"""
+"""The rail kinds by name, and turning a file's ``guardrails:`` into checked rails: every problem
+is found at load time, so ``magent validate`` reports it with file:line and field."""
 
 from __future__ import annotations
 
@@ -24,10 +19,8 @@ if TYPE_CHECKING:
 
 @functools.cache
 def rail_kinds() -> dict[str, type[Rail]]:
-    """Rail kind → class. Adding a kind is a module and a line here.
-
-    Imported when a file declares a rail: a run without guardrails (most) does not load the
-    kinds' modules (their patterns, PII validators, schema checks), a few ms of its start-up."""
+    """Rail kind → class; adding a kind is a module and a line here (imported only when a file
+    declares a rail)."""
     from magent.guardrails.custom import CustomRail
     from magent.guardrails.judge import JudgeRail, TopicRail
     from magent.guardrails.patterns import PIIRail, RegexRail
@@ -69,10 +62,8 @@ class GraphRails:
 
 def compile_rails(source: SourceFile, owner: str, guardrails: Guardrails | None, *,
                   prefix: tuple[Any, ...] = (), base_dir: Path | None = None) -> RailLists:
-    """Check and build the rails ``guardrails`` declares at ``prefix + ("guardrails",)`` in ``source``.
-
-    ``owner`` (``workflow`` or an agent's name) makes each rail's key, e.g. ``writer.output[1]``.
-    """
+    """Check and build the rails at ``prefix + ("guardrails",)``; ``owner`` makes each rail's key
+    (``writer.output[1]``)."""
     out = RailLists()
     if guardrails is None:
         return out

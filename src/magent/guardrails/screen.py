@@ -1,11 +1,8 @@
-"""Running a list of rails over one text: in order, each seeing the text as the ones before left it.
+"""Running a list of rails over one text, each seeing it as the ones before left it.
 
-A rail that passes, warns or masks lets the text go on (a mask replaces what it
-found first); ``block`` and ``revise`` stop at once; a ``pause`` is remembered
-and the rest still run (a later block wins over asking a person). A rail that
-fails (``RailError``, or any exception) acts as its ``on_error`` says and the
-check records the error: a failing rail never passes silently.
-"""
+Pass, warn and mask go on; ``block`` and ``revise`` stop at once; a ``pause`` is remembered while
+the rest run (a later block wins). A failing rail acts as its ``on_error`` says and the error is
+recorded: a rail never passes silently."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""What ``magent mcp serve`` serves: one tool per workflow or agent, fixed when the server starts.
-
-The served set is explicit (the files given, else every workflow and agent installed in the
-home): a client names a tool, never a path, so it cannot make the server load a file of its
-choosing. A tool's input schema is the task, the ``metadata`` values its templates read (the
-ones ``magent run`` needs with ``--set`` are required) and how long to wait for the answer.
-"""
+"""What ``magent mcp serve`` serves: one tool per workflow or agent, fixed at start. A client names
+a tool, never a path, so it cannot make the server load a file of its choosing."""
 
 from __future__ import annotations
 
@@ -77,11 +72,8 @@ WAIT_PROPERTY = {"type": "number", "minimum": 0,
 
 
 def served(targets: Iterable[str]) -> list[Served]:
-    """The tools for ``targets`` (files or installed names), else for everything installed in the home.
-
-    A name that two definitions share, or that is one of the verbs, is a ``UsageError``; a file that
-    does not load is its ``ConfigError``.
-    """
+    """The tools for ``targets`` (else everything installed); a shared name or a verb's name is a
+    ``UsageError``, a file that does not load its ``ConfigError``."""
     from magent.api.definition import load
 
     given = list(targets)

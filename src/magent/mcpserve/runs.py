@@ -1,11 +1,8 @@
-"""Starting tasks for MCP clients and waiting for them, for as long as a call may wait.
+"""Starting tasks for MCP clients and waiting for them as long as a call may.
 
-A run is an asyncio task of the server's event loop, apart from the call that started it: when
-the answer does not come within the wait, the call returns the task id and the run goes on. While
-a call waits, the run's node starts and tool calls are reported as progress. A call the client
-cancels cancels its run, which stops at its next checkpoint; the task is then marked ``cancelled``
-(a run stopped because the server is closing stays ``interrupted``: ``magent resume`` continues it).
-"""
+A run is an asyncio task apart from its call: past the wait the call returns the task id and the
+run goes on. A call the client cancels cancels its run (``cancelled``); a run stopped because the
+server closes stays ``interrupted`` for ``magent resume``."""
 
 from __future__ import annotations
 
@@ -55,11 +52,7 @@ class Runs:
         """Notifications on their way (kept so they are not collected before they run)."""
 
     async def call(self, start: Start, caller: "Caller", *, wait: float | None = None) -> dict[str, Any]:
-        """Start a run for ``caller`` and wait up to ``wait`` seconds (default: the server's) for it.
-
-        Returns the reply (``reply_of``): the result, or the task's id and status when it is still
-        running.
-        """
+        """Start a run for ``caller`` and wait up to ``wait`` seconds for its reply (``reply_of``)."""
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Event] = asyncio.Queue()
         listening = [True]

@@ -1,8 +1,4 @@
-"""The MCP server itself, on the mcp SDK's low-level ``Server``: tools, resources, transports.
-
-The only module of ``magent.mcpserve`` that imports the SDK (about a second): ``catalog``,
-``runs`` and ``verbs`` say what to answer, this says it in MCP.
-"""
+"""The MCP server on the mcp SDK's low-level ``Server``: tools, resources, transports."""
 
 from __future__ import annotations
 

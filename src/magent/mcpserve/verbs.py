@@ -1,10 +1,5 @@
-"""The task tools every server has: ``tasks_list``, ``task_status``, ``resume``, ``chat``, ``steer``, ``trace``;
-and the task resources (``magent://tasks/{id}/trace``, ``magent://tasks/{id}/result``).
-
-Each is a call of the Python API on the home the server was started with; an id is checked
-by the store (a UUID or a unique prefix of one in the home) before it becomes a path, so a
-client reaches the home's tasks and nothing else.
-"""
+"""The task tools and resources every server has. Each calls the Python API on the server's home;
+an id is checked by the store before it becomes a path, so a client reaches only the home's tasks."""
 
 from __future__ import annotations
 
