@@ -1,26 +1,10 @@
-"""Consolidation (seed 000 MemoryConsolidation): merge near-duplicates, decay, archive.
+"""Consolidation (seed 000 MemoryConsolidation): embed what lacks a vector, decay, merge
+near-duplicates, archive (``evict``: delete), as docs/guides/memory.md describes.
 
-In order, over the active memories, all applied in one write transaction (so a crash or a
-concurrent writer can never see half of it). The plan is made in a read transaction first, so
-other tasks' writes are not held up while it is made; if any committed meanwhile, it is made
-again (after three tries, inside the write transaction):
-
-1. **Embed** (only with an embedding model, not in a dry run): memories stored while
-   the model was failing get their vectors now.
-2. **Decay**: importance halves for every ``half_life_days`` since the memory was last
-   retrieved, counting only the time since the last consolidation, so running it
-   often decays no faster than running it rarely.
-3. **Merge near-duplicates** within each scope: two memories are near-duplicates when
-   their vectors' cosine similarity is at least ``similarity`` (0.95), or, without
-   vectors, when the Jaccard similarity of their sets of words (lowercased, split on
-   anything that is not a letter or digit) is at least ``text_similarity`` (0.9).
-   The more important one (then the more used, then the older) is kept and takes the
-   other's access count, latest access, higher importance and tags; the other is
-   archived with ``merged_into`` pointing at it (deleted with ``evict``).
-4. **Archive** what is now below ``archive_below`` (delete it with ``evict``).
-
-``dry_run`` computes the same report and changes nothing.
-"""
+The plan is made in a read transaction, so other tasks' writes are not held up, and applied in
+one write transaction, so no one sees half of it; if others committed meanwhile it is made again
+(the third time inside the write transaction). Decay counts only the time since the last
+consolidation, so running it often decays no faster than running it rarely."""
 
 from __future__ import annotations
 

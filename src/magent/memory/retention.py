@@ -1,16 +1,5 @@
-"""The retention policy's ``memory`` section, applied by ``magent retention sweep``.
-
-Memories are kept indefinitely unless the policy has a ``memory`` section (seed 000:
-long-term memory lasts until a user asks otherwise). Its rules delete for good:
-
-- ``unused_days``: active memories no run has retrieved for that many days (counted from
-  when they were stored if never retrieved);
-- ``archived_days``: archived memories (by consolidation) that long after archiving;
-- ``max_entries``: beyond that many active memories, the least important go first
-  (then the least recently used).
-
-All deletions happen in one transaction; a dry run lists them and changes nothing.
-"""
+"""The retention policy's ``memory`` section (``unused_days``, ``archived_days``, ``max_entries``),
+applied by ``magent retention sweep`` in one transaction. Without it memories are kept (seed 000)."""
 
 from __future__ import annotations
 

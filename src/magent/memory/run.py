@@ -1,24 +1,11 @@
-"""What a run does with long-term memory.
+"""What a run does with long-term memory (``RunMemory``, sharing one connection with the
+``memory.*`` tools, opened on first use).
 
-A run has one ``RunMemory`` (made with its tool registry, so the ``memory.*`` tools and
-retrieval share one connection). It opens the database on first use only: a run whose
-agents never touch memory never creates it.
-
-- ``recall``: before each model turn of an agent with ``memory: {long_term: true}``, the
-  memories most relevant to the task, stored by earlier tasks (what this task stored
-  is in its own conversation already), are put into the system prompt (never into the
-  conversation: the stored history stays what was said). The trace gets a
-  ``memory_recalled`` event with what was retrieved and why whenever that set changes.
-- ``summarize``: with ``summarize_on_finish``, an agent that gives its final answer (in a
-  node, or as a sub-agent) stores an episodic summary of what it was asked and answered,
-  once per task and agent.
-- Exactly once: every write carries an idempotency key made from the task and the tool
-  call (or the agent, for the summary), so a resumed task that repeats a write after a
-  crash gets the memory stored the first time.
-
-Memory never fails a run: a locked or unreadable database, or a failing embedding
-model, becomes a ``warning`` event (and text-only search) and the run goes on.
-"""
+``recall`` puts relevant memories from earlier tasks into the system prompt before each turn
+(never into the conversation: the stored history stays what was said); ``summarize`` stores an
+episodic summary once per task and agent. Every write carries an idempotency key from the task
+and the tool call, so a resumed task repeating a write gets the first one back. Memory never
+fails a run: a broken database or embedding model is a ``warning`` and the run goes on."""
 
 from __future__ import annotations
 

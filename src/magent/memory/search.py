@@ -1,27 +1,10 @@
-"""Finding memories: full-text search (FTS5, BM25) by default, vectors too when configured.
+"""Finding memories: full-text search (FTS5, BM25), vectors too when configured.
 
-How a query is read:
-
-- plain words (``where is the weekly sync``) match memories containing *any* of them,
-  minus common stop words; FTS5 stems them (``meetings`` finds ``meeting``). The words
-  are searched for rarest first, up to 8 of them and while the memories they occur in
-  add up to at most 2,000 (the rarest always): common words rank little and cost the
-  most, so a long query (a task's description) stays fast on a large store. Every word
-  still counts in the score;
-- full-text syntax (``"weekly sync"``, ``sync NOT cancelled``, ``sync*``) is used as
-  written; if it is not valid, the words are searched instead and a note says so.
-
-Scores (0.0 - 1.0, what ``min_score`` compares against):
-
-- text: the share of the query's words the memory contains, each word weighted by how
-  rare it is among all memories (its inverse document frequency, as in BM25), so a word
-  that nearly every memory contains counts for little. ``weekly sync`` against "the
-  weekly sync is in room Atlas" is 1.0;
-- with an embedding model: ``0.5 × text + 0.5 × cosine similarity`` of the two vectors
-  (a memory without a vector keeps its text score).
-
-Equal scores are ordered by importance, then BM25 rank, then the newer memory first.
-"""
+Plain words match memories holding any of them (stemmed, stop words dropped), searched rarest
+first within ``BUDGET`` so a long query stays fast; full-text syntax is used as written, or the
+words instead with a note when it is invalid. The text score (0 to 1) is the IDF-weighted share
+of the query's words a memory holds; with vectors, ``0.5 × text + 0.5 × cosine``. Ties go by
+importance, then BM25 rank, then the newer memory."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The memory operations the CLI, the ``memory.*`` tools and runs share.
-
-``Memory`` wraps one open store with the home's settings: it masks secrets before
-anything is stored, embeds when an embedding model is configured (and falls back to
-text search, with a note, when that model fails), and resolves who may see what.
-"""
+"""The memory operations the CLI, the ``memory.*`` tools and runs share: ``Memory`` masks secrets
+before storing, embeds when configured (text search with a note when that fails) and resolves
+who may see what."""
 
 from __future__ import annotations
 

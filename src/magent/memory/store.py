@@ -1,22 +1,10 @@
 """The memory database: one SQLite file every task shares (``$MAGENT_HOME/memory/memory.db``).
 
-It is the only store shared between tasks, so it relies on SQLite's locking rather
-than magent's lock files, and is set up so that no crash or race can lose or tear a write:
-
-- WAL mode: readers never wait for a writer, and a writer never blocks retrieval;
-- every write is one ``BEGIN IMMEDIATE`` transaction: two processes writing at once
-  queue for the write lock (up to ``busy_timeout``) instead of failing or interleaving;
-- ``synchronous=FULL``: a committed memory survives a power loss; a process killed in
-  the middle of a transaction leaves the database as it was before it (SQLite rolls
-  the unfinished transaction back on the next open);
-- the full-text index (FTS5 over the table, "external content") is kept in step by
-  triggers inside the same transaction, so index and table never disagree;
-- an idempotency key (unique) makes a repeated write a no-op: a resumed task that
-  stores the same memory again gets the first one back.
-
-A database that cannot be read is named in a clear error and left exactly as it is:
-nothing here ever deletes or recreates the file to "recover".
-"""
+It relies on SQLite's locking, not magent's lock files, so that no crash or race loses or tears a
+write: WAL (readers never wait), one ``BEGIN IMMEDIATE`` transaction per write (writers queue up
+to ``busy_timeout``), ``synchronous=FULL`` (a commit survives power loss), FTS5 kept in step by
+triggers in the same transaction, and a unique idempotency key that makes a repeated write a
+no-op. A database that cannot be read is named in an error and never deleted or recreated."""
 
 from __future__ import annotations
 
@@ -118,11 +106,8 @@ def scope_clause(visible: list[tuple[str, str | None]] | None, alias: str = "m")
 
 
 class MemoryStore:
-    """Open with ``MemoryStore(path)``; use as a context manager or ``close()`` it.
-
-    ``create=False`` never creates anything: a missing file reads as an empty store
-    (an in-memory database), so looking at memory on a fresh home changes nothing.
-    """
+    """Open with ``MemoryStore(path)``, as a context manager or ``close()`` it. ``create=False``
+    creates nothing: a missing file reads as an empty store."""
 
     def __init__(self, path: Path, *, busy_timeout: float = 10.0, create: bool = True):
         self.path = Path(path)
@@ -273,10 +258,7 @@ class MemoryStore:
         return self._count[1]
 
     def term_docs(self, terms: Sequence[str]) -> dict[str, int]:
-        """For index terms (as ``stems`` gives them): in how many memories each occurs.
-
-        Counting walks each term's list of memories, so counts are cached until memories are
-        added or removed (a run's searches repeat the same words)."""
+        """How many memories each index term occurs in, cached until memories are added or removed."""
         version = self._content_version()
         if self._docs[0] != version:
             self._docs = (version, {})
@@ -409,13 +391,9 @@ class MemoryStore:
     # writing
     def add(self, entries: Sequence[MemoryEntry], *, keys: Sequence[str | None] | None = None,
             replace: bool = False) -> list[tuple[str, bool]]:
-        """Store ``entries`` in one transaction; returns ``(id, stored)`` for each.
-
-        An entry whose id, or whose idempotency key (``keys[i]``), is already stored is not
-        stored again: ``stored`` is False and the id is the one already there. With
-        ``replace``, a keyed entry that exists has its content, tags and importance
-        replaced instead (the id stays).
-        """
+        """Store ``entries`` in one transaction; returns ``(id, stored)`` for each. An entry whose
+        id or key (``keys[i]``) is stored already is not stored again (``replace``: its content,
+        tags and importance are replaced, the id stays)."""
         keys = list(keys) if keys is not None else [None] * len(entries)
         self.changes += 1
         with self.transaction() as conn:
@@ -451,10 +429,8 @@ class MemoryStore:
         return entry.id, cur.rowcount == 1
 
     def touch(self, rowids: Sequence[int], at: datetime) -> None:
-        """Count a retrieval: ``access_count`` + 1 and ``last_accessed`` = ``at``.
-
-        These are statistics, so this commit does not wait for the disk (``synchronous=NORMAL``:
-        still atomic, and safe from a killed process; a power cut may lose the last counts)."""
+        """Count a retrieval (``access_count``, ``last_accessed``). Statistics, so the commit does
+        not wait for the disk: still atomic, but a power cut may lose the last counts."""
         rowids = list(rowids)
         if not rowids:
             return

@@ -1,10 +1,5 @@
-"""Export and import of memories as JSON Lines (one MemoryEntry per line).
-
-Vectors are not exported (they belong to one embedding model): an import stores the
-memories and, with an embedding model configured, embeds the new ones. An import is
-all or nothing: every line is checked before anything is stored, and the first bad
-line is named with its number.
-"""
+"""Export and import of memories as JSON Lines, without vectors (an import embeds again). An
+import checks every line before storing any, and names the first bad one."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Vectors for memories when an embedding model is configured (numpy, imported only then).
-
-Vectors are stored normalised (unit length, float32) in ``memory_vectors``, so cosine
-similarity is a dot product. A search loads the visible vectors of one model into a
-matrix, kept until memories or vectors are added or removed (``PRAGMA data_version`` for
-other processes' writes, the store's own change count for ours).
-"""
+"""Memory vectors when an embedding model is configured (numpy, imported only then): stored unit
+length, so cosine is a dot product; a search's matrix is kept until memories or vectors change
+(``PRAGMA data_version`` for other processes' writes)."""
 
 from __future__ import annotations
 
