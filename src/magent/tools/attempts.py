@@ -1,12 +1,9 @@
 """Making a tool call again when it timed out or could not run: which calls, how often, the record.
 
-A call is tried again only within one run, after its intent is on disk and before its result
-is: the crash-recovery rule (a call with an intent and no result is re-run only for an
-idempotent tool, else a person decides) is untouched, since every attempt lies between the two.
-Which tools may be tried again follows the same line: an idempotent or read-only tool by
-default (its server's policy, else ``DEFAULT_RETRY``), any other only when its own config
-gives it a ``retry`` (saying it is safe).
-"""
+Every attempt lies between the call's intent and its result on disk, so the crash-recovery rule
+(an intent without a result is re-run only for an idempotent tool) is untouched. An idempotent or
+read-only tool is retried by default (its server's policy, else ``DEFAULT_RETRY``); any other only
+when its own config gives it a ``retry``."""
 
 from __future__ import annotations
 
@@ -44,9 +41,8 @@ def delay(policy: RetryPolicy, attempt: int) -> float:
 async def with_retries(call_once: Callable[[], Awaitable[tuple[ToolResult, bool]]],
                        policy: RetryPolicy | None) -> tuple[ToolResult, bool]:
     """``call_once()`` until it succeeds, fails in a way ``policy`` does not retry, or has used
-    ``policy.max_attempts``. A call refused before it ran (not allowed, bad arguments) is not
-    tried again. The result returned is the last attempt's; the ones before are in its
-    ``attempts`` and ``notes``."""
+    ``policy.max_attempts`` (a call refused before it ran is not retried). The earlier attempts
+    are in the last result's ``attempts`` and ``notes``."""
     result, ran = await call_once()
     if policy is None or not ran:
         return result, ran

@@ -1,9 +1,5 @@
-"""The built-in HTTP connector (seed 004): ``http.fetch``, off unless the config enables it.
-
-Only hosts in ``allow_hosts`` are reached (``example.com``, ``*.example.com``,
-or ``host:port``), redirects included: each hop is checked before it is
-followed. A body longer than ``max_bytes`` is cut there, with a marker.
-"""
+"""The built-in HTTP connector (seed 004): ``http.fetch``, off unless the config enables it. Only
+``allow_hosts`` are reached, each redirect hop checked; a body past ``max_bytes`` is cut."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """The built-in key-value connector (seed 004): ``kv.get``, ``kv.set``, ``kv.delete``, ``kv.list``.
 
-Values live in memory for the run and, when the run has a task directory, in its
-``kv.jsonl``: a journal of changes (``{"op": "set", "key": ..., "value": ...}``,
-``{"op": "delete", "key": ...}``), appended and fsynced as each call succeeds, so a resumed
-run sees them and a fork sees them as they were at its checkpoint (``store.journal``).
-A task written by an older magent has a ``kv.json`` instead: it is read as the starting
-state, and copied into the journal (``{"op": "load", "data": ...}``) at the first change.
-"""
+Values live in memory for the run and in the task's ``kv.jsonl``, a journal of changes appended
+and fsynced as each call succeeds, so a resume sees them and a fork sees them as at its
+checkpoint. An older task's ``kv.json`` is the starting state, copied into the journal
+(``{"op": "load"}``) at the first change."""
 
 from __future__ import annotations
 

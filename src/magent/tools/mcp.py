@@ -1,19 +1,10 @@
 """MCP servers as tool providers: stdio subprocesses, SSE and streamable HTTP endpoints.
 
-One ``MCPProvider`` per configured server. It connects within the server's
-``connect_timeout_seconds``, lists its tools, and runs calls with a per-call
-timeout. What can go wrong comes back as a ``ToolResult`` (never raised):
-
-- the tool reports an error (MCP ``isError``): FAILURE;
-- the server crashes or the connection drops: ERROR with the tail of the
-  server's stderr; the server is restarted for the next call, once, after which
-  its calls are ERROR observations naming the crash;
-- the call hangs: TIMEOUT; the request is cancelled and a stdio server's
-  process group terminated, then killed, and reaped (it starts again on the
-  next call, without using up the crash restart);
-- the server cannot be started or reached: ERROR with the cause; its calls
-  answer so at once until its next try is due (``retry.RetrySchedule``).
-"""
+One ``MCPProvider`` per server; what goes wrong comes back as a ``ToolResult``, never raised:
+``isError`` is FAILURE; a crash or dropped connection is ERROR with the stderr tail, and the
+server is restarted once for the next call; a hang is TIMEOUT, the stdio server's group killed
+and reaped (restarted without using up the crash restart); a server that cannot be reached
+answers ERROR at once until its next try is due (``retry.RetrySchedule``)."""
 
 from __future__ import annotations
 
@@ -109,11 +100,9 @@ class MCPProvider:
         return self._calls[-1] if self._calls else None
 
     async def prepare(self, notes: list[str]) -> ToolResult | None:
-        """Before the registry checks a call's arguments: restart a server that stopped since the
-        last call and list again the tools of one that said they changed, so that the call is
-        checked against the tools it will reach (``generation`` moves when they may differ). What
-        it did goes to ``notes`` (for the call's result); an ERROR result when the server cannot
-        be reached, None when the call can go ahead."""
+        """Before a call's arguments are checked: restart a server that stopped and relist the
+        tools of one that said they changed, so the call is checked against what it will reach.
+        What it did goes to ``notes``; an ERROR result when the server cannot be reached."""
         conn = self._conn
         if conn is not None and conn.usable and not conn.tools_changed:
             return None

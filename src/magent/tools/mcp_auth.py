@@ -1,18 +1,8 @@
-"""OAuth for MCP servers over HTTP, by the mcp SDK's ``OAuthClientProvider``.
-
-The SDK does the protocol: on a 401 it discovers the protected resource's and the authorization
-server's metadata, registers a client (dynamically, by a client ID metadata document, or not at
-all for a ``client_id`` given in the server's config), sends the person to the authorization URL
-with PKCE and the scopes the server's ``WWW-Authenticate`` asks for (a 403 ``insufficient_scope``
-asks again with more), exchanges the code and refreshes the token when it expires. magent gives it:
-
-- a token store, ``$MAGENT_HOME/auth/SERVER.json`` (mode 0600; ``TokenFile``), the only file
-  that ever holds a token;
-- for ``magent mcp login``: a browser (``webbrowser``: it honours ``BROWSER``; the URL is also
-  printed) and a listener on 127.0.0.1 for the redirect (``Callback``);
-- for a run: no browser. A server that needs a person's login raises ``LoginRequired``, which the
-  run turns into a pause (kind ``auth``) naming the command to run.
-"""
+"""OAuth for MCP servers over HTTP, by the mcp SDK's ``OAuthClientProvider``, which does the
+protocol (discovery, registration, PKCE, scopes, refresh). magent gives it a token store
+(``$MAGENT_HOME/auth/SERVER.json``, mode 0600: the only file that holds a token), and for ``magent
+mcp login`` a browser and a 127.0.0.1 listener for the redirect. In a run there is no browser: a
+server that needs a login raises ``LoginRequired``, which pauses the run (kind ``auth``)."""
 
 from __future__ import annotations
 

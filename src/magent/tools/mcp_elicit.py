@@ -1,17 +1,7 @@
-"""A server's question to the user mid-call (MCP ``elicitation/create``), answered for magent.
-
-The client declares the capability by giving the SDK's ``ClientSession`` an
-``elicitation_callback`` (``callback``). A question is answered:
-
-- by the person at the terminal, inline, when a command that talks to one (``magent run``,
-  ``resume``, ``chat``, ``tools call`` without ``--no-input``) set ``terminal_asker``: a form
-  built from the request's schema, each field offering its default (SEP-1034);
-- otherwise by the caller's ``elicitation`` setting (an agent's config; ``tools call
-  --elicitation``): ``decline``, ``cancel`` or ``defaults`` (accept, with the schema's defaults).
-
-Each question and its answer go to the calling run's trace as an ``elicitation`` event, masked
-like every other event.
-"""
+"""A server's question to the user mid-call (MCP ``elicitation/create``), answered for magent:
+inline by the person at the terminal when a command set ``terminal_asker`` (a form from the
+request's schema), else by the caller's ``elicitation`` setting (``decline``, ``cancel`` or
+``defaults``). Each exchange goes to the run's trace as a masked ``elicitation`` event."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """The stdio side of MCP: a server subprocess speaking JSON-RPC lines on stdin/stdout.
 
-magent runs its own small transport instead of the SDK's ``stdio_client`` for
-three things the SDK does not expose: the process id (so a hung server can be
-terminated at once and tests can check it is gone), the tail of the server's
-stderr (it goes into the trace when the server fails), and lines on stdout that
-are not JSON-RPC (a clear error instead of a silent wait for a reply that never
-comes). The framing and ``SessionMessage`` streams are the SDK's, so
-``ClientSession`` runs on top unchanged.
-"""
+magent runs its own transport instead of the SDK's ``stdio_client`` for what that hides: the
+process id (to end a hung server at once), the stderr tail (for the trace) and non-JSON-RPC lines
+on stdout (an error, not a silent wait). Framing and ``SessionMessage`` streams are the SDK's."""
 
 from __future__ import annotations
 
@@ -80,12 +75,8 @@ class StdioProcess:
 
 
 def resolve_command(proc: StdioProcess) -> str:
-    """The executable to run, or ``FileNotFoundError`` naming what is missing.
-
-    A bare name is looked up on PATH, then beside the running Python, so a
-    server installed in magent's own virtualenv is found even when that
-    virtualenv is not activated.
-    """
+    """The executable to run, or ``FileNotFoundError``: a bare name is looked up on PATH, then
+    beside the running Python (a server in magent's own, unactivated virtualenv)."""
     import shutil
     import sys
 
@@ -112,12 +103,8 @@ def resolve_command(proc: StdioProcess) -> str:
 
 @asynccontextmanager
 async def stdio_transport(proc: StdioProcess) -> AsyncIterator[tuple[Any, Any]]:
-    """Spawn the server and yield ``(read_stream, write_stream)`` of ``SessionMessage``.
-
-    On exit (normal, error or cancellation) the server is stopped the MCP way --
-    stdin closed, a short wait, then SIGTERM and SIGKILL to its process group --
-    and reaped, inside a shield so no orphan or zombie is left behind.
-    """
+    """Spawn the server and yield ``(read_stream, write_stream)`` of ``SessionMessage``. On any exit
+    the server is stopped and reaped inside a shield, so no orphan or zombie is left."""
     command = resolve_command(proc)
     env = {**get_default_environment(), **proc.env}
     process = await anyio.open_process(
@@ -176,12 +163,8 @@ async def stdio_transport(proc: StdioProcess) -> AsyncIterator[tuple[Any, Any]]:
 
 
 async def _lines(stream: Any) -> AsyncIterator[bytes]:
-    """The lines of ``stream`` (without their newline), in time linear in their length.
-
-    A reply of 20 MB arrives in hundreds of chunks: each chunk is searched once and the
-    pieces of a line are joined once, when its newline comes (gluing each chunk onto the
-    line so far and splitting it again was quadratic: 57 s for 20 MB).
-    """
+    """The lines of ``stream`` without their newline, in time linear in their length (each chunk
+    searched once, a line's pieces joined once)."""
     pieces: list[bytes] = []
     async for chunk in stream:
         start = 0
@@ -210,12 +193,8 @@ def _parse(raw: bytes, proc: StdioProcess) -> Any:
 
 
 async def _stop(process: anyio.abc.Process) -> None:
-    """MCP shutdown: close stdin, give the server a moment, then end what is left of its group.
-
-    The group is ended even when the server exits on its own: a server's helpers (a
-    shell wrapper's background job, a forked worker, what ``npx`` starts) share its
-    group and would otherwise live on with init as their parent.
-    """
+    """MCP shutdown: close stdin, give the server a moment, then end what is left of its group,
+    even when the server exited on its own (its helpers share the group and would live on)."""
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
@@ -228,12 +207,8 @@ async def _stop(process: anyio.abc.Process) -> None:
 
 
 async def _terminate(process: anyio.abc.Process) -> None:
-    """SIGTERM the server's process group, SIGKILL what is left after a grace period.
-
-    The pgid is the server's pid (it leads its own session); the group outlives its
-    leader while any member runs, and killpg reaches members whose parent is gone.
-    A process that made a session of its own (a daemon) has left the group: out of reach.
-    """
+    """SIGTERM the server's process group, SIGKILL what is left after a grace period. killpg
+    reaches members whose leader is gone; a daemon with a session of its own is out of reach."""
     pgid = process.pid
     for sig, wait in ((signal.SIGTERM, TERM_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
         if _ended(process, pgid):
@@ -247,11 +222,8 @@ async def _terminate(process: anyio.abc.Process) -> None:
 
 
 async def _wait_exit(process: anyio.abc.Process, timeout: float) -> bool:
-    """Whether the process exited (and was reaped) within ``timeout`` seconds.
-
-    Polls ``returncode`` rather than ``wait()``: on asyncio ``wait()`` also waits
-    for the pipes to close, which a grandchild holding them open would block.
-    """
+    """Whether the process exited and was reaped within ``timeout`` seconds; polls ``returncode``,
+    since asyncio's ``wait()`` also waits for pipes a grandchild may hold open."""
     with anyio.move_on_after(timeout):
         while process.returncode is None:
             await anyio.sleep(0.01)
@@ -265,12 +237,8 @@ def _ended(process: anyio.abc.Process, pgid: int) -> bool:
 
 
 def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs.
-
-    Zombies do not count: once the leader is gone, its children's parent is init,
-    whose reaping is not ours to wait for (and some inits never do it). Where there
-    is no ``/proc``, ``killpg(pgid, 0)`` answers (zombies count there).
-    """
+    """Whether a process of group ``pgid`` still runs. Zombies do not count (init reaps them, or
+    never does); without ``/proc``, ``killpg(pgid, 0)`` answers and they do."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

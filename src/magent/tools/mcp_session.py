@@ -24,12 +24,8 @@ CLOSE_TIMEOUT_SECONDS = 10.0
 
 
 class Connection:
-    """One live session with a server.
-
-    A background task owns it from connect to close, because the SDK's anyio
-    task groups must be exited by the task that entered them; calls from any
-    task go through ``session``.
-    """
+    """One live session with a server, owned by a background task from connect to close (the SDK's
+    anyio task groups must be exited by the task that entered them)."""
 
     def __init__(self, provider: "MCPProvider"):
         self.provider = provider

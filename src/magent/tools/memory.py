@@ -1,10 +1,6 @@
-"""The built-in long-term memory tools: ``memory.search``, ``memory.remember``, ``memory.forget``.
-
-They act for the agent that calls them (``tools.base.current_call``): it searches and
-forgets among its own, its workflow's and global memories, and remembers in its
-``memory.scope`` unless it names another. A remember made again by a resumed task
-(same task, same call, same content) returns the memory stored the first time.
-"""
+"""The built-in memory tools: ``memory.search``, ``memory.remember``, ``memory.forget``, acting for
+the calling agent (``tools.base.current_call``). A remember repeated by a resumed task returns the
+memory stored the first time."""
 
 from __future__ import annotations
 

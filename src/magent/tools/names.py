@@ -1,9 +1,6 @@
-"""Checking the tool names a config writes, before anything runs (``magent validate``).
-
-A name is known when its server is a built-in connector that is on and the tool is one of
-its tools, or when its server is a configured MCP server: any tool name is accepted there,
-unless the servers were started (``--servers``) and their live tool lists are known.
-"""
+"""Checking the tool names a config writes before anything runs (``magent validate``): a built-in
+connector's tools when it is on, any name on a configured MCP server unless ``--servers`` listed
+its live tools."""
 
 from __future__ import annotations
 
@@ -32,11 +29,8 @@ class ToolUse:
 
 def check_tool_names(uses: Iterable[ToolUse], mcp_files: Iterable[Path], *,
                      live: bool = False) -> list[ConfigError]:
-    """Every use naming a tool or server that does not exist, with a did-you-mean.
-
-    ``live``: start the MCP servers the uses reach and check names against their tool
-    lists (a server that does not start is an error at the first use that reaches it).
-    """
+    """Every use naming a tool or server that does not exist, with a did-you-mean; ``live``: against
+    the started MCP servers' tool lists."""
     from magent.tools.setup import build_registry, load_tool_config
 
     uses = list(uses)

@@ -1,14 +1,9 @@
 """Tool definition pinning: a task notices when a server changes a tool under it.
 
-The first time a task uses a tool, a hash of its description and input schema
-is stored in the task's ``tool_pins.jsonl`` (a journal: one line per pin, the last
-line for a tool wins, so a fork sees the pins as they were at its checkpoint; see
-``store.journal``). If the server later offers a
-different definition to the same task (after a restart, on resume), ``check``
-returns a ``PinChange`` instead of None, and the engine pauses the run to show a
-person what changed. The pin moves to the new definition only when ``accept``
-is called (the person approved), so a refused change keeps pausing.
-"""
+A tool's first use stores a hash of its description and schema in ``tool_pins.jsonl`` (a journal:
+the last line for a tool wins, so a fork sees the pins of its checkpoint). A different definition
+later makes ``check`` return a ``PinChange`` and the run pauses; the pin moves only on
+``accept``, so a refused change keeps pausing."""
 
 from __future__ import annotations
 

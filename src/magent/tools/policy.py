@@ -1,11 +1,5 @@
 """Per-agent tool rails (seed 000): which tools an agent may call, and how many per turn.
-
-``ToolPolicy.for_agent`` resolves the agent's ``tools`` patterns (``server.tool``,
-``server.*``) minus ``deny_tools`` against the registry's started tools. The
-engine offers ``specs`` to the model, then passes each response's calls
-through ``split`` before running them; refused calls become ERROR observations
-with ``refusal``'s text, so the model learns why.
-"""
+Refused calls become ERROR observations with the reason, so the model learns why."""
 
 from __future__ import annotations
 
@@ -73,12 +67,8 @@ class ToolPolicy:
         return bool(tool is not None and tool.idempotent)
 
     def split(self, calls: Sequence[C]) -> tuple[list[C], list[tuple[C, str]]]:
-        """Calls of one model response → (to run, refused with the reason), in order.
-
-        Only ``max_calls_per_turn`` is enforced here; unknown or not-allowed tools
-        are refused by ``ToolRegistry.call(..., allowed=policy.names)`` with a
-        message listing the allowed tools.
-        """
+        """Calls of one model response → (to run, refused with the reason), in order. Only
+        ``max_calls_per_turn`` is enforced here; ``ToolRegistry.call`` refuses unknown tools."""
         cap = self.max_calls_per_turn
         if cap is None or len(calls) <= cap:
             return list(calls), []

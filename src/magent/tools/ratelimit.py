@@ -1,18 +1,7 @@
-"""Tool rate limits (seed 004's per-tool ``requestRateLimit``): sliding windows of call starts.
-
-A limit says "at most ``calls`` calls in any ``per_seconds`` window". The limiter
-keeps, per window (a tool's own, and its server's), the start times it has
-handed out, including those of calls still waiting for their turn. A call asks
-for a start time that fits every window it belongs to; if that time is further
-off than ``max_wait_seconds`` (or the limit says ``refuse`` and it is not now),
-the call is refused and the caller turns that into an observation.
-
-Reserving is synchronous, with no ``await`` between reading the windows and
-writing the new start into them, so concurrent calls of one run (several tool
-calls from one model response run together) can never both take the last slot.
-Start times are handed out in order, so each call's window only ever counts
-calls that start before it.
-"""
+"""Tool rate limits (seed 004's ``requestRateLimit``): sliding windows of call starts, per tool
+and per server. A call reserves a start time that fits every window, or is refused when that is
+past ``max_wait_seconds`` (or ``refuse`` and not now). Reserving has no ``await`` between reading
+and writing the windows, so concurrent calls can never both take the last slot."""
 
 from __future__ import annotations
 

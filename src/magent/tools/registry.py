@@ -1,11 +1,5 @@
-"""The tool registry: every tool a run can call, by ``server.tool`` name.
-
-Providers (built-in connectors, in-process functions, MCP servers) are started
-together; the registry resolves an agent's allow/deny patterns, checks
-arguments against the tool's schema, enforces timeouts, falls back to
-``fallback_tools``, and truncates large outputs (the full copy goes to the
-task's ``artifacts/``).
-"""
+"""The tool registry: every tool a run can call, by ``server.tool`` name, with argument checks,
+timeouts, ``fallback_tools`` and truncation of large outputs (the full copy in ``artifacts/``)."""
 
 from __future__ import annotations
 
@@ -79,14 +73,9 @@ class ToolRegistry:
         return set(self._started)
 
     async def start(self, only: Iterable[str] | None = None) -> None:
-        """Start providers concurrently and collect their tools.
-
-        ``only`` limits this to those provider names (unknown names are ignored:
-        ``unknown_servers`` reports them); providers already started are left as
-        they are, so calling ``start`` again for more servers is cheap. A provider
-        that fails to start is recorded in ``start_errors``; calls to its tools
-        become ERROR observations naming the failure.
-        """
+        """Start providers (only ``only``'s, if given) concurrently and collect their tools;
+        started ones are left as they are. A failure is kept in ``start_errors``, and calls to
+        its tools become ERROR observations."""
         wanted = set(self.providers) if only is None else set(only) & set(self.providers)
         names = sorted(n for n in wanted if n not in self._started)
         if not names:
@@ -169,14 +158,9 @@ class ToolRegistry:
     async def call(self, full_name: str, arguments: Any, *, allowed: set[str] | None = None,
                    artifact_key: str = "",
                    screen: Callable[[ToolResult], Awaitable[None]] | None = None) -> ToolResult:
-        """Call a tool; every failure comes back as a result (ERROR/FAILURE/TIMEOUT), never raised.
-
-        A call refused before it ran (not allowed, unknown tool, arguments that
-        do not fit the schema) does not fall back; one that ran and did not
-        succeed tries the tool's ``fallback_tools`` in order. ``screen`` (the
-        agent's input rails) sees the whole output of a call that ran, and may
-        change it, before it is truncated and its full copy kept as an artifact.
-        """
+        """Call a tool; every failure comes back as a result, never raised. A call refused before
+        it ran does not fall back; one that ran and failed tries ``fallback_tools`` in order.
+        ``screen`` (input rails) sees and may change the whole output before truncation."""
         result, ran = await self._call_retried(full_name, arguments, allowed)
         tool = self._tools.get(full_name)
         if not result.ok and ran and tool is not None and tool.fallback_tools:
@@ -278,12 +262,9 @@ class ToolRegistry:
         return result, True
 
     async def ready(self, full_names: list[str]) -> None:
-        """Get the servers of these tools ready before the engine looks at the tools' definitions
-        (its pin check): a server that crashed since its last call is restarted and one that said
-        its tools changed is listed again, so that a changed definition is seen before the call
-        that would run it, not after; one that failed to start is tried again when its retry is
-        due. A server that cannot be reached is left for the call to report; what was done goes
-        on the server's next call's result."""
+        """Get these tools' servers ready before the engine's pin check: restart a crashed one,
+        relist one whose tools changed, retry a failed one when due, so a changed definition is
+        seen before the call. What was done goes on the server's next result."""
         for server in {name.split(".", 1)[0] for name in full_names}:
             if server in self.start_errors and hasattr(self.providers.get(server), "retry"):
                 began = time.perf_counter()

@@ -1,9 +1,5 @@
-"""When a tool server that could not be reached is tried again: a schedule the user is shown.
-
-Trying a server that does not answer costs its whole connect timeout, so a server known to be
-down is not tried on every call: its calls answer at once with the cause and the time of the
-next try, 10 s after the failure, then twice as long after each failure again, up to 5 minutes.
-"""
+"""When an unreachable tool server is tried again: 10 s after the failure, then twice as long
+each time, up to 5 minutes; meanwhile its calls answer at once with the cause and the next try."""
 
 from __future__ import annotations
 

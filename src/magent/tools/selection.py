@@ -1,12 +1,6 @@
-"""Ranking tools against a text (seed 000's dynamic tool selection), with nothing but the text.
-
-A tool's score is ``0.8 x relevance + 0.2 x success``: relevance is how well its name and
-description match the query — Okapi BM25 by default, or cosine similarity of embeddings when
-the caller has vectors — divided by the best match's, so the best tool has 1.0; success is
-its past success rate in this home with one success and one failure assumed beforehand
-(``(successes + 1) / (calls + 2)``: 0.5 for a tool never called). Ties go by name, so the
-same inputs always give the same order.
-"""
+"""Ranking tools against a text (seed 000's dynamic tool selection): ``0.8 x relevance + 0.2 x
+success``, relevance BM25 (or cosine of embeddings) relative to the best match, success
+``(successes + 1) / (calls + 2)`` in this home. Ties go by name."""
 
 from __future__ import annotations
 

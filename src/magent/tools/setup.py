@@ -1,14 +1,5 @@
-"""Building a run's tool registry from the MCP files: the home's, then a workflow's or agent's own.
-
-``build_registry`` only reads config and creates providers; nothing is started.
-A run then starts just the servers its agents can reach, all at once::
-
-    registry = build_registry(mcp_files=[workflow_mcp], artifacts_dir=task_dir / "artifacts",
-                              kv_path=task_dir / "kv.jsonl")
-    await start_with_imports(registry, registry.servers_for(patterns), modules=("litellm",))
-    ...
-    await registry.close()
-"""
+"""Building a run's tool registry from the MCP files (the home's, then a workflow's own);
+``build_registry`` starts nothing, a run then starts only the servers its agents reach."""
 
 from __future__ import annotations
 
@@ -43,12 +34,8 @@ class ToolConfig:
 
 
 def load_tool_config(mcp_files: Iterable[Path] = (), *, home_config: bool = True) -> ToolConfig:
-    """Read the home's ``config/mcp_servers.yaml`` (if present) and then each of ``mcp_files``.
-
-    A file named explicitly must exist; every problem is a ``ConfigError`` naming
-    the file, line and field. Within ``builtins`` and ``limits`` a later file
-    overrides only the sections it writes.
-    """
+    """Read the home's ``config/mcp_servers.yaml`` and then each of ``mcp_files`` (which must
+    exist); a later file overrides only the sections it writes. Problems are ``ConfigError``."""
     from magent import paths
     from magent.config.files import load_mcp_servers
 
@@ -99,12 +86,8 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
                    home_config: bool = True, config: ToolConfig | None = None,
                    redact: Callable[[str], str] | None = None, memory: Any = None) -> ToolRegistry:
     """A registry with the built-in connectors and every configured MCP server, none started.
-
-    ``kv`` and ``memory`` are on unless a file turns them off; ``http`` and ``shell`` are
-    off unless a file turns them on. ``memory`` is the run's ``RunMemory`` (the tools act
-    for it; without one they act for a person). ``extra_providers`` (in-process tools for
-    tests and benchmarks) are added last and win over a server of the same name.
-    """
+    ``kv`` and ``memory`` are on and ``http`` and ``shell`` off unless a file says otherwise;
+    ``extra_providers`` are added last and win over a server of the same name."""
     config = config or load_tool_config(mcp_files, home_config=home_config)
     providers: list[ToolProvider] = []
     if config.builtins.kv.enabled:
@@ -158,12 +141,8 @@ def build_registry(*, mcp_files: Iterable[Path] = (), artifacts_dir: Path | None
 
 async def start_with_imports(registry: ToolRegistry, only: Iterable[str] | None = None,
                              modules: Iterable[str] = ()) -> None:
-    """Start servers while heavy modules (e.g. ``litellm``) import in a worker thread.
-
-    Server start-up is mostly waiting for child processes and sockets, so it
-    overlaps well with an import; an import error is re-raised after the servers
-    have started (and a failing server is only recorded in ``start_errors``).
-    """
+    """Start servers while heavy modules import in a worker thread (start-up is mostly waiting);
+    an import error is raised after the servers have started."""
     imports = [asyncio.to_thread(importlib.import_module, m) for m in modules]
     results = await asyncio.gather(registry.start(only=only), *imports, return_exceptions=True)
     for res in results:

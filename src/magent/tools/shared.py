@@ -1,14 +1,6 @@
-"""One set of MCP server processes for many runs in one process (``magent batch``).
-
-Inside ``sharing(pool)``, every run's registry takes its MCP servers from ``pool``: the
-first run that needs a server starts it, the others call the same process (or HTTP
-connection), and a run's end leaves it running; ``pool.close()`` stops them all when
-the batch ends. A server whose calls depend on who calls it (it keeps a session, a
-login, files of its own per client) says ``shared: false`` in its MCP servers file and
-gets a process per run, as outside a batch. Calls of many runs to one server go through
-one MCP session, side by side (MCP requests carry ids; the server answers each).
-A shared server's crash restart is shared too: once for the batch, not once per run.
-"""
+"""One set of MCP server processes for the runs of a ``magent batch``: inside ``sharing(pool)``,
+the first run needing a server starts it, others share its session (MCP requests carry ids), and
+``pool.close()`` stops them all. A server with ``shared: false`` gets a process per run."""
 
 from __future__ import annotations
 

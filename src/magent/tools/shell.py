@@ -1,15 +1,9 @@
 """The built-in shell connector (seed 004): ``shell.run``, off unless the config enables it.
 
-Its output lines go to the live view and ``--json --stream`` as they are printed
-(``CallContext.output``); the result holds them all once the command ends.
-
-A command is split like a shell would (``shlex``) but never run by one: no
-pipes, globs, ``$VAR`` or ``;``. Its first word must be one of
-``allow_commands``. It runs in its own process group, so a timeout stops it
-and anything it started. Should magent be killed (``kill -9``), the kernel ends the
-command (``PR_SET_PDEATHSIG`` on Linux) and the next magent process that opens the task
-ends the rest of its group (``magent.store.toolgroups``).
-"""
+A command is split by ``shlex`` but never run by a shell, and its first word must be in
+``allow_commands``. It runs in its own process group, so a timeout stops all it started; if magent
+is killed, the kernel ends it (``PR_SET_PDEATHSIG``) and the next process to open the task ends
+the rest of its group (``magent.store.toolgroups``)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ from magent.models import Tool
 
 def checks_for(schema: dict[str, Any]) -> tuple[Any, Any]:
     """``(make_validator(schema), quick_check(schema))``, made once per distinct schema in this
-    process: every task offers the same tools, and checking a schema against its metaschema
-    costs far more than a call's arguments do."""
+    process (checking a schema against its metaschema costs far more than a call's arguments)."""
     try:
         key = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError):  # not JSON (a server's odd schema): not worth keeping
