@@ -1,8 +1,5 @@
-"""Traces: the TraceLog built from a task's events, and ``magent trace``'s views of it.
-
-The names below are imported on first use (PEP 562): a run reads its telemetry settings
-(``magent.trace.telemetry``) at start-up without loading the trace builder, and only when
-``may_export`` says there may be some."""
+"""Traces: the TraceLog built from a task's events, and ``magent trace``'s views of it. Names load
+on first use (PEP 562), so a run reads its telemetry settings without the trace builder."""
 
 from __future__ import annotations
 

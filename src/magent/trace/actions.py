@@ -11,11 +11,8 @@ if TYPE_CHECKING:
 
 def hydrate(doc: dict[str, Any], refresh: bool = False) -> dict[str, Any]:
     """Fill the action records' ``result`` (and ``args``, ``outcome``) from their iteration steps
-    (``refresh``: the result even where there is one: the step's was read back longer).
-
-    Returns ``doc`` (changed in place). Traces whose actions do not line up with
-    their agent iteration steps (hand-edited, or from another writer) are left as they are.
-    """
+    (``refresh``: even where there is one); returns ``doc``, changed in place. Actions that do
+    not line up with their steps (a hand-edited trace) are left as they are."""
     turns = [s for s in doc.get("steps") or [] if s.get("iteration") is not None and s.get("kind") == "agent"]
     actions = doc.get("actions") or []
     if len(turns) != len(actions):
@@ -36,10 +33,7 @@ def hydrate(doc: dict[str, Any], refresh: bool = False) -> dict[str, Any]:
 
 
 def compress_actions(actions: Iterable[Any]) -> list[str]:
-    """Seed 003's ``attempts``, phase 1: ``name(args) → OUTCOME`` for every tool call.
-
-    Derived from the action records each time; never stored.
-    """
+    """Seed 003's ``attempts``, phase 1: ``name(args) → OUTCOME`` per tool call, never stored."""
     out: list[str] = []
     for action in actions:
         calls = action.get("tool_calls") if isinstance(action, dict) else action.tool_calls

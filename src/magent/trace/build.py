@@ -1,33 +1,12 @@
-"""Building seed 002's TraceLog (with seed 003 action records) from ``events.jsonl``.
+"""Building seed 002's TraceLog (with seed 003 action records) from ``events.jsonl``, as plain
+dicts so a 1,000-step task shows without building thousands of models.
 
-The builder works on plain event dicts (the JSON of each line) and produces the
-TraceLog's JSON form, so ``magent trace`` can show a 1,000-step task without
-building thousands of models; ``build_trace`` validates that form into a
-``TraceLog``.
-
-Layout of ``steps`` (numbered from 1 by ``magent trace``):
-
-- a **node step** per node visit (``kind`` set, ``iteration`` null): agent,
-  duration, status, and a message with the visit, a reflection's verdict and the
-  node it routed to. A tool node's call and a reflection's model call sit on it.
-- an **iteration step** per ReAct model turn of an agent node (``iteration``
-  set, ``step_name`` ``node:iteration`` like the entries' ``turn_id``): its
-  ``llm_calls`` (the answer, after any failed attempts that preceded it, each
-  with its ``error``) and the ``tool_calls`` the model asked for, in order.
-- an **event step** for what happens between: ``awaiting_human``,
-  ``human_decision``, ``resumed``, ``warning``, ``error``, ``interrupted``, and
-  ``guardrail`` for a rail that tripped (one that passed stays with the step it
-  checked; a rail's own model calls sit on that step too), and
-  ``llm_attempts`` for failed model attempts that no answer followed.
-
-A tool call's result is kept once, truncated to about 1,000 characters, in its
-``ToolCallRecord.result`` (``{"text", "entry_id", "artifact"}``); the full text
-is the entry ``entry_id`` in ``entries.jsonl`` (and ``artifact`` for big
-outputs). The action records' ``args``, ``result`` and ``outcome`` are those of
-the iteration step's records (``hydrate``), because action *k* and the *k*-th
-agent iteration step describe the same turn and list the same calls in the same
-order; trace.json holds both whole, so each reads on its own.
-"""
+``steps`` holds a node step per node visit, an iteration step per ReAct model turn (its
+``llm_calls``, failed attempts first, and ``tool_calls``), and event steps between (pauses,
+decisions, warnings, errors, tripped rails, attempts no answer followed). A tool result is kept
+once, cut to about 1,000 characters, with its full text at ``entry_id`` in ``entries.jsonl``.
+Action *k* and the *k*-th agent iteration step describe the same turn, so ``hydrate`` fills one
+from the other; trace.json holds both whole, so each reads on its own."""
 
 from __future__ import annotations
 
@@ -83,10 +62,8 @@ def dump_for_disk(trace: "TraceLog") -> bytes:
 
 
 def write_trace(td: "TaskDir") -> "TraceLog":
-    """Rebuild ``trace.json`` from the task's ``events.jsonl`` (atomically); returns the trace.
-
-    Called by the engine whenever a run ends, pauses or is interrupted.
-    """
+    """Rebuild ``trace.json`` from ``events.jsonl`` atomically, whenever a run ends, pauses or is
+    interrupted; returns the trace."""
     from magent.store.files import atomic_write
 
     trace = rebuilt_trace(td)

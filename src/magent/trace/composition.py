@@ -1,9 +1,5 @@
-"""One line per composition event (fan-out, join, map, plan), for the live view and the trace.
-
-The events are written by ``engine/fanout.py``, ``engine/nodes/map.py`` and
-``engine/nodes/plan.py``; both the terminal's live view and ``magent trace`` say them the
-same way, from the event's fields alone.
-"""
+"""One line per composition event (fan-out, join, map, plan), said the same way by the live view
+and ``magent trace``, from the event's fields alone."""
 
 from __future__ import annotations
 

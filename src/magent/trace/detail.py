@@ -1,11 +1,5 @@
-"""One step of a trace, whole: ``magent trace ID --step N``.
-
-The trace keeps results truncated; this goes back to where the full text is:
-the model's reply in its ``llm_call`` event, a tool call's arguments in its
-``tool_call`` event, the result as the model saw it in ``entries.jsonl`` (or a
-tool node's ``full_result``), and the path of the artifact holding a big
-output in full.
-"""
+"""One step of a trace, whole (``magent trace ID --step N``): the full texts from its events,
+``entries.jsonl`` or a tool node's ``full_result``, and the paths of artifacts."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Drawing a workflow: nodes by kind, edges with their conditions, END, approval gates.
-
-``mermaid(graph)`` is a Mermaid flowchart (paste it into Markdown); ``text_lines(graph)``
-is the same graph for a terminal, each node with its edges in the order they are
-tried (the first whose condition holds is taken; one without a condition is the
-"otherwise").
-"""
+"""Drawing a workflow: ``mermaid(graph)`` for Markdown, ``text_lines(graph)`` for a terminal, each
+node with its edges in the order they are tried (one without a condition is the "otherwise")."""
 
 from __future__ import annotations
 
@@ -68,11 +63,8 @@ def describe(graph: "Graph") -> dict[str, Any]:
 
 
 def describe_snapshot(snapshot: dict[str, Any]) -> dict[str, Any] | None:
-    """``describe``'s form from a task's stored config snapshot, read as written.
-
-    Nothing is loaded or validated (no ``${VAR}`` is resolved, no agent file is looked
-    for), so it works for any task, quickly; config defaults not written are not shown.
-    """
+    """``describe``'s form from a task's stored config snapshot as written: nothing is loaded,
+    resolved or validated, so it works for any task."""
     if snapshot.get("kind") == "agent":
         names = list(snapshot.get("agents") or {})
         if len(names) != 1:

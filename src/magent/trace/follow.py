@@ -1,10 +1,5 @@
-"""Following a task live: ``magent trace ID --follow``.
-
-Polls ``events.jsonl`` and hands each new complete line to a sink, until the run
-stops: a ``run_finished`` or ``interrupted`` after the last ``run_started``, or
-nobody holds the task's lock and no more events come (the run died). Only
-complete lines are read; a line being written is picked up on the next poll.
-"""
+"""Following a task live (``magent trace ID --follow``): poll ``events.jsonl`` and hand each new
+complete line to a sink until the run finishes, is interrupted, or no one holds its lock."""
 
 from __future__ import annotations
 
@@ -82,12 +77,9 @@ def _replay_start(events: list[dict[str, Any]]) -> int:
 
 def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], None] | None = None,
            poll: float = 0.2, grace: int = 3) -> str:
-    """Send the task's events to ``sink`` (as ``Event`` models) as they are written; returns why it
-    stopped: ``finished`` (status in the last run_finished), ``interrupted`` or ``not running``.
-
-    ``grace`` polls with the lock free and nothing new are waited before giving up on a run
-    that is just starting (its lock is taken a moment after its directory appears).
-    """
+    """Send the task's events to ``sink`` as they are written; returns why it stopped
+    (``finished``'s status, ``interrupted`` or ``not running``). ``grace`` idle polls are waited
+    for a run that is just starting (it locks a moment after its directory appears)."""
     from magent.models import Event
     from magent.store.events import needed_entries, with_texts
 

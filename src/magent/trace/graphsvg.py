@@ -1,11 +1,5 @@
-"""The workflow graph as inline SVG for the HTML report (no library, nothing fetched).
-
-Nodes are laid out in layers by their distance from the entry point; edges that go
-down are straight, edges that go back up (revision loops) curve round the right side.
-Each node shows its kind, what it does, how often the run visited it and, for an
-approval gate, a dashed border. ``data-node`` on each box lets the page filter the
-steps by node.
-"""
+"""The workflow graph as inline SVG for the HTML report (no library, nothing fetched): layers by
+distance from the entry, back edges curving round the right, ``data-node`` on each box."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``magent trace ID --html``: the report as one self-contained HTML file.
-
-The page carries its data (``report.build_report``) as JSON, its style and its
-script inline, and the workflow graph as inline SVG; a Content-Security-Policy
-forbids it to load anything, so it opens offline and never reaches the network.
-"""
+"""``magent trace ID --html``: one self-contained HTML file whose Content-Security-Policy forbids
+loading anything, so it opens offline and never reaches the network."""
 
 from __future__ import annotations
 

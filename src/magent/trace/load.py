@@ -1,11 +1,6 @@
-"""Finding the trace of a task to show: ``trace.json`` when it is current, else ``events.jsonl``.
-
-A running task has no complete ``trace.json``: its trace is built from the
-events written so far. A task whose ``trace.json`` is missing, unreadable,
-stale (older than its events: the run died before writing it) or of another
-schema version is shown from its events too, with a note saying so. When only
-one of the two files is usable, what it holds is shown.
-"""
+"""Finding the trace of a task to show: ``trace.json`` when current, else built from
+``events.jsonl`` (a running task, or a trace missing, unreadable, stale or of another version,
+with a note saying so)."""
 
 from __future__ import annotations
 
@@ -66,9 +61,8 @@ class TraceView:
     td: "TaskDir"
     task: TaskInfo | None
     partial: dict[str, Any]
-    """The trace as read, before ``doc`` completes it: the results in ``unfilled`` have no text
-    yet and the actions are not filled in (``hydrate``). The step tree reads this, and the
-    text of only the results it shows (``fill``)."""
+    """The trace as read, before ``doc`` completes it: results in ``unfilled`` have no text yet and
+    the actions are not filled in. The step tree reads this, filling only what it shows."""
     source: str
     """``trace.json``, ``events.jsonl``, or ``nothing`` (neither file could be read)."""
     built: TraceDoc | None = None
@@ -182,8 +176,7 @@ def cut_results(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 FEW = 16
-"""Up to this many entries are looked up in entries.jsonl by their ids' bytes, the lines naming
-them alone parsed; more, and every line is parsed (one pass, quicker than many lookups)."""
+"""Up to this many entries are looked up by their ids' bytes; more, and every line is parsed."""
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -204,14 +197,10 @@ def fill_results(cut: dict[str, list[dict[str, Any]]], path: Any) -> None:
 
 
 def _entries_naming(path: Any, ids: list[str]) -> list[dict[str, Any]]:
-    """The objects of the lines of JSON Lines file ``path`` that may be the entries ``ids``
-    name, in file order, skipped as ``read_jsonl`` skips them (a torn last line, a line that is
-    not a JSON object). A line as magent writes it starts with its entry's id (``{"id":"...``),
-    and only that is compared; any other line is parsed when one of ``ids`` appears in it (an id
-    of letters, digits, ``-`` and ``_`` is written as it is: JSON escapes none of them).
-
-    One pass over the lines: finding each id's every occurrence instead took a search of the
-    whole file per id (10.5 MB five times for a 1,000-step trace, 38 M instructions)."""
+    """The objects of the lines of ``path`` that may be the entries ``ids`` name, in file order,
+    skipped as ``read_jsonl`` skips them, in one pass. A line magent writes starts with its
+    entry's id, and only that is compared; any other line is parsed when an id appears in it
+    (ids need no JSON escaping)."""
     try:
         data = read_bytes(path)
     except FileNotFoundError:
@@ -242,12 +231,8 @@ _ID_FIRST = b'{"id":"'
 
 def load_view(td: "TaskDir", *, need_events: bool = False,
               entries: dict[str, dict[str, Any]] | None = None) -> TraceView:
-    """The trace of the task in ``td`` with notes on anything missing or damaged.
-
-    ``need_events`` builds from ``events.jsonl`` even when ``trace.json`` is current
-    (``--step`` needs the events behind each step). ``entries`` (raw entries by id) saves
-    reading ``entries.jsonl`` again when the caller has it.
-    """
+    """The trace of the task in ``td`` with notes on anything missing or damaged. ``need_events``
+    builds from the events even when ``trace.json`` is current; ``entries`` saves a reread."""
 
     notes: list[str] = []
     task = read_task(td, notes)

@@ -36,9 +36,8 @@ RESULT_LIMIT = 1000
 """Characters of a tool result the trace shows (seed 003: about 1,000). (Here rather than in
 ``trace.steps``, so reading a trace.json does not import the step builder.)"""
 PREVIEW_LIMIT = 200
-"""Characters of a longer result that is an entry that trace.json keeps, marked ``preview``: the
-whole text is the entry ``entry_id`` in entries.jsonl (stored once), and reading the trace puts
-``RESULT_LIMIT`` characters back from it (``trace.load.restore_results``)."""
+"""Characters of a longer result that trace.json keeps, marked ``preview``; reading the trace puts
+``RESULT_LIMIT`` back from its entry (``trace.load.restore_results``)."""
 
 
 def describe_guardrail(ev: dict[str, Any]) -> str:

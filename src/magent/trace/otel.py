@@ -1,17 +1,8 @@
-"""Sending spans over OTLP/HTTP with the OpenTelemetry SDK (the optional ``magent-runner[otel]`` extra).
+"""Sending spans over OTLP/HTTP with the OpenTelemetry SDK (the optional ``otel`` extra).
 
-Only imported when an endpoint is configured or ``--otlp`` is given. The spans come
-from ``trace.spans`` (plain data); here they become the SDK's ``ReadableSpan`` with
-the ids ``spans`` chose, and the SDK's OTLP exporter sends them, which also honours
-the standard ``OTEL_EXPORTER_OTLP_*`` variables (headers, TLS, compression).
-
-Retries are the exporter's: on a connection error or a 429/502/503/504 it tries
-again with backoff until its timeout (``DEFAULT_TIMEOUT``: 3 tries in about 3 s),
-then gives up on that batch. A live run is exported by a process of its own
-(``trace.otellive``) that reads the events the run writes, so the run never does the
-work nor waits for the network; at its end the last batch gets a bounded time and one
-warning says what did not get through.
-"""
+The spans of ``trace.spans`` become the SDK's ``ReadableSpan`` and its exporter sends them,
+honouring ``OTEL_EXPORTER_OTLP_*`` and retrying until ``DEFAULT_TIMEOUT``. A live run is exported
+by a process of its own (``trace.otellive``), so the run never waits for the network."""
 
 from __future__ import annotations
 
@@ -127,10 +118,8 @@ def _exporter(target: OTLPTarget) -> OTLPSpanExporter:
 
 
 def export_events(task_id: str, events: Iterable[dict[str, Any]], target: OTLPTarget) -> dict[str, Any]:
-    """Send the spans of a finished task's events; returns ``{"spans", "trace_id"}``.
-
-    Raises ``ExportError`` (exit 2) when the endpoint does not take them.
-    """
+    """Send the spans of a finished task's events; returns ``{"spans", "trace_id"}``, or raises
+    ``ExportError`` when the endpoint does not take them."""
     from magent.errors import ExportError
 
     builder = SpanBuilder(task_id)
@@ -198,12 +187,9 @@ class _Counting(SpanExporter):
 
 
 class LiveExport:
-    """Spans of a running task, made from its events and sent by the SDK's batch processor.
-
-    Runs in the exporter process of a live run (``trace.otellive``), never in the run's own:
-    ``feed`` turns an event into spans and hands the ended ones to the processor, which
-    sends them in the background; ``close`` gives the last spans a bounded time and says
-    what did not get through."""
+    """Spans of a running task, in the exporter process (``trace.otellive``): ``feed`` turns an
+    event into spans for the SDK's batch processor; ``close`` gives the last a bounded time and
+    says what did not get through."""
 
     def __init__(self, task_id: str, target: OTLPTarget):
         self.task_id = task_id

@@ -1,19 +1,10 @@
 """The exporter process of a live run: ``python -m magent.trace.otellive``.
 
-A run that exports live starts this process (``telemetry.LiveExport``) and writes one
-JSON line to its stdin: the task, the endpoint (headers included: they never reach
-argv, the environment or a file), the task's ``events.jsonl`` and the last sequence
-number before this run. It follows the file as the run appends to it — the same
-masked events ``magent trace ID --otlp`` reads later, so both give the same spans —
-learning the sub-agent sessions of earlier runs from the events before that number,
-and turning the run's own into spans that the SDK sends in the background.
-
-When the run ends it closes stdin; so does its death, even by ``kill -9``. The
-process then reads what is left, ends the spans still open (as unfinished when the
-run did not finish), gives the last batch a bounded time, prints one JSON line
-(``{"made": N, "sent": N, "warning": text or null}``) and exits. The run's process
-does none of this work: it neither builds a span nor imports the SDK.
-"""
+The run writes one JSON line to its stdin (task, endpoint with headers, which so never reach
+argv, the environment or a file; events file; last sequence before this run) and the process
+follows the masked events as they are written, so a live export and ``--otlp`` give the same
+spans. The run's end or death (``kill -9`` too) closes stdin: it ends the open spans, flushes
+within a bound, prints ``{"made", "sent", "warning"}`` and exits."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
-"""What the HTML report shows, as plain data: ``magent trace ID --html``.
+"""What the HTML report shows, as plain data (``magent trace ID --html``).
 
-Built from the same files ``magent trace`` reads (``events.jsonl``, ``entries.jsonl``,
-``trace.json``, ``task.json``), which were redacted when they were written; the
-report masks the configured patterns once more on every text it takes from them,
-and leaves tool inputs and outputs out when ``trace_tool_io`` is false.
-
-Every text is kept once: a model's reply and a tool's result are the conversation
-entries they became, and steps point at them by id; the page puts a turn's full
-prompt together from the entry tree (each entry's parent) when it is opened. Each
-text is cut to ``TEXT_CAP`` characters with its full size kept, so the page can say
-how much was left out and that ``magent trace ID --step N`` shows it whole.
-
-Steps are numbered as ``magent trace`` numbers them. A step's session is the
-``session`` of its events (a missing one is the main session); each session gets
-its own lane on the timeline.
-"""
+Texts come from the task's files, already redacted, and are masked again with the current
+patterns (tool I/O left out when ``trace_tool_io`` is false). Each text is kept once (steps point
+at entries by id) and cut to ``TEXT_CAP`` with its full size kept. Each session gets its own
+lane on the timeline."""
 
 from __future__ import annotations
 
@@ -88,10 +77,8 @@ class _Report:
         self.steps: list[dict[str, Any]] = []
 
     def cap(self, text: Any) -> dict[str, Any]:
-        """``{"t": text}`` masked, then cut to TEXT_CAP with its full ``"size"`` when it was cut.
-
-        A cut never leaves half a secret that the patterns would no longer recognise.
-        """
+        """``{"t": text}`` masked, then cut to TEXT_CAP with its full ``"size"``; masking first, so
+        a cut never leaves half a secret."""
         if text is None:
             return {}
         if not isinstance(text, str):
@@ -272,11 +259,8 @@ class _Report:
 
 
 def build_report(td: "TaskDir") -> dict[str, Any]:
-    """Everything the HTML report shows for the task in ``td``, as JSON-ready data.
-
-    The files were masked when the run wrote them; every text taken from them is masked
-    once more with the home's current patterns (``config/redaction.yaml``).
-    """
+    """Everything the HTML report shows for the task in ``td``, as JSON-ready data, every text
+    masked once more with the home's current patterns."""
     from magent.version import __version__
     from magent.ids import now
     from magent.redact import Redactor, load_settings

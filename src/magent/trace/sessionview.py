@@ -1,11 +1,6 @@
-"""Sessions in ``magent trace``: a header per child session with a time bar, ``--session``, and
-usage per session and per agent.
-
-A child session's steps are shown under the step that opened it, indented by its depth,
-after a header that says who ran it, how it ended and a bar of when it ran within its
-siblings' span, so parallel branches, map items and plan subtasks read side by side in
-time.
-"""
+"""Sessions in ``magent trace``: a header and time bar per child session (shown under the step
+that opened it, so parallel branches read side by side), ``--session``, and usage per session
+and agent."""
 
 from __future__ import annotations
 
@@ -147,9 +142,8 @@ def rolled_up(sessions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def only_sessions(doc: dict[str, Any], wanted: str) -> dict[str, Any]:
-    """The trace JSON ``doc`` cut to one session and the sessions it opened (``--session S
-    --json``): their steps (in their numbering order), their actions, their entries of
-    ``sub_agent_sessions`` and the usage per model of their calls. ``doc`` is left as it is."""
+    """A copy of ``doc`` cut to one session and those it opened (``--session S --json``): their
+    steps, actions, ``sub_agent_sessions`` entries and usage per model."""
     from magent.models.task import usage_key
 
     sessions: dict[str, dict[str, Any]] = doc.get("sub_agent_sessions") or {}

@@ -1,30 +1,10 @@
 """A task's events as OpenTelemetry spans, following the GenAI semantic conventions.
 
-Pure data, no OpenTelemetry import: ``SpanBuilder`` takes events one at a time (a
-live run's, as they are written, or a finished task's ``events.jsonl``) and hands
-back each span once it has ended. The same events give the same spans with the same
-ids either way, so a task exported live and again with ``--otlp`` lands as one trace.
-
-The shape:
-
-- ``invoke_workflow {workflow}`` — one per run of the task (a resumed run is a new
-  one): from ``run_started`` to ``run_finished``; pauses, decisions, routes,
-  warnings and errors are span events on it.
-- a span per node visit under it: ``invoke_agent {agent}`` for agent and
-  reflection nodes, ``{kind} {node}`` for the others.
-- ``chat {model}`` per model call and ``execute_tool {tool}`` per tool call, under
-  their node, with the model, tokens, cost, outcome as attributes (tokens as
-  ``gen_ai.usage.*``: input, output, and the cache-read, cache-write and reasoning
-  parts the provider reported; ``magent.usage.estimated`` when the server sent none).
-- a child session (a sub-agent's; its events carry ``session``) is ``invoke_agent
-  {agent}`` from its ``session_started`` to its ``session_finished``, under the
-  ``execute_tool agents.{agent}`` call that opened it (else the node it runs in),
-  and its model and tool calls (and any sessions it opens) sit under it.
-
-The trace id is the task's UUID; span ids are derived from the task id and the
-event that opened the span. Prompts, replies, tool arguments and results are never
-put in a span: traces carry names, numbers, outcomes and (masked) error messages.
-"""
+Pure data: ``SpanBuilder`` takes events one at a time and hands back each ended span. Ids are
+derived from the task and the opening event, so a live export and a later ``--otlp`` land as
+one trace. ``invoke_workflow`` per run, a span per node visit, ``chat`` per model call and
+``execute_tool`` per tool call; a child session's ``invoke_agent`` sits under the call that
+opened it. No prompt, reply, argument or result is ever put in a span."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""Where OpenTelemetry traces go, if anywhere: the environment or ``config/otel.yaml``.
-
-This module never imports OpenTelemetry; ``magent.trace.otel`` does, in ``--otlp`` and in
-the exporter process a live run starts (``magent.trace.otellive``), and only when the
-optional ``magent-runner[otel]`` extra is installed.
-
-A run exports live when one of these is set (first wins):
-
-- ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` — the full URL of the traces endpoint;
-- ``OTEL_EXPORTER_OTLP_ENDPOINT`` — a base URL, ``/v1/traces`` is added;
-- ``$MAGENT_HOME/config/otel.yaml``::
-
-      endpoint: http://localhost:4318          # a base URL, like OTEL_EXPORTER_OTLP_ENDPOINT
-      headers: {Authorization: "Bearer ${OTEL_TOKEN}"}   # ${VAR} resolved in memory only
-      timeout_seconds: 5                       # per export, retries included
-
-``OTEL_SDK_DISABLED=true`` turns it off. The exporter also reads the standard
-``OTEL_EXPORTER_OTLP_*`` variables (headers, certificates, compression) and
-``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``.
-"""
+"""Where OpenTelemetry traces go, if anywhere: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (``/v1/traces`` added), else ``config/otel.yaml`` (``endpoint``,
+``headers``, ``timeout_seconds``); ``OTEL_SDK_DISABLED=true`` turns it off. This module never
+imports OpenTelemetry."""
 
 from __future__ import annotations
 
@@ -142,10 +126,8 @@ def sdk_missing() -> bool:
 
 
 class LiveExport:
-    """The exporter process of a live run (``trace.otellive``), seen from the run.
-
-    Started with the run; it follows the events the run writes. ``close`` (at the end of
-    the run) tells it the run is over and waits for it, then gives its one warning, if any."""
+    """The exporter process of a live run (``trace.otellive``), seen from the run; ``close`` tells
+    it the run is over, waits, then gives its one warning, if any."""
 
     def __init__(self, task_id: str, target: OTLPTarget, events_file: Path, after_seq: int):
         import json

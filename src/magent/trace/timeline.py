@@ -1,14 +1,8 @@
 """The report's timeline: where each node, model call and tool call sits in time, per session lane.
 
-Positions are fractions of the axis (0..1). Long idle stretches — a pause waiting for
-a person, a run stopped and resumed the next day — are squeezed into a fixed-width
-break labelled with their real length, so the work either side stays readable.
-
-Each lane (one per session) has three rows: 0 nodes, 1 model calls, 2 tool calls.
-Bars are ``[step, lane, row, x0, x1, status]``; marks (pauses, decisions, errors,
-resumptions) are ``[step, lane, x, name]``; ``segments`` map the axis back to time
-(``[x0, x1, ms0, ms1]``, ms since the first event) so the page can label it.
-"""
+Positions are fractions of the axis; long idle stretches are squeezed into a labelled break. A
+lane has rows 0 nodes, 1 model calls, 2 tool calls. Bars are ``[step, lane, row, x0, x1,
+status]``, marks ``[step, lane, x, name]``, ``segments`` ``[x0, x1, ms0, ms1]``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""The trace as a tree of styled lines: what ``magent trace ID`` prints.
-
-Workflow nodes, then their ReAct turns, then each turn's model call and tool
-calls; reflection verdicts, pauses for a person and their decisions, warnings
-and errors in between; totals per model at the bottom. Steps are numbered as in
-``trace.json`` so ``--step N`` finds one. Long runs of uneventful turns are
-folded (first and last few shown, every turn with a problem kept).
-
-A line is a list of ``(text, style)`` segments; ``magent.render`` prints them
-with colour on a terminal and as plain text elsewhere.
-"""
+"""The trace as a tree of styled ``(text, style)`` lines: what ``magent trace ID`` prints. Steps
+are numbered as in ``trace.json``; long runs of uneventful turns are folded."""
 
 from __future__ import annotations
 
