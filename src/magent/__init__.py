@@ -1,23 +1,10 @@
-"""magent: a local-first agent runner, from the terminal or from Python.
-
-::
-
-    import magent
+"""magent: a local-first agent runner, from the terminal or from Python::
 
     result = magent.run("examples/workflows/write_review.yaml", "Write copy for Tidy")
-    print(result.status, result.output)
 
-The API (``run``, ``arun``, ``resume``, ``aresume``, ``chat``, ``achat``, ``steer``, ``pause``, ``cancel`` (``asteer``...), ``load``, ``tasks``,
-``task``, ``trace_log``, ``checkpoints``, ``checkpoint``, ``validate``, ``list_tools``,
-``call_tool``, ``replay``, ``sweep``, ``retention_plan``, ``read_trace``, ``trace_html``,
-``export_trace``, ``follow_trace``, ``task_details``, ``mcp_servers``, ``init``, ``examples``,
-``copy_examples``, ``new_agent``, ``new_workflow``, ``prompts``, ``prompt``, ``add_prompt``,
-``batch``, ``abatch``, ``resume_batch``, ``batches``, ``batch_details``, ``batch_results``,
-``memories``, ``search_memory``, ``memory_entry``, ``add_memory``, ``forget_memories``,
-``export_memories``, ``import_memories``, ``consolidate_memory``,
-``AgentResult``...) is imported on
-first use, so ``import magent`` loads neither pydantic nor litellm nor mcp. Errors are ``magent.errors`` types.
-"""
+The API (``run``, ``resume``, ``chat``, ``tasks``, ``read_trace``, ``AgentResult``... see
+docs/guides/python-api.md) is imported on first use, so ``import magent`` loads neither pydantic
+nor litellm nor mcp. Errors are ``magent.errors`` types."""
 
 from __future__ import annotations
 

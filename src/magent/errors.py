@@ -1,9 +1,5 @@
-"""Error types a user can act on, and the exit codes they map to.
-
-The CLI maps these to exit codes in one place (``cli.app``): anything that is a
-``MagentError`` is printed as its message alone, never as a traceback (unless
-``MAGENT_DEBUG=1``).
-"""
+"""Error types a user can act on; the CLI maps them to exit codes in one place (``cli.app``) and
+prints a ``MagentError`` as its message alone (a traceback only with ``MAGENT_DEBUG=1``)."""
 
 from __future__ import annotations
 

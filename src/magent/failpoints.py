@@ -1,8 +1,5 @@
-"""Deterministic crash points for tests: ``MAGENT_FAILPOINT=name[@N]`` kills the process
-with SIGKILL the N-th time (default first) execution reaches ``hit(name)``.
-
-Only the crash tests set the variable; with it unset, ``hit`` is a dictionary lookup.
-"""
+"""Deterministic crash points for tests: ``MAGENT_FAILPOINT=name[@N]`` kills the process with
+SIGKILL the N-th time (default first) execution reaches ``hit(name)``."""
 
 from __future__ import annotations
 

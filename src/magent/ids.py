@@ -1,8 +1,4 @@
-"""Id and clock factories.
-
-Module functions rather than inline ``uuid4()``/``now()`` calls so tests can
-make them deterministic by monkeypatching one place.
-"""
+"""Id and clock factories, as module functions so tests can make them deterministic."""
 
 from __future__ import annotations
 
@@ -15,9 +11,7 @@ UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 
 
 def new_id() -> str:
-    """A fresh UUID v4 as a lowercase string: what ``str(uuid.uuid4())`` gives (16 random bytes,
-    the version and variant bits set as it sets them), without building the ``UUID`` object (a
-    run makes three per model turn)."""
+    """A fresh UUID v4 as a lowercase string, as ``str(uuid.uuid4())`` gives, without the object."""
     raw = bytearray(os.urandom(16))
     raw[6] = raw[6] & 0x0F | 0x40  # version 4
     raw[8] = raw[8] & 0x3F | 0x80  # variant RFC 4122

@@ -16,9 +16,7 @@ if TYPE_CHECKING:
 
 
 class EventPrinter:
-    """The live view of a run: node headers, streamed text, tool calls and results, verdicts,
-    pauses and a closing summary. Subscribe ``print_event`` to the bus and pass ``token``
-    as the model's token sink."""
+    """Subscribe ``print_event`` to the bus and pass ``token`` as the model's token sink."""
 
     def __init__(self, task_id: str = "", quiet: bool = False):
         self.quiet = quiet

@@ -1,9 +1,5 @@
-"""How a cost reads: dollars, or unknown when litellm has no price for a model.
-
-A call to a model litellm cannot price (a local server, a model newer than its price map)
-costs something nobody can tell, not $0: such calls are counted as ``unpriced`` and
-shown as unknown. Imports nothing, so every view can use it.
-"""
+"""How a cost reads: dollars, or unknown when litellm has no price for a model (such calls are
+counted as ``unpriced``, never as $0). Imports nothing, so every view can use it."""
 
 from __future__ import annotations
 
@@ -35,9 +31,8 @@ def token_parts(counts: Mapping[str, Any]) -> str:
 
 
 def estimate_note(counts: Mapping[str, Any]) -> str:
-    """``estimated`` when ``counts``' tokens are magent's estimate (the server sent no usage: a
-    call's ``estimated`` is true, or a usage's count of such calls is all its ``calls``),
-    ``1 of 3 calls estimated`` when only some are, or ``""``."""
+    """``estimated`` when all of ``counts``' tokens are magent's estimate (the server sent no
+    usage), ``1 of 3 calls estimated`` when some are, or ``""``."""
     estimated, calls = int(counts.get("estimated") or 0), counts.get("calls")
     if not estimated:
         return ""

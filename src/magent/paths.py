@@ -1,11 +1,5 @@
-"""The one place that knows where magent keeps its state.
-
-Everything under the home is reached through these functions, so tests (and
-users) move all state at once by setting ``MAGENT_HOME``. The Python API's
-``home=`` argument moves it for one call only (``using_home``): a context
-variable, so concurrent runs in one process each see their own home and nothing
-is left changed when the call returns.
-"""
+"""The one place that knows where magent keeps its state: ``MAGENT_HOME`` moves all of it, and
+the API's ``home=`` moves it for one call (``using_home``, a context variable)."""
 
 from __future__ import annotations
 

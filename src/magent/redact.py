@@ -1,19 +1,7 @@
-"""Keeping secrets out of everything magent writes.
-
-Values resolved from ``${VAR}`` are replaced wherever they appear, and strings
-shaped like API keys are masked, before events, entries or traces reach disk.
-
-What is masked can be configured in ``$MAGENT_HOME/config/redaction.yaml``::
-
-    default_patterns: true   # the built-in API-key shapes below
-    patterns:                # more regular expressions to mask
-      - 'ACME-[0-9]{8}'
-    trace_tool_io: true      # false: tool arguments and results are left out of
-                             # events.jsonl and trace.json (seed 004's flag)
-
-The conversation (``entries.jsonl``) keeps tool results whatever
-``trace_tool_io`` says, with secrets masked: a resumed run needs them.
-"""
+"""Keeping secrets out of everything magent writes: values resolved from ``${VAR}`` and strings
+shaped like API keys (or ``config/redaction.yaml``'s ``patterns``) are masked before events,
+entries or traces reach disk. ``trace_tool_io: false`` leaves tool I/O out of events.jsonl and
+trace.json; entries.jsonl keeps it, masked, since a resumed run needs it."""
 
 from __future__ import annotations
 
@@ -48,11 +36,9 @@ _LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 
 
 def alternative(pattern: str) -> str:
-    """``pattern`` as one branch of the alternation all patterns are searched with at once.
-
-    Flags a pattern sets for itself at its start (``(?i)acme-[0-9]+``) would apply to the whole
-    alternation, which ``re`` refuses; they are scoped to the pattern instead (``(?i:acme-[0-9]+)``).
-    A verbose pattern's comment could swallow the closing parenthesis: a newline ends it first."""
+    """``pattern`` as one branch of the alternation all patterns are searched with at once: its
+    leading flags (``(?i)...``) scoped to it (``(?i:...)``), and a newline before the closing
+    parenthesis, which a verbose pattern's comment could swallow."""
     flags = ""
     while match := _LEADING_FLAGS.match(pattern):
         flags += match.group(1)
@@ -131,11 +117,9 @@ _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 class Redactor:
     """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
 
-    The patterns are searched as one alternation, and only in a text that may hold a match: one
-    that holds the start of a built-in pattern's match (``BUILT_IN``), or in which a configured
-    pattern (whose starts are not known) finds one on its own. With ``tool_io=False``,
-    ``event()`` also drops tool arguments and results from events.
-    """
+    The patterns are searched as one alternation, only in a text that holds a built-in pattern's
+    start (``BUILT_IN``) or where a configured pattern finds a match. With ``tool_io=False``,
+    ``event()`` also drops tool arguments and results from events."""
 
     def __init__(self, secrets: set[str] | None = None, patterns: tuple[str, ...] = DEFAULT_PATTERNS,
                  *, tool_io: bool = True):
@@ -197,13 +181,11 @@ class Redactor:
         return value
 
     def json_line(self, doc: dict[str, Any]) -> bytes:
-        """``doc`` masked as ``data`` masks it, as compact JSON (values JSON has no form for
-        turned into JSON as pydantic does).
+        """``doc`` masked as ``data`` masks it, as compact JSON.
 
-        Most events hold nothing to mask, so the JSON is made first and looked at whole: a text
-        to mask holds a secret or a built-in pattern's start, and JSON writes a text character
-        by character, so the JSON then holds that secret or start as JSON writes it. Only when
-        it does (or a configured pattern is in use) are the fields masked one by one."""
+        The JSON is made first and looked at whole: it holds a secret or a pattern's start
+        whenever a field does, since JSON writes text character by character. Only then (or with
+        a configured pattern) are the fields masked one by one."""
         if not self.others:
             try:
                 line = _STRICT.encode(doc)

@@ -1,12 +1,8 @@
-"""Masking a model's text as it streams (the live view, ``--json --stream``, the API's ``on_token``).
+"""Masking a model's text as it streams (the live view, ``--json --stream``, ``on_token``).
 
-A secret can arrive in pieces (``hun`` then ``ter2``), and a key-shaped text is a match only
-once enough of it has come (``sk-`` and sixteen more characters), so a piece cannot be masked
-alone. ``StreamMask`` masks in the redactor's two stages, each holding back only the shortest
-tail that could still become, or extend, something to mask: first the secrets are replaced,
-then the patterns are searched in what that gives (as in a whole text, where a replaced secret
-can end a key-shaped match). Ordinary text is not delayed at all.
-"""
+A secret or key-shaped text can arrive in pieces, so ``StreamMask`` holds back only the shortest
+tail that could still become, or extend, a match: secrets are replaced first, then the patterns
+searched in the result, as in a whole text. Ordinary text is not delayed."""
 
 from __future__ import annotations
 
@@ -22,11 +18,8 @@ of these is still open (``sk-abc``, ``AKIA12``, ``Bearer``), so the tail is held
 
 
 class StreamMask:
-    """A token sink that hands ``sink`` the pieces masked as ``redactor`` masks whole texts.
-
-    Call it with each piece, and ``flush()`` when the reply ends (or an attempt fails): what was
-    held back then goes out, masked as the whole text is. The pieces given to ``sink`` join to
-    the masked reply."""
+    """A token sink that hands ``sink`` the pieces masked as ``redactor`` masks whole texts; call
+    ``flush()`` when the reply ends or an attempt fails. The pieces join to the masked reply."""
 
     def __init__(self, redactor: "Redactor", sink: Callable[[str], None]):
         self.redactor = redactor
@@ -102,11 +95,8 @@ def _not_inside(cut: int, spans: list[tuple[int, int]]) -> int:
 
 def _open_start(text: str, literal: str) -> int:
     """Where the longest tail of ``text`` that is a proper beginning of ``literal`` starts
-    (``len(text)`` when there is none).
-
-    Only the places in the last ``len(literal) - 1`` characters where the literal's first
-    character stands are tried, longest tail first: a multi-kilobyte secret (a PEM key) costs a
-    few comparisons a piece, not one per length it could have."""
+    (``len(text)`` when none); only the places of its first character in the last
+    ``len(literal) - 1`` characters are tried, so a PEM key costs a few comparisons."""
     first = literal[0]
     at = text.find(first, max(0, len(text) - len(literal) + 1))
     while at >= 0:

@@ -78,12 +78,9 @@ def grid(header: list[str], rows: list[list[Any]], flexible: int | list[int],
          droppable: tuple[int, ...] = (), min_flexible: int = 24) -> None:
     """Print text columns; cells are text or (text, style).
 
-    In a terminal the ``flexible`` columns are shortened (with …, the widest first) to fit the
-    width, and styles are shown; but before the first of them would be cut below
-    ``min_flexible`` characters, the ``droppable`` columns go, in the order given. Into a pipe
-    nothing is cut or dropped, so ``grep`` sees whole values, and rich is not even imported (a
-    thousand rows print in milliseconds).
-    """
+    In a terminal ``flexible`` columns are cut (widest first) to fit, and ``droppable`` ones go
+    first rather than cut one below ``min_flexible``. Into a pipe nothing is cut or dropped, so
+    ``grep`` sees whole values, and rich is not imported."""
     plain = [[c[0] if isinstance(c, tuple) else c for c in row] for row in rows]
     if not is_terminal():
         plain_columns(header, [[r[i] for r in plain] for i in range(len(header))])
@@ -302,9 +299,8 @@ def wants_color(stderr: bool = False) -> bool:
 
 
 def print_lines(lines: list[list[tuple[str, Any]]], stderr: bool = False, crop: bool = False) -> None:
-    """Print styled lines (see ``magent.trace.view``): rich styles on a terminal, plain text otherwise.
-
-    ``crop`` cuts lines wider than the terminal with … (overviews); otherwise they wrap."""
+    """Print styled lines (``magent.trace.view``), with rich styles on a terminal; ``crop`` cuts
+    lines wider than the terminal with … instead of wrapping."""
     stream = sys.stderr if stderr else sys.stdout
     if not wants_color(stderr):
         stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))

@@ -1,10 +1,5 @@
-"""Starting points: the examples the README's tour uses, wherever magent was installed from.
-
-An installed wheel carries them as ``magent/examples`` (setup.py puts them there);
-a source checkout, editable or not, has them in ``examples/`` beside ``src/``.
-``magent examples copy`` puts them in a folder of the user's, so the tour's paths
-(``examples/workflows/write_review.yaml``...) work the same either way.
-"""
+"""Starting points: the examples the README's tour uses, from an installed wheel
+(``magent/examples``) or a source checkout (``examples/`` beside ``src/``)."""
 
 from __future__ import annotations
 
@@ -74,11 +69,8 @@ class CopyReport:
 
 
 def copy_examples(dest: Path, *, force: bool = False) -> CopyReport:
-    """Copy the examples into ``dest`` (created if missing).
-
-    A file already there with other content is never overwritten unless ``force``:
-    then nothing is copied and a ``UsageError`` names the files.
-    """
+    """Copy the examples into ``dest`` (created if missing); a file there with other content is
+    never overwritten unless ``force``: nothing is copied and a ``UsageError`` names the files."""
     root = examples_root()
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"{dest} exists and is not a folder")

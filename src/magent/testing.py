@@ -1,24 +1,10 @@
-"""Testing your agents: model doubles and a switch that forbids real model calls.
+"""Testing your agents: model doubles and a switch that forbids real model calls (see
+docs/guides/testing.md).
 
-Run a workflow in pytest with a double standing in for every model, then assert on
-the ``AgentResult`` and the trace (see docs/guides/testing.md)::
-
-    result = magent.run("my_agent.yaml", "Greet Ada", llm=FunctionModel(reply), home=tmp_path)
-    assert result.success and magent.trace_log(result.task_id, home=tmp_path).steps
-
-The doubles (like pydantic-ai's ``TestModel``/``FunctionModel``) implement
-``magent.llm.LLMClient`` and never touch the network::
-
-    model = QueueModel(["Hello", {"tool_calls": [{"name": "kv.get", "arguments": {"key": "a"}}]}])
-    model = FunctionModel(lambda request: f"you said {request.messages[-1].content}")
-
-A reply may be an ``LLMResponse`` (used as is, a copy of it: its ``latency_ms`` too), a string
-(the content), or a dict
-``{content, tool_calls: [{name, arguments}], usage: {input, output}}`` like a
-scripted model's entry (``arguments`` as a string that is not a JSON object
-simulates garbage). ``client_factory(model)`` has ``magent.llm.factory.make_client``'s
-signature, to inject a double into the engine.
-"""
+The doubles (like pydantic-ai's ``TestModel``/``FunctionModel``) implement ``LLMClient`` and never
+touch the network. A reply may be an ``LLMResponse`` (copied, ``latency_ms`` too), a string (the
+content), or a scripted model's dict ``{content, tool_calls: [{name, arguments}], usage}``.
+``client_factory(model)`` has ``make_client``'s signature, to inject a double into the engine."""
 
 from __future__ import annotations
 
@@ -156,15 +142,10 @@ FORBID_ENV = "MAGENT_FORBID_REMOTE_LLM"
 
 @contextlib.contextmanager
 def forbid_model_requests(*, allow_local: bool = False) -> Iterator[None]:
-    """Inside the block (or the decorated test), any model call that would leave magent's
-    doubles and scripted model fails the run at once with a clear error instead of
-    reaching a provider. ``allow_local=True`` still allows endpoints on 127.0.0.1 (a local
-    stub or ollama).
-
-    It sets ``MAGENT_FORBID_REMOTE_LLM`` (``all``, or ``1`` with ``allow_local``), so
-    ``magent`` commands the test starts as subprocesses are held to it too; the previous
-    value is restored on the way out. Set the variable yourself to cover a whole CI job.
-    """
+    """Inside the block (or decorated test), a model call that would leave magent's doubles and
+    scripted model fails the run at once instead of reaching a provider (``allow_local``: not one
+    to 127.0.0.1). It sets ``MAGENT_FORBID_REMOTE_LLM``, so subprocesses are held to it too; set it
+    yourself to cover a whole CI job."""
     previous = os.environ.get(FORBID_ENV)
     os.environ[FORBID_ENV] = "1" if allow_local else "all"
     try:

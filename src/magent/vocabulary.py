@@ -25,11 +25,8 @@ UNSETTLED = ("pending", "running")
 
 
 def shown_status(status: str, live: bool) -> str:
-    """The status to show: a pending or running task that no process holds is ``interrupted``.
-
-    Such a task's process died without a word (``kill -9``, a reboot, a lost terminal);
-    it continues with ``magent resume`` like one stopped by Ctrl-C.
-    """
+    """The status to show: a pending or running task no process holds (it died: ``kill -9``, a
+    reboot) is ``interrupted``, and continues with ``magent resume``."""
     return "interrupted" if status in UNSETTLED and not live else status
 
 
