@@ -108,12 +108,6 @@ class ToolError(MagentError):
     exit_code = EXIT_FAILED
 
 
-class RunFailed(MagentError):
-    """The run ended in failure; the task is marked failed with this message."""
-
-    exit_code = EXIT_FAILED
-
-
 class SymlinkError(StoreError):
     """A file or directory under the home is a symbolic link: magent never reads or writes through one."""
 

@@ -137,11 +137,6 @@ class ToolRegistry:
         waited = self._retried.pop(server, 0.0)
         return ToolResult(outcome="ERROR", content=msg, error=msg, tool=full_name, duration_ms=int(waited * 1000))
 
-    def unmatched(self, patterns: list[str]) -> list[str]:
-        """Patterns that match no known tool (for clear errors before a run starts)."""
-        names = list(self._tools)
-        return [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
-
     def servers_for(self, patterns: Iterable[str]) -> set[str]:
         """Provider names that tool patterns can reach: ``fs.read`` → ``fs``; ``*`` → all."""
         out: set[str] = set()
