@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from magent.errors import UsageError
+from magent.money import TOKEN_PARTS
 
 BAR = 24
 
@@ -118,8 +119,10 @@ def usage_by(steps: list[dict[str, Any]], key: Callable[[dict[str, Any], dict[st
             row["input"] += int(call.get("tokens_in") or 0)
             row["output"] += int(call.get("tokens_out") or 0)
             row["cost"] += float(call.get("cost") or 0.0)
-            row["unpriced"] += call.get("cost", 0.0) is None
+            row["unpriced"] += call.get("cost", 0.0) is None  # (absent: the default, 0)
             row["estimated"] += bool(call.get("estimated"))
+            for part, _ in TOKEN_PARTS:
+                row[part] = row.get(part, 0) + int(call.get(part) or 0)
     return out
 
 

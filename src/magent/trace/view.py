@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from magent.money import TOKEN_PARTS, cost_phrase, money, token_note, token_parts
+from magent.money import cost_phrase, money, token_note, token_parts
 from magent.trace import sessionview
 from magent.trace.load import TraceView
 from magent.vocabulary import STATUS_STYLE, plural
@@ -59,23 +59,7 @@ def _when(ts: Any) -> str:
 def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Model calls (answers), failed attempts, tokens and cost per model (from the steps, so
     older traces add up too)."""
-    out: dict[str, dict[str, Any]] = {}
-    for step in steps:
-        for call in step.get("llm_calls") or []:
-            row = out.setdefault(call.get("model") or "?",
-                                 {"calls": 0, "failed": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0})
-            if call.get("error"):
-                row["failed"] += 1
-                continue
-            row["calls"] += 1
-            row["input"] += int(call.get("tokens_in") or 0)
-            row["output"] += int(call.get("tokens_out") or 0)
-            row["cost"] += float(call.get("cost") or 0.0)
-            row["unpriced"] += call.get("cost", 0.0) is None  # (absent: the default, 0)
-            for key, _ in TOKEN_PARTS:
-                row[key] = row.get(key, 0) + int(call.get(key) or 0)
-            row["estimated"] = row.get("estimated", 0) + bool(call.get("estimated"))
-    return out
+    return sessionview.usage_by(steps, lambda step, call: call.get("model") or "?")
 
 
 class _Tree:
