@@ -10,8 +10,7 @@ TOKEN_PARTS = (("cache_read", "cache read"), ("cache_write", "cache write"), ("r
 
 
 def money(cost: float | None, unpriced: int = 0) -> str:
-    """``$0.0123``; ``$0.0123 + unknown`` when some calls were not priced; ``unknown`` when
-    none was (or ``cost`` is None)."""
+    """``$0.0123``, ``$0.0123 + unknown`` when some calls were unpriced, ``unknown`` when all were."""
     if cost is None or (unpriced and not cost):
         return "unknown"
     text = f"${cost:.6f}" if 0 < cost < 0.0001 else f"${cost:.4f}"

@@ -16,8 +16,7 @@ _chosen: ContextVar[Union[Path, None]] = ContextVar("magent_home", default=None)
 
 
 def home() -> Path:
-    """The state root: the one ``using_home`` chose for this call, else ``$MAGENT_HOME`` if
-    set, else ``~/.multi-agent``."""
+    """The state root: ``using_home``'s for this call, else ``$MAGENT_HOME``, else ``~/.multi-agent``."""
     chosen = _chosen.get()
     if chosen is not None:
         return chosen
@@ -27,8 +26,7 @@ def home() -> Path:
 
 @contextmanager
 def using_home(root: Union[str, "os.PathLike[str]", None]) -> Iterator[Path]:
-    """Inside the block, ``home()`` is ``root`` (``None``: unchanged). Per asyncio task and
-    thread (a context variable), and restored on the way out."""
+    """Inside the block (this task or thread only), ``home()`` is ``root`` (``None``: unchanged)."""
     if root is None:
         yield home()
         return

@@ -1,5 +1,4 @@
-"""Everything that draws for a terminal: tables, views and styled lines. With ``liveview`` (a run's
-live view), the only modules that import rich, and only when they draw."""
+"""Everything that draws for a terminal; with ``liveview``, the only modules importing rich (when they draw)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Starting points: the examples the README's tour uses, from an installed wheel
-(``magent/examples``) or a source checkout (``examples/`` beside ``src/``)."""
+"""Starting points: the README's examples, from an installed wheel or a source checkout."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ def list_examples() -> list[Example]:
 
 
 def _about(path: Path) -> str:
-    """One line: an agent's ``role``, a workflow's ``description``, else the first line of the
-    file's opening comment."""
+    """One line: an agent's ``role``, a workflow's ``description``, else its opening comment's first line."""
     import yaml
 
     text = path.read_text(encoding="utf-8")

@@ -90,8 +90,7 @@ def check_file(path: Path, *, servers: bool = False) -> CheckResult:
 
 
 def _check_uses(graph: Any, servers: bool) -> None:
-    """The tools and scripts a loaded graph names exist, and the values its conditions and
-    templates read can be there; raises one error carrying them all."""
+    """The tools, scripts and template values a loaded graph names exist; one error carries all."""
     from magent.tools.names import ToolUse, check_tool_names
 
     uses: list[ToolUse] = []

@@ -20,8 +20,7 @@ class Checkpoints:
     """A task's numbered checkpoints, oldest first (``magent.checkpoints``)."""
 
     task: "Task"
-    """The task (``task.parent_task_id``/``parent_checkpoint`` say what it was forked from,
-    ``task.forks`` the tasks started from its checkpoints)."""
+    """The task (``parent_task_id``/``parent_checkpoint``: its origin; ``forks``: tasks forked from it)."""
     checkpoints: list["CheckpointSummary"]
     """One summary per checkpoint file; ``corrupt`` marks one that fails its checks."""
     problems: list[str] = field(default_factory=list)

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class StoredPrompt(PromptTemplate):
-    """One version of a stored prompt (``required``: the ``metadata`` keys to give with ``set=``),
-    with every version its name has."""
+    """One version of a stored prompt (``required``: ``metadata`` keys for ``set=``) and its siblings."""
 
     versions: list[str] = field(default_factory=list)
     """Every version of this name, oldest first (2 before 10)."""
@@ -30,8 +29,7 @@ class StoredPrompt(PromptTemplate):
 
 
 def prompts(*, home: PathLike | None = None) -> list[StoredPrompt]:
-    """Every stored prompt by name, each as its latest version; a file that no longer validates is
-    a ``ConfigError``."""
+    """Every stored prompt, as its latest version; a file that no longer validates is a ``ConfigError``."""
     from magent.config import prompts as store
 
     with paths.using_home(home):

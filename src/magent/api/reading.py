@@ -51,8 +51,7 @@ class TaskDetails:
     checkpoints: int
     """How many checkpoints it has."""
     sessions: list[dict[str, Any]]
-    """Its sub-agent sessions (branches, map items, subtasks...) as the trace records them:
-    ``key``, ``kind``, ``agent``, ``status``, ``usage``..."""
+    """Its sub-agent sessions as the trace records them (``key``, ``kind``, ``agent``, ``status``...)."""
 
     def as_dict(self) -> dict[str, Any]:
         """What ``magent tasks show ID --json`` prints: task.json with ``agent_result``."""
@@ -75,8 +74,7 @@ def task_details(task_id: str, *, home: PathLike | None = None) -> TaskDetails:
 
 
 def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":
-    """The task's trace (``magent trace ID --json``), running tasks included; ``StoreError`` when
-    it cannot be read as a ``TraceLog``."""
+    """The task's trace (``magent trace ID --json``), running or not; ``StoreError`` when unreadable."""
     from magent.errors import StoreError
     from magent.models import TraceLog
     from magent.store.tasks import Store

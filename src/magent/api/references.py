@@ -107,8 +107,7 @@ def _hint(name: str, choices: list[str]) -> str:
 # reading the chains ---------------------------------------------------------------------------
 
 def condition_chains(expression: str) -> list[Chain]:
-    """The names and keys a condition reads (``metadata.outputs.grade.score``,
-    ``metadata['outputs']['grade']``, ``metadata.outputs.get('grade')``)."""
+    """The names and keys a condition reads (``metadata.outputs.grade.score``, ``metadata['outputs']``...)."""
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError:

@@ -85,8 +85,7 @@ def search_memory(query: str, *, scope: str | None = None, types: Iterable[str] 
 
 
 def memory_entry(memory_id: str, *, home: PathLike | None = None) -> "MemoryEntry":
-    """One memory, every field (``magent.memory_entry("3f2a").content``). An unknown id, or a
-    prefix shorter than 4 characters, is a ``MemoryNotFoundError``."""
+    """One memory, every field; an unknown id or a prefix under 4 characters is a ``MemoryNotFoundError``."""
     with _open(home) as memory:
         return memory.store.get(memory_id)
 
@@ -117,8 +116,7 @@ def forget_memories(memory_ids: Iterable[str], *, home: PathLike | None = None) 
 
 def export_memories(path: PathLike | None = None, *, scope: str | None = None, status: str = "all",
                     home: PathLike | None = None) -> list[str]:
-    """Memories as JSON Lines without vectors (an import embeds again); with ``path`` also
-    written there, whole or not at all."""
+    """Memories as JSON Lines, without vectors; with ``path`` also written there, whole or not at all."""
     from magent.memory.transfer import export_lines
     from magent.store.files import atomic_write
 

@@ -23,7 +23,6 @@ async def areplay(task_id: str, *, on_event: EventHandler | None = None,
 
 def replay(task_id: str, *, on_event: EventHandler | None = None,
            home: PathLike | None = None) -> "ReplayReport":
-    """Run a finished task again as a new task (tagged ``replay``), answering each model call with
-    its recorded reply; tools run for real. The report says whether every step ``matched``.
-    An unfinished task raises ``TaskStateError``."""
+    """Run a finished task again as a new task (tagged ``replay``), answering each model call with its
+    recorded reply (tools run for real); the report says whether every step ``matched``."""
     return run_sync(areplay(task_id, on_event=on_event, home=home), "replay")

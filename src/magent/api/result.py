@@ -77,8 +77,7 @@ class Provenance(Model):
 
 
 class AgentResult(Model):
-    """The outcome of a run: returned by ``magent.run`` / ``magent.resume``, printed as the last
-    line of ``magent run --json`` and included in ``magent tasks show --json``."""
+    """The outcome of a run: from ``magent.run``/``resume``, the last line of ``magent run --json``."""
 
     type: Literal["result"] = "result"
     """Always ``result``: tells this line from the events in a ``--json`` stream."""
@@ -126,8 +125,7 @@ class AgentResult(Model):
     seed: int | None = None
     """The sampling seed sent to the models: magent sends none, so always None."""
     deterministic: bool = False
-    """True when every model call was answered by the scripted model (or none was made): the
-    model side of the run replays exactly."""
+    """Every model call was answered by the scripted model (or none was made): the run replays exactly."""
     pause: HumanRequest | None = None
     """What the run asks of a person when ``status`` is ``awaiting_human``."""
     provenance: Provenance

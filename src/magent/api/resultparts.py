@@ -1,5 +1,4 @@
-"""The detail of an ``AgentResult`` (seed 004's recommended fields), read from the task's
-trace, events and journals."""
+"""The detail of an ``AgentResult`` (seed 004's recommended fields), from the task's files."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ class Where(Model):
     """Where in the run a call was made."""
 
     step: int
-    """Its step in ``magent trace`` (``magent trace ID --step N`` shows it whole; with
-    ``--request``, a model call's exact request: the prompt it was sent)."""
+    """Its step in ``magent trace`` (``--step N`` shows it whole, ``--request`` the prompt sent)."""
     node: str | None = None
     """The workflow node."""
     agent: str = ""
@@ -166,6 +164,5 @@ def metrics(events: list["Event"], actions: list[ActionResult], started: datetim
 
 
 def deterministic(models: list[ModelCall]) -> bool:
-    """Every model call was answered by the scripted model (none at all counts too): the model
-    side of the run replays exactly."""
+    """Every model call was answered by the scripted model (or none was made): the run replays exactly."""
     return all(call.provider == "scripted" for call in models if not call.error)

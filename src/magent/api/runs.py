@@ -142,8 +142,8 @@ def budget_of(budget: "BudgetArg") -> dict[str, Any] | None:
 
 def decision_of(*, approve: bool = False, reject: bool = False,
                 modify: Mapping[str, Any] | PathLike | None = None, message: str | None = None) -> Any:
-    """A person's answer from ``resume``'s arguments, checked: at most one of
-    approve/reject/modify, a message only with one (the CLI checks its flags in its own words)."""
+    """A person's answer from ``resume``'s arguments: at most one of approve/reject/modify, a message
+    only with one (the CLI checks its flags in its own words)."""
     from magent.engine.session import Decision
 
     chosen = [name for name, on in (("approve", approve), ("reject", reject),

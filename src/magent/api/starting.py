@@ -1,5 +1,4 @@
-"""Getting started: ``magent.init``, ``examples``, ``copy_examples``, ``new_agent`` and
-``new_workflow`` (what ``magent init``, ``examples`` and ``new`` do)."""
+"""Getting started: ``init``, ``examples``, ``copy_examples``, ``new_agent``, ``new_workflow``."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class Home:
 
 
 def init(*, home: PathLike | None = None) -> Home:
-    """Create the home folder and its default config files (config/mcp_servers.yaml,
-    retention_policy.yaml, defaults.yaml). Safe to call again: existing files are left alone."""
+    """Create the home and its default config files; existing files are left alone."""
     from magent.store.home import init_home
 
     with paths.using_home(home):
@@ -36,8 +34,7 @@ def init(*, home: PathLike | None = None) -> Home:
 
 
 def examples() -> list["Example"]:
-    """The bundled example agents, workflows and MCP files (``path``, ``about``); ``UsageError``
-    when the installation has none."""
+    """The bundled examples (``path``, ``about``); ``UsageError`` when the installation has none."""
     from magent.starter import list_examples
 
     return list_examples()
@@ -51,8 +48,7 @@ def examples_folder() -> Path:
 
 
 def copy_examples(dest: PathLike = "examples", *, force: bool = False) -> "CopyReport":
-    """Copy the examples into ``dest``; a file there with other content is a ``UsageError``
-    (nothing copied) unless ``force``."""
+    """Copy the examples into ``dest``; other content there is a ``UsageError`` unless ``force``."""
     from magent.starter import copy_examples as copy
 
     return copy(Path(os.fspath(dest)), force=force)
@@ -67,8 +63,7 @@ def new_agent(name: str, *, folder: PathLike = ".", model: str | None = None, fo
 
 def new_workflow(name: str, *, folder: PathLike = ".", model: str | None = None, force: bool = False,
                  home: PathLike | None = None) -> Path:
-    """Write ``folder/NAME.yaml``, a draft-and-review workflow with its fields explained; return
-    its path (``magent.new_workflow("answer_review")``). Same rules as ``new_agent``."""
+    """Write ``folder/NAME.yaml``, a draft-and-review workflow, as ``new_agent`` does; return its path."""
     return _new("workflow", name, folder, model, force, home)
 
 

@@ -1,5 +1,4 @@
-"""Tools and MCP servers from Python (``magent tools ...`` and ``magent mcp ...``). Each call
-starts the servers it needs and stops them before it returns."""
+"""Tools and MCP servers from Python; each call starts the servers it needs and stops them after."""
 
 from __future__ import annotations
 
@@ -86,8 +85,7 @@ async def amcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = 
 
 
 def mcp_servers(*, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> list["ServerStatus"]:
-    """Each configured MCP server, started, asked for its tools and stopped (``magent mcp list``);
-    one that does not answer is a status with ``ok`` False, not an exception."""
+    """Each configured MCP server, started, listed and stopped; one that does not answer has ``ok`` False."""
     return run_sync(amcp_servers(mcp=mcp, home=home), "mcp_servers")
 
 
@@ -100,9 +98,8 @@ async def amcp_login(server: str, *, mcp: Iterable[PathLike] = (), home: PathLik
 
 
 def mcp_login(server: str, *, mcp: Iterable[PathLike] = (), home: PathLike | None = None) -> "LoginState":
-    """Log in to the HTTP MCP server ``server`` with OAuth (``magent mcp login``): the person is
-    sent to its authorization server in their browser, and the token is stored under the home
-    (``auth/SERVER.json``, mode 0600). A bad name or a stdio server raise ``UsageError``."""
+    """Log in to HTTP MCP server ``server`` with OAuth in the person's browser; the token goes to
+    ``auth/SERVER.json`` (mode 0600). A bad name or a stdio server is a ``UsageError``."""
     return run_sync(amcp_login(server, mcp=mcp, home=home), "mcp_login")
 
 

@@ -44,8 +44,7 @@ class StepRequests:
 
 @dataclass(frozen=True)
 class TraceReading:
-    """A task's trace as ``magent trace ID`` reads it: from ``trace.json`` when current, else from
-    ``events.jsonl``; ``notes`` says what was missing or damaged."""
+    """A task's trace as ``magent trace ID`` reads it; ``notes`` says what was missing or damaged."""
 
     task_id: str
     """The task's full id."""
@@ -86,8 +85,7 @@ class TraceReading:
                        for line in self.tree(show_all=show_all, session=session))
 
     def step(self, number: int) -> dict[str, Any]:
-        """Step ``number`` whole, as ``magent trace ID --step N --json`` prints it: untruncated
-        inputs and outputs, artifact paths. No such step is a ``UsageError``."""
+        """Step ``number`` whole (``--step N --json``); no such step is a ``UsageError``."""
         from magent.trace.detail import step_detail
 
         detail: dict[str, Any] = step_detail(self._full(), number)
@@ -101,8 +99,7 @@ class TraceReading:
         return out
 
     def requests(self, number: int) -> StepRequests:
-        """The exact request each model call of step ``number`` sent (``--step N --request``).
-        A step without model calls is a ``UsageError`` naming the steps that have some."""
+        """The exact request of each model call of step ``number`` (``--step N --request``)."""
         from magent.api.requestview import step_requests
 
         with paths.using_home(self._home):
@@ -110,9 +107,8 @@ class TraceReading:
         return StepRequests(number=number, calls=calls, problems=problems)
 
     def as_dict(self, *, session: str | None = None) -> dict[str, Any]:
-        """What ``magent trace ID --json`` prints: the TraceLog as JSON. With ``session`` only
-        that session's steps and the sessions it opened (``--session S --json``), their totals
-        and their entries of ``sub_agent_sessions``."""
+        """The TraceLog as ``magent trace ID --json`` prints it; with ``session``, only that session
+        and those it opened (``--session S --json``)."""
         return self.log(session=session)[0]
 
     def log(self, *, session: str | None = None) -> tuple[dict[str, Any], str | None]:
@@ -173,9 +169,8 @@ class HtmlReport:
 
 
 def trace_html(task_id: str, path: PathLike | None = None, *, home: PathLike | None = None) -> HtmlReport:
-    """Build the task's one-page HTML report (timeline, steps, prompts, tool results, tokens and
-    cost, the workflow graph) and write it to ``path`` atomically, or only return it when
-    ``path`` is None. A task with nothing to show yet is a ``TaskStateError``."""
+    """The task's one-page HTML report, written atomically to ``path`` unless it is None; a task with
+    nothing to show yet is a ``TaskStateError``."""
     from magent.store.tasks import Store
     from magent.trace.html import write_report
 

@@ -1,5 +1,4 @@
-"""What ``magent batch`` prints while rows run (a progress bar, a line per row, or ``--json``),
-and the CSV of ``batch results --csv``."""
+"""What ``magent batch`` prints while rows run, and the CSV of ``batch results --csv``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``magent memory``: look at, search, add to and tidy the long-term memory tasks share.
-Reading commands never create the database."""
+"""``magent memory``: look at, search, add to and tidy the memory tasks share (reads create nothing)."""
 
 from __future__ import annotations
 

@@ -157,8 +157,7 @@ def asking(interactive: bool) -> Iterator[None]:
 
 
 def ask_inline(request: Any) -> dict[str, Any] | None:
-    """Ask the person at the terminal; returns ``magent.aresume``'s answer arguments
-    (``approve=True, message=...``) or None to leave it paused."""
+    """Ask the person at the terminal: ``magent.aresume``'s answer arguments, or None to stay paused."""
     from magent.engine.inputs import parse_sets
 
     allowed = request.allowed_actions
@@ -213,8 +212,7 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
 
 
 def ask_limit(details: dict[str, Any]) -> str | None:
-    """The raised budget limit, asked until it is a number above what was used (None: the
-    input ended, the task stays paused)."""
+    """The raised budget limit, asked until it is above what was used (None: input ended, stay paused)."""
     from magent.engine.budget import figure, parse, reached
     from magent.errors import UsageError
 

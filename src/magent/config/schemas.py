@@ -28,8 +28,7 @@ def read_schema(path: Path) -> Any:
 
 
 def validator_for(schema: Any) -> Any:
-    """A jsonschema validator for ``schema`` (its own ``$schema`` draft, else the latest),
-    after checking the schema itself against that draft's metaschema."""
+    """A jsonschema validator for ``schema`` (its ``$schema`` draft, else the latest), schema checked."""
     import jsonschema
 
     if not isinstance(schema, (dict, bool)):
@@ -71,8 +70,7 @@ _BOUNDS = {"minimum": "{} or more", "maximum": "{} or less", "exclusiveMinimum":
 
 
 def schema_problem(error: Any) -> str:
-    """A jsonschema ``ValidationError`` in magent's words (without where it is); a kind not
-    worded here keeps the validator's sentence."""
+    """A jsonschema ``ValidationError`` in magent's words, else the validator's sentence."""
     kind, value, instance = error.validator, error.validator_value, error.instance
     if kind == "required" and isinstance(instance, dict):
         missing = [name for name in value if name not in instance]

@@ -1,5 +1,4 @@
-"""The effective settings, each with where its value came from (``magent config show``): the one
-list of what a user can set."""
+"""The effective settings and where each came from (``magent config show``): all a user can set."""
 
 from __future__ import annotations
 

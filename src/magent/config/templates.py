@@ -53,8 +53,7 @@ def sandbox() -> Any:
 
 
 def check(text: str) -> Needs:
-    """What ``text`` needs; raises ``TemplateProblem`` (with its line) for a syntax error or
-    an unknown name."""
+    """What ``text`` needs; ``TemplateProblem`` (with its line) for a syntax error or unknown name."""
     from jinja2 import TemplateSyntaxError, meta, nodes
 
     try:

@@ -1,5 +1,4 @@
-"""Reading YAML with ``SafeLoader`` and building it by hand, so that duplicate keys are caught
-and every field path keeps its line and column for error messages."""
+"""Reading YAML with ``SafeLoader``, built by hand to catch duplicate keys and keep each value's position."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
 @functools.cache
 def rail_kinds() -> dict[str, type[Rail]]:
-    """Rail kind → class; adding a kind is a module and a line here (imported only when a file
-    declares a rail)."""
+    """Rail kind → class; a new kind is a module and a line here (imported only when a rail is declared)."""
     from magent.guardrails.custom import CustomRail
     from magent.guardrails.judge import JudgeRail, TopicRail
     from magent.guardrails.patterns import PIIRail, RegexRail
@@ -62,8 +61,7 @@ class GraphRails:
 
 def compile_rails(source: SourceFile, owner: str, guardrails: Guardrails | None, *,
                   prefix: tuple[Any, ...] = (), base_dir: Path | None = None) -> RailLists:
-    """Check and build the rails at ``prefix + ("guardrails",)``; ``owner`` makes each rail's key
-    (``writer.output[1]``)."""
+    """Check and build the rails at ``prefix + ("guardrails",)``; ``owner`` starts each rail's key."""
     out = RailLists()
     if guardrails is None:
         return out

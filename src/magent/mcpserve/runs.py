@@ -33,8 +33,7 @@ class Caller:
     progress: Progress | None = None
     """Sends a progress notification to the waiting client (a no-op if it asked for none)."""
     cancelled_by_client: Callable[[], bool] = lambda: False
-    """Once a cancelled call's run has stopped: whether the client cancelled the call (rather
-    than the server closing)."""
+    """Once a cancelled call's run has stopped: whether the client (not the server closing) cancelled it."""
     settled: Callable[[], Awaitable[None]] | None = None
     """Awaited when the run stops with a result, whether the call still waits for it or not (to
     tell the client; a run refused at once, e.g. a task another run holds, changed nothing)."""
@@ -111,8 +110,7 @@ class Runs:
             run.exception()  # a run no call waits for any more: its error is in its task, not the log
 
     def _tell(self, run: "asyncio.Future[Any]", caller: Caller) -> None:
-        """Tell the caller its run stopped with a result (a refused or cancelled one changed nothing
-        it does not know)."""
+        """Tell the caller its run stopped with a result (a refused or cancelled one changed nothing)."""
         settled = caller.settled
         if settled is None or run.cancelled() or run.exception() is not None:
             return

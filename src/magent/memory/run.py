@@ -41,8 +41,7 @@ class RunMemory:
 
     @classmethod
     def for_graph(cls, graph: Any, task_id: str | None, redact: Any = None) -> "RunMemory":
-        """The run's memory; a broken ``config/memory.yaml`` fails here (exit 2, before the run)
-        when an agent uses memory."""
+        """The run's memory; a broken ``config/memory.yaml`` fails here, before the run (exit 2)."""
         agents = {name: loaded.agent.memory for name, loaded in graph.agents.items()}
         uses = any(agents.values()) or any(p.startswith("memory.") for loaded in graph.agents.values()
                                            for p in loaded.agent.tools)
@@ -99,8 +98,7 @@ class RunMemory:
 
     # before a model turn
     def recall(self, ctx: Any, agent: "Agent", node: str, system: str) -> str:
-        """``system`` with the memories relevant to the task appended (unchanged when the agent
-        has no long-term memory or nothing relevant is stored)."""
+        """``system`` with the memories relevant to the task appended (unchanged when there are none)."""
         config = agent.memory
         if config is None or not config.long_term:
             return system

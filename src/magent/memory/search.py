@@ -129,8 +129,7 @@ def search(store: MemoryStore, text: str, *, visible: list[tuple[str, str]] | No
            types: Sequence[str] = (), top_k: int = 5, min_score: float = 0.0,
            vectors: "VectorIndex | None" = None, query_vector: "Sequence[float] | None" = None,
            exclude_task: str | None = None) -> SearchResult:
-    """The ``top_k`` active memories best matching ``text`` among the ``visible`` scopes
-    (leaving out those stored by the task ``exclude_task``)."""
+    """The ``top_k`` active memories best matching ``text`` in ``visible`` scopes, not ``exclude_task``'s."""
     query = parse_query(text)
     notes: list[str] = []
     limit = max(CANDIDATES, 4 * top_k)

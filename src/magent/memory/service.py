@@ -28,8 +28,7 @@ class Caller:
     task_id: str | None = None
 
     def visible(self) -> list[tuple[str, str]] | None:
-        """The scopes this caller reads: its agent's, its workflow's and the global one.
-        A person (no agent, no workflow) sees everything."""
+        """The scopes this caller reads: its agent's, its workflow's, global; a person sees all."""
         if not self.agent and not self.workflow:
             return None
         pairs = [("global", "")]

@@ -52,8 +52,7 @@ class ToolProvider(Protocol):
         ...
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
-        """Run ``tool`` (name without the server part). Never raises for tool failures:
-        they come back as a result with outcome FAILURE, ERROR or TIMEOUT."""
+        """Run ``tool`` (name without the server part); failures come back as a result, never raised."""
         ...
 
     async def close(self) -> None:

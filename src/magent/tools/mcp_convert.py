@@ -14,8 +14,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport o
 
 
 def to_tool(server: str, tool: Any, call_timeout: int | None) -> Tool:
-    """A magent ``Tool`` from an MCP ``Tool``; ``idempotentHint`` becomes ``idempotent`` and
-    ``readOnlyHint`` ``read_only``."""
+    """A magent ``Tool`` from an MCP ``Tool``, with ``idempotentHint`` and ``readOnlyHint`` kept."""
     annotations = getattr(tool, "annotations", None)
     hint = getattr(annotations, "idempotent_hint", None) if annotations is not None else None
     read_only = getattr(annotations, "read_only_hint", None) if annotations is not None else None

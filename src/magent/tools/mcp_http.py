@@ -12,8 +12,7 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024
 
 
 def uses_oauth(server: HttpServer) -> bool:
-    """Whether magent answers the server's 401 with OAuth: unless the config sends its own
-    ``Authorization`` header."""
+    """Whether magent answers the server's 401 with OAuth: unless the config sends ``Authorization``."""
     return not any(name.lower() == "authorization" for name in server.config.headers)
 
 

@@ -1,6 +1,4 @@
-"""The step builder behind ``build.build_trace_doc``: it takes a task's events one at a time
-and lays out the TraceLog's steps, action records, sessions and usage (the layout is described
-in ``magent.trace.build``)."""
+"""The step builder behind ``build.build_trace_doc``: the layout ``magent.trace.build`` describes."""
 
 from __future__ import annotations
 

@@ -114,8 +114,7 @@ wait to a few seconds; this only guards against a hung process)."""
 
 
 def sdk_missing() -> bool:
-    """Whether the OpenTelemetry SDK or its OTLP/HTTP exporter cannot be imported (without
-    importing them)."""
+    """Whether the OpenTelemetry SDK or its OTLP/HTTP exporter cannot be imported (not importing them)."""
     from importlib.util import find_spec
 
     try:

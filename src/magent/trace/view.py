@@ -57,8 +57,7 @@ def _when(ts: Any) -> str:
 
 
 def totals(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Model calls (answers), failed attempts, tokens and cost per model (from the steps, so
-    older traces add up too)."""
+    """Model calls, failed attempts, tokens and cost per model (from the steps: older traces too)."""
     return sessionview.usage_by(steps, lambda step, call: call.get("model") or "?")
 
 
@@ -450,8 +449,7 @@ class _Tree:
 
 
 def tree_lines(view: TraceView, show_all: bool = False, session: str | None = None) -> list[Line]:
-    """The whole trace as styled lines: header, numbered steps, totals (with ``session``: only
-    that session and the sessions it opened)."""
+    """The whole trace as styled lines (with ``session``: only it and the sessions it opened)."""
     tree = _Tree(view, show_all, session)
     tree.header()
     if not tree.steps:
