@@ -112,15 +112,13 @@ def _compose(text: str) -> tuple[Any, Any]:
     if _FAST is not None and not yaml.reader.Reader.NON_PRINTABLE.search(text):
         try:
             if _nesting(text) <= MAX_DEPTH:
-                loader = _FAST(text)
-                try:
-                    return loader, loader.get_single_node()
-                except BaseException:
-                    loader.dispose()
-                    raise
+                return _root(_FAST(text))
         except yaml.YAMLError:
             pass
-    loader = _Loader(text)
+    return _root(_Loader(text))
+
+
+def _root(loader: Any) -> tuple[Any, Any]:
     try:
         return loader, loader.get_single_node()
     except BaseException:

@@ -177,13 +177,8 @@ def text_lines(graph: "Graph") -> list[Line]:
                         (f"  in parallel, joining at {at}", "green")]
                 if join.get("on_error") == "collect":
                     line.append((" (a failed branch is reported, not fatal)", "dim"))
-                if edge["condition"]:
-                    line.append((f"  if {edge['condition']}", "yellow"))
-                elif conditional:
-                    line.append(("  otherwise", "dim"))
-                lines.append(line)
-                continue
-            line = [("      → ", None), (target, "bold" if target != "END" else "dim")]
+            else:
+                line = [("      → ", None), (target, "bold" if target != "END" else "dim")]
             if edge["condition"]:
                 line.append((f"  if {edge['condition']}", "yellow"))
             elif conditional:
