@@ -263,18 +263,19 @@ def test_live_only_events_keep_their_numbers_whether_or_not_anyone_watches(magen
     assert [(e.seq, e.type) for e in events(unwatched.task_id)] == kept
 
 
-def test_a_session_view_reads_the_runs_attributes_as_they_are_when_read() -> None:
-    """``SessionContext`` reads what a step uses most of the run without ``__getattr__``: still the
-    run's attribute of the moment (its tool registry is set once the servers have started)."""
+def test_a_node_context_sees_the_tool_registry_once_the_servers_have_started() -> None:
+    """A node's context reads the run's own ``deps``: tools started after it was made (the first
+    node that may call one starts them) are the ones it calls; before that, asking is an error."""
     from types import SimpleNamespace
 
-    from magent.engine.sessions import SessionContext
+    from magent.engine.context import NodeContext, RunDeps
 
-    names = ("graph", "registry", "redactor", "pins", "task", "td", "options", "llm_config",
-             "begin_commit", "checkpoint", "needs")
-    run = SimpleNamespace(**{name: object() for name in names})
-    view = SessionContext(run, SimpleNamespace(is_main=True))  # type: ignore[arg-type]
-    for name in names:
-        assert getattr(view, name) is getattr(run, name)
-        setattr(run, name, object())
-        assert getattr(view, name) is getattr(run, name)
+    deps = RunDeps(**{name: object() for name in ("graph", "needs", "task", "td", "bus", "options",
+                                                   "redactor", "pins")})  # type: ignore[arg-type]
+    run = SimpleNamespace(deps=deps, models=object(), checkpoints=object())
+    ctx = NodeContext(run, SimpleNamespace(is_main=True, id="main"))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="tool servers have not been started"):
+        ctx.deps.tools()
+    registry = object()
+    deps.registry = registry  # type: ignore[assignment]
+    assert ctx.deps.tools() is registry

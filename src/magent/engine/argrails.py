@@ -19,12 +19,15 @@ the argument's path (never the text). What was decided per call is kept in the s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent.engine.control import PauseRun
 from magent.engine.railrecords import RecordedRun, Records, emit_check, rail_label
 from magent.models import HumanRequest, Message
 from magent.models.progress import ArgumentVerdict
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 
 @dataclass(eq=False)
@@ -36,14 +39,14 @@ class TurnScreening:
     records: Records = field(default_factory=Records)
     """The judges' model calls, if a rail asked one."""
 
-    def record(self, ctx, node: str) -> None:
+    def record(self, ctx: NodeContext, node: str) -> None:
         for info, check, where in self.checks:
             emit_check(ctx, node, info, check, **where)
         if self.checks:
             self.records.flush(ctx, node, self.checks[0][0])
 
 
-async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Message, TurnScreening | None]:
+async def screen_turn(ctx: NodeContext, node: str, agent: str, message: Message) -> tuple[Message, TurnScreening | None]:
     """``message`` with its tool calls' arguments as the rails leave them, and their decisions."""
     rails = _rails(ctx, agent)
     calls = [c for c in message.tool_calls if c.raw_arguments is None]
@@ -60,7 +63,7 @@ async def screen_turn(ctx, node: str, agent: str, message: Message) -> tuple[Mes
     return message, turn
 
 
-async def screen_node_call(ctx, node: str, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+async def screen_node_call(ctx: NodeContext, node: str, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A tool node's arguments as the workflow's argument rails leave them (decisions recorded)."""
     rails = _rails(ctx, None)
     if not rails:
@@ -71,18 +74,18 @@ async def screen_node_call(ctx, node: str, call_id: str, name: str, arguments: d
     return screened
 
 
-def _rails(ctx, agent: str | None) -> list[Any]:
-    return [r for r in ctx.graph.rails.input_for(agent) if r.checks_arguments]
+def _rails(ctx: NodeContext, agent: str | None) -> list[Any]:
+    return [r for r in ctx.deps.graph.rails.input_for(agent) if r.checks_arguments]
 
 
-async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnScreening, call_id: str,
+async def _screen_call(ctx: NodeContext, node: str, agent: str, rails: list[Any], turn: TurnScreening, call_id: str,
                        name: str, arguments: Any) -> Any:
     """Every string of one call's arguments through ``rails``; a block or pause is kept in progress."""
     from magent.guardrails.base import RailInput
     from magent.guardrails.screen import screen
 
-    info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=name, task_id=ctx.task.id)
-    run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+    info = RailInput("input", "tool_arguments", agent=agent, node=node, tool=name, task_id=ctx.deps.task.id)
+    run = RecordedRun(info, lambda rail, config: ctx.models.client_of(rail.key, config, rail.base_dir),
                       turn.records.call, turn.records.attempt)
     verdict: ArgumentVerdict | None = None  # the first block or pause
 
@@ -110,32 +113,32 @@ async def _screen_call(ctx, node: str, agent: str, rails: list[Any], turn: TurnS
     return screened
 
 
-def refusal(ctx, call_id: str) -> str | None:
+def refusal(ctx: NodeContext, call_id: str) -> str | None:
     """What the model is told instead of a result when a rail blocked ``call_id``'s arguments."""
     v = ctx.progress.arg_rails.get(call_id)
     return v.refusal if v is not None and v.outcome == "block" else None
 
 
-def check_pause(ctx, node: str, call_id: str, name: str, arguments: Any) -> None:
+def check_pause(ctx: NodeContext, node: str, call_id: str, name: str, arguments: Any) -> None:
     """Raise ``PauseRun`` when a rail asked a person about this call and no one has answered."""
     v = ctx.progress.arg_rails.get(call_id)
     if v is None or v.outcome != "pause":
         return
     raise PauseRun(HumanRequest(
         kind="guardrail", node=node, allowed_actions=["approve", "reject"],
-        output=f"{name}({ctx.redactor.text(str(arguments))[:500]})",
+        output=f"{name}({ctx.deps.redactor.text(str(arguments))[:500]})",
         question=(f"{v.rail.capitalize()} flagged the arguments of {name} ({v.argument}): {v.reason}. "
                   "Make the call (approve) or not (reject)?"),
         details={"stage": "input", "source": "tool_arguments", "call_id": call_id, "tool": name,
                  "rail": v.rail, "key": v.key}))
 
 
-def done(ctx, call_id: str) -> None:
+def done(ctx: NodeContext, call_id: str) -> None:
     """Forget the rails' decision on a call that has its observation."""
     ctx.progress.arg_rails.pop(call_id, None)
 
 
-async def summarize(ctx, agent: Any, node: str, answer: str) -> None:
+async def summarize(ctx: NodeContext, agent: Any, node: str, answer: str) -> None:
     """Store the agent's task summary in long-term memory (``memory.run.summarize``) after the
     memory write filter: the answer meets the agent's argument rails as ``memory.remember``'s
     content would (a mask is stored masked; a block or pause stores no summary)."""
@@ -143,14 +146,14 @@ async def summarize(ctx, agent: Any, node: str, answer: str) -> None:
 
     if agent.memory is None or not agent.memory.summarize_on_finish:
         return
-    rails = [r for r in ctx.graph.rails.input_for(agent.name) if r.checks_arguments]
+    rails = [r for r in ctx.deps.graph.rails.input_for(agent.name) if r.checks_arguments]
     if rails:
         from magent.guardrails.base import RailInput
         from magent.guardrails.screen import screen
 
-        info = RailInput("input", "memory", agent=agent.name, node=node, task_id=ctx.task.id)
+        info = RailInput("input", "memory", agent=agent.name, node=node, task_id=ctx.deps.task.id)
         records = Records()
-        run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir),
+        run = RecordedRun(info, lambda rail, config: ctx.models.client_of(rail.key, config, rail.base_dir),
                           records.call, records.attempt)
         s = await screen(answer, rails, run, lambda c: emit_check(ctx, node, info, c))
         records.flush(ctx, node, info)

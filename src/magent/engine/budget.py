@@ -26,6 +26,7 @@ from magent.models import Event, HumanRequest
 from magent.models.budget import LIMITS, Budget, Spent
 
 if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
     from magent.engine.context import RunContext
     from magent.models import Checkpoint
 
@@ -100,11 +101,11 @@ class Meter:
         if key in self._agents:
             return self._agents[key]
         run = self.run
-        session = run.sessions.get(key[0]) if key[0] else None
+        session = run.state.sessions.get(key[0]) if key[0] else None
         if session is not None:
             agent = session.agent or None
         else:
-            node = run.graph.nodes.get(key[1] or "")
+            node = run.deps.graph.nodes.get(key[1] or "")
             agent = node.agent_name if node is not None else None
             if key[0]:
                 return agent  # a session not known yet (a resumed run's events): not kept
@@ -120,10 +121,10 @@ def limits(run: "RunContext", agent: str | None) -> list[tuple[str, Budget]]:
     Made again only when what they are made of changed (a declared budget, a limit a person
     raised): checked before every model call and every turn's tool calls, each made by a dump
     and a validation (~5-12 us a budget)."""
-    options = run.task.config_snapshot.get("options", {})
-    declared, raised = run.graph.workflow.budget, options.get("budget")
-    has_own = bool(agent) and agent in run.graph.agents
-    own_declared = run.graph.agents[agent].agent.budget if has_own else None  # type: ignore[index]
+    options = run.deps.task.config_snapshot.get("options", {})
+    declared, raised = run.deps.graph.workflow.budget, options.get("budget")
+    has_own = bool(agent) and agent in run.deps.graph.agents
+    own_declared = run.deps.graph.agents[agent].agent.budget if has_own else None  # type: ignore[index]
     own_raised = (options.get("agent_budgets") or {}).get(agent) if has_own else None
     made = run.meter.limits_made.get(agent)
     if (made is not None and made[0] is declared and made[1] is own_declared and made[2] == raised
@@ -156,12 +157,12 @@ def _merged(declared: Budget | None, raised: dict[str, Any] | None) -> Budget | 
 
 # checks --------------------------------------------------------------------------------------
 
-def before_model_call(ctx: Any, agent: str, node: str) -> None:
+def before_model_call(ctx: NodeContext, agent: str, node: str) -> None:
     """Stop before a model call when a token, cost or model-call limit has been reached."""
     _check(ctx, agent, node, tools=0)
 
 
-def before_tool_calls(ctx: Any, agent: str, node: str, count: int) -> None:
+def before_tool_calls(ctx: NodeContext, agent: str, node: str, count: int) -> None:
     """Stop before a turn's ``count`` tool calls run when they would go over a tool-call limit."""
     if count:
         _check(ctx, agent, node, tools=count)
@@ -173,8 +174,8 @@ def reached(limit: str, value: float, used: float) -> bool:
     return used > value if limit == "max_tool_calls" else used >= value
 
 
-def _check(ctx: Any, agent: str, node: str, *, tools: int) -> None:
-    run = ctx.run if hasattr(ctx, "run") else ctx
+def _check(ctx: NodeContext, agent: str, node: str, *, tools: int) -> None:
+    run = ctx.run
     human = run.state.metadata.get("human") or {}
     if human.get("kind") == "budget":
         answer = ctx.take_feedback(node)
@@ -191,7 +192,7 @@ def _check(ctx: Any, agent: str, node: str, *, tools: int) -> None:
                 _stop(ctx, run, scope, budget, limit, value, used, agent, node)
 
 
-def _stop(ctx: Any, run: "RunContext", scope: str, budget: Budget, limit: str, value: float, used: float,
+def _stop(ctx: NodeContext, run: "RunContext", scope: str, budget: Budget, limit: str, value: float, used: float,
           agent: str, node: str) -> None:
     session = None if ctx.session.is_main else ctx.session.id
     said = describe(limit, value, used, scope, node)

@@ -1,6 +1,6 @@
 """Running an agent in a child session: what sub-agent calls, map items and plan subtasks share.
 
-The child's loop is the ReAct loop in a ``SessionContext`` of its own, handed in by the
+The child's loop is the ReAct loop in a ``NodeContext`` of its own, handed in by the
 caller (``react`` itself for a sub-agent call: a loop that runs children is not imported
 back here). When it ends
 the session is closed — ``completed`` with its final answer, or ``failed`` with the
@@ -12,14 +12,17 @@ stop at its next safe point, so the task pauses as a whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from magent.engine.control import NodeFailed, PauseRun
 from magent.engine.sessions import Session
 from magent.errors import LLMError
 from magent.models import Agent
 
-AgentLoop = Callable[[Any, Agent, str], Awaitable[str]]
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext, RunContext
+
+AgentLoop = Callable[["NodeContext", Agent, str], Awaitable[str]]
 """An agent's loop run in a session's context until its final answer: ``react.react``."""
 
 
@@ -32,10 +35,10 @@ class ChildOutcome:
     """The entry holding the final answer (a finished child's result, for its parent's record)."""
 
 
-async def run_agent_session(run, session: Session, node: str, loop: AgentLoop) -> ChildOutcome:  # type: ignore[no-untyped-def]
+async def run_agent_session(run: RunContext, session: Session, node: str, loop: AgentLoop) -> ChildOutcome:
     """Run ``session.agent``'s ``loop`` in ``session`` to its end and close the session."""
-    ctx = run.view(session)
-    agent = run.graph.agent(session.agent)
+    ctx = run.node(session)
+    agent = run.deps.graph.agent(session.agent)
     try:
         answer = await loop(ctx, agent, node)
     except (NodeFailed, LLMError) as exc:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent import failpoints
 from magent.ids import new_id
@@ -42,6 +42,9 @@ from magent.models import Agent, Message
 from magent.models.agent import ShortTermMemory
 from magent.models.state import Compaction
 from magent.store.events import truncate
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 TARGET = 0.75
 """A compaction leaves the view at most this share of the budget."""
@@ -61,12 +64,12 @@ _DEFAULT = ShortTermMemory.model_construct()
 building a validator a run would use for nothing else."""
 
 
-def settings(ctx: Any, agent: Agent) -> tuple[int | None, ShortTermMemory]:
+def settings(ctx: NodeContext, agent: Agent) -> tuple[int | None, ShortTermMemory]:
     """The agent's budget in tokens (None: unbounded) and its short-term memory settings."""
     config = agent.memory_config.short_term if agent.memory_config is not None else _DEFAULT
     if config.max_tokens:
         return config.max_tokens, config
-    window = _ask(ctx.client_for(agent.name), "context_window", ctx.llm_config(agent.name).model)
+    window = _ask(ctx.models.client(agent.name, ctx.session), "context_window", ctx.models.config(agent.name).model)
     return (int(window * WINDOW_SHARE) if window else None), config
 
 
@@ -139,7 +142,7 @@ def summary_message(summary: str) -> Message:
     return Message(role="user", name="magent", content=f"{SUMMARY_INTRO}\n{summary}")
 
 
-async def prepare(ctx: Any, agent: Agent, node: str, iteration: int, system: str,
+async def prepare(ctx: NodeContext, agent: Agent, node: str, iteration: int, system: str,
                   specs: list[ToolSpec]) -> tuple[list[Message], Message | None]:
     """The messages of ``agent``'s next request at ``node``: its view, after a compaction when
     the view would go over the budget. Returns the view and the compaction it follows."""
@@ -158,7 +161,7 @@ async def prepare(ctx: Any, agent: Agent, node: str, iteration: int, system: str
     return shown, marker
 
 
-async def _compact(ctx: Any, agent: Agent, node: str, iteration: int, config: ShortTermMemory, budget: int,
+async def _compact(ctx: NodeContext, agent: Agent, node: str, iteration: int, config: ShortTermMemory, budget: int,
                    base: int, total: int, marker: Message | None, count: "Counter") -> bool:
     messages = ctx.state.messages
     pinned = 1 if messages and messages[0].role == "user" and messages[0].compaction is None else 0
@@ -206,15 +209,15 @@ async def _compact(ctx: Any, agent: Agent, node: str, iteration: int, config: Sh
     ctx.bus.emit("compaction", node, agent=agent.name, strategy=c.strategy, dropped=c.dropped,
                  kept=sum(1 for m in messages[keep_from:] if m.compaction is None), through=c.through,
                  budget=budget, tokens_before=total, tokens_after=after, entry_id=entry_id,
-                 summary=truncate(ctx.redactor.text(summary), 500) or None)
+                 summary=truncate(ctx.deps.redactor.text(summary), 500) or None)
     failpoints.hit("after_compaction_entry")
     return True
 
 
-async def _summarize(ctx: Any, agent: Agent, node: str, iteration: int, previous: str,
+async def _summarize(ctx: NodeContext, agent: Agent, node: str, iteration: int, previous: str,
                      dropped: list[Message], budget: int, entry_id: str) -> str:
     """The model's summary of ``dropped`` (and of the summary they follow)."""
-    config = ctx.llm_config(agent.name)
+    config = ctx.models.config(agent.name)
     parts = []
     if previous:
         parts.append(f"The summary so far:\n{previous}\n")
@@ -225,8 +228,8 @@ async def _summarize(ctx: Any, agent: Agent, node: str, iteration: int, previous
                          endpoint=config.endpoint, api_key=config.api_key, timeout=config.timeout_seconds,
                          max_retries=config.max_retries, fallback_model=config.fallback_model,
                          agent=agent.name, purpose="summary")
-    response = await ctx.call_model(request, node=node, iteration=iteration)
-    ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
+    response = await ctx.models.call(request, ctx.session, node=node, iteration=iteration)
+    ctx.models.record(response, ctx.session, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
                         request=request)
     return response.content.strip()
 
@@ -262,11 +265,11 @@ def _as_line(m: Message) -> str:
 class Counter:
     """Token counts for one agent's model, each message counted once per run."""
 
-    def __init__(self, ctx: Any, agent: Agent):
+    def __init__(self, ctx: NodeContext, agent: Agent):
         caches = vars(getattr(ctx, "run", ctx)).setdefault("_token_counts", {})
-        self.model = ctx.llm_config(agent.name).model
+        self.model = ctx.models.config(agent.name).model
         self.cache: dict[str, int] = caches.setdefault(self.model, {})
-        self.client = ctx.client_for(agent.name)
+        self.client = ctx.models.client(agent.name, ctx.session)
 
     def text(self, text: str) -> int:
         if not text:

@@ -1,36 +1,37 @@
-"""The state of one run and the verbs that make it durable.
+"""A run's context: what it was given (``RunDeps``), what changes as it goes (``RunState``),
+and the objects that own its model calls (``ModelCalls``) and its durable points
+(``Checkpoints``). A node works through a ``NodeContext``: the run and the session it runs in.
 
-Everything a node does to the world goes through here: messages become entries
-as they complete, model calls become ``llm_call`` events and usage, and
-``checkpoint()`` writes the next immutable checkpoint once everything it points
-at is on disk.
+Messages become entries as they complete (``add_message``); everything else durable goes through
+``ctx.checkpoints``, whose named points are the only places a checkpoint is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Callable
 
 from magent import failpoints
-from magent.engine import checkpointing, modelcalls
+from magent.engine.budget import Meter
+from magent.engine.checkpointing import Checkpoints
+from magent.engine.control import Suspended
 from magent.engine.events import EventBus
-from magent.engine.sessions import Session, SessionContext, StopSignal
+from magent.engine.modelcalls import ModelCalls
+from magent.engine.sessions import Session, SessionBus, StopSignal
 from magent.ids import new_id
-from magent.models import (
-    Checkpoint, Entry, HumanFeedback, HumanRequest, LLMConfig, Message, State, Task, Usage,
-)
+from magent.models import Entry, HumanFeedback, Message, State, Task, Usage
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
 from magent.store.events import truncate
-from magent.store.journal import Positions as JournalPositions
 
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
     from magent.llm.base import LLMClient
     from magent.models.progress import ProgressOfAKind
+    from magent.tools.pinning import PinStore
     from magent.tools.registry import ToolRegistry
 
 
@@ -60,110 +61,72 @@ class RunOptions:
     (``wiring.reported``): what it returns is the outcome's ``report`` (the API's ``AgentResult``)."""
 
 
-class RunContext:
-    """The run's shared state and its durable verbs. Per-conversation state lives in
-    ``Session`` objects (``self.main`` is the task's own conversation); the properties
-    ``position``, ``progress``, ``state``... are the main session's."""
+@dataclass(eq=False)
+class RunDeps:
+    """What a run was given: its graph and what it needs from it, the task and its directory,
+    the event bus, the options, the redactor, the tool pins and (once started) the tools."""
 
-    def __init__(self, *, graph: "Graph", task: Task, td: TaskDir, bus: EventBus,
-                 registry: "ToolRegistry", options: RunOptions, redactor: Redactor,
-                 needs: "RunNeeds"):
-        self.graph = graph
-        self.needs = needs
-        """What the run needs from its graph, resolved once (models, tools, secrets)."""
-        self.task = task
-        self.td = td
-        self.bus = bus
-        self.registry = registry
-        self.options = options
-        self.redactor = redactor
-        self.stopping = StopSignal()
-        """Set when a session pauses for a person: every other session stops at a safe point."""
-        self.main = Session(id=MAIN_SESSION, kind="main", state=State(),
-                            position=graph.workflow.entry_point, stop=self.stopping)
-        self.sessions: dict[str, Session] = {MAIN_SESSION: self.main}
-        """Every session this run knows, by id (finished children stay, with their status)."""
-        self.visits: dict[str, int] = {}
-        self.turn_index = 0
-        self.usage_by_model: dict[str, Usage] = {}
-        self.total_usage = Usage()
-        self.last_checkpoint_id: str | None = None
-        """The id of the checkpoint written (or resumed from) last: the next one's parent."""
-        self.recoveries: dict[str, Recovery] = {}
-        """What a resumed run learned about tool calls, per session."""
-        from magent.tools.pinning import PINS_FILE, PinStore
+    graph: "Graph"
+    needs: "RunNeeds"
+    """What the run needs from its graph, resolved once (models, tools, secrets)."""
+    task: Task
+    """The task as last saved (its status changes; nothing else of it does)."""
+    td: TaskDir
+    bus: EventBus
+    options: RunOptions
+    redactor: Redactor
+    pins: "PinStore"
+    """Tool definitions this task has used, by hash (a changed one pauses the run)."""
+    registry: "ToolRegistry | None" = None
+    """None until a node that may call a tool is about to run (``wiring.need_tools``)."""
+    telemetry: Any = None
+    """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
 
-        self.pins = PinStore(td.path / PINS_FILE)
-        """Tool definitions this task has used, by hash (a changed one pauses the run)."""
-        self.feedback: HumanFeedback | None = None
-        """The answer to the pause this run resumed from, until a node consumes it."""
-        from magent.engine.budget import Meter
+    def tools(self) -> "ToolRegistry":
+        """The run's tool registry; the runner starts it before any node that may call a tool."""
+        if self.registry is None:
+            raise RuntimeError("the run's tool servers have not been started")
+        return self.registry
 
-        self.meter = Meter(self)
-        """What budgets count (usage per task and per agent), from the run's own events."""
-        bus.subscribe(self.meter.observe, live=False, raw=True)  # it counts calls, not attempts or checkpoints
-        self.telemetry: Any = None
-        """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
-        self._clients: dict[tuple[str, str], "LLMClient"] = {}
-        self.journals = JournalPositions(td.path)
-        """The lengths of the task's journals, as each checkpoint records them."""
-        self._texts: dict[str, str] = {}
-        """Finished children's answers by entry id (the rest are read from entries.jsonl)."""
-        self._turn_commits: Any = None
-        """The commits begun for the main session's last reply (``begin_commit("tool")``)."""
-        self.signals_applied = 0
-        """The last control signal applied (``engine/steering.py``); kept in each checkpoint."""
 
-    # the main session (the task's own conversation)
-    @property
-    def position(self) -> str:
-        return self.main.position or ""
+@dataclass(eq=False)
+class RunState:
+    """What changes as a run goes: every checkpoint records it, a resume restores it."""
 
-    @position.setter
-    def position(self, value: str) -> None:
-        self.main.position = value
+    main: Session
+    """The task's own conversation."""
+    sessions: dict[str, Session] = field(default_factory=dict)
+    """Every session this run knows, by id (finished children stay, with their status)."""
+    visits: dict[str, int] = field(default_factory=dict)
+    turn_index: int = 0
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    total_usage: Usage = field(default_factory=Usage)
+    last_checkpoint_id: str | None = None
+    """The id of the checkpoint written (or resumed from) last: the next one's parent."""
+    recoveries: dict[str, Recovery] = field(default_factory=dict)
+    """What a resumed run learned about tool calls, per session."""
+    feedback: HumanFeedback | None = None
+    """The answer to the pause this run resumed from, until a node consumes it."""
+    signals_applied: int = 0
+    """The last control signal applied (``engine/steering.py``); kept in each checkpoint."""
+
+    def __post_init__(self) -> None:
+        self.sessions.setdefault(self.main.id, self.main)
 
     @property
-    def node_done(self) -> bool:
-        return self.main.node_done
+    def metadata(self) -> dict[str, Any]:
+        """The task's metadata: one dict, shared by every session."""
+        return self.main.state.metadata
 
-    @node_done.setter
-    def node_done(self, value: bool) -> None:
-        self.main.node_done = value
-
-    @property
-    def progress(self) -> ProgressOfAKind:
-        return self.main.progress
-
-    @progress.setter
-    def progress(self, value: ProgressOfAKind) -> None:
-        self.main.progress = value
-
-    @property
-    def state(self) -> State:
-        return self.main.state
-
-    @state.setter
-    def state(self, value: State) -> None:
+    def set_main_state(self, value: State) -> None:
+        """Replace the main session's state; every session shares its metadata."""
         self.main.state = value
-        for session in self.sessions.values():  # metadata is one dict, shared by every session
+        for session in self.sessions.values():
             session.state.metadata = value.metadata
 
-    @property
-    def leaf(self) -> str | None:
-        return self.main.leaf
-
-    @property
-    def entry_count(self) -> int:
-        return self.main.entry_count
-
-    @property
-    def cursors(self) -> dict[str, int]:
-        return self.main.cursors
-
-    @property
-    def recovery(self) -> Recovery:
-        return self.recovery_of(self.main)
+    def open_children(self) -> list[Session]:
+        """Child sessions still running, in the order they were opened."""
+        return [s for s in self.sessions.values() if not s.is_main and s.status == "running"]
 
     def recovery_of(self, session: Session) -> Recovery:
         recovery = self.recoveries.get(session.id)
@@ -171,18 +134,33 @@ class RunContext:
             recovery = self.recoveries[session.id] = Recovery()
         return recovery
 
-    def view(self, session: Session | None = None) -> SessionContext:
-        """The run's verbs bound to ``session`` (default: the main session)."""
-        return SessionContext(self, session or self.main)
+
+class RunContext:
+    """One run: its ``deps``, its ``state``, the owners of its model calls and checkpoints,
+    and the verbs that change its conversations (each message an entry as it completes)."""
+
+    def __init__(self, deps: RunDeps):
+        self.deps = deps
+        self.state = RunState(main=Session(id=MAIN_SESSION, kind="main", state=State(),
+                                           position=deps.graph.workflow.entry_point))
+        self.meter = Meter(self)
+        """What budgets count (usage per task and per agent), from the run's own events."""
+        deps.bus.subscribe(self.meter.observe, live=False, raw=True)  # it counts calls, not attempts or checkpoints
+        self.checkpoints = Checkpoints(deps, self.state, self.meter)
+        self.models = ModelCalls(deps, self.state, self.checkpoints)
+        self.tools_starting: asyncio.Future[None] | None = None
+        """The start of the tool servers, once asked for (``wiring.need_tools``)."""
+        self._texts: dict[str, str] = {}
+        """Finished children's answers by entry id (the rest are read from entries.jsonl)."""
+
+    def node(self, session: Session | None = None) -> "NodeContext":
+        """What a node running in ``session`` (default: the main session) works through."""
+        return NodeContext(self, session or self.state.main)
 
     # child sessions
-    def open_children(self) -> list[Session]:
-        """Child sessions still running, in the order they were opened."""
-        return [s for s in self.sessions.values() if not s.is_main and s.status == "running"]
-
     def child(self, parent: Session, key: str) -> Session | None:
         """The running child ``parent`` opened at ``key`` (after a resume: the same one)."""
-        for session in self.sessions.values():
+        for session in self.state.sessions.values():
             if session.parent == parent.id and session.key == key and session.status == "running":
                 return session
         return None
@@ -208,11 +186,11 @@ class RunContext:
                           node=node, depth=parent.depth + 1, leaf=parent.leaf if fork else None,
                           entry_count=parent.entry_count if fork else 0, position=position,
                           stop_at=stop_at, stop=stop or parent.stop,
-                          output=(self.view(parent).last_output or None) if fork else None)
-        self.sessions[session.id] = session
-        self.bus.emit("session_started", node, session=session.id, parent_session=parent.tag, kind=kind,
-                      agent=agent or None, key=key, depth=session.depth,
-                      task=truncate(self.redactor.text(task or ""), 1000) or None)
+                          output=(self.last_output(parent) or None) if fork else None)
+        self.state.sessions[session.id] = session
+        self.deps.bus.emit("session_started", node, session=session.id, parent_session=parent.tag, kind=kind,
+                           agent=agent or None, key=key, depth=session.depth,
+                           task=truncate(self.deps.redactor.text(task or ""), 1000) or None)
         if task is not None:
             self.add_message(Message(role="user", content=task, name=speaker), node=node, session=session)
         return session
@@ -223,16 +201,17 @@ class RunContext:
         session.status = status
         if output is not None and session.leaf is not None:
             self._texts[session.leaf] = output
-        self.bus.emit("session_finished", session.node, session=session.id, status=status,
-                      agent=session.agent or None, message_count=len(session.messages),
-                      output=truncate(self.redactor.text(output or ""), 1000) or None,
-                      error=self.redactor.text(error) if error else None)
+        redactor = self.deps.redactor
+        self.deps.bus.emit("session_finished", session.node, session=session.id, status=status,
+                           agent=session.agent or None, message_count=len(session.messages),
+                           output=truncate(redactor.text(output or ""), 1000) or None,
+                           error=redactor.text(error) if error else None)
 
     def entry_text(self, entry_id: str) -> str:
         """The text of entry ``entry_id``: a finished child's answer, which a node's progress
         refers to by id (after a resume, read back from entries.jsonl)."""
         if entry_id not in self._texts:
-            for entry in self.td.entries.load().values():
+            for entry in self.deps.td.entries.load().values():
                 self._texts.setdefault(entry.id, entry.content)
         return self._texts.get(entry_id, "")
 
@@ -243,13 +222,14 @@ class RunContext:
         """Append ``message`` to ``session``'s conversation (default: the main one): written as
         an entry now, in memory for the model. Returns the entry's id. With ``signal``, it is
         an operator's ``injection`` (control signal number ``signal``)."""
-        session = session or self.main
+        session = session or self.state.main
         entry_id = entry_id or new_id()
-        content = self.redactor.text(message.content)
+        redactor = self.deps.redactor
+        content = redactor.text(message.content)
         calls = message.tool_calls
-        if calls and self.redactor.secrets:
-            calls = [c.model_copy(update={"arguments": self.redactor.data(c.arguments)}) for c in calls]
-        self.td.entries.append(Entry(
+        if calls and redactor.secrets:
+            calls = [c.model_copy(update={"arguments": redactor.data(c.arguments)}) for c in calls]
+        self.deps.td.entries.append(Entry(
             id=entry_id, parent_id=session.leaf, role=message.role, content=content,
             tool_calls=calls, tool_call_id=message.tool_call_id,
             name=message.name, turn_id=turn_id, node=node, session=session.tag,
@@ -266,113 +246,96 @@ class RunContext:
             failpoints.hit("after_tool_entry")
         return entry_id
 
-    def adopt(self, entries: list[Entry], session: Session | None = None) -> None:
+    def adopt(self, entries: list[Entry], session: Session) -> None:
         """Take entries written after the last checkpoint (by a run that died) as our own."""
         from magent.store import to_message
 
-        session = session or self.main
         for entry in entries:
             session.state.messages.append(to_message(entry))
             session.leaf = entry.id
             session.entry_count += 1
 
-    @property
-    def last_output(self) -> str:
-        return self.state.metadata.get("last_output") or ""
+    def last_output(self, session: Session) -> str:
+        """The last node output in ``session`` (the main session's is the task's)."""
+        if session.is_main:
+            return self.state.metadata.get("last_output") or ""
+        return session.output or ""
 
-    def set_output(self, node: str, output: str | None, session: Session | None = None,
-                   value: Any = None) -> None:
+    def set_output(self, node: str, output: str | None, session: Session, value: Any = None) -> None:
         """``node``'s output becomes the last one; ``metadata.outputs[node]`` is its text (cut at
         4,000 characters) or, for an agent with an ``output_schema``, the parsed ``value``."""
         if output is None:
             return
-        session = session or self.main
+        metadata = self.state.metadata
         if session.is_main:
-            self.state.metadata["last_output"] = output
+            metadata["last_output"] = output
             if value is None:
-                self.state.metadata.pop("last_value", None)
+                metadata.pop("last_value", None)
             else:
-                self.state.metadata["last_value"] = value
+                metadata["last_value"] = value
         else:
             session.output = output
-        outputs = self.state.metadata.setdefault("outputs", {})
+        outputs = metadata.setdefault("outputs", {})
         outputs[node] = truncate(output, 4000) if value is None else value
 
-    def take_feedback(self, node: str, session: Session | None = None) -> HumanFeedback | None:
+    def take_feedback(self, node: str, session: Session) -> HumanFeedback | None:
         """The decision a person made at ``node`` (in ``session``), once (the node or gate consumes it)."""
-        session = session or self.main
         human = self.state.metadata.get("human") or {}
-        if (self.feedback is not None and human.get("node") == node
-                and human.get("session") == session.tag):
-            feedback, self.feedback = self.feedback, None
+        feedback = self.state.feedback
+        if feedback is not None and human.get("node") == node and human.get("session") == session.tag:
+            self.state.feedback = None
             return feedback
         return None
 
-    # models (engine/modelcalls.py)
-    def llm_config(self, agent_name: str) -> LLMConfig:
-        return self.needs.models[agent_name]
 
-    def client_for(self, agent_name: str, session: Session | None = None) -> "LLMClient":
-        return self.model_client(agent_name, self.llm_config(agent_name), self.graph.agents[agent_name].base_dir,
-                                 session)
+@dataclass(eq=False)
+class NodeContext:
+    """What a node and the ReAct loop work through: the run, and the session they run in.
 
-    model_client = modelcalls.model_client
-    call_model = modelcalls.call_model
-    attempt_sink = modelcalls.attempt_sink
-    record_llm_call = modelcalls.record_llm_call
+    A node kind does not care whether its session is the task's own conversation, a
+    sub-agent's, a branch of a fan-out or an item of a map: the verbs below write to it.
+    """
 
-    # durability
-    async def durable(self, before: str, *, idempotent: bool = True) -> None:
-        """Wait, if the run's durability mode says so, until what was written is on disk:
-        ``before`` is what the run is about to do, ``"model"`` (a paid call) or ``"tool"``.
+    run: RunContext
+    session: Session
 
-        ``sync``: before every model call and every tool call (a model's reply is on disk
-        before its tools run). ``step``: before every model call (the last step's checkpoint),
-        and before a tool that is not idempotent (its call's record). ``exit``: never; the
-        run's end syncs everything. Concurrent sessions waiting here share one commit.
-        """
-        committer = self.td.committer
-        if committer is None or committer.mode == "exit":
-            return
-        if before == "model" or committer.mode == "sync" or not idempotent:
-            await committer.durable()
+    def __post_init__(self) -> None:
+        self.deps: RunDeps = self.run.deps
+        self.models: ModelCalls = self.run.models
+        self.checkpoints: Checkpoints = self.run.checkpoints
+        self.bus = SessionBus(self.deps.bus, self.session)
+        """The run's event bus, stamping each event with this session."""
 
-    def begin_commit(self, before: str) -> None:
-        """Begin now, without waiting, the commit the next ``durable(before)`` will wait for,
-        when nothing else could share it (no child session open): its fsyncs then run while
-        the run gets on with what comes before that wait. For ``"tool"`` the commits begun are
-        kept for ``turn_durable`` (until the next checkpoint)."""
-        self._turn_commits = None
-        committer = self.td.committer
-        if committer is None or committer.mode == "exit" or (before == "tool" and committer.mode != "sync"):
-            return
-        if len(self.sessions) > 1 and self.open_children():
-            return
-        begun = committer.begin()
-        if before == "tool":
-            self._turn_commits = begun
+    @property
+    def state(self) -> State:
+        """This session's state: its history; ``metadata`` is the task's, shared by all sessions."""
+        return self.session.state
 
-    def turn_durable(self) -> Awaitable[None] | None:
-        """In mode ``sync``, when the turn's reply went into a commit of its own
-        (``begin_commit("tool")``): an awaitable done once that commit is, so an idempotent
-        call can write its intent and get ready while the reply is synced, and wait only
-        before it runs. None otherwise (then ``durable("tool")`` waits as usual)."""
-        committer = self.td.committer
-        if self._turn_commits is None or committer is None:
-            return None
-        return committer.through(self._turn_commits)
+    @property
+    def progress(self) -> ProgressOfAKind:
+        """This session's progress through its current node (kept in every checkpoint)."""
+        return self.session.progress
 
-    # checkpoints (engine/checkpointing.py)
-    def checkpoint(self, reason: str, *, request: HumanRequest | None = None,
-                   feedback: HumanFeedback | None = None) -> None:
-        """Write the next checkpoint, after the entries it points at (``checkpointing.write``)."""
-        checkpointing.write(self, reason, request, feedback)
+    @property
+    def recovery(self) -> Recovery:
+        return self.run.state.recovery_of(self.session)
 
-    def masked(self, request: HumanRequest) -> HumanRequest:
-        """``request`` as it may be written or shown: secrets in its output and details masked."""
-        return checkpointing.masked(self.redactor, request)
+    @property
+    def last_output(self) -> str:
+        return self.run.last_output(self.session)
 
-    def restore(self, cp: Checkpoint, messages: list[Message],
-                history: Callable[[str | None], list[Message]] | None = None) -> None:
-        """Continue from ``cp`` (``checkpointing.restore``)."""
-        checkpointing.restore(self, cp, messages, history)
+    def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
+                    entry_id: str | None = None) -> str:
+        return self.run.add_message(message, node=node, turn_id=turn_id, entry_id=entry_id,
+                                    session=self.session)
+
+    def set_output(self, node: str, output: str | None, value: Any = None) -> None:
+        self.run.set_output(node, output, self.session, value)
+
+    def take_feedback(self, node: str) -> HumanFeedback | None:
+        return self.run.take_feedback(node, self.session)
+
+    def check_stop(self) -> None:
+        """A safe point: stop here (``Suspended``) if this session's group was asked to."""
+        if not self.session.is_main and self.session.stop.is_set:
+            raise Suspended(self.session.id)

@@ -18,7 +18,7 @@ A follow-up is written like the start of a run: the message as an entry, then a 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from magent.engine import decisions, guard, wiring
 from magent.engine.context import RunOptions
@@ -32,6 +32,9 @@ from magent.errors import TaskStateError, UsageError
 from magent.models import Checkpoint, Entry, Message, Task, TaskStatus
 from magent.models.progress import AgentProgress
 from magent.store import Store, TaskDir
+
+if TYPE_CHECKING:
+    from magent.engine.context import RunContext
 
 FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
 """The statuses a follow-up can be added to."""
@@ -64,9 +67,9 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         ctx = wiring.open_context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
         try:
             recover(ctx, cp, entries, later)
-            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
-                         from_checkpoint=cp.sequence, follow_up=ctx.redactor.text(gate.description),
-                         answered_by=node, description=ctx.redactor.text(task.description))
+            ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                         from_checkpoint=cp.sequence, follow_up=ctx.deps.redactor.text(gate.description),
+                         answered_by=node, description=ctx.deps.redactor.text(task.description))
             outcome = await _exchange(ctx, gate, node)
         finally:
             await wiring.close_run(ctx)
@@ -75,9 +78,9 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
         lock.release()
 
 
-async def _exchange(ctx, gate: guard.TaskGate, node: str) -> RunOutcome:
+async def _exchange(ctx: RunContext, gate: guard.TaskGate, node: str) -> RunOutcome:
     """The follow-up's message meets its rails, is written, and ``node`` answers it."""
-    gate.record(ctx)
+    gate.record(ctx.node())
     if gate.blocked:  # the exchange fails and its message is not kept
         return Executor(ctx).fail(gate.failure, "guardrail")
     _open_exchange(ctx, node, gate.text)
@@ -123,21 +126,21 @@ def _latest(td: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]]:
     return cp, entries
 
 
-def _open_exchange(ctx, node: str, message: str) -> None:
+def _open_exchange(ctx: RunContext, node: str, message: str) -> None:
     """The follow-up's first writes: the person's message, then checkpoint ``follow_up`` at
     ``node`` (a new exchange: its node visits count from zero, a pause it answered is gone)."""
-    for call in unanswered_calls(ctx.state.messages):
+    for call in unanswered_calls(ctx.state.main.messages):
         # A failed turn's calls that never ran get their result first: a tool call is always
         # followed by its result in the history a model reads.
         ctx.add_message(Message(role="tool", tool_call_id=call.id, name=call.full_name,
                                 content="not run: the task stopped before this call, and a follow-up came"),
-                        node=ctx.position if ctx.position != END else None)
-    ctx.feedback = None
+                        node=ctx.state.main.position if ctx.state.main.position != END else None)
+    ctx.state.feedback = None
     ctx.state.metadata.pop("human", None)
-    ctx.state.routing_key = None
-    ctx.visits = {}
-    main = ctx.main
+    ctx.state.main.state.routing_key = None
+    ctx.state.visits = {}
+    main = ctx.state.main
     main.position, main.node_done = node, False
     main.progress = AgentProgress(kind="agent", started=True)  # the message is the node's prompt
     ctx.add_message(Message(role="user", content=message), node=node)
-    ctx.checkpoint("follow_up")
+    ctx.checkpoints.inputs_taken("follow_up")

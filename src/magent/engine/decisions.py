@@ -122,7 +122,7 @@ async def go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) 
     """Apply what the person decided (if anything) and run on from there."""
     if feedback is not None or new_state is not None:
         _apply(ctx, cp, feedback, new_state)
-    refused = guard.task_refused(ctx)
+    refused = guard.task_refused(ctx.node())
     if refused:
         return Executor(ctx).fail(refused, "guardrail")
     return await Executor(ctx).run()
@@ -131,15 +131,15 @@ async def go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) 
 def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> None:
     """Apply a person's decision and/or state updates, then checkpoint before going on."""
     if new_state is not None:
-        statekeys.report_unread(ctx, cp.state, new_state)
+        statekeys.report_unread(ctx.node(), cp.state, new_state)
         added = new_state.messages[len(cp.state.messages):]
-        ctx.state = new_state.model_copy(update={"messages": ctx.state.messages})
+        ctx.state.set_main_state(new_state.model_copy(update={"messages": ctx.state.main.messages}))
         for message in added:
             ctx.add_message(message, node=None)
     if feedback is not None:
         request = cp.human_request
-        target = ctx.sessions.get(request.session or MAIN_SESSION, ctx.main)
-        ctx.feedback = feedback
+        target = ctx.state.sessions.get(request.session or MAIN_SESSION, ctx.state.main)
+        ctx.state.feedback = feedback
         ctx.state.metadata["human"] = {"action": feedback.action, "message": feedback.message,
                                        "node": request.node, "kind": request.kind}
         if request.session:
@@ -153,25 +153,25 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             call_id = request.details.get("call_id")
             target.progress.decisions[call_id] = CallDecision(
                 action="run" if feedback.action == "approve" else "reject", message=feedback.message)
-            ctx.feedback = None
-            tool = ctx.registry.get(request.details.get("tool") or "")
+            ctx.state.feedback = None
+            tool = ctx.deps.tools().get(request.details.get("tool") or "")
             if request.kind == "tool_changed" and feedback.action == "approve" and tool is not None:
-                ctx.pins.accept(tool)  # the new definition is the one this task uses from now on
+                ctx.deps.pins.accept(tool)  # the new definition is the one this task uses from now on
         if request.kind == "guardrail":
-            guard.take_decision(ctx.view(target), request, feedback)
-            ctx.feedback = None
+            guard.take_decision(ctx.node(target), request, feedback)
+            ctx.state.feedback = None
         if "output" in feedback.state_updates and request.kind in ("human_node", "approval"):
             ctx.add_message(Message(role="user", name="human", content="[a person replaced the output with]\n"
                                     + str(feedback.state_updates["output"])), node=request.node, session=target)
         if request.kind == "operator":
-            ctx.feedback = None  # an operator's pause: approving it only lets the run go on
+            ctx.state.feedback = None  # an operator's pause: approving it only lets the run go on
         if feedback.message and request.kind in ("human_node", "approval", "operator"):
             # (For a decision about a tool call the message goes into that call's observation:
             # nothing may come between a model's tool calls and their results.)
             ctx.add_message(Message(role="user", name="human",
                                     content=f"[a person, {feedback.action}] {feedback.message}"),
                             node=request.node, session=target)
-        ctx.view(target).bus.emit("human_decision", request.node, action=feedback.action, kind=request.kind,
-                                  message=ctx.redactor.text(feedback.message or "") or None,
-                                  state_updates=ctx.redactor.data(feedback.state_updates) or None)
-    ctx.checkpoint("resume", feedback=feedback)
+        ctx.node(target).bus.emit("human_decision", request.node, action=feedback.action, kind=request.kind,
+                                  message=ctx.deps.redactor.text(feedback.message or "") or None,
+                                  state_updates=ctx.deps.redactor.data(feedback.state_updates) or None)
+    ctx.checkpoints.inputs_taken("resume", feedback=feedback)

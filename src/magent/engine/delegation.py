@@ -14,6 +14,10 @@ history is never made again.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from magent.models.session import MAIN_SESSION
+
 import time
 
 from magent.engine.children import AgentLoop, run_agent_session
@@ -21,6 +25,9 @@ from magent.engine.observations import add_observation
 from magent.llm.base import ToolSpec
 from magent.models import Agent, ToolCall
 from magent.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 SERVER = "agents"
 """The tool namespace of sub-agents: ``agents.NAME``."""
@@ -34,11 +41,11 @@ TASK_SCHEMA = {
 }
 
 
-def delegation_specs(ctx, agent: Agent) -> list[ToolSpec]:  # type: ignore[no-untyped-def]
+def delegation_specs(ctx: NodeContext, agent: Agent) -> list[ToolSpec]:
     """The ``agents.NAME`` tools ``agent`` is offered, one per sub-agent."""
     specs = []
     for name in agent.sub_agents:
-        sub = ctx.graph.agent(name)
+        sub = ctx.deps.graph.agent(name)
         specs.append(ToolSpec(
             name=f"{SERVER}.{name}", parameters=TASK_SCHEMA,
             description=(f"Delegate a task to the {name} agent ({sub.role}). It works in a "
@@ -46,25 +53,25 @@ def delegation_specs(ctx, agent: Agent) -> list[ToolSpec]:  # type: ignore[no-un
     return specs
 
 
-def chain(ctx) -> str:  # type: ignore[no-untyped-def]
+def chain(ctx: NodeContext) -> str:
     """Who delegated to whom down to ``ctx``'s session: ``editor → researcher → fact_checker``."""
     names = []
     session = ctx.session
     while not session.is_main:
         names.append(session.agent or session.kind)
-        session = ctx.run.sessions[session.parent]
-    names.append(ctx.run.state.current_agent or "main")
+        session = ctx.run.state.sessions[session.parent or MAIN_SESSION]
+    names.append(ctx.run.state.main.state.current_agent or "main")
     return " → ".join(reversed(names))
 
 
-async def delegate(ctx, node: str, call: ToolCall, caller: Agent, loop: AgentLoop) -> None:  # type: ignore[no-untyped-def]
+async def delegate(ctx: NodeContext, node: str, call: ToolCall, caller: Agent, loop: AgentLoop) -> None:
     """Make one ``agents.NAME`` call, running the sub-agent's ``loop``; its outcome becomes the
     call's observation."""
     name = call.tool
     started = time.perf_counter()
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=call.full_name,
-                 arguments=ctx.redactor.data(call.arguments) if call.raw_arguments is None
-                 else {"_raw": ctx.redactor.text(call.raw_arguments)})
+                 arguments=ctx.deps.redactor.data(call.arguments) if call.raw_arguments is None
+                 else {"_raw": ctx.deps.redactor.text(call.raw_arguments)})
     task = call.arguments.get("task") if call.raw_arguments is None else None
     if not isinstance(task, str) or not task.strip():
         add_observation(ctx, node, call, "ERROR", f"{call.full_name} needs a 'task' argument: the "
@@ -73,7 +80,7 @@ async def delegate(ctx, node: str, call: ToolCall, caller: Agent, loop: AgentLoo
     key = f"call:{call.id}"
     child = ctx.run.child(ctx.session, key)
     if child is None:
-        limit = ctx.graph.workflow.max_delegation_depth
+        limit = ctx.deps.graph.workflow.max_delegation_depth
         if ctx.session.depth + 1 > limit:
             add_observation(ctx, node, call, "ERROR",
                             f"cannot call {call.full_name}: sub-agents nest at most {limit} deep "
@@ -82,7 +89,7 @@ async def delegate(ctx, node: str, call: ToolCall, caller: Agent, loop: AgentLoo
             return
         child = ctx.run.open_session(ctx.session, kind="agent", key=key, node=node, agent=name,
                                      task=task, speaker=caller.name)
-        ctx.checkpoint("session_start")  # from here on, a resumed run continues this child
+        ctx.checkpoints.session_started()  # from here on, a resumed run continues this child
     outcome = await run_agent_session(ctx.run, child, node, loop)
     duration = int((time.perf_counter() - started) * 1000)
     if outcome.ok:

@@ -34,16 +34,16 @@ if TYPE_CHECKING:
 def start(executor: "Executor", session: Session, edge_index: int) -> None:
     """Open one branch session per target, durably (a checkpoint lists them before they act)."""
     ctx = executor.ctx
-    join = ctx.graph.joins[edge_index]
+    join = ctx.deps.graph.joins[edge_index]
     state = FanOut(edge=edge_index, join=join.node)
     session.progress = FanOutProgress(kind="fan_out", fanout=state)
-    ctx.view(session).bus.emit("fan_out", join.source, targets=list(join.targets), join=join.node,
+    ctx.node(session).bus.emit("fan_out", join.source, targets=list(join.targets), join=join.node,
                                on_error=join.on_error)
     for target in join.targets:
         child = ctx.open_session(session, kind="branch", key=f"branch:{target}", node=join.source,
                                  fork=True, position=target, stop_at=join.node)
         state.branches[target] = child.id
-    ctx.checkpoint("fan_out")
+    ctx.checkpoints.node_step("fan_out")
 
 
 async def run(executor: "Executor", session: Session) -> None:
@@ -51,17 +51,17 @@ async def run(executor: "Executor", session: Session) -> None:
     ctx = executor.ctx
     assert isinstance(session.progress, FanOutProgress)
     state = session.progress.fanout
-    join = ctx.graph.joins[state.edge]
+    join = ctx.deps.graph.joins[state.edge]
     group = session.stop.child()
 
     async def branch(target: str) -> None:
-        child = ctx.sessions[state.branches[target]]
+        child = ctx.state.sessions[state.branches[target]]
         child.stop = group
         try:
             await executor.walk(child, join.node)
         except (NodeFailed, LLMError) as exc:
             ctx.close_session(child, "failed", error=str(exc))
-            state.done[target] = BranchResult(error=ctx.redactor.text(str(exc)))
+            state.done[target] = BranchResult(error=ctx.deps.redactor.text(str(exc)))
             if join.on_error == "fail":
                 group.set("fail")
                 raise NodeFailed(f"branch '{target}' of the fan-out from '{join.source}' failed: {exc}") from None
@@ -69,10 +69,10 @@ async def run(executor: "Executor", session: Session) -> None:
             stamp(pause, child)
             raise
         else:
-            output = ctx.view(child).last_output
+            output = ctx.last_output(child)
             ctx.close_session(child, "completed", output=output)
-            state.done[target] = BranchResult(output=ctx.redactor.text(truncate(output, 4000)))
-        ctx.checkpoint("branch_end")
+            state.done[target] = BranchResult(output=ctx.deps.redactor.text(truncate(output, 4000)))
+        ctx.checkpoints.node_step("branch_end")
 
     pending = [t for t in join.targets if t not in state.done]
     raise_first(await asyncio.gather(*(branch(t) for t in pending), return_exceptions=True))
@@ -83,10 +83,10 @@ async def run(executor: "Executor", session: Session) -> None:
     else:
         session.output = text
     failed = [t for t in join.targets if state.done[t].error is not None]
-    ctx.view(session).bus.emit("join", join.node, branches=list(join.targets), failed=failed or None,
+    ctx.node(session).bus.emit("join", join.node, branches=list(join.targets), failed=failed or None,
                                source=join.source)
     session.position, session.node_done, session.progress = join.node, False, blank()
-    ctx.checkpoint("join")
+    ctx.checkpoints.node_step("join")
 
 
 def joined(done: dict[str, BranchResult], targets: tuple[str, ...]) -> str:

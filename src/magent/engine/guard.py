@@ -35,6 +35,9 @@ from magent.llm.base import LLMClient, LLMResponse
 from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
 from magent.models.progress import CallDecision, HeldAnswer, HeldResult, RailDecision
 
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
+
 if TYPE_CHECKING:  # the rails' own modules load with the first rail: most runs declare none
     from magent.guardrails.base import Rail, RailInput
     from magent.guardrails.screen import Screening
@@ -92,13 +95,13 @@ class TaskGate:
                             output=s.text, details={"stage": "input", "source": self.source,
                                                     "rail": rail_label(s.rail, "input"), "key": s.rail.key})
 
-    def record(self, ctx) -> None:
+    def record(self, ctx: NodeContext) -> None:
         """Write what the rails did as events of the run (and count their model calls)."""
-        ctx.cursors.update(self.cursors)
+        ctx.session.cursors.update(self.cursors)
         if self.records.items:
             from magent.guardrails.base import RailInput
 
-            self.records.flush(ctx, None, RailInput("input", self.source, task_id=ctx.task.id))
+            self.records.flush(ctx, None, RailInput("input", self.source, task_id=ctx.deps.task.id))
 
 
 async def screen_task(graph, text: str, options, *, node: str | None = None,
@@ -133,7 +136,7 @@ async def screen_task(graph, text: str, options, *, node: str | None = None,
     return gate
 
 
-def task_refused(ctx) -> str | None:
+def task_refused(ctx: NodeContext) -> str | None:
     """The failure to end with when a person rejected the task text (or a follow-up) at an input
     rail's pause."""
     return ctx.progress.task_refused
@@ -144,12 +147,12 @@ def task_refused(ctx) -> str | None:
 class ResultScreen:
     """The input rails for one tool call's result. The registry awaits it with the full result."""
 
-    def __init__(self, ctx, node: str, agent: str, call: ToolCall, rails: list[Rail]):
+    def __init__(self, ctx: NodeContext, node: str, agent: str, call: ToolCall, rails: list[Rail]):
         from magent.guardrails.base import RailInput
 
         self.ctx, self.node, self.call, self.rails = ctx, node, call, rails
         self.info = RailInput("input", "tool_result", agent=agent, node=node, tool=call.full_name,
-                              task_id=ctx.task.id)
+                              task_id=ctx.deps.task.id)
         self.screening: Screening | None = None
 
     async def __call__(self, result: Any) -> None:
@@ -157,7 +160,7 @@ class ResultScreen:
 
         info = dataclasses.replace(self.info, tool=result.tool or self.call.full_name)
         ctx, calls = self.ctx, Records()
-        run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), calls.call,
+        run = RecordedRun(info, lambda rail, config: ctx.models.client_of(rail.key, config, rail.base_dir), calls.call,
                           calls.attempt)
         self.screening = s = await screen(result.content, self.rails, run,
                                           lambda c: emit_check(self.ctx, self.node, info, c, tool=info.tool,
@@ -185,17 +188,17 @@ class ResultScreen:
             ctx.progress.rail_blocks.append(message)
             return False
         ctx.progress.held[call.id] = HeldResult(
-            tool=result.tool or call.full_name, outcome=result.outcome, text=ctx.redactor.text(result.content),
+            tool=result.tool or call.full_name, outcome=result.outcome, text=ctx.deps.redactor.text(result.content),
             rail=label, key=s.rail.key, reason=s.reason, duration_ms=result.duration_ms, artifact=result.artifact)
         return False
 
 
-def result_screen(ctx, node: str, agent: str, call: ToolCall) -> ResultScreen | None:
-    rails = ctx.graph.rails.input_for(agent)
+def result_screen(ctx: NodeContext, node: str, agent: str, call: ToolCall) -> ResultScreen | None:
+    rails = ctx.deps.graph.rails.input_for(agent)
     return ResultScreen(ctx, node, agent, call, rails) if rails else None
 
 
-def release_held(ctx, node: str, pending: list[ToolCall]) -> list[ToolCall]:
+def release_held(ctx: NodeContext, node: str, pending: list[ToolCall]) -> list[ToolCall]:
     """Calls held at a rail's pause that a person has decided on become observations; returns the
     pending calls that were not held (still to check and run). Held calls already ran: never again."""
     held = ctx.progress.held
@@ -224,7 +227,7 @@ def release_held(ctx, node: str, pending: list[ToolCall]) -> list[ToolCall]:
     return rest
 
 
-def settle_turn(ctx, node: str) -> None:
+def settle_turn(ctx: NodeContext, node: str) -> None:
     """Once a turn's calls are done: fail for a blocked result, pause for a held one."""
     blocks, ctx.progress.rail_blocks = ctx.progress.rail_blocks, []
     if blocks:
@@ -249,25 +252,25 @@ class AnswerCheck:
     records: Records
 
 
-async def check_answer(ctx, node: str, agent: str, iteration: int, text: str) -> AnswerCheck | None:
-    rails = ctx.graph.rails.output_for(agent)
+async def check_answer(ctx: NodeContext, node: str, agent: str, iteration: int, text: str) -> AnswerCheck | None:
+    rails = ctx.deps.graph.rails.output_for(agent)
     if not rails:
         return None
     from magent.guardrails.base import RailInput
     from magent.guardrails.screen import screen
 
-    info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.task.id)
+    info = RailInput("output", "answer", agent=agent, node=node, task_id=ctx.deps.task.id)
     records = Records()
-    run = RecordedRun(info, lambda rail, config: ctx.model_client(rail.key, config, rail.base_dir), records.call,
+    run = RecordedRun(info, lambda rail, config: ctx.models.client_of(rail.key, config, rail.base_dir), records.call,
                       records.attempt)
     screening = await screen(text, rails, run, records.check)
     records.keep_prompts = (screening.text if screening.outcome in ("pass", "pause") else screening.stored) == text
     return AnswerCheck(screening, info, records)
 
 
-def has_output_rails(ctx, agent: str) -> bool:
+def has_output_rails(ctx: NodeContext, agent: str) -> bool:
     """Answers of this agent may change after they are written, so they are not streamed."""
-    return bool(ctx.graph.rails.output_for(agent))
+    return bool(ctx.deps.graph.rails.output_for(agent))
 
 
 def screened_reply(check: AnswerCheck | None, response: LLMResponse, message: Message,
@@ -283,7 +286,7 @@ def screened_reply(check: AnswerCheck | None, response: LLMResponse, message: Me
     return (dataclasses.replace(response, content=content), message.model_copy(update={"content": content}), kept)
 
 
-def record_answer(ctx, node: str, check: AnswerCheck | None, entry_id: str, iteration: int) -> None:
+def record_answer(ctx: NodeContext, node: str, check: AnswerCheck | None, entry_id: str, iteration: int) -> None:
     """Record the rails' decisions on the answer just recorded; when one said ``pause``, keep the
     answer out of the conversation and ask a person."""
     if check is None:
@@ -303,9 +306,9 @@ def record_answer(ctx, node: str, check: AnswerCheck | None, entry_id: str, iter
         details={"stage": "output", "source": "answer", "agent": agent, "rail": label, "key": s.rail.key}))
 
 
-def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
-    """After the answer's entry: True if it stands; False when a revision was asked for (the node
-    goes on with another model turn). Raises ``NodeFailed`` for a block or too many revisions."""
+def accept_answer(ctx: NodeContext, node: str, check: AnswerCheck | None) -> bool:
+    """After the answer's entry: True if it stands; False when a revision was asked for (the turn
+    is done: the node goes on with another). Raises ``NodeFailed`` for a block or too many revisions."""
     if check is None or check.screening.outcome == "pass":
         return True
     s = check.screening
@@ -322,13 +325,13 @@ def accept_answer(ctx, node: str, check: AnswerCheck | None) -> bool:
     ctx.add_message(Message(role="user", name="guardrail",
                             content=f"Your answer was not accepted by {label}: {s.message}. Reply with a "
                                     "revised answer only."), node=node)
-    ctx.checkpoint("llm_turn")
     return False
 
 
-def resume_answer(ctx, node: str) -> str | None:
+def resume_answer(ctx: NodeContext, node: str) -> str | None:
     """Going on after a person decided on a held answer: the accepted answer, or None once the
-    decision is applied (a rejection asks the model to revise, with the person's message)."""
+    decision is applied (a rejection asks the model to revise, with the person's message: the
+    turn is done)."""
     held = ctx.progress.held_answer
     if held is None:
         return None
@@ -345,13 +348,12 @@ def resume_answer(ctx, node: str) -> str | None:
         return text
     ctx.add_message(Message(role="user", name="human", content=f"[a person, reject] {decision.message or ''}"
                             .rstrip() + ("" if decision.message else " Revise your answer.")), node=node)
-    ctx.checkpoint("llm_turn")
     return None
 
 
 # A person's decision at a guardrail pause (from ``magent resume``).
 
-def take_decision(ctx, request: HumanRequest, feedback: HumanFeedback) -> None:
+def take_decision(ctx: NodeContext, request: HumanRequest, feedback: HumanFeedback) -> None:
     """Put the decision where the paused step finds it when the run goes on."""
     details = request.details
     decision = RailDecision(action=feedback.action, message=feedback.message)

@@ -4,15 +4,18 @@ calls that never ran (refused, blocked or withheld by a rail: ``engine.guard``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent.engine import argrails
 from magent.models import Message, ToolCall
 from magent.store.events import truncate
 from magent.tools.base import ToolResult
 
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
-def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
+
+def add_observation(ctx: NodeContext, node: str, call: ToolCall, outcome: str, content: str,
                     result: ToolResult | None = None) -> None:
     """Record a tool result the model will see (also for calls that never ran)."""
     name = call.full_name
@@ -20,7 +23,7 @@ def add_observation(ctx, node: str, call: ToolCall, outcome: str, content: str,
     entry_id = ctx.add_message(Message(role="tool", content=text, tool_call_id=call.id, name=name), node=node)
     # The event's fields in their order, those without a value left out rather than given as None
     # (the written event leaves them out either way; one per step, each one validated and dumped).
-    redactor = ctx.redactor
+    redactor = ctx.deps.redactor
     fields: dict[str, Any] = {"call_id": call.id, "tool": (result.tool if result else "") or name}
     if result is not None and result.tool != name:
         fields["requested_tool"] = name

@@ -11,6 +11,7 @@ from magent.llm.base import Attempt, LLMClient, LLMRequest, LLMResponse
 from magent.models import Message
 
 if TYPE_CHECKING:  # the rails' own modules load with the first rail: most runs declare none
+    from magent.engine.context import NodeContext
     from magent.guardrails.base import Rail, RailInput
     from magent.guardrails.screen import Check
 
@@ -38,11 +39,11 @@ class RecordedRun:
         return response.content
 
 
-def emit_check(ctx, node: str | None, info: RailInput, check: Check, **where: Any) -> None:
+def emit_check(ctx: NodeContext, node: str | None, info: RailInput, check: Check, **where: Any) -> None:
     """Record a rail's decision on ``info`` as a ``guardrail`` event (never the text itself)."""
     fields = {k: v for k, v in check.fields().items() if v is not None}
     ctx.bus.emit("guardrail", node, stage=info.stage, source=info.source, **where,
-                 **ctx.redactor.data(fields))
+                 **ctx.deps.redactor.data(fields))
 
 
 def rail_label(rail: Rail, stage: str) -> str:
@@ -72,7 +73,7 @@ class Records:
         if attempt.error is not None:  # (one starting is news for the live view only)
             self.items.append((rail, attempt, request))
 
-    def flush(self, ctx, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
+    def flush(self, ctx: NodeContext, node: str | None, info: RailInput, iteration: int = 0, **where: Any) -> None:
         if not self.items:
             return
         from magent.guardrails.screen import Check
@@ -83,10 +84,10 @@ class Records:
                 continue
             rail, *call = item  # (rail, attempt, request) or (rail, request, response)
             if isinstance(call[0], Attempt):
-                ctx.attempt_sink(agent=rail.key, node=node, iteration=iteration, rail=rail.name, request=call[1],
-                                 keep_messages=self.keep_prompts)(call[0])
+                ctx.models.attempts(ctx.session, agent=rail.key, node=node, iteration=iteration, rail=rail.name,
+                                    request=call[1], keep_messages=self.keep_prompts)(call[0])
             else:
                 request, response = call
-                ctx.record_llm_call(response, node=node, agent=rail.key, iteration=iteration, rail=rail.name,
-                                    request=request, keep_messages=self.keep_prompts)
+                ctx.models.record(response, ctx.session, node=node, agent=rail.key, iteration=iteration,
+                                  rail=rail.name, request=request, keep_messages=self.keep_prompts)
         self.items.clear()

@@ -11,7 +11,7 @@ call — is finished first when the loop is entered again.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent.engine import (
     argrails, budget, compaction, guard, routing, steering, stops, structured, templating, textmode, toolmode,
@@ -28,92 +28,105 @@ from magent.models import Agent, Message, ToolCall
 from magent.models.progress import AgentProgress
 from magent.tools.policy import ToolPolicy
 
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
-async def react(ctx, agent: Agent, node: str) -> str:
+
+async def react(ctx: NodeContext, agent: Agent, node: str) -> str:
     """Run ``agent``'s loop in ``ctx``'s session until it gives a final answer; return it.
 
     Raises ``NodeFailed`` at ``max_iterations``, ``LLMError`` when the model cannot be
     reached, ``PauseRun`` when a call needs a person, ``Suspended`` when told to stop.
     """
-    tools = ToolPolicy.for_agent(agent, ctx.registry)
+    tools = ToolPolicy.for_agent(agent, ctx.deps.tools())
     delegates = delegation_specs(ctx, agent)
-    p = ctx.session.progress_as(AgentProgress)
+    ctx.session.progress_as(AgentProgress)
     specs = tools.specs + delegates
     delegated = {s.name for s in delegates}
     selector = Selector.for_agent(ctx, agent, tools.specs)  # None: every request carries every tool
     text_mode = toolmode.tell(ctx, agent, node, specs if selector is None else specs + [SEARCH_SPEC])
     while True:
         ctx.check_stop()
-        accepted = guard.resume_answer(ctx, node)  # a person decided on an answer a rail held
-        if accepted is not None:
-            return accepted
-        stops.resume_refusal(ctx, node)  # a person decided after the model refused
-        if p.turn_open:
-            # The last model turn asked for tools: run the ones not answered yet, then checkpoint.
-            pending = unanswered_calls(ctx.state.messages)
-            if pending:
-                await _finish_turn(ctx, node, agent, tools, delegated, pending, selector)
-            p.iteration += 1
-            p.turn_open, p.decisions, p.unsure = None, {}, []
-            ctx.checkpoint("llm_turn")
-            continue
-        steering.drain(ctx, node)  # between turns: an operator's messages, pause, cancel
-        iteration = p.iteration
-        if iteration >= agent.max_iterations:
-            raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
-                             "without a final answer", kind="max_iterations")
-        budget.before_model_call(ctx, agent.name, node)
-        # Only the main conversation streams: children run side by side and would interleave.
-        # An answer output rails may still change is not streamed either.
-        stream = ctx.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
-        route = routing.choose(ctx, agent, node, iteration)  # recorded before the call
-        chosen, selection = (tools.specs, None) if selector is None else await selector.choose(ctx, node)
-        request = await request_for(ctx, agent, node, iteration, chosen + delegates, text_mode, route)
-        request.selection = selection
-        response = await ctx.call_model(request, node=node, iteration=iteration, on_token=stream)
-        if stops.stopped_short(response):  # cut at the output limit, refused, filtered
-            stops.take(ctx, agent, node, iteration, request, response)
-            continue
-        message, final, nudge = _interpret(response, text_mode, p.parts)
-        p.parts = []
-        message, arg_rails = await argrails.screen_turn(ctx, node, agent.name, message)  # before its entry
-        screening = None
-        if not message.tool_calls and final.strip():  # a final answer: the output rails first
-            screening = await guard.check_answer(ctx, node, agent.name, iteration, final)
-            response, message, final = guard.screened_reply(screening, response, message, final)
-        # The call's record (with the script cursor after it) goes first: a crash between the
-        # two leaves a record without an entry, and recovery then makes the call again.
-        entry_id = new_id()
-        ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
-                            request=request)
-        guard.record_answer(ctx, node, screening, entry_id, iteration)
-        ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
-        if arg_rails is not None:
-            arg_rails.record(ctx, node)
-        if message.tool_calls:
-            p.turn_open = entry_id
-            ctx.begin_commit("tool")  # the reply and its record: on disk before its tools run
-            continue
-        p.iteration = iteration + 1
-        if not final.strip():
-            ctx.add_message(Message(role="user", content=nudge), node=node)
-            ctx.checkpoint("llm_turn")
-            continue
-        if not guard.accept_answer(ctx, node, screening):
-            continue  # a rail asked for a revision
-        if not structured.accept(ctx, agent, node, final):
-            continue  # not JSON that fits the agent's output_schema: the model tries again
-        await argrails.summarize(ctx, agent, node, final)  # (through the memory write filter)
-        return final
+        outcome = await _turn(ctx, agent, node, tools, delegates, delegated, selector, text_mode)
+        if isinstance(outcome, str):
+            return outcome
+        if outcome:
+            ctx.checkpoints.turn_done()
 
 
-async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[ToolSpec] | None = None,
+async def _turn(ctx: NodeContext, agent: Agent, node: str, tools: ToolPolicy, delegates: list[ToolSpec],
+                delegated: set[str], selector: Selector | None, text_mode: bool) -> str | bool:
+    """One step of the loop: the final answer, True when a model turn is done (the caller
+    checkpoints), or False when the reply asked for tools (they run on the next step)."""
+    p = ctx.session.progress_as(AgentProgress)
+    if p.held_answer is not None:  # a person decided on an answer a rail held
+        accepted = guard.resume_answer(ctx, node)
+        return accepted if accepted is not None else True
+    stops.resume_refusal(ctx, node)  # a person decided after the model refused
+    if p.turn_open:
+        # The last model turn asked for tools: run the ones not answered yet; the turn is done.
+        pending = unanswered_calls(ctx.state.messages)
+        if pending:
+            await _finish_turn(ctx, node, agent, tools, delegated, pending, selector)
+        p.iteration += 1
+        p.turn_open, p.decisions, p.unsure = None, {}, []
+        return True
+    steering.drain(ctx, node)  # between turns: an operator's messages, pause, cancel
+    iteration = p.iteration
+    if iteration >= agent.max_iterations:
+        raise NodeFailed(f"agent '{agent.name}' reached max_iterations ({agent.max_iterations}) "
+                         "without a final answer", kind="max_iterations")
+    budget.before_model_call(ctx, agent.name, node)
+    # Only the main conversation streams: children run side by side and would interleave.
+    # An answer output rails may still change is not streamed either.
+    stream = ctx.deps.options.on_token if ctx.session.is_main and not guard.has_output_rails(ctx, agent.name) else None
+    route = routing.choose(ctx, agent, node, iteration)  # recorded before the call
+    chosen, selection = (tools.specs, None) if selector is None else await selector.choose(ctx, node)
+    request = await request_for(ctx, agent, node, iteration, chosen + delegates, text_mode, route)
+    request.selection = selection
+    response = await ctx.models.call(request, ctx.session, node=node, iteration=iteration, on_token=stream)
+    if stops.stopped_short(response):  # cut at the output limit, refused, filtered
+        stops.take(ctx, agent, node, iteration, request, response)
+        return True
+    message, final, nudge = _interpret(response, text_mode, p.parts)
+    p.parts = []
+    message, arg_rails = await argrails.screen_turn(ctx, node, agent.name, message)  # before its entry
+    screening = None
+    if not message.tool_calls and final.strip():  # a final answer: the output rails first
+        screening = await guard.check_answer(ctx, node, agent.name, iteration, final)
+        response, message, final = guard.screened_reply(screening, response, message, final)
+    # The call's record (with the script cursor after it) goes first: a crash between the
+    # two leaves a record without an entry, and recovery then makes the call again.
+    entry_id = new_id()
+    ctx.models.record(response, ctx.session, node=node, agent=agent.name, iteration=iteration,
+                      entry_id=entry_id, request=request)
+    guard.record_answer(ctx, node, screening, entry_id, iteration)
+    ctx.add_message(message, node=node, turn_id=f"{node}:{iteration}", entry_id=entry_id)
+    if arg_rails is not None:
+        arg_rails.record(ctx, node)
+    if message.tool_calls:
+        p.turn_open = entry_id
+        ctx.checkpoints.reply_written()  # the reply and its record: on disk before its tools run
+        return False
+    p.iteration = iteration + 1
+    if not final.strip():
+        ctx.add_message(Message(role="user", content=nudge), node=node)
+        return True
+    if not guard.accept_answer(ctx, node, screening):
+        return True  # a rail asked for a revision
+    if not structured.accept(ctx, agent, node, final):
+        return True  # not JSON that fits the agent's output_schema: the model tries again
+    await argrails.summarize(ctx, agent, node, final)  # (through the memory write filter)
+    return final
+
+
+async def request_for(ctx: NodeContext, agent: Agent, node: str, iteration: int, specs: list[ToolSpec] | None = None,
                       text_mode: bool = False, route: routing.Route | None = None) -> LLMRequest:
     """The model request for ``agent``'s next turn at ``node`` in ``ctx``'s session, built in one
     place: the system prompt (with memories recalled for it), then history → the agent's view
     (its context budget: ``engine/compaction.py``, which may compact first) → the request, to
     the model ``route`` chose (default: the agent's primary)."""
-    config = route.config if route is not None else ctx.llm_config(agent.name)
+    config = route.config if route is not None else ctx.models.config(agent.name)
     prompt = templating.rendered(ctx, agent.system_prompt, f"the system prompt of agent '{agent.name}'")
     system = memory.recall(ctx, agent, node, prompt)
     specs = specs or []
@@ -134,7 +147,7 @@ async def request_for(ctx, agent: Agent, node: str, iteration: int, specs: list[
                       route=route.rule if route is not None else None)
 
 
-def _schema(ctx, agent: Agent) -> dict | None:
+def _schema(ctx: NodeContext, agent: Agent) -> dict | None:
     schema = structured.schema_of(ctx, agent)
     return schema.schema if schema is not None else None
 
@@ -161,7 +174,7 @@ def _interpret(response: LLMResponse, text_mode: bool, parts: list[str] | None =
     return Message(role="assistant", content=content, tool_calls=tool_calls), final, nudge
 
 
-async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegates: set[str],
+async def _finish_turn(ctx: NodeContext, node: str, agent: Agent, policy: ToolPolicy, delegates: set[str],
                        pending: list[ToolCall], selector: Selector | None = None) -> None:
     turn = next(m for m in reversed(ctx.state.messages) if m.role == "assistant")
     pending = guard.release_held(ctx, node, pending)  # results a rail held: never run twice
@@ -170,7 +183,7 @@ async def _finish_turn(ctx, node: str, agent: Agent, policy: ToolPolicy, delegat
     searches = {SEARCH} if selector is not None else set()
     local = delegates | searches  # (answered here, not by the registry)
     to_run = [(c, name) for c in pending if c.id not in refused and (name := c.full_name) not in local]
-    await ctx.registry.ready([name for _, name in to_run])
+    await ctx.deps.tools().ready([name for _, name in to_run])
     for call, name in to_run:  # every pause is asked before any call of the turn runs
         check_before_call(ctx, node, call.id, name, call.arguments, f"Agent '{agent.name}'")
     budget.before_tool_calls(ctx, agent.name, node, sum(1 for c, _ in to_run if not declined(ctx, c.id)))

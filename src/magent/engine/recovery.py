@@ -113,16 +113,16 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
     Every session open at ``cp`` (the main one and each child) is restored and takes back
     the model turn it wrote after ``cp``, if any; tool calls are judged per session.
     """
-    td = ctx.td
+    td = ctx.deps.td
 
     def history(leaf: str | None) -> list:
         return [to_message(e) for e in td.entries.path_to(leaf, entries)]
 
-    ctx.restore(cp, history(cp.leaf_entry_id), history)
+    ctx.checkpoints.restore(cp, history(cp.leaf_entry_id), history)
 
     adopted: set[str] = set()
     if not cp.awaiting_human:
-        for session in [ctx.main, *ctx.open_children()]:
+        for session in [ctx.state.main, *ctx.state.open_children()]:
             adopted |= _adopt_turn(ctx, session, entries)
     _close_answered_children(ctx)
 
@@ -131,29 +131,29 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
     recorded: set[str] = set()
     for event in events:
         ctx.meter.observe(event)  # what was spent after the checkpoint counts toward budgets
-        session = event.field("session") or MAIN_SESSION
+        sid = event.field("session") or MAIN_SESSION
         if event.type == "llm_call" and event.field("error"):
             continue  # a failed attempt: nothing answered, nothing counted
         if event.type == "llm_call":
             key = usage_key(event.field("model") or "", event.field("provider"))
             usage = Usage.of_call(event.model_extra or {})  # (no cost: litellm had no price for it)
-            ctx.usage_by_model[key] = ctx.usage_by_model.get(key, Usage()).add(usage)
-            ctx.total_usage = ctx.total_usage.add(usage)
-            ctx.turn_index += 1
+            ctx.state.usage_by_model[key] = ctx.state.usage_by_model.get(key, Usage()).add(usage)
+            ctx.state.total_usage = ctx.state.total_usage.add(usage)
+            ctx.state.turn_index += 1
             recorded.add(event.field("entry_id"))
-            owner = ctx.sessions.get(session)
+            owner = ctx.state.sessions.get(sid)
             if owner is not None and event.field("entry_id") in adopted and event.field("cursor") is not None:
                 owner.cursors[event.field("agent")] = event.field("cursor")
         elif event.type == "tool_call":
-            intents.setdefault(session, set()).add(event.field("call_id"))
+            intents.setdefault(sid, set()).add(event.field("call_id"))
         elif event.type == "tool_result":
-            results.setdefault(session, {})[event.field("call_id")] = event.model_dump()
+            results.setdefault(sid, {})[event.field("call_id")] = event.model_dump()
     _unrecorded_turns(ctx, adopted - recorded, entries)
     _abandon_lost_sessions(ctx, events)
     for sid, session_results in results.items():
-        recovery = ctx.recoveries.setdefault(sid, Recovery())
+        recovery = ctx.state.recoveries.setdefault(sid, Recovery())
         recovery.finished = {cid: ev for cid, ev in session_results.items() if "full_result" in ev}
-    for session in [ctx.main, *ctx.open_children()]:
+    for session in [ctx.state.main, *ctx.state.open_children()]:
         # Calls that were running when the checkpoint was written (by another session): their
         # intents are behind it, but they may have run. Answered since: adopted above.
         calls = _calls(session)
@@ -164,12 +164,12 @@ def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: 
             answered = {m.tool_call_id for m in session.messages if m.role == "tool"}
             intents.setdefault(session.id, set()).update(running - answered)
     for sid, started in intents.items():
-        recovery = ctx.recoveries.setdefault(sid, Recovery())
-        session = ctx.sessions.get(sid)
-        calls = _calls(session) if session is not None else None
+        recovery = ctx.state.recoveries.setdefault(sid, Recovery())
+        owner = ctx.state.sessions.get(sid)
+        calls = _calls(owner) if owner is not None else None
         # A call whose result event survived a power loss but whose result did not (its entry
         # lost, the event lean) ran: it is as unsure as one with no result event, not one to run.
-        answered = {m.tool_call_id for m in session.messages if m.role == "tool"} if session else set()
+        answered = {m.tool_call_id for m in owner.messages if m.role == "tool"} if owner else set()
         lost = {cid for cid, ev in results.get(sid, {}).items() if "full_result" not in ev and cid not in answered}
         recovery.started_calls = (started - set(results.get(sid, {}))) | (started & lost)
         if calls is not None and recovery.started_calls:
@@ -193,8 +193,8 @@ def _unrecorded_turns(ctx: RunContext, ids: set[str], entries: dict[str, Entry])
     side). The script cursor that record held is one past the checkpoint's for that agent."""
     for entry_id in ids:
         entry = entries.get(entry_id)
-        node = ctx.graph.nodes.get(entry.node) if entry is not None and entry.node else None
-        owner = ctx.sessions.get(entry.session or MAIN_SESSION) if entry is not None else None
+        node = ctx.deps.graph.nodes.get(entry.node) if entry is not None and entry.node else None
+        owner = ctx.state.sessions.get(entry.session or MAIN_SESSION) if entry is not None else None
         if entry is None or entry.role != "assistant" or owner is None or node is None or not node.agent_name:
             continue
         owner.cursors[node.agent_name] = owner.cursors.get(node.agent_name, 0) + 1
@@ -204,14 +204,14 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
     """Take back the model turn ``session`` wrote after the checkpoint: an assistant message
     that asked for tools, with whichever results followed. Returns the adopted entry ids."""
     if session.is_main or session.kind == "branch":  # walks the graph: an agent node's turn
-        node = ctx.graph.nodes.get(session.position or "")
+        node = ctx.deps.graph.nodes.get(session.position or "")
         if (session.node_done or node is None or node.kind != "agent"
                 or isinstance(session.progress, FanOutProgress)):
             return set()
         turn_node = session.position
     else:  # a sub-agent, map item or subtask: its one loop
         turn_node = session.node
-    tail = [e for e in ctx.td.entries.children_chain(session.leaf, entries, session=session.tag)]
+    tail = [e for e in ctx.deps.td.entries.children_chain(session.leaf, entries, session=session.tag)]
     compacted: set[str] = set()
     if tail and tail[0].entry_type == "compaction" and tail[0].node == turn_node:
         # A context budget's compaction, made just before the model call of the next turn:
@@ -251,10 +251,10 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
 def _close_answered_children(ctx: RunContext) -> None:
     """A sub-agent whose answer already reached its caller's history finished before the crash
     (between its last checkpoint and the next): it is done, not to be continued."""
-    for child in ctx.open_children():
+    for child in ctx.state.open_children():
         if child.kind != "agent" or not child.key.startswith("call:"):
             continue
-        parent = ctx.sessions.get(child.parent or MAIN_SESSION)
+        parent = ctx.state.sessions.get(child.parent or MAIN_SESSION)
         call_id = child.key[len("call:"):]
         if parent is not None and any(m.role == "tool" and m.tool_call_id == call_id for m in parent.messages):
             child.status = "completed"
@@ -268,7 +268,7 @@ def _abandon_lost_sessions(ctx: RunContext, events: list[Event]) -> None:
         if e.type == "session_finished":
             started.pop(e.field("session"), None)
     for sid, event in started.items():
-        if sid not in ctx.sessions:
-            ctx.bus.emit("session_finished", event.node, session=sid, status="failed",
+        if sid not in ctx.state.sessions:
+            ctx.deps.bus.emit("session_finished", event.node, session=sid, status="failed",
                          agent=event.field("agent"),
                          error="the run stopped before this session's first checkpoint; it starts again")

@@ -27,6 +27,7 @@ from magent.models.agent import FallbackModel, LLMConfig, RouteRule
 from magent.models.budget import Spent
 
 if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
     from magent.config.files import LoadedAgent
 
 
@@ -40,10 +41,10 @@ class Route:
     """How it was chosen (``routing[1] turn tool_result``); None when the agent does not route."""
 
 
-def choose(ctx, agent: Agent, node: str, iteration: int) -> Route:
+def choose(ctx: NodeContext, agent: Agent, node: str, iteration: int) -> Route:
     """The model of ``agent``'s turn ``iteration`` at ``node``; recorded as chosen when the
     agent routes (a ``model_routed`` event)."""
-    config = ctx.llm_config(agent.name)
+    config = ctx.models.config(agent.name)
     if not config.models and not config.routing:
         return Route(config, None)
     names = model_names(config)
@@ -59,14 +60,14 @@ def choose(ctx, agent: Agent, node: str, iteration: int) -> Route:
     return Route(chosen, rule)
 
 
-def _matches(ctx, agent: Agent, rule: RouteRule, iteration: int) -> str | None:
+def _matches(ctx: NodeContext, agent: Agent, rule: RouteRule, iteration: int) -> str | None:
     """What made ``rule`` match this turn (words for the trace), or None when it does not."""
     if rule.turn is not None:
         return f"turn {rule.turn}" if rule.turn in turn_kinds(ctx.state.messages, iteration,
                                                               agent.max_iterations) else None
     if rule.when is not None:
         human = ctx.state.metadata.get("human") or None
-        names = conditions.names_of(ctx.state, ctx.visits, human, ctx.last_output)
+        names = conditions.names_of(ctx.state, ctx.run.state.visits, human, ctx.last_output)
         return f"when {rule.when}" if conditions.evaluate(rule.when, names) else None
     return _budget_used(ctx, agent, rule.budget or 0)
 
@@ -101,10 +102,10 @@ def _answer_asked_again(messages: list[Message]) -> bool:
     return messages[-1].name in SENT_BACK_BY or not (answer.content or "").strip()
 
 
-def _budget_used(ctx, agent: Agent, percent: float) -> str | None:
+def _budget_used(ctx: NodeContext, agent: Agent, percent: float) -> str | None:
     """``budget max_model_calls 2 of 3 (67% ≥ 60%)`` for the most used limit that applies to
     ``agent`` when it is at least ``percent`` used, else None."""
-    run = ctx.run if hasattr(ctx, "run") else ctx
+    run = ctx.run
     most: tuple[float, str] | None = None
     for scope, limits in budget.limits(run, agent.name):
         spent = run.meter.spent.get(scope, Spent())

@@ -95,7 +95,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
 
 async def _first_node(ctx: RunContext, gate: guard.TaskGate) -> RunOutcome:
     """After checkpoint 0: the pause an input rail asked for on the task text, else the run."""
-    request = gate.request(ctx.graph.workflow.entry_point)
+    request = gate.request(ctx.deps.graph.workflow.entry_point)
     if request is not None:
         return Executor(ctx).pause(request)
     return await Executor(ctx).run()  # it starts the tool servers for the first node that may call one
@@ -105,20 +105,20 @@ async def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any]
            resumed: bool = False) -> None:
     """The first moments of a run: what the task text's rails did, its first message, checkpoint 0,
     then status ``running`` (unless a rail blocked the text: then nothing of it is written)."""
-    before = ctx.state
+    before = ctx.state.main.state
     for values in updates:
         if values:
-            ctx.state = merge_updates(ctx.state, values)
-    ctx.bus.emit("run_started", None, task_id=ctx.task.id, workflow=ctx.graph.name, target=target,
-                 description=ctx.redactor.text(ctx.task.description), resumed=resumed,
+            ctx.state.set_main_state(merge_updates(ctx.state.main.state, values))
+    ctx.deps.bus.emit("run_started", None, task_id=ctx.deps.task.id, workflow=ctx.deps.graph.name, target=target,
+                 description=ctx.deps.redactor.text(ctx.deps.task.description), resumed=resumed,
                  from_start=resumed or None)
-    statekeys.report_unread(ctx, before, ctx.state)
-    gate.record(ctx)
+    statekeys.report_unread(ctx.node(), before, ctx.state.main.state)
+    gate.record(ctx.node())
     if gate.blocked:
         return
     ctx.add_message(Message(role="user", content=gate.text), node=None)
-    ctx.checkpoint("run_start")
-    ctx.task = await off_loop(ctx.td.save_task, ctx.task.model_copy(update={
+    ctx.checkpoints.inputs_taken("run_start")
+    ctx.deps.task = await off_loop(ctx.deps.td.save_task, ctx.deps.task.model_copy(update={
         "status": TaskStatus.running, "started_at": now(), "error": None}))
 
 
@@ -155,10 +155,10 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
             try:
                 recover(ctx, cp, entries, later)
                 for note in notes:
-                    ctx.bus.emit("warning", None, message=note)
-                ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                    ctx.deps.bus.emit("warning", None, message=note)
+                ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                              from_checkpoint=cp.sequence, retry=retry or None,
-                             description=ctx.redactor.text(task.description))
+                             description=ctx.deps.redactor.text(task.description))
                 if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
                     await need_tools(ctx)  # the decision names a tool of the registry
                 outcome = await go_on(ctx, cp, feedback, new_state)
@@ -190,7 +190,7 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     ctx = open_context(needs, td, task, options, sinks, start_seq=seq)
     try:
         for note in notes:
-            ctx.bus.emit("warning", None, message=note)
+            ctx.deps.bus.emit("warning", None, message=note)
         await _begin(ctx, gate, initial, set_values, target=task.target, resumed=True)
         if gate.blocked:
             outcome = Executor(ctx).fail(gate.failure, "guardrail")
@@ -255,13 +255,13 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
             on_task(task)
         ctx = open_context(needs, td, task, options, sinks, start_seq=0)
         try:
-            ctx.restore(td.checkpoints.read(0), _messages(path),
+            ctx.checkpoints.restore(td.checkpoints.read(0), _messages(path),
                         lambda leaf: _messages(src.entries.path_to(leaf, entries)))
-            ctx.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+            ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          forked_from=parent.id, from_checkpoint=checkpoint,
-                         description=ctx.redactor.text(task.description))
-            ctx.bus.emit("checkpoint", first.position, sequence=0, reason="fork")
-            ctx.task = td.save_task(ctx.task.model_copy(update={"status": TaskStatus.running,
+                         description=ctx.deps.redactor.text(task.description))
+            ctx.deps.bus.emit("checkpoint", first.position, sequence=0, reason="fork")
+            ctx.deps.task = td.save_task(ctx.deps.task.model_copy(update={"status": TaskStatus.running,
                                                                 "started_at": now()}))
             if paused:
                 outcome = Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)

@@ -1,11 +1,9 @@
-"""Sessions: the conversation threads of one run, and the view a node works through.
+"""Sessions: the conversation threads of one run.
 
 A ``Session`` is one thread's own state — history, agent, status, leaf entry,
 in-loop progress, scripted-model cursors and, for the main session and parallel
 branches, a position in the workflow graph. Everything durable still goes through
-``RunContext`` verbs; ``SessionContext`` binds those verbs to one session, so a
-node kind or the ReAct loop does not care whether it runs in the task's own
-conversation, a sub-agent's, a branch of a fan-out or an item of a map.
+the run (``engine/context.py``); a node works through a ``NodeContext`` bound to one session.
 """
 
 from __future__ import annotations
@@ -13,18 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from magent.engine.control import Suspended
 from magent.models import Message, State
-from magent.models.progress import ProgressOfAKind, as_kind, blank
 from magent.models.progress import P as ProgressKind
+from magent.models.progress import ProgressOfAKind, as_kind, blank
 from magent.models.session import MAIN_SESSION, SessionPosition
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
-    from magent.engine.context import Recovery, RunContext
-    from magent.llm.base import AttemptSink, LLMClient, LLMRequest, LLMResponse
-    from magent.models import Checkpoint, Entry, HumanFeedback
+    from magent.engine.events import EventBus
+    from magent.models import Checkpoint, Entry
 
 
 class StopSignal:
@@ -119,119 +115,29 @@ class Session:
                    output=pos.output)
 
 
-class _SessionBus:
+class SessionBus:
     """The run's event bus, stamping each event with the session it comes from."""
 
-    def __init__(self, run: "RunContext", session: Session):
-        self._run = run
+    def __init__(self, bus: "EventBus", session: Session):
+        self._bus = bus
         self._session = session
 
     @property
     def seq(self) -> int:
-        return self._run.bus.seq
+        return self._bus.seq
 
     @property
     def wants_live(self) -> bool:
-        return self._run.bus.wants_live
+        return self._bus.wants_live
 
-    def emit(self, type: str, node: str | None = None, **fields: Any):  # type: ignore[no-untyped-def]
+    def emit(self, type: str, node: str | None = None, **fields: Any) -> Any:
         if not self._session.is_main:
             fields.setdefault("session", self._session.id)
-        return self._run.bus.emit(type, node, **fields)
+        return self._bus.emit(type, node, **fields)
 
 
-class SessionContext:
-    """What a node and the ReAct loop work through: the run's verbs, bound to one session.
-
-    Attributes not defined here (``graph``, ``td``, ``registry``, ``options``, ``redactor``,
-    ``pins``, ``visits``, ``checkpoint``, ``llm_config``...) are the run's.
-    """
-
-    def __init__(self, run: "RunContext", session: Session):
-        self.run = run
-        self.session = session
-        self.bus = _SessionBus(run, session)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.run, name)
-
-    # What a model turn reads of the run most (15 times a turn of a ReAct loop), read through
-    # without ``__getattr__``, which Python calls only after the usual lookup failed: that failure
-    # builds an AttributeError, message included, each time (about 1 us).
-    graph = property(lambda self: self.run.graph)
-    registry = property(lambda self: self.run.registry)
-    redactor = property(lambda self: self.run.redactor)
-    pins = property(lambda self: self.run.pins)
-    task = property(lambda self: self.run.task)
-    td = property(lambda self: self.run.td)
-    options = property(lambda self: self.run.options)
-    llm_config = property(lambda self: self.run.llm_config)
-    begin_commit = property(lambda self: self.run.begin_commit)
-    checkpoint = property(lambda self: self.run.checkpoint)
-
-    # the session's own state
-    @property
-    def state(self) -> State:
-        return self.session.state
-
-    @property
-    def progress(self) -> ProgressOfAKind:
-        return self.session.progress
-
-    @property
-    def recovery(self) -> "Recovery":
-        return self.run.recovery_of(self.session)
-
-    @property
-    def last_output(self) -> str:
-        if self.session.is_main:
-            return self.run.last_output
-        return self.session.output or ""
-
-    def set_output(self, node: str, output: str | None, value: Any = None) -> None:
-        self.run.set_output(node, output, self.session, value)
-
-    def take_feedback(self, node: str) -> "HumanFeedback | None":
-        return self.run.take_feedback(node, self.session)
-
-    # durable verbs, in this session
-    def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
-                    entry_id: str | None = None) -> str:
-        return self.run.add_message(message, node=node, turn_id=turn_id, entry_id=entry_id,
-                                    session=self.session)
-
-    def client_for(self, agent_name: str) -> "LLMClient":
-        return self.run.client_for(agent_name, self.session)
-
-    async def call_model(self, request: "LLMRequest", *, node: str, iteration: int,
-                         on_token: "Callable[[str], None] | None" = None) -> "LLMResponse":
-        return await self.run.call_model(request, node=node, iteration=iteration, on_token=on_token,
-                                         session=self.session)
-
-    def attempt_sink(self, *, agent: str, node: str | None, iteration: int,
-                     rail: str | None = None, request: "LLMRequest | None" = None,
-                     keep_messages: bool = False) -> "AttemptSink":
-        return self.run.attempt_sink(agent=agent, node=node, iteration=iteration, session=self.session,
-                                     rail=rail, request=request, keep_messages=keep_messages)
-
-    def record_llm_call(self, response: "LLMResponse", *, node: str | None, agent: str, iteration: int,
-                        entry_id: str | None = None, rail: str | None = None,
-                        request: "LLMRequest | None" = None, keep_messages: bool = False) -> None:
-        self.run.record_llm_call(response, node=node, agent=agent, iteration=iteration,
-                                 entry_id=entry_id, session=self.session, rail=rail, request=request,
-                                 keep_messages=keep_messages)
-
-    def turn_durable(self) -> "Awaitable[None] | None":
-        """Only the main session's replies are committed on their own (``begin_commit``)."""
-        return self.run.turn_durable() if self.session.is_main else None
-
-    def check_stop(self) -> None:
-        """A safe point: stop here (``Suspended``) if this session's group was asked to."""
-        if not self.session.is_main and self.session.stop.is_set:
-            raise Suspended(self.session.id)
-
-
-def entries_in_use(cp: "Checkpoint", entries: dict[str, "Entry"], path_to) -> list["Entry"]:  # type: ignore[no-untyped-def]
+def entries_in_use(cp: "Checkpoint", entries: dict[str, "Entry"],
+                   path_to: "Callable[[str, dict[str, Entry]], list[Entry]]") -> list["Entry"]:
     """The entries a run continuing from ``cp`` reads, in file order: the main session's
     history, each open child's, and the finished children's answers its progress refers to.
     What a fork copies into its new task."""
@@ -242,4 +148,3 @@ def entries_in_use(cp: "Checkpoint", entries: dict[str, "Entry"], path_to) -> li
         if leaf is not None and leaf in entries:
             wanted.update(e.id for e in path_to(leaf, entries))
     return [e for e in entries.values() if e.id in wanted]
-

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 KNOWN_KINDS = {"agent", "reflection", "tool", "condition", "human"}
 FIELDS = ("routing_key", "next_action", "current_agent")
@@ -122,10 +125,10 @@ def changed(before: Any, after: Any) -> dict[str, Any]:
     return out
 
 
-def report_unread(ctx: Any, before: Any, after: Any) -> None:
+def report_unread(ctx: NodeContext, before: Any, after: Any) -> None:
     """A ``warning`` event for each value a person set (``--set``, ``--modify``, an inline edit)
     that nothing in the workflow reads: it is kept in State, but changes nothing."""
-    for key in reads_of(ctx.graph).unread(changed(before, after)):
+    for key in reads_of(ctx.deps.graph).unread(changed(before, after)):
         ctx.bus.emit("warning", None, message=(
-            f"{key} was set, but nothing in {ctx.graph.kind} '{ctx.graph.name}' reads it (no edge "
+            f"{key} was set, but nothing in {ctx.deps.graph.kind} '{ctx.deps.graph.name}' reads it (no edge "
             "condition or tool argument uses it); it is kept in State and changes nothing"))

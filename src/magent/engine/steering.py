@@ -10,15 +10,21 @@ is off the checkpoint's path, so the conversation holds it once).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magent import failpoints
 from magent.engine.control import CancelRun, PauseRun
 from magent.models import HumanRequest, Message
 from magent.store.signals import pending
 
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext, RunContext
+    from magent.engine.sessions import Session
+
 PAUSED = "Paused by an operator (magent tasks pause). Approve to go on."
 
 
-def drain(ctx, node: str) -> None:
+def drain(ctx: NodeContext, node: str) -> None:
     """A safe point of ``ctx``'s session: apply the signals sent since the last one applied.
 
     Messages become ``injection`` entries of this session (its model reads them as user
@@ -27,7 +33,7 @@ def drain(ctx, node: str) -> None:
     that names a session (``magent chat --session``) waits for that one while it is open, and
     so do the signals after it: they stay in order."""
     run = ctx.run
-    waiting = pending(run.td.path, run.signals_applied)
+    waiting = pending(run.deps.td.path, run.state.signals_applied)
     here = ctx.session.id
     applied = False
     for signal in waiting:
@@ -35,11 +41,11 @@ def drain(ctx, node: str) -> None:
         if target and target != here and _open(run, target):
             break
         number, kind = signal["signal"], signal["kind"]
-        run.signals_applied, applied = number, True
+        run.state.signals_applied, applied = number, True
         if kind == "message":
             text = str(signal.get("text") or "")
             run.add_message(Message(role="user", content=text), node=node, session=ctx.session, signal=number)
-            ctx.bus.emit("injection", node, signal=number, message=run.redactor.text(text))
+            ctx.bus.emit("injection", node, signal=number, message=run.deps.redactor.text(text))
             failpoints.hit("after_injection")
         elif kind == "pause":
             ctx.bus.emit("signal", node, signal=number, kind="pause")
@@ -52,17 +58,17 @@ def drain(ctx, node: str) -> None:
             ctx.bus.emit("warning", node, message=f"control signal {number} could not be read "
                                                   f"({signal.get('error')}); skipped")
     if applied:
-        run.checkpoint("signal")
+        run.checkpoints.inputs_taken("signal")
         failpoints.hit("after_signals_applied")
 
 
-def _open(run, session_id: str) -> bool:  # type: ignore[no-untyped-def]
+def _open(run: RunContext, session_id: str) -> bool:
     """The session is still running: it takes the signals that name it."""
-    session = run.sessions.get(session_id)
+    session = run.state.sessions.get(session_id)
     return session is not None and session.status == "running"
 
 
-def _stop_all(session) -> None:  # type: ignore[no-untyped-def]
+def _stop_all(session: Session) -> None:
     """Ask every session of the run to stop at its next safe point (the run is cancelled)."""
     root = session.stop
     while root.parent is not None:

@@ -10,10 +10,15 @@ the run pauses for a person.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magent.engine.control import NodeFailed, PauseRun
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, LLMResponse
 from magent.models import Agent, HumanRequest, Message
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 MAX_CONTINUATIONS = 2
 """How many times a cut reply is continued before the node fails."""
@@ -30,11 +35,11 @@ def stopped_short(response: LLMResponse) -> bool:
     return response.stop_reason == "length" and not response.tool_calls
 
 
-def take(ctx, agent: Agent, node: str, iteration: int, request: LLMRequest, response: LLMResponse) -> None:
+def take(ctx: NodeContext, agent: Agent, node: str, iteration: int, request: LLMRequest, response: LLMResponse) -> None:
     """Record a reply that ``stopped_short`` and act on it: return when the model is to be
-    asked to continue; raise ``NodeFailed`` or ``PauseRun`` otherwise."""
+    asked to continue (the turn is done); raise ``NodeFailed`` or ``PauseRun`` otherwise."""
     entry_id = new_id()
-    ctx.record_llm_call(response, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
+    ctx.models.record(response, ctx.session, node=node, agent=agent.name, iteration=iteration, entry_id=entry_id,
                         request=request)
     refused = response.stop_reason != "length"
     text = (response.refusal or response.content) if refused else response.content
@@ -50,7 +55,6 @@ def take(ctx, agent: Agent, node: str, iteration: int, request: LLMRequest, resp
         raise NodeFailed(_cut(ctx, agent, response, continued), kind="truncated")
     p.parts.append(response.content)
     ctx.add_message(Message(role="user", content=CONTINUE), node=node)
-    ctx.checkpoint("llm_turn")
 
 
 def reason(response: LLMResponse) -> str:
@@ -61,7 +65,7 @@ def reason(response: LLMResponse) -> str:
     return "the provider's content filter blocked the reply (finish reason content_filter)"
 
 
-def resume_refusal(ctx, node: str) -> None:
+def resume_refusal(ctx: NodeContext, node: str) -> None:
     """Going on after a person decided at a refusal pause: reject fails the node; approve asks
     the model again, with the person's message when they gave one."""
     human = ctx.state.metadata.get("human") or {}
@@ -77,7 +81,7 @@ def resume_refusal(ctx, node: str) -> None:
                             if answer.message else "[a person, approve] Try again."), node=node)
 
 
-def _refused(ctx, agent: Agent, node: str, response: LLMResponse) -> None:
+def _refused(ctx: NodeContext, agent: Agent, node: str, response: LLMResponse) -> None:
     said = f"agent '{agent.name}': {reason(response)} (model {response.model})"
     if agent.on_refusal == "fail":
         raise NodeFailed(said, kind="refusal")
@@ -89,8 +93,8 @@ def _refused(ctx, agent: Agent, node: str, response: LLMResponse) -> None:
         details={"agent": agent.name, "model": response.model, "stop_reason": response.stop_reason}))
 
 
-def _cut(ctx, agent: Agent, response: LLMResponse, continued: int) -> str:
-    limit = ctx.llm_config(agent.name).max_tokens
+def _cut(ctx: NodeContext, agent: Agent, response: LLMResponse, continued: int) -> str:
+    limit = ctx.models.config(agent.name).max_tokens
     named = f"llm_config.max_tokens: {limit:,}" if limit else "the model's own limit (no llm_config.max_tokens)"
     where = f"agent '{agent.name}': the reply of model {response.model} was cut off at the output limit ({named})"
     if agent.on_truncation == "fail":

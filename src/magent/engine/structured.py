@@ -21,6 +21,7 @@ from magent.engine.control import NodeFailed
 from magent.models import Agent, Message
 
 if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
     from magent.config.files import LoadedAgent
     from magent.config.yamlfile import SourceFile
 
@@ -54,13 +55,13 @@ def compile_schemas(agents: dict[str, "LoadedAgent"], workflow_source: "SourceFi
     return out
 
 
-def schema_of(ctx: Any, agent: Agent) -> OutputSchema | None:
-    return ctx.graph.output_schemas.get(agent.name)
+def schema_of(ctx: NodeContext, agent: Agent) -> OutputSchema | None:
+    return ctx.deps.graph.output_schemas.get(agent.name)
 
 
-def accept(ctx: Any, agent: Agent, node: str, answer: str) -> bool:
+def accept(ctx: NodeContext, agent: Agent, node: str, answer: str) -> bool:
     """After a final answer's entry: True when it fits (or the agent declares no schema); False
-    when it went back to the model. Raises ``NodeFailed`` once the retries are used up."""
+    when it went back to the model (the turn is done). Raises ``NodeFailed`` once the retries are used up."""
     schema = schema_of(ctx, agent)
     if schema is None:
         return True
@@ -69,7 +70,7 @@ def accept(ctx: Any, agent: Agent, node: str, answer: str) -> bool:
         return True
     p = ctx.progress
     done = p.output_retries
-    ctx.bus.emit("output_invalid", node, agent=agent.name, problem=ctx.redactor.text(problem),
+    ctx.bus.emit("output_invalid", node, agent=agent.name, problem=ctx.deps.redactor.text(problem),
                  retry=done + 1 if done < agent.output_retries else None, retries=agent.output_retries)
     if done >= agent.output_retries:
         raise NodeFailed(f"agent '{agent.name}': the answer does not fit its output_schema "
@@ -78,14 +79,13 @@ def accept(ctx: Any, agent: Agent, node: str, answer: str) -> bool:
     ctx.add_message(Message(role="user", name="magent", content=(
         f"Your answer was not accepted: {problem}. Reply with only a JSON value (no other text) "
         f"that fits this JSON Schema:\n{json.dumps(schema.schema, ensure_ascii=False)}")), node=node)
-    ctx.checkpoint("llm_turn")
     return False
 
 
-def value_of(ctx: Any, agent_name: str, answer: str | None) -> Any:
+def value_of(ctx: NodeContext, agent_name: str, answer: str | None) -> Any:
     """The parsed value of ``agent_name``'s final ``answer`` when it declares a schema (None
     otherwise, or when a person accepted an answer that does not fit)."""
-    schema = ctx.graph.output_schemas.get(agent_name)
+    schema = ctx.deps.graph.output_schemas.get(agent_name)
     if schema is None or answer is None:
         return None
     value, _ = schema.parse(answer)

@@ -18,6 +18,7 @@ from magent.engine.control import NodeFailed
 from magent.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
     from magent.config.files import LoadedAgent
 
 SET_BY_MAGENT = {"last_output", "outputs", "human", "reflection", "result", "last_value", "result_value"}
@@ -130,7 +131,7 @@ def require(templates: Templates, initial: dict[str, Any] | None) -> None:
                          f"--set {key}=VALUE{more}")
 
 
-def rendered(ctx: Any, text: str, what: str) -> str:
+def rendered(ctx: NodeContext, text: str, what: str) -> str:
     """``text`` rendered for ``ctx``'s session; a failure fails the node, naming ``what``."""
     if not is_template(text):
         return text

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
     from magent.llm.base import ToolSpec
     from magent.models import Agent
 
@@ -26,14 +27,14 @@ def decide(agent: "Agent", client: Any, model: str) -> tuple[bool, str]:
     return not native, why
 
 
-def tell(ctx: Any, agent: "Agent", node: str, specs: list["ToolSpec"]) -> bool:
+def tell(ctx: NodeContext, agent: "Agent", node: str, specs: list["ToolSpec"]) -> bool:
     """Decide ``agent``'s mode, record it as a ``tool_mode`` event when it has tools (without,
     there is nothing to call: only ``tool_calling: text`` asks for the text format), and return
     whether it is text mode."""
     if not specs:
         return agent.tool_calling == "text"
-    model = ctx.llm_config(agent.name).model
-    text, why = decide(agent, ctx.client_for(agent.name), model)
+    model = ctx.models.config(agent.name).model
+    text, why = decide(agent, ctx.models.client(agent.name, ctx.session), model)
     ctx.bus.emit("tool_mode", node, agent=agent.name, model=model, mode="text" if text else "native",
                  setting=agent.tool_calling, reason=why, session=ctx.session.tag)
     return text

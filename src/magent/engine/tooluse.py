@@ -7,7 +7,8 @@ may not have happened, which is why only idempotent tools are re-run blindly.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from magent import failpoints
 from magent.engine import argrails, guard
@@ -18,8 +19,11 @@ from magent.store.events import truncate
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.policy import ToolPolicy
 
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
-def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, asker: str) -> None:
+
+def check_before_call(ctx: NodeContext, node: str, call_id: str, name: str, arguments: Any, asker: str) -> None:
     """Pause (raise ``PauseRun``) if this call needs a person first; otherwise return.
 
     In order: an input rail that asked a person about the call's arguments; a tool whose
@@ -30,11 +34,11 @@ def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, a
     if call_id in ctx.progress.decisions or argrails.refusal(ctx, call_id):
         return  # decided already, or not to be made (``declined`` says why)
     argrails.check_pause(ctx, node, call_id, name, arguments)
-    tool = ctx.registry.get(name)
+    tool = ctx.deps.tools().get(name)
     if tool is None:
         return  # unknown tools are refused by the registry as an observation
     details = {"call_id": call_id, "tool": name, "arguments": arguments}
-    change = ctx.pins.check(tool)
+    change = ctx.deps.pins.check(tool)
     if change is not None:
         raise PauseRun(HumanRequest(kind="tool_changed", node=node, allowed_actions=["approve", "reject"],
                                     question=change.question, output=change.text(),
@@ -50,15 +54,15 @@ def check_before_call(ctx, node: str, call_id: str, name: str, arguments: Any, a
                                     output=_shown(name, arguments), details=details))
 
 
-def check_logins(ctx, node: str) -> None:
+def check_logins(ctx: NodeContext, node: str) -> None:
     """Pause (kind ``auth``) when a tool server of the run wants an OAuth login magent does not
     have: the person runs the login command the pause names, then ``magent resume``."""
-    for name, provider in sorted(ctx.registry.providers.items()):
+    for name, provider in sorted(ctx.deps.tools().providers.items()):
         login = getattr(provider, "login_needed", None)
         if login is not None:
             raise PauseRun(HumanRequest(
                 kind="auth", node=node, allowed_actions=["approve"],
-                question=f"{login}, then `magent resume {ctx.task.id[:8]}`",
+                question=f"{login}, then `magent resume {ctx.deps.task.id[:8]}`",
                 details={"server": name, "command": login.command}))
 
 
@@ -67,7 +71,7 @@ def _shown(name: str, arguments: Any) -> str:
     return f"{name}({truncate(str(arguments), 500)})"
 
 
-def declined(ctx, call_id: str) -> str | None:
+def declined(ctx: NodeContext, call_id: str) -> str | None:
     """Why ``call_id`` is not run: an input rail blocked its arguments, or a person declined it."""
     blocked = argrails.refusal(ctx, call_id)
     if blocked is not None:
@@ -78,7 +82,7 @@ def declined(ctx, call_id: str) -> str | None:
     return None
 
 
-def approval_note(ctx, call_id: str) -> str:
+def approval_note(ctx: NodeContext, call_id: str) -> str:
     """What a person said when approving ``call_id``, to put before the call's result."""
     decision = ctx.progress.decisions.get(call_id)
     if decision is not None and decision.action == "run" and decision.message:
@@ -86,7 +90,7 @@ def approval_note(ctx, call_id: str) -> str:
     return ""
 
 
-async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
+async def run_tool_call(ctx: NodeContext, node: str, call: ToolCall, policy: ToolPolicy) -> ToolResult:
     """Run one call the model asked for; its result becomes an entry whatever happens."""
     name = call.full_name
     arguments = call.arguments  # (as the input rails left them: ``argrails.screen_turn``)
@@ -97,14 +101,14 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     # keeps it). An idempotent call waits only for the commit its turn began when its reply was
     # written (``RunContext.begin_commit``): it writes its intent and gets ready while the reply
     # is synced. Without such a commit it waits before its intent, sharing the next one.
-    turn = ctx.turn_durable() if idempotent else None
+    turn = ctx.checkpoints.reply_synced(ctx.session) if idempotent else None
     if idempotent and turn is None:
-        await ctx.durable("tool")
+        await ctx.checkpoints.before_tool()
     ctx.bus.emit("tool_call", node, call_id=call.id, tool=name,
-                 arguments=ctx.redactor.data(arguments) if call.raw_arguments is None
-                 else {"_raw": ctx.redactor.text(call.raw_arguments)})
+                 arguments=ctx.deps.redactor.data(arguments) if call.raw_arguments is None
+                 else {"_raw": ctx.deps.redactor.text(call.raw_arguments)})
     if not idempotent:
-        await ctx.durable("tool", idempotent=False)
+        await ctx.checkpoints.before_tool(idempotent=False)
     failpoints.hit("after_tool_intent")
     if call.raw_arguments is not None:
         result = ToolResult(outcome="ERROR", tool=name,
@@ -117,13 +121,13 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
         if turn is not None:
             await turn
             turn = None
-        context = current_call.set(CallContext(task_id=ctx.task.id, agent=policy.agent, node=node,
+        context = current_call.set(CallContext(task_id=ctx.deps.task.id, agent=policy.agent, node=node,
                                                call_id=call.id, emit=ctx.bus.emit,
                                                elicitation=elicitation_of(ctx, policy.agent),
                                                record=recorder(ctx, node, policy.agent, call.id),
                                                output=live_output(ctx, node, call.id, name)))
         try:  # (``tools.base.calling``, without a generator per call)
-            result = await ctx.registry.call(name, arguments, allowed=policy.names, screen=screen)
+            result = await ctx.deps.tools().call(name, arguments, allowed=policy.names, screen=screen)
         finally:
             current_call.reset(context)
         failpoints.hit("after_tool_call")
@@ -139,38 +143,38 @@ async def run_tool_call(ctx, node: str, call: ToolCall, policy: ToolPolicy) -> T
     return result
 
 
-def elicitation_of(ctx, agent: str | None) -> str | None:  # type: ignore[no-untyped-def]
+def elicitation_of(ctx: NodeContext, agent: str | None) -> str | None:
     """The agent's ``elicitation`` setting (None for a workflow's own call)."""
-    loaded = ctx.graph.agents.get(agent) if agent else None
+    loaded = ctx.deps.graph.agents.get(agent) if agent else None
     return loaded.agent.elicitation if loaded is not None else None
 
 
-def recorder(ctx, node: str, agent: str | None, call_id: str):  # type: ignore[no-untyped-def]
+def recorder(ctx: NodeContext, node: str, agent: str | None, call_id: str) -> Callable[..., None]:
     """``CallContext.record`` for a call: an event beside it in the trace, its fields masked."""
     def record(type_: str, **fields: Any) -> None:
-        ctx.bus.emit(type_, node, agent=agent, call_id=call_id, **ctx.redactor.data(fields))
+        ctx.bus.emit(type_, node, agent=agent, call_id=call_id, **ctx.deps.redactor.data(fields))
     return record
 
 
-def live_output(ctx, node: str, call_id: str, tool: str):  # type: ignore[no-untyped-def]
+def live_output(ctx: NodeContext, node: str, call_id: str, tool: str) -> Callable[[str, str], None] | None:
     """What a tool prints as it runs, as live-only ``tool_output`` events (masked like the model's
     streamed text); None when no sink watches live events."""
     if not ctx.bus.wants_live:
         return None
 
     def output(stream: str, line: str) -> None:
-        ctx.bus.emit("tool_output", node, call_id=call_id, tool=tool, stream=stream, line=ctx.redactor.text(line))
+        ctx.bus.emit("tool_output", node, call_id=call_id, tool=tool, stream=stream, line=ctx.deps.redactor.text(line))
     return output
 
 
-def in_flight(ctx, call_id: str) -> None:
+def in_flight(ctx: NodeContext, call_id: str) -> None:
     """Note in the session's progress that ``call_id`` is running. Another session may write a
     checkpoint while it runs; this is how that checkpoint knows the call may have happened (its
     intent event comes before the checkpoint, where recovery does not look)."""
     ctx.progress.running.append(call_id)
 
 
-def landed(ctx, call_id: str) -> None:
+def landed(ctx: NodeContext, call_id: str) -> None:
     running = ctx.progress.running
     if call_id in running:
         running.remove(call_id)

@@ -10,7 +10,7 @@ from pydantic_core import to_jsonable_python
 
 from magent import failpoints
 
-from magent.engine.context import RunContext, RunOptions
+from magent.engine.context import RunContext, RunDeps, RunOptions
 from magent.engine.events import EventBus
 from magent.engine.graph import Graph
 from magent.engine.offloop import off_loop
@@ -29,6 +29,7 @@ Sink = Callable[[Event], None]
 def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
                  start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
+    from magent.tools.pinning import PINS_FILE, PinStore
     from magent.trace import may_export
 
     redactor = redactor or Redactor.configured(needs.secrets)
@@ -60,13 +61,11 @@ def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, 
                 sink(shown)
 
     bus.subscribe(deliver, live=bool(sinks), raw=True)
-    ctx = RunContext(graph=needs.graph, task=task, td=td, bus=bus, registry=None, options=options,
-                     redactor=redactor, needs=needs)
+    ctx = RunContext(RunDeps(graph=needs.graph, needs=needs, task=task, td=td, bus=bus, options=options,
+                             redactor=redactor, pins=PinStore(td.path / PINS_FILE), telemetry=telemetry))
     from magent.store.toolstats import Outcomes
 
     bus.subscribe(Outcomes(td.store.root).observe, live=False, raw=True)  # (tool selection)
-    ctx.telemetry = telemetry
-    ctx.tools_starting = None  # need_tools
     td.commit_with(durability_of(options, needs.graph, task))
     return ctx
 
@@ -84,7 +83,7 @@ async def need_tools(ctx: RunContext) -> None:
     """The run's tool servers, started the first time a node that may call a tool is about to
     run (``Executor``): a run or a resume that stops at a person's step starts none, and pays
     no server's seconds to find that out. Branches of a fan-out asking at once share one start."""
-    if ctx.registry is not None:
+    if ctx.deps.registry is not None:
         return
     starting = ctx.tools_starting
     if starting is None:
@@ -96,21 +95,21 @@ async def _start_tools(ctx: RunContext) -> None:
     """Start the tool servers the run can reach (seconds, so after the first checkpoint)."""
     from magent.engine.toolbox import open_registry
 
-    redactor = ctx.redactor  # it knows the servers' secrets already (RunNeeds.with_servers)
-    ctx.registry = await open_registry(ctx.needs, ctx.td, ctx.options, redact=lambda text: redactor.text(text))
-    for problem in ctx.pins.warnings:
-        ctx.bus.emit("warning", None, message=problem)
-    for server in ctx.registry.start_errors:
-        ctx.bus.emit("warning", None, message=f"tool server {server!r} did not start: "
-                                              f"{ctx.registry.down_reason(server)}")
+    redactor = ctx.deps.redactor  # it knows the servers' secrets already (RunNeeds.with_servers)
+    registry = ctx.deps.registry = await open_registry(ctx.deps.needs, ctx.deps.td, ctx.deps.options, redact=lambda text: redactor.text(text))
+    for problem in ctx.deps.pins.warnings:
+        ctx.deps.bus.emit("warning", None, message=problem)
+    for server in registry.start_errors:
+        ctx.deps.bus.emit("warning", None, message=f"tool server {server!r} did not start: "
+                                              f"{registry.down_reason(server)}")
 
 
 def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
-    """``outcome`` with ``ctx.options.report``'s reading of the task. Called after ``close_run`` (the
+    """``outcome`` with ``ctx.deps.options.report``'s reading of the task. Called after ``close_run`` (the
     trace is written) and before the lock is released: once it is, a retention sweep may remove
     a finished task at any moment, so nothing of the run may be read back after that."""
-    if ctx.options.report is not None:
-        outcome.report = ctx.options.report(ctx.td)
+    if ctx.deps.options.report is not None:
+        outcome.report = ctx.deps.options.report(ctx.deps.td)
     return outcome
 
 
@@ -129,13 +128,13 @@ async def close_run(ctx: RunContext) -> None:
         if starting is not None and not starting.done():  # the run was stopped while they started
             starting.cancel()
             await asyncio.gather(starting, return_exceptions=True)
-        if ctx.registry is not None:
-            await asyncio.shield(ctx.registry.close())
+        if ctx.deps.registry is not None:
+            await asyncio.shield(ctx.deps.registry.close())
     finally:
         # The sync settles the group commit's work on the loop's thread, which owns it; what
         # follows touches only this task's files.
-        ctx.td.sync()
+        ctx.deps.td.sync()
         failpoints.hit("before_trace")
-        await off_loop(_write_out, ctx.td, write_trace)
-        if ctx.telemetry is not None:
-            ctx.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does
+        await off_loop(_write_out, ctx.deps.td, write_trace)
+        if ctx.deps.telemetry is not None:
+            ctx.deps.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does

@@ -183,7 +183,7 @@ def _session_id(ctx: Any) -> str:
 def _first_user_message(ctx: Any) -> str:
     """What the agent was asked: its session's first user message (the task, for the main one)."""
     return next((m.content for m in ctx.state.messages if m.role == "user" and m.content),
-                ctx.task.description)
+                ctx.deps.task.description)
 
 
 def _task_query(ctx: Any) -> str:
@@ -191,7 +191,7 @@ def _task_query(ctx: Any) -> str:
     (a node's prompt, a person's message)."""
     users = [m.content for m in ctx.state.messages if m.role == "user" and m.content]
     if not users:
-        return ctx.task.description[:RECALL_QUERY_CHARS]
+        return ctx.deps.task.description[:RECALL_QUERY_CHARS]
     parts = [users[0]] + ([users[-1]] if len(users) > 1 and users[-1] != users[0] else [])
     return "\n".join(parts)[:RECALL_QUERY_CHARS]
 
@@ -202,10 +202,10 @@ def _short(text: str, limit: int) -> str:
 
 def of(ctx: Any) -> RunMemory:
     """The run's memory (made here if the run's registry was built without one)."""
-    run = getattr(ctx.registry, "memory", None)
+    run = getattr(ctx.deps.registry, "memory", None)
     if run is None:
-        run = RunMemory.for_graph(ctx.graph, ctx.task.id, ctx.redactor.text)
-        ctx.registry.memory = run
+        run = RunMemory.for_graph(ctx.deps.graph, ctx.deps.task.id, ctx.deps.redactor.text)
+        ctx.deps.registry.memory = run
     return run
 
 
@@ -224,6 +224,6 @@ def summarize(ctx: Any, agent: "Agent", node: str, answer: str) -> None:
 
 def finish(ctx: Any) -> None:
     """The engine's hook when a run ends (see ``RunMemory.finish``)."""
-    run = getattr(ctx.registry, "memory", None)
+    run = getattr(ctx.deps.registry, "memory", None)
     if run is not None:
         run.finish(ctx)

@@ -7,11 +7,16 @@ answer, which is the node's output.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magent.engine import structured, templating
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import react
 from magent.models import Agent, Message
 from magent.models.progress import AgentProgress
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 
 class AgentConfig(NodeConfig):
@@ -25,23 +30,24 @@ class AgentNode(Node):
     kind = "agent"
     Config = AgentConfig
     Progress = AgentProgress
+    config: AgentConfig
 
     @classmethod
     def agent_refs(cls, config: AgentConfig) -> list[tuple[str, str]]:
         return [("agent", config.agent)]
 
-    async def run(self, ctx) -> NodeResult:
+    async def run(self, ctx: NodeContext) -> NodeResult:
         agent = self.graph.agent(self.config.agent)
         ctx.state.current_agent = agent.name
-        p = ctx.progress
+        p = ctx.session.progress_as(AgentProgress)
         if not p.started:
             self._start(ctx, agent)
             p.started, p.iteration = True, 0
-            ctx.checkpoint("node_start")
+            ctx.checkpoints.node_started()
         answer = await react(ctx, agent, self.name)
         return NodeResult(output=answer, value=structured.value_of(ctx, agent.name, answer))
 
-    def _start(self, ctx, agent: Agent) -> None:
+    def _start(self, ctx: NodeContext, agent: Agent) -> None:
         if self.config.prompt:
             prompt = templating.rendered(ctx, self.config.prompt, f"the prompt of node '{self.name}'")
             ctx.add_message(Message(role="user", content=prompt, name="workflow"), node=self.name)

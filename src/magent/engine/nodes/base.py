@@ -11,7 +11,7 @@ from magent.models import NodeDef
 from magent.models.progress import NodeProgress, ProgressOfAKind
 
 if TYPE_CHECKING:
-    from magent.engine.context import RunContext
+    from magent.engine.context import NodeContext
     from magent.engine.graph import Graph
 
 
@@ -52,5 +52,5 @@ class Node:
         refs = self.agent_refs(self.config)
         return refs[0][1] if refs else ""
 
-    async def run(self, ctx: "RunContext") -> NodeResult:
+    async def run(self, ctx: "NodeContext") -> NodeResult:
         raise NotImplementedError

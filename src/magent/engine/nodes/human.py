@@ -7,9 +7,14 @@ conditions (``human.action == 'reject'``) and in ``routing_key``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magent.engine.control import PauseRun
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.models import HumanRequest
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 
 class HumanConfig(NodeConfig):
@@ -21,8 +26,9 @@ class HumanConfig(NodeConfig):
 class HumanNode(Node):
     kind = "human"
     Config = HumanConfig
+    config: HumanConfig
 
-    async def run(self, ctx) -> NodeResult:
+    async def run(self, ctx: NodeContext) -> NodeResult:
         feedback = ctx.take_feedback(self.name)
         if feedback is None:
             raise PauseRun(HumanRequest(kind="human_node", node=self.name, question=self.config.prompt,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -27,6 +27,9 @@ from magent.engine.control import NodeFailed, Suspended
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import raise_first, react
 from magent.models.progress import ItemResult, MapProgress, MapRecord
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 
 class MapConfig(NodeConfig):
@@ -57,20 +60,21 @@ class MapNode(Node):
     kind = "map"
     Config = MapConfig
     Progress = MapProgress
+    config: MapConfig
 
     @classmethod
     def agent_refs(cls, config: MapConfig) -> list[tuple[str, str]]:
         return [("agent", config.agent)]
 
-    async def run(self, ctx) -> NodeResult:
+    async def run(self, ctx: NodeContext) -> NodeResult:
         config = self.config
         items = self._items(ctx)
-        p = ctx.progress
+        p = ctx.session.progress_as(MapProgress)
         if p.map is None:
             p.map = MapRecord(count=len(items))
             ctx.bus.emit("map_started", self.name, agent=config.agent, items=len(items),
                          max_concurrency=config.max_concurrency, on_error=config.on_error)
-            ctx.checkpoint("node_start")
+            ctx.checkpoints.node_started()
         done = p.map.done
         group = ctx.session.stop.child()  # a failed item stops its siblings, not the whole run
         slots = asyncio.Semaphore(config.max_concurrency)
@@ -87,17 +91,17 @@ class MapNode(Node):
                     child = ctx.run.open_session(ctx.session, kind="map", key=key, node=self.name,
                                                  agent=config.agent, task=instruction(config.prompt, items[index], index),
                                                  stop=group, speaker="workflow")
-                    ctx.checkpoint("session_start")
+                    ctx.checkpoints.session_started()
                 child.stop = group
                 outcome = await run_agent_session(ctx.run, child, self.name, react)
                 if outcome.ok:
                     done[index] = ItemResult(entry=outcome.entry_id)
                 else:
-                    done[index] = ItemResult(error=ctx.redactor.text(outcome.text))
+                    done[index] = ItemResult(error=ctx.deps.redactor.text(outcome.text))
                     if config.on_error == "fail":
                         group.set("fail")
                         raise NodeFailed(f"map node '{self.name}': item {index} failed: {outcome.text}")
-                ctx.checkpoint("map_item")
+                ctx.checkpoints.node_step("map_item")
 
         raise_first(await asyncio.gather(*(one(i) for i in range(len(items))), return_exceptions=True))
         answers: list[Any] = []
@@ -110,7 +114,7 @@ class MapNode(Node):
         return NodeResult(output="\n\n".join(
             f"{i + 1}. " + (a if isinstance(a, str) else f"(failed) {a['error']}") for i, a in enumerate(answers)))
 
-    def _items(self, ctx) -> list[Any]:
+    def _items(self, ctx: NodeContext) -> list[Any]:
         over = self.config.over
         where = f"map node '{self.name}': over {over}"
         if over == "output":

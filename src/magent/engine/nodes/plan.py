@@ -23,7 +23,7 @@ never runs a finished subtask again.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -36,6 +36,9 @@ from magent.errors import LLMError
 from magent.models import HumanRequest, Message
 from magent.models.progress import AgentProgress, PlanProgress, PlanRecord, PlanRevision, SubtaskStatus
 from magent.store.events import truncate
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 
 class PlanConfig(NodeConfig):
@@ -62,18 +65,19 @@ class PlanNode(Node):
     kind = "plan"
     Config = PlanConfig
     Progress = PlanProgress
+    config: PlanConfig
 
     @classmethod
     def agent_refs(cls, config: PlanConfig) -> list[tuple[str, str]]:
         return [("agent", config.agent), *(("workers", w) for w in config.workers)]
 
-    async def run(self, ctx) -> NodeResult:
-        p = ctx.progress
+    async def run(self, ctx: NodeContext) -> NodeResult:
+        p = ctx.session.progress_as(PlanProgress)
         if p.plan is None:
             p.plan = PlanRecord()
             ctx.bus.emit("plan_started", self.name, agent=self.config.agent, workers=self.config.workers)
             self._publish(ctx)
-            ctx.checkpoint("node_start")
+            ctx.checkpoints.node_started()
         rec = p.plan
         feedback = ctx.take_feedback(self.name)
         if feedback is not None:  # the answer to a pause after the revised plan failed too
@@ -84,7 +88,7 @@ class PlanNode(Node):
             for st in rec.status.values():
                 if st.status == "failed":
                     st.status, st.attempts = "pending", 0
-            ctx.checkpoint("plan_retry")
+            ctx.checkpoints.node_step("plan_retry")
         while True:
             if rec.plan is None:
                 await self._make_plan(ctx, rec)
@@ -101,9 +105,9 @@ class PlanNode(Node):
             rec.revisions.append(PlanRevision(plan=self._plan(rec), reason=failure))
             rec.revision += 1
             rec.failure, rec.plan = failure, None
-            ctx.bus.emit("plan_revising", self.name, revision=rec.revision, reason=ctx.redactor.text(failure))
+            ctx.bus.emit("plan_revising", self.name, revision=rec.revision, reason=ctx.deps.redactor.text(failure))
             self._publish(ctx)
-            ctx.checkpoint("plan_revising")
+            ctx.checkpoints.node_step("plan_revising")
         answer = await self._synthesize(ctx, rec)
         self._publish(ctx, result=answer)
         ctx.bus.emit("plan_finished", self.name, revisions=rec.revision,
@@ -111,10 +115,10 @@ class PlanNode(Node):
         return NodeResult(output=answer)
 
     # 1. the plan
-    def _goal(self, ctx) -> str:
-        return self.config.prompt.replace("{task}", ctx.run.task.description).replace("{input}", ctx.last_output)
+    def _goal(self, ctx: NodeContext) -> str:
+        return self.config.prompt.replace("{task}", ctx.run.deps.task.description).replace("{input}", ctx.last_output)
 
-    async def _make_plan(self, ctx, rec: PlanRecord) -> None:
+    async def _make_plan(self, ctx: NodeContext, rec: PlanRecord) -> None:
         config = self.config
         workers = {w: self.graph.agent(w).role for w in config.workers}
         if rec.revision == 0:
@@ -128,8 +132,8 @@ class PlanNode(Node):
         if child is None:
             child = ctx.run.open_session(ctx.session, kind="plan", key=key, node=self.name,
                                          agent=config.agent, task=task, speaker="workflow")
-            ctx.checkpoint("session_start")
-        view = ctx.run.view(child)
+            ctx.checkpoints.session_started()
+        view = ctx.run.node(child)
         agent = self.graph.agent(config.agent)
         while True:
             try:
@@ -154,7 +158,7 @@ class PlanNode(Node):
                 view.add_message(Message(role="user", name="workflow", content=(
                     f"That plan cannot be used: {exc}. Answer with the corrected plan as one JSON object.")),
                     node=self.name)
-                ctx.checkpoint("plan_invalid")
+                ctx.checkpoints.node_step("plan_invalid")
                 continue
             break
         ctx.run.close_session(child, "completed", output=answer)
@@ -162,7 +166,7 @@ class PlanNode(Node):
         ctx.bus.emit("plan", self.name, revision=rec.revision, subtasks=plan["subtasks"],
                      levels=planning.levels(plan["subtasks"]))
         self._publish(ctx)
-        ctx.checkpoint("plan")
+        ctx.checkpoints.node_step("plan")
 
     def _adopt(self, rec: PlanRecord, plan: dict[str, Any]) -> None:
         """Make ``plan`` current: a subtask the previous plan finished, kept unchanged, stays done."""
@@ -180,7 +184,7 @@ class PlanNode(Node):
         rec.plan, rec.status = plan, status
 
     # 2. the levels
-    async def _run_levels(self, ctx, rec: PlanRecord) -> bool:
+    async def _run_levels(self, ctx: NodeContext, rec: PlanRecord) -> bool:
         """Run what is left of the plan; False when a subtask failed beyond its retries."""
         subtasks = {s["id"]: s for s in self._plan(rec)["subtasks"]}
         for index, level in enumerate(planning.levels(self._plan(rec)["subtasks"])):
@@ -198,7 +202,7 @@ class PlanNode(Node):
                 return False
         return True
 
-    async def _subtask(self, ctx, rec: PlanRecord, subtask: dict[str, Any], group, slots) -> None:
+    async def _subtask(self, ctx: NodeContext, rec: PlanRecord, subtask: dict[str, Any], group, slots) -> None:
         sid, st = subtask["id"], rec.status[subtask["id"]]
         while st.status != "completed":
             async with slots:
@@ -215,26 +219,25 @@ class PlanNode(Node):
                         speaker="workflow")
                     st.session = child.id
                     self._publish(ctx)
-                    ctx.checkpoint("session_start")
+                    ctx.checkpoints.session_started()
                 child.stop = group
                 outcome = await run_agent_session(ctx.run, child, self.name, react)
-            view = ctx.run.view(ctx.session)
             if outcome.ok:
                 st.status, st.entry, st.error = "completed", outcome.entry_id, None
             else:
                 st.attempts += 1
-                st.error = ctx.redactor.text(truncate(outcome.text, 1000))
+                st.error = ctx.deps.redactor.text(truncate(outcome.text, 1000))
                 st.status = "failed" if st.attempts > self.config.max_retries else "retrying"
-            view.bus.emit("subtask_finished", self.name, subtask=sid, agent=subtask["agent"], status=st.status,
-                          attempt=st.attempts + (1 if outcome.ok else 0), subtask_session=child.id,
-                          error=st.error if not outcome.ok else None)
+            ctx.bus.emit("subtask_finished", self.name, subtask=sid, agent=subtask["agent"], status=st.status,
+                         attempt=st.attempts + (1 if outcome.ok else 0), subtask_session=child.id,
+                         error=st.error if not outcome.ok else None)
             self._publish(ctx)
-            ctx.checkpoint("subtask_end")
+            ctx.checkpoints.node_step("subtask_end")
             if st.status == "failed":
                 return
 
     # 4. the answer
-    async def _synthesize(self, ctx, rec: PlanRecord) -> str:
+    async def _synthesize(self, ctx: NodeContext, rec: PlanRecord) -> str:
         key = f"synthesis:{rec.revision}"
         child = ctx.run.child(ctx.session, key)
         if child is None:
@@ -243,14 +246,14 @@ class PlanNode(Node):
             child = ctx.run.open_session(ctx.session, kind="plan", key=key, node=self.name,
                                          agent=self.config.agent, speaker="workflow",
                                          task=planning.synthesis_prompt(self._goal(ctx), plan, results))
-            ctx.checkpoint("session_start")
+            ctx.checkpoints.session_started()
         outcome = await run_agent_session(ctx.run, child, self.name, react)
         if not outcome.ok:
             raise NodeFailed(f"plan node '{self.name}': the synthesis by {self.config.agent!r} failed: {outcome.text}")
         return outcome.text
 
     # state
-    def _results(self, ctx, rec: PlanRecord, only: list[str]) -> dict[str, str]:
+    def _results(self, ctx: NodeContext, rec: PlanRecord, only: list[str]) -> dict[str, str]:
         entries = {sid: st.entry for sid, st in rec.status.items() if st.entry}
         return {sid: ctx.run.entry_text(entries[sid]) for sid in only if sid in entries}
 
@@ -265,10 +268,10 @@ class PlanNode(Node):
         assert rec.plan is not None
         return rec.plan
 
-    def _publish(self, ctx, result: str | None = None) -> None:
+    def _publish(self, ctx: NodeContext, result: str | None = None) -> None:
         """The plan's record in State: the plan, its revisions, each subtask's status (and, at
         the end, each result and the final answer)."""
-        rec = ctx.progress.plan
+        rec = ctx.session.progress_as(PlanProgress).plan
         plan = rec.plan or {}
         subtasks = {}
         for sid, st in rec.status.items():

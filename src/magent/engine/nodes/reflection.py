@@ -10,6 +10,8 @@ match ``revise``) and the event says the loop ended at its limit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 
 from pydantic import Field
@@ -18,6 +20,9 @@ from magent.engine.control import NodeFailed
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.llm.base import LLMRequest, json_in_reply
 from magent.models import Message
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 _VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(pass|revise)", re.I)
 _FEEDBACK = re.compile(r"feedback\s*[:=]\s*(.*)", re.I | re.S)
@@ -40,30 +45,31 @@ class ReflectionConfig(NodeConfig):
 class ReflectionNode(Node):
     kind = "reflection"
     Config = ReflectionConfig
+    config: ReflectionConfig
 
     @classmethod
     def agent_refs(cls, config: ReflectionConfig) -> list[tuple[str, str]]:
         return [("critic", config.critic)]
 
-    async def run(self, ctx) -> NodeResult:
+    async def run(self, ctx: NodeContext) -> NodeResult:
         critic = self.graph.agent(self.config.critic)
         output = ctx.last_output
         if not output:
             raise NodeFailed(f"reflection node '{self.name}' has no output to judge: put it after an "
                              "agent node")
-        round_no = ctx.visits.get(self.name, 1)
+        round_no = ctx.run.state.visits.get(self.name, 1)
         prompt = (f"Judge the output below against these criteria.\n\nCriteria:\n{self.config.criteria}\n\n"
                   f"Output:\n{output}\n\nReply with a JSON object "
                   '{"verdict": "pass" or "revise", "feedback": "what to change, or why it passes"}.')
-        config = ctx.llm_config(critic.name)
+        config = ctx.models.config(critic.name)
         request = LLMRequest(model=config.model, messages=[Message(role="user", content=prompt)],
                              system=critic.system_prompt, temperature=critic.temperature,
                              max_tokens=config.max_tokens or CRITIC_MAX_TOKENS, endpoint=config.endpoint,
                              api_key=config.api_key, timeout=config.timeout_seconds,
                              max_retries=config.max_retries, fallback_model=config.fallback_model,
                              agent=critic.name)
-        response = await ctx.call_model(request, node=self.name, iteration=round_no - 1)
-        ctx.record_llm_call(response, node=self.name, agent=critic.name, iteration=round_no - 1,
+        response = await ctx.models.call(request, ctx.session, node=self.name, iteration=round_no - 1)
+        ctx.models.record(response, ctx.session, node=self.name, agent=critic.name, iteration=round_no - 1,
                             request=request)
         verdict, feedback, understood = parse_verdict(response.content)
         if verdict == "pass":

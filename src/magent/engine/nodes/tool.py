@@ -9,7 +9,7 @@ Write ``$$`` for a literal leading ``$``. The result is stored in
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent import failpoints
 from magent.config.templates import is_template
@@ -20,6 +20,9 @@ from magent.engine.tooluse import check_before_call, declined, in_flight, landed
 from magent.models.progress import ToolProgress
 from magent.store.events import truncate
 from magent.tools.base import CallContext, calling
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 
 class ToolNodeConfig(NodeConfig):
@@ -37,9 +40,9 @@ class ToolNode(Node):
     Config = ToolNodeConfig
     Progress = ToolProgress
 
-    async def run(self, ctx) -> NodeResult:
+    async def run(self, ctx: NodeContext) -> NodeResult:
         name = self.config.tool
-        visit = ctx.visits.get(self.name, 1)
+        visit = ctx.run.state.visits.get(self.name, 1)
         call_id = f"{self.name}:{visit}"
         args = {k: resolve(v, ctx) for k, v in self.config.arguments.items()}
         key = self.config.output_key or self.name
@@ -53,22 +56,22 @@ class ToolNode(Node):
             if reason:
                 outcome, content, data = "ERROR", reason, None
             else:
-                tool = ctx.registry.get(name)
+                tool = ctx.deps.tools().get(name)
                 in_flight(ctx, call_id)
                 ctx.bus.emit("tool_call", self.name, call_id=call_id, tool=name,
-                             arguments=ctx.redactor.data(args))
+                             arguments=ctx.deps.redactor.data(args))
                 # the intent must be durable before a call that cannot be repeated
-                await ctx.durable("tool", idempotent=bool(tool and tool.idempotent))
+                await ctx.checkpoints.before_tool(idempotent=bool(tool and tool.idempotent))
                 failpoints.hit("after_tool_intent")
-                with calling(CallContext(task_id=ctx.task.id, node=self.name, call_id=call_id,
+                with calling(CallContext(task_id=ctx.deps.task.id, node=self.name, call_id=call_id,
                                          emit=ctx.bus.emit, record=recorder(ctx, self.name, None, call_id))):
-                    result = await ctx.registry.call(name, args)
+                    result = await ctx.deps.tools().call(name, args)
                 failpoints.hit("after_tool_call")
                 outcome, content, data = result.outcome, result.content, result.data
                 ctx.bus.emit("tool_result", self.name, call_id=call_id, tool=result.tool or name,
-                             outcome=outcome, result=truncate(ctx.redactor.text(content)),
-                             full_result=ctx.redactor.text(content),
-                             data=ctx.redactor.data(_jsonable(data)), error=result.error,
+                             outcome=outcome, result=truncate(ctx.deps.redactor.text(content)),
+                             full_result=ctx.deps.redactor.text(content),
+                             data=ctx.deps.redactor.data(_jsonable(data)), error=result.error,
                              duration_ms=result.duration_ms, artifact=result.artifact,
                              notes=result.notes or None, attempts=result.attempts or None)
                 landed(ctx, call_id)
