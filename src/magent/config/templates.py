@@ -122,8 +122,8 @@ def _compiled(text: str) -> Any:
 def values_of(ctx: Any) -> dict[str, Any]:
     """What a template sees in ``ctx``'s session."""
     state = ctx.state
-    main = getattr(ctx, "run", ctx).main.state.messages  # the task as given (task.json keeps it masked)
-    task = main[0].content if main and main[0].role == "user" else ctx.task.description
+    main = ctx.run.state.main.messages  # the task as given (task.json keeps it masked)
+    task = main[0].content if main and main[0].role == "user" else ctx.deps.task.description
     return {"task": task, "metadata": state.metadata, "output": ctx.last_output,
             "routing_key": state.routing_key, "next_action": state.next_action,
             "current_agent": state.current_agent}

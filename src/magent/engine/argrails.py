@@ -19,15 +19,13 @@ the argument's path (never the text). What was decided per call is kept in the s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from magent.engine.context import NodeContext
 from magent.engine.control import PauseRun
 from magent.engine.railrecords import RecordedRun, Records, emit_check, rail_label
 from magent.models import HumanRequest, Message
 from magent.models.progress import ArgumentVerdict
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 
 @dataclass(eq=False)

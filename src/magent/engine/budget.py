@@ -26,8 +26,7 @@ from magent.models import Event, HumanRequest
 from magent.models.budget import LIMITS, Budget, Spent
 
 if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-    from magent.engine.context import RunContext
+    from magent.engine.context import NodeContext, RunContext
     from magent.models import Checkpoint
 
 TASK = "task"

@@ -1,23 +1,6 @@
-"""A run's durable points: the only places a checkpoint is written, and the waits for the disk.
-
-A checkpoint is written (``Checkpoints._write``) at these points, and nowhere else:
-
-- ``inputs_taken``: what came from outside is on record — the task's first message
-  (``run_start``), a follow-up (``follow_up``), a person's answer (``resume``), an operator's
-  signals (``signal``);
-- ``node_started``: a node's opening writes (its prompt, its plan of items);
-- ``session_started``: a child session exists before it acts;
-- ``turn_done``: a model turn is finished — its reply, its tool results, or what the model is
-  told next (``llm_turn``);
-- ``node_step``: a composite node moved on (a fan-out, a branch, a map item, a plan's stage);
-- ``node_done``: a node's output and its session's position after it (``node_end``);
-- ``run_ended``: ``finish``, ``pause`` (with the request) or ``cancel``; ``interrupted`` copies
-  the last consistent checkpoint when a signal stops the run.
-
-Between them, the run's durability mode decides where it waits for the disk
-(``before_model``, ``before_tool``). Every checkpoint is built as a ``Checkpoint`` model, masked,
-and written in its plain form (``store.checkpoints.to_disk``).
-"""
+"""A run's durable points: the named methods that alone write checkpoints, and the waits for
+the disk between them (docs/how-it-works.md lists them). Every checkpoint is built as a
+``Checkpoint`` model, masked, and written in its plain form (``store.checkpoints.to_disk``)."""
 
 from __future__ import annotations
 
@@ -97,23 +80,17 @@ class Checkpoints:
 
     # waiting for the disk
     async def before_model(self) -> None:
-        """Before a paid model call: the last step's writes on disk (modes ``sync``, ``step``)."""
-        await self._durable("model")
+        """Before a paid model call: the writes so far on disk (modes ``sync`` and ``step``;
+        ``exit`` syncs only at the end). Concurrent sessions waiting here share one commit."""
+        committer = self.deps.td.committer
+        if committer is not None and committer.mode != "exit":
+            await committer.durable()
 
     async def before_tool(self, *, idempotent: bool = True) -> None:
         """Before a tool call: the writes so far on disk (mode ``sync``; ``step`` only for a
         tool that is not idempotent)."""
-        await self._durable("tool", idempotent=idempotent)
-
-    async def _durable(self, before: str, *, idempotent: bool = True) -> None:
-        """Wait, if the run's durability mode says so, until what was written is on disk:
-        ``before`` is what the run is about to do, ``"model"`` (a paid call) or ``"tool"``.
-        ``exit`` never waits; the run's end syncs everything. Concurrent sessions waiting
-        here share one commit."""
         committer = self.deps.td.committer
-        if committer is None or committer.mode == "exit":
-            return
-        if before == "model" or committer.mode == "sync" or not idempotent:
+        if committer is not None and (committer.mode == "sync" or (committer.mode == "step" and not idempotent)):
             await committer.durable()
 
     def reply_written(self) -> None:

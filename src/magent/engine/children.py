@@ -12,17 +12,15 @@ stop at its next safe point, so the task pauses as a whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import Awaitable, Callable
 
+from magent.engine.context import NodeContext, RunContext
 from magent.engine.control import NodeFailed, PauseRun
 from magent.engine.sessions import Session
 from magent.errors import LLMError
 from magent.models import Agent
 
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext, RunContext
-
-AgentLoop = Callable[["NodeContext", Agent, str], Awaitable[str]]
+AgentLoop = Callable[[NodeContext, Agent, str], Awaitable[str]]
 """An agent's loop run in a session's context until its final answer: ``react.react``."""
 
 

@@ -33,18 +33,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from magent import failpoints
+from magent.engine.context import NodeContext
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, ToolSpec
 from magent.models import Agent, Message
 from magent.models.agent import ShortTermMemory
 from magent.models.state import Compaction
 from magent.store.events import truncate
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 TARGET = 0.75
 """A compaction leaves the view at most this share of the budget."""
@@ -101,7 +99,7 @@ class _Markers:
     def update(self) -> "_Markers":
         messages = self.messages
         if self.seen > len(messages) or (self.seen and messages[self.seen - 1] is not self.last):
-            self.__init__(messages)  # not the history we scanned: start over
+            _Markers.__init__(self, messages)  # not the history we scanned: start over
         for m in messages[self.seen:] if self.seen else messages:
             if m.compaction is not None:
                 self.latest[m.compaction.agent] = m
@@ -266,9 +264,8 @@ class Counter:
     """Token counts for one agent's model, each message counted once per run."""
 
     def __init__(self, ctx: NodeContext, agent: Agent):
-        caches = vars(getattr(ctx, "run", ctx)).setdefault("_token_counts", {})
         self.model = ctx.models.config(agent.name).model
-        self.cache: dict[str, int] = caches.setdefault(self.model, {})
+        self.cache = ctx.models.token_counts.setdefault(self.model, {})
         self.client = ctx.models.client(agent.name, ctx.session)
 
     def text(self, text: str) -> int:

@@ -128,12 +128,6 @@ class RunState:
         """Child sessions still running, in the order they were opened."""
         return [s for s in self.sessions.values() if not s.is_main and s.status == "running"]
 
-    def recovery_of(self, session: Session) -> Recovery:
-        recovery = self.recoveries.get(session.id)
-        if recovery is None:
-            recovery = self.recoveries[session.id] = Recovery()
-        return recovery
-
 
 class RunContext:
     """One run: its ``deps``, its ``state``, the owners of its model calls and checkpoints,
@@ -186,7 +180,7 @@ class RunContext:
                           node=node, depth=parent.depth + 1, leaf=parent.leaf if fork else None,
                           entry_count=parent.entry_count if fork else 0, position=position,
                           stop_at=stop_at, stop=stop or parent.stop,
-                          output=(self.last_output(parent) or None) if fork else None)
+                          output=(self.node(parent).last_output or None) if fork else None)
         self.state.sessions[session.id] = session
         self.deps.bus.emit("session_started", node, session=session.id, parent_session=parent.tag, kind=kind,
                            agent=agent or None, key=key, depth=session.depth,
@@ -255,38 +249,6 @@ class RunContext:
             session.leaf = entry.id
             session.entry_count += 1
 
-    def last_output(self, session: Session) -> str:
-        """The last node output in ``session`` (the main session's is the task's)."""
-        if session.is_main:
-            return self.state.metadata.get("last_output") or ""
-        return session.output or ""
-
-    def set_output(self, node: str, output: str | None, session: Session, value: Any = None) -> None:
-        """``node``'s output becomes the last one; ``metadata.outputs[node]`` is its text (cut at
-        4,000 characters) or, for an agent with an ``output_schema``, the parsed ``value``."""
-        if output is None:
-            return
-        metadata = self.state.metadata
-        if session.is_main:
-            metadata["last_output"] = output
-            if value is None:
-                metadata.pop("last_value", None)
-            else:
-                metadata["last_value"] = value
-        else:
-            session.output = output
-        outputs = metadata.setdefault("outputs", {})
-        outputs[node] = truncate(output, 4000) if value is None else value
-
-    def take_feedback(self, node: str, session: Session) -> HumanFeedback | None:
-        """The decision a person made at ``node`` (in ``session``), once (the node or gate consumes it)."""
-        human = self.state.metadata.get("human") or {}
-        feedback = self.state.feedback
-        if feedback is not None and human.get("node") == node and human.get("session") == session.tag:
-            self.state.feedback = None
-            return feedback
-        return None
-
 
 @dataclass(eq=False)
 class NodeContext:
@@ -318,11 +280,14 @@ class NodeContext:
 
     @property
     def recovery(self) -> Recovery:
-        return self.run.state.recovery_of(self.session)
+        return self.run.state.recoveries.setdefault(self.session.id, Recovery())
 
     @property
     def last_output(self) -> str:
-        return self.run.last_output(self.session)
+        """The last node output in this session (the main session's is the task's)."""
+        if self.session.is_main:
+            return self.run.state.metadata.get("last_output") or ""
+        return self.session.output or ""
 
     def add_message(self, message: Message, *, node: str | None, turn_id: str | None = None,
                     entry_id: str | None = None) -> str:
@@ -330,10 +295,31 @@ class NodeContext:
                                     session=self.session)
 
     def set_output(self, node: str, output: str | None, value: Any = None) -> None:
-        self.run.set_output(node, output, self.session, value)
+        """``node``'s output becomes the last one; ``metadata.outputs[node]`` is its text (cut at
+        4,000 characters) or, for an agent with an ``output_schema``, the parsed ``value``."""
+        if output is None:
+            return
+        metadata = self.run.state.metadata
+        if self.session.is_main:
+            metadata["last_output"] = output
+            if value is None:
+                metadata.pop("last_value", None)
+            else:
+                metadata["last_value"] = value
+        else:
+            self.session.output = output
+        outputs = metadata.setdefault("outputs", {})
+        outputs[node] = truncate(output, 4000) if value is None else value
 
     def take_feedback(self, node: str) -> HumanFeedback | None:
-        return self.run.take_feedback(node, self.session)
+        """The decision a person made at ``node`` in this session, once (the node or gate consumes it)."""
+        state = self.run.state
+        human = state.metadata.get("human") or {}
+        feedback = state.feedback
+        if feedback is not None and human.get("node") == node and human.get("session") == self.session.tag:
+            state.feedback = None
+            return feedback
+        return None
 
     def check_stop(self) -> None:
         """A safe point: stop here (``Suspended``) if this session's group was asked to."""

@@ -18,10 +18,12 @@ A follow-up is written like the start of a run: the message as an entry, then a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Sequence
+from typing import Callable
 
 from magent.engine import decisions, guard, wiring
 from magent.engine.context import RunOptions
+from magent.engine.context import RunContext
 from magent.engine.events import resumed_seq
 from magent.engine.graph import END, Graph, from_snapshot
 from magent.engine.react import unanswered_calls
@@ -33,15 +35,12 @@ from magent.models import Checkpoint, Entry, Message, Task, TaskStatus
 from magent.models.progress import AgentProgress
 from magent.store import Store, TaskDir
 
-if TYPE_CHECKING:
-    from magent.engine.context import RunContext
-
 FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
 """The statuses a follow-up can be added to."""
 
 
 async def follow_up(task_ref: str, message: str, *, options: RunOptions | None = None,
-                    sinks: list[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+                    sinks: Sequence[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
     """Add ``message`` to task ``task_ref``'s conversation and run on until it stops again."""
     if not isinstance(message, str) or not message.strip():
         raise UsageError("the follow-up message must not be empty")

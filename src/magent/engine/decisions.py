@@ -113,7 +113,9 @@ def _with_output(request, updates: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(f"this pause ({request.kind}) has no output to replace; leave out 'output'")
     if not isinstance(output, str) or not output.strip():
         raise UsageError("output: the replacement must be text, not empty")
-    metadata = updates.get("metadata") if isinstance(updates.get("metadata"), dict) else {}
+    metadata = updates.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     updates["metadata"] = {**metadata, "last_output": output}
     return updates
 

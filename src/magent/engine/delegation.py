@@ -14,8 +14,7 @@ history is never made again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from magent.engine.context import NodeContext
 from magent.models.session import MAIN_SESSION
 
 import time
@@ -25,9 +24,6 @@ from magent.engine.observations import add_observation
 from magent.llm.base import ToolSpec
 from magent.models import Agent, ToolCall
 from magent.tools.base import ToolResult
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 SERVER = "agents"
 """The tool namespace of sub-agents: ``agents.NAME``."""

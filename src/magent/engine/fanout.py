@@ -69,7 +69,7 @@ async def run(executor: "Executor", session: Session) -> None:
             stamp(pause, child)
             raise
         else:
-            output = ctx.last_output(child)
+            output = ctx.node(child).last_output
             ctx.close_session(child, "completed", output=output)
             state.done[target] = BranchResult(output=ctx.deps.redactor.text(truncate(output, 4000)))
         ctx.checkpoints.node_step("branch_end")

@@ -111,7 +111,7 @@ def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile]
     workflow = Workflow.model_construct(name=agent.name, nodes={agent.name: node_def}, edges=[],
                                         entry_point=agent.name)
     cls = NODE_KINDS["agent"]
-    node = cls(agent.name, cls.Config.model_construct({"type", "agent"}, type="agent", agent=agent.name), None)  # type: ignore[arg-type]
+    node = cls(agent.name, cls.Config.model_construct({"type", "agent"}, type="agent", agent=agent.name), None)  # type: ignore[arg-type, call-arg]
     assert loaded.source is not None
     agents = {agent.name: loaded}
     _resolve_sub_agents(agents, workflow, loaded.source.path, agent_sources)
@@ -163,8 +163,9 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
             if agent_name not in agents:
                 agents[agent_name] = _resolve_agent(agent_name, workflow, source, path,
                                                     at + (fieldname,), agent_sources)
-                if agents[agent_name].source is not None:
-                    secrets |= agents[agent_name].source.secrets
+                agent_source = agents[agent_name].source
+                if agent_source is not None:
+                    secrets |= agent_source.secrets
         nodes[name] = cls(name, config, None)  # type: ignore[arg-type]
     _resolve_sub_agents(agents, workflow, path, agent_sources, source)
     routing.check_agents(agents, source)

@@ -28,15 +28,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed, PauseRun
 from magent.engine.observations import add_observation
 from magent.engine.railrecords import RecordedRun, Records, emit_check, rail_label
 from magent.llm.base import LLMClient, LLMResponse
 from magent.models import HumanFeedback, HumanRequest, Message, ToolCall
 from magent.models.progress import CallDecision, HeldAnswer, HeldResult, RailDecision
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 if TYPE_CHECKING:  # the rails' own modules load with the first rail: most runs declare none
     from magent.guardrails.base import Rail, RailInput

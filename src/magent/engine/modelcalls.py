@@ -23,6 +23,8 @@ class ModelCalls:
         self.state = state
         self.checkpoints = checkpoints
         self._clients: dict[tuple[str, str], "LLMClient"] = {}
+        self.token_counts: dict[str, dict[str, int]] = {}
+        """By model, by entry id: each message's tokens, counted once per run (``compaction.Counter``)."""
 
     def config(self, agent_name: str) -> LLMConfig:
         return self.deps.needs.models[agent_name]

@@ -11,11 +11,12 @@ call — is finished first when the loop is entered again.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from magent.engine import (
     argrails, budget, compaction, guard, routing, steering, stops, structured, templating, textmode, toolmode,
 )
+from magent.engine.context import NodeContext
 from magent.engine.control import CancelRun, NodeFailed, PauseRun, Suspended
 from magent.engine.delegation import delegate, delegation_specs
 from magent.engine.observations import add_observation
@@ -27,10 +28,6 @@ from magent.memory import run as memory
 from magent.models import Agent, Message, ToolCall
 from magent.models.progress import AgentProgress
 from magent.tools.policy import ToolPolicy
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 async def react(ctx: NodeContext, agent: Agent, node: str) -> str:
     """Run ``agent``'s loop in ``ctx``'s session until it gives a final answer; return it.

@@ -82,21 +82,22 @@ class Executor:
                 continue
             if not session.node_done:
                 view.check_stop()
-                steering.drain(view, session.position)  # between nodes: what an operator sent
+                steering.drain(view, session.here)  # between nodes: what an operator sent
                 await self._run_node(session)
             self._gate(session)
             edge = self._route(session)
             if edge is not None and edge.fans_out:
                 fanout.start(self, session, next(i for i, e in enumerate(ctx.deps.graph.workflow.edges) if e is edge))
                 continue
-            nxt = edge.to if edge is not None else END
+            nxt = END if edge is None else edge.to
+            assert isinstance(nxt, str)  # (a fan-out went on above)
             view.bus.emit("route", session.position, to=nxt, routing_key=session.state.routing_key)
             session.position, session.node_done, session.progress = nxt, False, blank()
 
     async def _run_node(self, session: Session) -> None:
         ctx = self.ctx
         view = ctx.node(session)
-        name = session.position
+        name = session.here
         node = ctx.deps.graph.nodes[name]
         progress = session.progress_as(node.Progress)
         if not progress.entered:
@@ -136,7 +137,7 @@ class Executor:
         """Approval gates (the workflow's ``checkpoints:``): a person approves before routing on."""
         ctx = self.ctx
         view = ctx.node(session)
-        name = session.position
+        name = session.here
         if name in ctx.deps.graph.workflow.checkpoints and view.take_feedback(name) is None:
             raise PauseRun(HumanRequest(
                 kind="approval", node=name, question=f"Node '{name}' has finished. Approve its output to go on?",
@@ -146,7 +147,7 @@ class Executor:
         """The edge to take from ``session``'s node (None: the run ends there)."""
         ctx = self.ctx
         view = ctx.node(session)
-        name = session.position
+        name = session.here
         edges = ctx.deps.graph.edges_from(name)
         human = ctx.state.metadata.get("human") or {}
         rejecting = (human.get("action") == "reject" and human.get("node") == name
@@ -176,7 +177,7 @@ class Executor:
         ctx = self.ctx
         ctx.checkpoints.run_ended("finish")
         named = ctx.deps.graph.workflow.result_nodes and "result" in ctx.state.metadata
-        result = (ctx.state.metadata["result"] if named else ctx.last_output(ctx.state.main)) or None
+        result = (ctx.state.metadata["result"] if named else ctx.node().last_output) or None
         value = ctx.state.metadata.get("result_value" if named else "last_value")
         return self.end(TaskStatus.completed, result=result, value=value)
 

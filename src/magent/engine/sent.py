@@ -59,9 +59,9 @@ def _params(request: LLMRequest, pieces: Any, redactor: Any, masking: Any, memo:
     """The id of the ``params`` piece of ``request`` (its parameters, naming its prompt and tools
     pieces), each piece stored the first time it is seen."""
     out: dict[str, Any] = {"model": request.model, "temperature": request.temperature}
-    for key in ("max_tokens", "fallback_model"):
-        if getattr(request, key) is not None:
-            out[key] = getattr(request, key)
+    for name in ("max_tokens", "fallback_model"):
+        if getattr(request, name) is not None:
+            out[name] = getattr(request, name)
     if request.endpoint:
         out["endpoint"] = redactor.text(request.endpoint)
     out["timeout"] = request.timeout
@@ -71,7 +71,7 @@ def _params(request: LLMRequest, pieces: Any, redactor: Any, masking: Any, memo:
     if request.text_mode:
         out["text_mode"] = True
     if request.system:
-        key = ("system", masking, request.system)
+        key: tuple[Any, ...] | None = ("system", masking, request.system)
         if (known := memo.get(key)) is None:
             known = memo[key] = (pieces.put("system", redactor.text(request.system)), None)
         out["system"] = known[0]

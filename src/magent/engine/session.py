@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Callable, TypeVar
 
 from magent import failpoints
@@ -44,7 +45,7 @@ TOOL_PAUSES = frozenset({"tool_approval", "tool_recovery", "tool_changed"})
 async def start_run(graph: Graph, description: str, *, target: str | None = None,
                     tags: list[str] | None = None, retention_days: int | None = None,
                     initial: dict[str, Any] | None = None, options: RunOptions | None = None,
-                    sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None,
+                    sinks: Sequence[Sink] = (), on_task: Callable[[Task], None] | None = None,
                     budget: dict[str, Any] | None = None) -> RunOutcome:
     """Create a task and run it.
 
@@ -57,7 +58,7 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
     """
     options = options or RunOptions()
     async with prepared(graph, options) as needs:
-        redactor = Redactor.configured(needs.secrets)
+        redactor = Redactor.configured(set(needs.secrets))
         templating.require(graph.templates, initial)  # a value a template needs: before anything is written
         gate = await guard.screen_task(graph, description, options)  # before anything is written
         store = Store().ensure()
@@ -123,7 +124,7 @@ async def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any]
 
 
 async def resume_run(task_ref: str, *, decision: Decision | None = None, set_values: dict[str, Any] | None = None,
-                     options: RunOptions | None = None, sinks: list[Sink] = (),
+                     options: RunOptions | None = None, sinks: Sequence[Sink] = (),
                      budget: dict[str, Any] | None = None) -> RunOutcome:
     from magent.engine.recovery import events_after, recover
 
@@ -159,7 +160,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
                 ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                              from_checkpoint=cp.sequence, retry=retry or None,
                              description=ctx.deps.redactor.text(task.description))
-                if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
+                if feedback is not None and cp.human_request is not None and cp.human_request.kind in TOOL_PAUSES:
                     await need_tools(ctx)  # the decision names a tool of the registry
                 outcome = await go_on(ctx, cp, feedback, new_state)
             finally:
@@ -170,8 +171,8 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
 
 
 async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision | None,
-                       set_values: dict[str, Any] | None, options: RunOptions, sinks: list[Sink],
-                       notes: list[str] = ()) -> RunOutcome:
+                       set_values: dict[str, Any] | None, options: RunOptions, sinks: Sequence[Sink],
+                       notes: Sequence[str] = ()) -> RunOutcome:
     """Resume a task that has no checkpoint to go on from: start it from task.json. Either it
     stopped before its first one, or a power loss left every one it had damaged (``notes``: they
     were moved aside), which only mode ``exit`` allows for what ran: the others sync checkpoint 0
@@ -203,7 +204,7 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
 
 async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None = None,
                    set_values: dict[str, Any] | None = None, options: RunOptions | None = None,
-                   sinks: list[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+                   sinks: Sequence[Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
     """Time travel: a new task that starts from checkpoint ``checkpoint`` of ``task_ref``."""
     from magent.store.checkpoints import CheckpointLog
     from magent.store.entries import EntryLog
@@ -266,7 +267,7 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
             if paused:
                 outcome = Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
             else:
-                if feedback is not None and cp.human_request.kind in TOOL_PAUSES:
+                if feedback is not None and cp.human_request is not None and cp.human_request.kind in TOOL_PAUSES:
                     await need_tools(ctx)
                 outcome = await go_on(ctx, cp, feedback, new_state)
         finally:

@@ -80,6 +80,13 @@ class Session:
         return self.id == MAIN_SESSION
 
     @property
+    def here(self) -> str:
+        """Its position in the graph (only the main session and branches walk the graph)."""
+        if self.position is None:
+            raise RuntimeError(f"session {self.id} has no position in the graph")
+        return self.position
+
+    @property
     def messages(self) -> list[Message]:
         return self.state.messages
 

@@ -10,16 +10,12 @@ is off the checkpoint's path, so the conversation holds it once).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from magent import failpoints
+from magent.engine.context import NodeContext, RunContext
 from magent.engine.control import CancelRun, PauseRun
+from magent.engine.sessions import Session
 from magent.models import HumanRequest, Message
 from magent.store.signals import pending
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext, RunContext
-    from magent.engine.sessions import Session
 
 PAUSED = "Paused by an operator (magent tasks pause). Approve to go on."
 

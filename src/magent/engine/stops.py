@@ -10,15 +10,11 @@ the run pauses for a person.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed, PauseRun
 from magent.ids import new_id
 from magent.llm.base import LLMRequest, LLMResponse
 from magent.models import Agent, HumanRequest, Message
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 MAX_CONTINUATIONS = 2
 """How many times a cut reply is continued before the node fails."""

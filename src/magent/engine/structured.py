@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from magent.config.schemas import SchemaProblem, parse_answer, read_schema, validator_for
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed
 from magent.models import Agent, Message
 
 if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
     from magent.config.files import LoadedAgent
     from magent.config.yamlfile import SourceFile
 

@@ -8,19 +8,17 @@ may not have happened, which is why only idempotent tools are re-run blindly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from magent import failpoints
 from magent.engine import argrails, guard
+from magent.engine.context import NodeContext
 from magent.engine.control import PauseRun
 from magent.engine.observations import add_observation
 from magent.models import HumanRequest, ToolCall
 from magent.store.events import truncate
 from magent.tools.base import CallContext, ToolResult, current_call
 from magent.tools.policy import ToolPolicy
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 
 def check_before_call(ctx: NodeContext, node: str, call_id: str, name: str, arguments: Any, asker: str) -> None:
@@ -99,7 +97,7 @@ async def run_tool_call(ctx: NodeContext, node: str, call: ToolCall, policy: Too
     # The turn that asked for the call on disk before it runs, and, for a tool that is not
     # idempotent, its intent too (the intent is written before the call either way: a kill -9
     # keeps it). An idempotent call waits only for the commit its turn began when its reply was
-    # written (``RunContext.begin_commit``): it writes its intent and gets ready while the reply
+    # written (``Checkpoints.reply_written``): it writes its intent and gets ready while the reply
     # is synced. Without such a commit it waits before its intent, sharing the next one.
     turn = ctx.checkpoints.reply_synced(ctx.session) if idempotent else None
     if idempotent and turn is None:

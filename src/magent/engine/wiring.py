@@ -4,6 +4,7 @@ the terminal, telemetry), its durability mode, its tool servers, and closing all
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic_core import to_jsonable_python
@@ -26,13 +27,13 @@ if TYPE_CHECKING:
 Sink = Callable[[Event], None]
 
 
-def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: list[Sink],
+def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: Sequence[Sink],
                  start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
     from magent.tools.pinning import PINS_FILE, PinStore
     from magent.trace import may_export
 
-    redactor = redactor or Redactor.configured(needs.secrets)
+    redactor = redactor or Redactor.configured(set(needs.secrets))
     bus = EventBus(start_seq=start_seq)
     # OpenTelemetry spans of what is written, when asked: a process of its own follows events.jsonl
     telemetry = None
@@ -53,7 +54,7 @@ def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, 
             kept = for_disk(raw)
             if kept is not None:
                 td.append_event_line(redactor.json_line(kept))
-        elif (kept := for_disk(doc, lean=False)) is not None:
+        elif doc is not None and (kept := for_disk(doc, lean=False)) is not None:
             td.append_event_doc(to_jsonable_python(redactor.event(kept)))
         if sinks:
             shown = Event.model_validate(doc)

@@ -4,7 +4,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from magent.ids import is_uuid4, now
 
@@ -48,11 +48,9 @@ requires them of a Task, a Checkpoint, a TraceLog and each StepRecord; a documen
 always written anyway; other fields at their defaults are left out."""
 
 
-def timestamp() -> datetime:
+def utc_now() -> datetime:
+    """The default of every time field (``Field(default_factory=utc_now)``)."""
     return now()
-
-
-Timestamp = Annotated[datetime, Field(default_factory=timestamp)]
 
 
 EXPECTED = {"string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",

@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from magent.models.base import Document, Model, Timestamp, UUID4Str
+from magent.models.base import Document, Model, UUID4Str, utc_now
 from magent.models.budget import Spent
 from magent.models.progress import AnyProgress, HumanAction, blank
 from magent.models.session import SessionPosition
@@ -40,7 +40,7 @@ class HumanFeedback(Model):
     """Free-text feedback the next nodes see."""
     state_updates: dict[str, Any] = Field(default_factory=dict)
     """Manual State modifications (messages appended, other fields replaced)."""
-    decided_at: Timestamp
+    decided_at: datetime = Field(default_factory=utc_now)
 
 
 class Checkpoint(Document):
@@ -54,7 +54,7 @@ class Checkpoint(Document):
     """The previous checkpoint of this task (recovery falls back to it)."""
     position: str
     """Current node in the workflow (``END`` once finished)."""
-    created_at: Timestamp
+    created_at: datetime = Field(default_factory=utc_now)
     awaiting_human: bool = False
     """The run is paused waiting for a person."""
     human_request: HumanRequest | None = None

@@ -1,10 +1,11 @@
 """Conversation entries (seed 001 AgentEntry) and events (the run's JSON Lines stream)."""
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from magent.models.base import Model, Timestamp, UUID4Str
+from magent.models.base import Model, UUID4Str, utc_now
 from magent.models.state import Compaction, ToolCall
 
 
@@ -30,7 +31,7 @@ class Entry(Model):
     """Workflow node that wrote it."""
     session: UUID4Str | None = None
     """The child session it belongs to; absent for the main session."""
-    created_at: Timestamp
+    created_at: datetime = Field(default_factory=utc_now)
     compaction: Compaction | None = None
     """For a ``compaction`` entry: what it left out of which agent's view."""
     signal: int | None = None

@@ -4,11 +4,12 @@
 other field, which is the seed's reducer rule.
 """
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError
 
-from magent.models.base import Model, Timestamp
+from magent.models.base import Model, utc_now
 
 
 class ToolCall(Model):
@@ -65,7 +66,7 @@ class Message(Model):
     """For ``role: tool``: the call this is the result of."""
     name: str | None = None
     """For ``role: tool``: the tool's full name. For others: the agent or person that spoke."""
-    timestamp: Timestamp
+    timestamp: datetime = Field(default_factory=utc_now)
     compaction: Compaction | None = None
     """Set on a compaction marker (never sent to a model as such; see ``engine.compaction``)."""
     _entry: str | None = PrivateAttr(default=None)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from magent.models.base import Document, Model, Timestamp, UUID4Str
+from magent.models.base import Document, Model, UUID4Str, utc_now
 
 
 class TaskStatus(str, Enum):
@@ -113,10 +113,10 @@ class Task(Document):
     """The final answer parsed, when the agent that gave it declares an ``output_schema``."""
     error: str | None = None
     """Error message if failed, cancelled or interrupted."""
-    created_at: Timestamp
+    created_at: datetime = Field(default_factory=utc_now)
     started_at: datetime | None = None
     completed_at: datetime | None = None
-    updated_at: Timestamp
+    updated_at: datetime = Field(default_factory=utc_now)
     """Last time task.json was written."""
     retention_days: int | None = Field(default=None, ge=0)
     """Days to keep this task after it finishes; None means the retention policy decides."""

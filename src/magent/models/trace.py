@@ -1,11 +1,12 @@
 """TraceLog with StepRecord, ToolCallRecord and SubAgentSessionInfo (seed 002 entity 6),
 SubAgentSession (entity 7), and seed 003's action records."""
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
-from magent.models.base import Document, Model, Timestamp, UUID4Str
+from magent.models.base import Document, Model, UUID4Str, utc_now
 from magent.models.state import Message
 from magent.models.task import Usage
 
@@ -82,7 +83,7 @@ class StepRecord(Model):
     ``magent trace ID --step N`` shows step N (counting from 1) whole."""
     message: str = ""
     """A line saying what happened (a verdict, the route taken, a person's decision...)."""
-    timestamp: Timestamp
+    timestamp: datetime = Field(default_factory=utc_now)
     """When the step started."""
     status: Literal["info", "warning", "error"] = "info"
     """``warning`` or ``error`` when something in the step went wrong."""
@@ -162,7 +163,7 @@ class ActionRecord(Model):
     """Seed 003 rich action record: one ReAct iteration."""
 
     iteration: int
-    timestamp: Timestamp
+    timestamp: datetime = Field(default_factory=utc_now)
     mode: Literal["fast", "deep"] = "fast"
     thinking: str = ""
     planning: str = ""
@@ -188,9 +189,9 @@ class TraceLog(Document):
     steps with an ``iteration``)."""
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
     """Tokens, cost and calls per model (``provider/model`` keys, as checkpoints' usage)."""
-    created_at: Timestamp
+    created_at: datetime = Field(default_factory=utc_now)
     """When the task was created."""
-    updated_at: Timestamp
+    updated_at: datetime = Field(default_factory=utc_now)
     """When the trace was last written."""
 
 
@@ -204,4 +205,4 @@ class SubAgentSession(Model):
     message_history: list[Message] = Field(default_factory=list)
     summary: str | None = None
     status: Literal["running", "completed", "failed"] = "running"
-    created_at: Timestamp
+    created_at: datetime = Field(default_factory=utc_now)

@@ -3,11 +3,11 @@
 A run writes as it goes — entries, events and request pieces are appended, a checkpoint is
 written to a temp file — and nothing of that waits for the disk. The disk is waited for only
 where the run's durability mode says a write must survive a power loss before the run goes on
-(``RunContext.durable``): then every write not yet synced is fsynced at once, each file in its
-own thread (the filesystem folds concurrent fsyncs into one journal commit), and the checkpoints
-written since are synced with them. Concurrent sessions
-of one task (map items, branches) that reach that point while a commit is running share the
-next one, and their event loop keeps running the others while they wait.
+(``Checkpoints.before_model``, ``before_tool``): then every write not yet synced is fsynced at
+once, each file in its own thread (the filesystem folds concurrent fsyncs into one journal
+commit), and the checkpoints written since are synced with them. Concurrent sessions of one task
+(map items, branches) that reach that point while a commit is running share the next one, and
+their event loop keeps running the others while they wait.
 
 What holds:
 - the writes are made in the same order as ever (an entry before the checkpoint that points at

@@ -7,17 +7,12 @@ answer, which is the node's output.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from magent.engine import structured, templating
+from magent.engine.context import NodeContext
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import react
 from magent.models import Agent, Message
 from magent.models.progress import AgentProgress
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 class AgentConfig(NodeConfig):
     agent: str

@@ -7,14 +7,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
+from magent.engine.context import NodeContext
 from magent.models import NodeDef
 from magent.models.progress import NodeProgress, ProgressOfAKind
 
 if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
     from magent.engine.graph import Graph
-
-
 class NodeConfig(NodeDef):
     """Base of each kind's config: unlike ``NodeDef``, unknown fields are errors."""
 

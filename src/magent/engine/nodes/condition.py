@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from magent.engine.context import NodeContext
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 class ConditionConfig(NodeConfig):
     set_routing_key: str | None = None

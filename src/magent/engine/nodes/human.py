@@ -7,15 +7,10 @@ conditions (``human.action == 'reject'``) and in ``routing_key``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from magent.engine.context import NodeContext
 from magent.engine.control import PauseRun
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.models import HumanRequest
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 class HumanConfig(NodeConfig):
     prompt: str

@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from magent.engine.children import run_agent_session
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed, Suspended
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import raise_first, react
 from magent.models.progress import ItemResult, MapProgress, MapRecord
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 class MapConfig(NodeConfig):
     agent: str
@@ -120,12 +117,12 @@ class MapNode(Node):
         if over == "output":
             text = ctx.last_output
             try:
-                value = json.loads(text)
+                value: Any = json.loads(text)
             except ValueError:
                 raise NodeFailed(f"{where}: the last output is not a JSON list "
                                  f"(it begins {text[:60]!r})") from None
         else:
-            value: Any = ctx.state.metadata
+            value = ctx.state.metadata
             path = over.split(".")[1:]
             for depth, part in enumerate(path):
                 if not isinstance(value, dict) or part not in value:

@@ -23,12 +23,13 @@ never runs a finished subtask again.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
 from magent.engine import planning
 from magent.engine.children import run_agent_session, stamp
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed, PauseRun, Suspended
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.react import raise_first, react
@@ -36,10 +37,6 @@ from magent.errors import LLMError
 from magent.models import HumanRequest, Message
 from magent.models.progress import AgentProgress, PlanProgress, PlanRecord, PlanRevision, SubtaskStatus
 from magent.store.events import truncate
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 class PlanConfig(NodeConfig):
     agent: str

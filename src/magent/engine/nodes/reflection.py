@@ -10,19 +10,15 @@ match ``revise``) and the event says the loop ended at its limit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
 
 from pydantic import Field
 
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.llm.base import LLMRequest, json_in_reply
 from magent.models import Message
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
 
 _VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(pass|revise)", re.I)
 _FEEDBACK = re.compile(r"feedback\s*[:=]\s*(.*)", re.I | re.S)
@@ -124,6 +120,6 @@ def feedback_text(value: object, _nested: bool = False) -> str:
             parts.append(f"{key}: {said}" if said else str(key))
         return (", " if _nested else "; ").join(parts)
     if isinstance(value, (list, tuple)):
-        said = (feedback_text(item, True) for item in value)
-        return (", " if _nested else "; ").join(text for text in said if text)
+        texts = (feedback_text(item, True) for item in value)
+        return (", " if _nested else "; ").join(text for text in texts if text)
     return str(value)

@@ -9,21 +9,18 @@ Write ``$$`` for a literal leading ``$``. The result is stored in
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from magent import failpoints
 from magent.config.templates import is_template
 from magent.engine import argrails, templating
+from magent.engine.context import NodeContext
 from magent.engine.control import NodeFailed
 from magent.engine.nodes.base import Node, NodeConfig, NodeResult
 from magent.engine.tooluse import check_before_call, declined, in_flight, landed, recorder
 from magent.models.progress import ToolProgress
 from magent.store.events import truncate
 from magent.tools.base import CallContext, calling
-
-if TYPE_CHECKING:
-    from magent.engine.context import NodeContext
-
 
 class ToolNodeConfig(NodeConfig):
     tool: str
@@ -39,6 +36,7 @@ class ToolNode(Node):
     kind = "tool"
     Config = ToolNodeConfig
     Progress = ToolProgress
+    config: ToolNodeConfig
 
     async def run(self, ctx: NodeContext) -> NodeResult:
         name = self.config.tool
@@ -85,7 +83,7 @@ class ToolNode(Node):
         return NodeResult(output=content)
 
 
-def resolve(value: Any, ctx) -> Any:
+def resolve(value: Any, ctx: NodeContext) -> Any:
     if isinstance(value, dict):
         return {k: resolve(v, ctx) for k, v in value.items()}
     if isinstance(value, list):
