@@ -129,14 +129,6 @@ class SessionBus:
         self._bus = bus
         self._session = session
 
-    @property
-    def seq(self) -> int:
-        return self._bus.seq
-
-    @property
-    def wants_live(self) -> bool:
-        return self._bus.wants_live
-
     def emit(self, type: str, node: str | None = None, **fields: Any) -> Any:
         if not self._session.is_main:
             fields.setdefault("session", self._session.id)

@@ -157,7 +157,7 @@ def recorder(ctx: NodeContext, node: str, agent: str | None, call_id: str) -> Ca
 def live_output(ctx: NodeContext, node: str, call_id: str, tool: str) -> Callable[[str, str], None] | None:
     """What a tool prints as it runs, as live-only ``tool_output`` events (masked like the model's
     streamed text); None when no sink watches live events."""
-    if not ctx.bus.wants_live:
+    if not ctx.deps.bus.wants_live:
         return None
 
     def output(stream: str, line: str) -> None:
