@@ -180,7 +180,8 @@ def test_the_meter_counts_as_setting_each_field_would() -> None:
     from magent.engine.budget import Meter
     from magent.models.budget import Spent
 
-    run = SimpleNamespace(sessions={}, graph=SimpleNamespace(nodes={"n": SimpleNamespace(agent_name="w")}))
+    run = SimpleNamespace(state=SimpleNamespace(sessions={}),
+                          deps=SimpleNamespace(graph=SimpleNamespace(nodes={"n": SimpleNamespace(agent_name="w")})))
     meter = Meter(run)  # type: ignore[arg-type]
     expected = {"task": Spent(), "agent:w": Spent()}
     events = [{"type": "llm_call", "node": "n", "agent": "w", "tokens_in": 7, "tokens_out": 2, "cost": 0.25},
@@ -210,9 +211,10 @@ def test_the_budgets_in_force_are_made_again_only_when_what_they_come_from_chang
 
     options: dict = {"budget": {"max_tokens": 500}}
     worker = SimpleNamespace(agent=SimpleNamespace(budget=Budget(max_tool_calls=3)))
-    run = SimpleNamespace(task=SimpleNamespace(config_snapshot={"options": options}), sessions={},
-                          graph=SimpleNamespace(workflow=SimpleNamespace(budget=Budget(max_model_calls=9)),
-                                                agents={"worker": worker}, nodes={}))
+    graph = SimpleNamespace(workflow=SimpleNamespace(budget=Budget(max_model_calls=9)),
+                            agents={"worker": worker}, nodes={})
+    run = SimpleNamespace(deps=SimpleNamespace(task=SimpleNamespace(config_snapshot={"options": options}), graph=graph),
+                          state=SimpleNamespace(sessions={}))
     run.meter = Meter(run)  # type: ignore[arg-type]
 
     def seen() -> list:
@@ -223,7 +225,7 @@ def test_the_budgets_in_force_are_made_again_only_when_what_they_come_from_chang
     options["budget"]["max_tokens"] = 800  # a person raised it (in place)
     options["agent_budgets"] = {"worker": {"max_tool_calls": 5}}
     assert seen() == [("task", {"max_tokens": 800, "max_model_calls": 9}), ("agent:worker", {"max_tool_calls": 5})]
-    run.graph.workflow.budget = None
+    graph.workflow.budget = None
     worker.agent.budget = Budget(max_tool_calls=4, max_tokens=100)
     assert seen() == [("task", {"max_tokens": 800}), ("agent:worker", {"max_tokens": 100, "max_tool_calls": 5})]
     assert [(s, b.limits()) for s, b in limits(run, None)] == [("task", {"max_tokens": 800})]  # type: ignore[arg-type]
