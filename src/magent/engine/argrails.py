@@ -107,19 +107,19 @@ async def _screen_call(ctx: NodeContext, node: str, agent: str, rails: list[Any]
 
     screened = await walk(arguments, "")
     if verdict is not None:
-        ctx.progress.arg_rails[call_id] = verdict
+        ctx.calls.arg_rails[call_id] = verdict
     return screened
 
 
 def refusal(ctx: NodeContext, call_id: str) -> str | None:
     """What the model is told instead of a result when a rail blocked ``call_id``'s arguments."""
-    v = ctx.progress.arg_rails.get(call_id)
+    v = ctx.calls.arg_rails.get(call_id)
     return v.refusal if v is not None and v.outcome == "block" else None
 
 
 def check_pause(ctx: NodeContext, node: str, call_id: str, name: str, arguments: Any) -> None:
     """Raise ``PauseRun`` when a rail asked a person about this call and no one has answered."""
-    v = ctx.progress.arg_rails.get(call_id)
+    v = ctx.calls.arg_rails.get(call_id)
     if v is None or v.outcome != "pause":
         return
     raise PauseRun(HumanRequest(
@@ -133,7 +133,7 @@ def check_pause(ctx: NodeContext, node: str, call_id: str, name: str, arguments:
 
 def done(ctx: NodeContext, call_id: str) -> None:
     """Forget the rails' decision on a call that has its observation."""
-    ctx.progress.arg_rails.pop(call_id, None)
+    ctx.calls.arg_rails.pop(call_id, None)
 
 
 async def summarize(ctx: NodeContext, agent: Any, node: str, answer: str) -> None:

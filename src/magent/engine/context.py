@@ -21,6 +21,7 @@ from magent.engine.modelcalls import ModelCalls
 from magent.engine.sessions import Session, SessionBus, StopSignal
 from magent.ids import new_id
 from magent.models import Entry, HumanFeedback, Message, State, Task, Usage
+from magent.models.progress import AgentProgress, CallsProgress, ProgressOfAKind
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
 from magent.store import TaskDir
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
     from magent.llm.base import LLMClient
-    from magent.models.progress import ProgressOfAKind
     from magent.tools.pinning import PinStore
     from magent.tools.registry import ToolRegistry
 
@@ -277,6 +277,16 @@ class NodeContext:
     def progress(self) -> ProgressOfAKind:
         """This session's progress through its current node (kept in every checkpoint)."""
         return self.session.progress
+
+    @property
+    def calls(self) -> CallsProgress:
+        """This session's progress as a caller of tools (a tool node's, or an agent loop's)."""
+        return self.session.progress_of(CallsProgress)
+
+    @property
+    def loop(self) -> AgentProgress:
+        """This session's progress as an agent loop's (the ReAct loop and its rails)."""
+        return self.session.progress_of(AgentProgress)
 
     @property
     def recovery(self) -> Recovery:

@@ -13,7 +13,7 @@ from magent.engine.inputs import merge_updates
 from magent.engine.runner import Executor, RunOutcome
 from magent.errors import TaskStateError, UsageError
 from magent.models import HumanFeedback, Message, Task, TaskStatus
-from magent.models.progress import CallDecision
+from magent.models.progress import CallDecision, CallsProgress
 from magent.models.session import MAIN_SESSION
 from magent.store import TaskDir
 
@@ -153,7 +153,7 @@ def _apply(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) -> No
             target.state.routing_key = feedback.action
         if request.kind in ("tool_approval", "tool_recovery", "tool_changed"):
             call_id = request.details.get("call_id")
-            target.progress.decisions[call_id] = CallDecision(
+            target.progress_of(CallsProgress).decisions[call_id] = CallDecision(
                 action="run" if feedback.action == "approve" else "reject", message=feedback.message)
             ctx.state.feedback = None
             tool = ctx.deps.tools().get(request.details.get("tool") or "")

@@ -183,9 +183,9 @@ class ResultScreen:
         if s.outcome == "block":
             message = f"{label} blocked the result of {call.full_name}: {s.message}"
             add_observation(ctx, self.node, call, "ERROR", message)
-            ctx.progress.rail_blocks.append(message)
+            ctx.loop.rail_blocks.append(message)
             return False
-        ctx.progress.held[call.id] = HeldResult(
+        ctx.loop.held[call.id] = HeldResult(
             tool=result.tool or call.full_name, outcome=result.outcome, text=ctx.deps.redactor.text(result.content),
             rail=label, key=s.rail.key, reason=s.reason, duration_ms=result.duration_ms, artifact=result.artifact)
         return False
@@ -199,7 +199,7 @@ def result_screen(ctx: NodeContext, node: str, agent: str, call: ToolCall) -> Re
 def release_held(ctx: NodeContext, node: str, pending: list[ToolCall]) -> list[ToolCall]:
     """Calls held at a rail's pause that a person has decided on become observations; returns the
     pending calls that were not held (still to check and run). Held calls already ran: never again."""
-    held = ctx.progress.held
+    held = ctx.loop.held
     rest = []
     for call in pending:
         h = held.get(call.id)
@@ -227,10 +227,10 @@ def release_held(ctx: NodeContext, node: str, pending: list[ToolCall]) -> list[T
 
 def settle_turn(ctx: NodeContext, node: str) -> None:
     """Once a turn's calls are done: fail for a blocked result, pause for a held one."""
-    blocks, ctx.progress.rail_blocks = ctx.progress.rail_blocks, []
+    blocks, ctx.loop.rail_blocks = ctx.loop.rail_blocks, []
     if blocks:
         raise NodeFailed(blocks[0], kind="guardrail")
-    for call_id, h in ctx.progress.held.items():
+    for call_id, h in ctx.loop.held.items():
         if h.decision is None:
             raise PauseRun(HumanRequest(
                 kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=h.text,
@@ -296,7 +296,7 @@ def record_answer(ctx: NodeContext, node: str, check: AnswerCheck | None, entry_
         return
     assert s.rail is not None
     label = rail_label(s.rail, "output")
-    ctx.progress.held_answer = HeldAnswer(entry_id=entry_id, iteration=iteration, rail=label, key=s.rail.key)
+    ctx.loop.held_answer = HeldAnswer(entry_id=entry_id, iteration=iteration, rail=label, key=s.rail.key)
     raise PauseRun(HumanRequest(
         kind="guardrail", node=node, allowed_actions=PAUSE_ACTIONS, output=s.text,
         question=(f"{label.capitalize()} flagged the answer of agent '{agent}': {s.reason}. Accept it (approve), "
@@ -314,7 +314,7 @@ def accept_answer(ctx: NodeContext, node: str, check: AnswerCheck | None) -> boo
     label = rail_label(s.rail, "output")
     if s.outcome == "block":
         raise NodeFailed(f"{label} blocked the answer: {s.message}", kind="guardrail")
-    revisions = ctx.progress.revisions
+    revisions = ctx.loop.revisions
     done = revisions.get(s.rail.key, 0)
     if done >= s.rail.config.max_revisions:
         raise NodeFailed(f"{label} still objects after {done} revision{'s' if done != 1 else ''}: {s.message}",
@@ -330,18 +330,18 @@ def resume_answer(ctx: NodeContext, node: str) -> str | None:
     """Going on after a person decided on a held answer: the accepted answer, or None once the
     decision is applied (a rejection asks the model to revise, with the person's message: the
     turn is done)."""
-    held = ctx.progress.held_answer
+    held = ctx.loop.held_answer
     if held is None:
         return None
     decision = held.decision
     if decision is None:
         raise NodeFailed(f"the answer held by {held.rail} has no decision to go on with", kind="guardrail")
-    ctx.progress.held_answer = None
+    ctx.loop.held_answer = None
     iteration = held.iteration
     text = held.text or ""
     ctx.add_message(Message(role="assistant", content=text), node=node, turn_id=f"{node}:{iteration}",
                     entry_id=held.entry_id)
-    ctx.progress.iteration = iteration + 1
+    ctx.loop.iteration = iteration + 1
     if decision.action == "approve":
         return text
     ctx.add_message(Message(role="user", name="human", content=f"[a person, reject] {decision.message or ''}"
@@ -357,16 +357,16 @@ def take_decision(ctx: NodeContext, request: HumanRequest, feedback: HumanFeedba
     decision = RailDecision(action=feedback.action, message=feedback.message)
     source = details.get("source")
     if source == "tool_result":
-        held = ctx.progress.held.get(details.get("call_id"))
+        held = ctx.loop.held.get(details.get("call_id") or "")
         if held is not None:
             held.decision = decision
     elif source == "answer":
-        answer = ctx.progress.held_answer
+        answer = ctx.loop.held_answer
         if answer is not None:
             answer.decision = decision
             answer.text = request.output or ""
     elif source == "tool_arguments":  # (``argrails``: the call runs as written, or is not made)
-        ctx.progress.decisions[details.get("call_id")] = CallDecision(
+        ctx.calls.decisions[details.get("call_id") or ""] = CallDecision(
             action="run" if feedback.action == "approve" else "reject", message=feedback.message)
     elif source in ("task", "follow_up") and feedback.action == "reject":
         note = f": {feedback.message}" if feedback.message else ""

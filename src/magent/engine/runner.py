@@ -115,7 +115,7 @@ class Executor:
                           visit=ctx.state.visits.get(name, 1), resumed=True)
         if node.kind not in NO_TOOLS:
             await need_tools(ctx)
-            check_logins(ctx, name)
+            check_logins(view, name)
         started = time.perf_counter()
         result = await node.run(view)
         view.set_output(name, result.output, result.value)

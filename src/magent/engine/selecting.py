@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magent.errors import ConfigError, LLMError
 from magent.llm.base import ToolSpec
 from magent.models import Agent, Message, ToolCall
 from magent.tools.base import ToolResult
 from magent.tools.selection import Scored, bm25, cosine, document, rank
+
+if TYPE_CHECKING:
+    from magent.engine.context import NodeContext
 
 SEARCH = "tools.search"
 """The built-in tool that finds the tools a request left out."""
@@ -58,7 +61,7 @@ class Selector:
         self._vectors: list[Any] | None = None
 
     @classmethod
-    def for_agent(cls, ctx: Any, agent: Agent, specs: list[ToolSpec]) -> "Selector | None":
+    def for_agent(cls, ctx: NodeContext, agent: Agent, specs: list[ToolSpec]) -> "Selector | None":
         if agent.tool_selection is None or not specs:
             return None
         from magent.store.toolstats import read_stats
@@ -68,9 +71,9 @@ class Selector:
         except ConfigError as exc:  # (a broken memory.yaml: the run goes on, ranking by text)
             ctx.bus.emit("warning", None, message=f"tool selection: {exc}; ranking by BM25 instead")
             embedder = None
-        return cls(agent, specs, read_stats(ctx.td.store.root), embedder)
+        return cls(agent, specs, read_stats(ctx.deps.td.store.root), embedder)
 
-    async def choose(self, ctx: Any, node: str, messages: list[Message] | None = None,
+    async def choose(self, ctx: NodeContext, node: str, messages: list[Message] | None = None,
                      ) -> tuple[list[ToolSpec], dict[str, Any]]:
         """The tools the next request carries (the allowed tools' order, ``tools.search`` last)
         and the record of why, for its ``llm_call`` event. ``messages``: the history to choose
@@ -94,14 +97,14 @@ class Selector:
                   "carried": [{"tool": s.name, **why[s.name]} for s in carried if s.name in why]}
         return carried, record
 
-    async def search(self, ctx: Any, node: str, call: ToolCall) -> None:
+    async def search(self, ctx: NodeContext, node: str, call: ToolCall) -> None:
         """Make one ``tools.search`` call: its result (the tools found, best first, among those
         the request that asked did not carry) is the call's observation, and those tools are
         carried from the next request on."""
         from magent.engine.tooluse import add_observation
 
         started = time.perf_counter()
-        ctx.bus.emit("tool_call", node, call_id=call.id, tool=SEARCH, arguments=ctx.redactor.data(call.arguments))
+        ctx.bus.emit("tool_call", node, call_id=call.id, tool=SEARCH, arguments=ctx.deps.redactor.data(call.arguments))
         query = call.arguments.get("query") if call.raw_arguments is None else None
         if not isinstance(query, str) or not query.strip():
             add_observation(ctx, node, call, "ERROR", f"{SEARCH} needs a 'query' argument: what the tool "
@@ -123,7 +126,7 @@ class Selector:
                             notes=[f"{s.name}: {s.why()}" for s in ranked])
         add_observation(ctx, node, call, "SUCCESS", text, result)
 
-    async def _rank(self, ctx: Any, node: str, query: str, specs: list[ToolSpec]) -> list[Scored]:
+    async def _rank(self, ctx: NodeContext, node: str, query: str, specs: list[ToolSpec]) -> list[Scored]:
         if self.embedder is not None:
             try:
                 vectors = await self._doc_vectors()

@@ -9,11 +9,11 @@ the run (``engine/context.py``); a node works through a ``NodeContext`` bound to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from magent.models import Message, State
 from magent.models.progress import P as ProgressKind
-from magent.models.progress import ProgressOfAKind, as_kind, blank
+from magent.models.progress import Progress, ProgressOfAKind, as_kind, blank
 from magent.models.session import MAIN_SESSION, SessionPosition
 
 if TYPE_CHECKING:
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
     from magent.engine.events import EventBus
     from magent.models import Checkpoint, Entry
+
+
+K = TypeVar("K", bound=Progress)
 
 
 class StopSignal:
@@ -98,6 +101,14 @@ class Session:
     def progress_as(self, cls: type[ProgressKind]) -> ProgressKind:
         """Its progress as a ``cls`` (made one when it is not yet: a node just entered)."""
         progress = self.progress = as_kind(self.progress, cls)
+        return progress
+
+    def progress_of(self, cls: type[K]) -> K:
+        """Its progress, which its node (or agent loop) made a ``cls`` (a ``TypeError`` when it is
+        not: the caller runs where that kind is kept)."""
+        progress = self.progress
+        if not isinstance(progress, cls):
+            raise TypeError(f"session {self.id} keeps {progress.kind} progress, not {cls.__name__}")
         return progress
 
     def to_position(self) -> SessionPosition:

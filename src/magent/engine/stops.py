@@ -41,7 +41,7 @@ def take(ctx: NodeContext, agent: Agent, node: str, iteration: int, request: LLM
     text = (response.refusal or response.content) if refused else response.content
     ctx.add_message(Message(role="assistant", content=text), node=node, turn_id=f"{node}:{iteration}",
                     entry_id=entry_id)
-    p = ctx.progress
+    p = ctx.loop
     p.iteration = iteration + 1
     if refused:
         _refused(ctx, agent, node, response)

@@ -68,7 +68,7 @@ def accept(ctx: NodeContext, agent: Agent, node: str, answer: str) -> bool:
     _, problem = schema.parse(answer)
     if problem is None:
         return True
-    p = ctx.progress
+    p = ctx.loop
     done = p.output_retries
     ctx.bus.emit("output_invalid", node, agent=agent.name, problem=ctx.deps.redactor.text(problem),
                  retry=done + 1 if done < agent.output_retries else None, retries=agent.output_retries)

@@ -29,7 +29,7 @@ def check_before_call(ctx: NodeContext, node: str, call_id: str, name: str, argu
     have made before it died, to a tool that is not idempotent; a tool marked ``needs_approval``.
     A decision already given for ``call_id`` (after a resume) lets the call through.
     """
-    if call_id in ctx.progress.decisions or argrails.refusal(ctx, call_id):
+    if call_id in ctx.calls.decisions or argrails.refusal(ctx, call_id):
         return  # decided already, or not to be made (``declined`` says why)
     argrails.check_pause(ctx, node, call_id, name, arguments)
     tool = ctx.deps.tools().get(name)
@@ -41,7 +41,7 @@ def check_before_call(ctx: NodeContext, node: str, call_id: str, name: str, argu
         raise PauseRun(HumanRequest(kind="tool_changed", node=node, allowed_actions=["approve", "reject"],
                                     question=change.question, output=change.text(),
                                     details={**details, "change": change.to_dict()}))
-    if not tool.idempotent and (call_id in ctx.recovery.started_calls or call_id in ctx.progress.unsure):
+    if not tool.idempotent and (call_id in ctx.recovery.started_calls or call_id in ctx.calls.unsure):
         raise PauseRun(HumanRequest(
             kind="tool_recovery", node=node, allowed_actions=["approve", "reject"], output=_shown(name, arguments),
             question=(f"The run stopped while {name} was running, and it is not marked idempotent. "
@@ -74,7 +74,7 @@ def declined(ctx: NodeContext, call_id: str) -> str | None:
     blocked = argrails.refusal(ctx, call_id)
     if blocked is not None:
         return blocked
-    decision = ctx.progress.decisions.get(call_id)
+    decision = ctx.calls.decisions.get(call_id)
     if decision is not None and decision.action == "reject":
         return "a person declined this call" + (f": {decision.message}" if decision.message else "")
     return None
@@ -82,7 +82,7 @@ def declined(ctx: NodeContext, call_id: str) -> str | None:
 
 def approval_note(ctx: NodeContext, call_id: str) -> str:
     """What a person said when approving ``call_id``, to put before the call's result."""
-    decision = ctx.progress.decisions.get(call_id)
+    decision = ctx.calls.decisions.get(call_id)
     if decision is not None and decision.action == "run" and decision.message:
         return f"[a person approved this call: {decision.message}]\n"
     return ""
@@ -169,11 +169,11 @@ def in_flight(ctx: NodeContext, call_id: str) -> None:
     """Note in the session's progress that ``call_id`` is running. Another session may write a
     checkpoint while it runs; this is how that checkpoint knows the call may have happened (its
     intent event comes before the checkpoint, where recovery does not look)."""
-    ctx.progress.running.append(call_id)
+    ctx.calls.running.append(call_id)
 
 
 def landed(ctx: NodeContext, call_id: str) -> None:
-    running = ctx.progress.running
+    running = ctx.calls.running
     if call_id in running:
         running.remove(call_id)
 

@@ -51,7 +51,8 @@ class HeldResult(Model):
     """A tool result an input rail held for a person: the call ran, its result waits here."""
 
     tool: str
-    outcome: str
+    outcome: Literal["SUCCESS", "FAILURE", "ERROR", "TIMEOUT"]
+    """How the call ended (``tools.base.Outcome``)."""
     text: str
     """The result as the rails left it (masked)."""
     rail: str

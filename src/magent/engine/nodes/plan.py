@@ -268,7 +268,8 @@ class PlanNode(Node):
     def _publish(self, ctx: NodeContext, result: str | None = None) -> None:
         """The plan's record in State: the plan, its revisions, each subtask's status (and, at
         the end, each result and the final answer)."""
-        rec = ctx.session.progress_as(PlanProgress).plan
+        rec = ctx.session.progress_of(PlanProgress).plan
+        assert rec is not None  # (made as the node started)
         plan = rec.plan or {}
         subtasks = {}
         for sid, st in rec.status.items():

@@ -73,7 +73,7 @@ class ToolNode(Node):
                              duration_ms=result.duration_ms, artifact=result.artifact,
                              notes=result.notes or None, attempts=result.attempts or None)
                 landed(ctx, call_id)
-        ctx.progress.decisions = {}
+        ctx.calls.decisions = {}
         argrails.done(ctx, call_id)
         if outcome != "SUCCESS" and self.config.fail_on_error:
             raise NodeFailed(f"tool node '{self.name}': {name} {outcome.lower()}: {truncate(content, 300)}")
