@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def setup(tmp_path: Path, mode: str) -> tuple[JsonlWriter, CheckpointLog, Commit
     return log, checkpoints, committer
 
 
-def test_a_commit_syncs_entries_checkpoints_and_their_names_together(tmp_path: Path, recorded) -> None:
+def test_a_commit_syncs_entries_then_checkpoints_and_their_names(tmp_path: Path, recorded) -> None:
     log, checkpoints, committer = setup(tmp_path, "sync")
     log.append({"id": "e1"})
     checkpoints.write(checkpoint(0))
@@ -65,8 +66,8 @@ def test_a_commit_syncs_entries_checkpoints_and_their_names_together(tmp_path: P
     assert recorded == [("link", "checkpoint_000.json")]    # but nothing forced to the disk yet
     assert committer.pending()
     asyncio.run(committer.durable())
-    synced = {name for kind, name in recorded[1:]}
-    assert synced == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
+    assert recorded[1] == ("fsync", "entries.jsonl")        # what the checkpoint points at first
+    assert {name for kind, name in recorded[2:]} == {"checkpoint_000.json", tmp_path.name}
     assert len(recorded) == 4 and not committer.pending()
     asyncio.run(committer.durable())
     assert len(recorded) == 4                               # nothing left: no syscall at all
@@ -129,9 +130,9 @@ def test_a_commit_that_fails_says_which_file(tmp_path: Path, monkeypatch: pytest
 
 
 def test_what_a_failed_commit_held_is_synced_by_the_next_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A commit whose fsync fails leaves nothing of it known durable: the next commit syncs the
-    entries, the checkpoint (by its name: the failed commit closed its descriptor) and the
-    directory again."""
+    """A commit whose fsync of the entries fails leaves nothing of it known durable, and does
+    not go on to the checkpoint that points at them: the next commit syncs the entries, the
+    checkpoint (by its name: the failed commit closed its descriptor) and the directory."""
     from magent.errors import StoreError
 
     log, checkpoints, committer = setup(tmp_path, "sync")
@@ -152,10 +153,38 @@ def test_what_a_failed_commit_held_is_synced_by_the_next_one(tmp_path: Path, mon
     with pytest.raises(StoreError, match="Input/output error"):
         asyncio.run(committer.durable())
     assert committer.pending()
-    first = set(calls)
+    assert calls == ["entries.jsonl"]
     calls.clear()
     asyncio.run(committer.durable())
-    assert set(calls) == first == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
+    assert set(calls) == {"entries.jsonl", "checkpoint_000.json", tmp_path.name}
+    assert not committer.pending()
+
+
+def test_a_checkpoint_is_synced_after_the_lines_a_commit_under_way_syncs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fsyncs side by side land in any order, and the power can go between them: a checkpoint
+    must reach the disk after the entries it points at, even when a commit begun before it (a
+    reply's, say) is still syncing them. Here that commit's fsync of the entries is slow."""
+    log, checkpoints, committer = setup(tmp_path, "sync")
+    done: list[str] = []
+    real = commit_mod._fsync
+
+    def slow_entries(fd: int, what: str) -> None:
+        if Path(what).name == "entries.jsonl" and "entries.jsonl" not in done:
+            time.sleep(0.3)
+        real(fd, what)
+        done.append(Path(what).name)
+
+    monkeypatch.setattr(commit_mod, "_fsync", slow_entries)
+
+    async def main() -> None:
+        log.append({"id": "e1"})
+        committer.begin()                      # the reply's commit, under way
+        checkpoints.write(checkpoint(0))      # a checkpoint whose leaf is e1
+        await committer.durable()
+
+    asyncio.run(main())
+    assert done.index("checkpoint_000.json") > done.index("entries.jsonl")
     assert not committer.pending()
 
 

@@ -28,7 +28,9 @@ Run as ``python lossyfs.py BACKING MOUNT IMAGE``; commands, one per line on stdi
 ``cut SEED`` (now), ``arm syncs K SEED`` (after the K-th fsync or fsyncdir, which is applied
 and never answered), ``arm ops N SEED`` (after the N-th call that changes something),
 ``arm file NAME N K SEED`` (after the K-th sync that follows the N-th fsync of a file whose
-name contains NAME; K = 0: that fsync itself),
+name contains NAME; K = 0: that fsync itself), ``arm during NAME N SEED`` (while the N-th
+fsync of a file whose name contains NAME is slow: the syncs made beside it in the next
+``HELD`` seconds are applied, it is not),
 ``release`` (after a cut: blocked calls fail), ``stats``. It prints ``cut`` once the image is
 written, and ``stats SYNCS OPS`` on request. ``LossyDisk`` (``tests/support/powercut.py``)
 drives it.
@@ -42,6 +44,7 @@ import random
 import stat
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,6 +52,9 @@ import mfusepy
 from mfusepy import FuseOSError, Operations
 
 SECTOR = 512
+HELD = 0.5
+"""How long an fsync ``arm during`` holds back runs before the power goes (the syncs made
+beside it land meanwhile, as beside a slow flush)."""
 TRACE = bool(os.environ.get("LOSSYFS_TRACE"))
 """Print each sync to stderr (``ROOT/lossyfs.log``), to see where a cut came."""
 
@@ -69,6 +75,8 @@ class Lossy(Operations):
         self.arm: tuple[str, int] | None = None
         self.file_arm: tuple[str, int, int] | None = None
         """(name, n, k): cut at the k-th sync after the n-th fsync of a file so named."""
+        self.during_arm: tuple[str, int] | None = None
+        """(name, n): cut during the n-th fsync of a file so named."""
         self.rng = random.Random(0)
         self._next_id = 0
         self.ids: dict[int, int] = {}
@@ -202,6 +210,9 @@ class Lossy(Operations):
             elif words[0] == "arm" and words[1] == "file":
                 self.file_arm = (words[2], int(words[3]), int(words[4]))
                 self.rng.seed(int(words[5]))
+            elif words[0] == "arm" and words[1] == "during":
+                self.during_arm = (words[2], int(words[3]))
+                self.rng.seed(int(words[4]))
             elif words[0] == "arm":
                 self.arm = (words[1], int(words[2]))
                 self.rng.seed(int(words[3]))
@@ -312,7 +323,22 @@ class Lossy(Operations):
     def fsync(self, path: str, datasync: int, fh: int) -> int:
         if TRACE:
             print(f"fsync {self.syncs + 1} {path} {os.fstat(fh).st_size}", file=sys.stderr, flush=True)
+        if self._held(path):
+            time.sleep(HELD)
+            with self.mutex:
+                self._cut()
+            self.released.wait()
+            raise FuseOSError(errno.EIO)
         return self._change(lambda: self._sync_file(fh), kind="sync", path=path)
+
+    def _held(self, path: str | None) -> bool:
+        """Whether this fsync of ``path`` is the one ``arm during`` waits for."""
+        with self.mutex:
+            if self.during_arm is None or path is None or self.during_arm[0] not in os.path.basename(path):
+                return False
+            name, nth = self.during_arm
+            self.during_arm = (name, nth - 1) if nth > 1 else None
+            return nth == 1
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
         if TRACE:

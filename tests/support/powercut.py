@@ -70,10 +70,14 @@ class LossyDisk:
     def arm(self, kind: str, count: int, seed: int) -> None:
         """Cut the power right after the ``count``-th fsync (``kind`` "syncs") or change ("ops");
         ``kind`` "file:NAME:N": after the ``count``-th sync that follows the N-th fsync of a file
-        whose name contains NAME (0: right after that fsync)."""
+        whose name contains NAME (0: right after that fsync); ``kind`` "during:NAME": while the
+        ``count``-th fsync of a file whose name contains NAME is under way (the syncs beside it
+        land, it does not)."""
         if kind.startswith("file:"):
             _, name, nth = kind.split(":")
             self._send(f"arm file {name} {nth} {count} {seed}")
+        elif kind.startswith("during:"):
+            self._send(f"arm during {kind.split(':')[1]} {count} {seed}")
         else:
             self._send(f"arm {kind} {count} {seed}")
 

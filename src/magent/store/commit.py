@@ -5,7 +5,7 @@ written to a temp file — and nothing of that waits for the disk. The disk is w
 where the run's durability mode says a write must survive a power loss before the run goes on
 (``Checkpoints.before_model``, ``before_tool``): then every write not yet synced is fsynced at
 once, each file in its own thread (the filesystem folds concurrent fsyncs into one journal
-commit), and the checkpoints written since are synced with them. Concurrent sessions of one task
+commit), and then the checkpoints written since and the directory. Concurrent sessions of one task
 (map items, branches) that reach that point while a commit is running share the next one, and
 their event loop keeps running the others while they wait.
 
@@ -13,9 +13,13 @@ What holds:
 - the writes are made in the same order as ever (an entry before the checkpoint that points at
   it, a tool call's record before the call), and a checkpoint is linked to its name as soon as
   it is written, so a kill -9 (which loses nothing the process wrote) changes nothing;
-- a commit syncs the files appended to, the checkpoints written since the last one and the
-  directory (their names) together: mode ``sync`` commits before every tool and model call,
-  ``step`` before every model call (and before a tool that is not idempotent);
+- a commit syncs the files appended to, then the checkpoints written since the last one and
+  the directory (their names): mode ``sync`` commits before every tool and model call, ``step``
+  before every model call (and before a tool that is not idempotent);
+- a checkpoint's content and name are synced only once every line appended before it is: its
+  commit first syncs each file with lines not known durable, even one a commit under way syncs
+  (concurrent fsyncs land in any order, and a power cut can fall between them, so a checkpoint
+  synced beside the entries it points at could outlive them);
 - after a power loss, a checkpoint written since the last commit may come back damaged: it
   fails its hash, is moved aside, and the run continues from the one before, which a commit
   synced, with the entries a commit synced after it.
@@ -248,7 +252,8 @@ class Committer:
         while self.pending():  # (mode exit: a bounded number of checkpoints a round)
             commit = self._snapshot(everything=True)
             try:
-                _sync_all(commit.fds)
+                for stage in commit.stages():
+                    _sync_all(stage)
             except BaseException as exc:
                 commit.error = exc
                 raise
@@ -258,11 +263,13 @@ class Committer:
 
     def _snapshot(self, *, everything: bool) -> "_Commit":
         """What one commit syncs: every file with lines no commit syncs yet, every checkpoint
-        not yet synced, the directory if a link was made since its last sync (``everything``:
-        also what commits under way sync). The writers' descriptors and the directory's are
+        not yet synced, the directory if a link was made since its last sync (``everything``,
+        or with checkpoints to sync: also the lines commits under way sync, which must be
+        durable before the checkpoints are). The writers' descriptors and the directory's are
         synced as they are (they are closed only once the commits under way are done:
         ``close``); a checkpoint's is the commit's own, closed by it."""
         commit = _Commit(self)
+        everything = everything or bool(self._unsynced)
         for writer in self._writers():
             if writer.dirty and (everything or writer.appended > self._covered.get(writer, 0)):
                 commit.marks.append((writer, writer.appended))
@@ -275,7 +282,7 @@ class Committer:
             commit.synced_dir = True
             if self._dir_fd < 0:
                 self._dir_fd = os.open(self.dir, os.O_RDONLY)
-            commit.add(self._dir_fd, str(self.dir), own=False)
+            commit.add(self._dir_fd, str(self.dir), own=False, then=True)
             self._dir_dirty = False
         # Mode exit syncs a long run's checkpoints at its end: a bounded number per round, so
         # the descriptors held open stay few.
@@ -287,7 +294,7 @@ class Committer:
                     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
                 except OSError:
                     continue  # moved aside since: nothing left to sync
-            commit.add(fd, str(path))
+            commit.add(fd, str(path), then=True)
         return commit
 
     def close(self) -> None:
@@ -315,6 +322,9 @@ class _Commit:
     def __init__(self, committer: Committer):
         self.committer = committer
         self.fds: list[tuple[int, str]] = []
+        """The files appended to, synced first."""
+        self.then: list[tuple[int, str]] = []
+        """The checkpoints and the directory, synced once the files are."""
         self.owned: list[int] = []
         """The descriptors it closes once synced (the others are the writers' and the directory's)."""
         self.waits: list[_Wait] = []
@@ -326,37 +336,50 @@ class _Commit:
         self.error: BaseException | None = None
         self.finished = threading.Event()
         """Set by the thread of its last fsync, once every descriptor it owns is closed."""
+        self._stages: list[list[tuple[int, str]]] = []
+        """The stages ``launch`` has still to begin."""
         self._left = 0
         self._lock = threading.Lock()
         self._settled = False
 
-    def add(self, fd: int, what: str, *, own: bool = True) -> None:
-        self.fds.append((fd, what))
+    def add(self, fd: int, what: str, *, own: bool = True, then: bool = False) -> None:
+        (self.then if then else self.fds).append((fd, what))
         if own:
             self.owned.append(fd)
+
+    def stages(self) -> list[list[tuple[int, str]]]:
+        """What it syncs, in order: the files, then the checkpoints and the directory."""
+        return [stage for stage in (self.fds, self.then) if stage]
 
     def release(self) -> None:
         for fd in self.owned:
             os.close(fd)
 
     def launch(self) -> None:
-        """Fsync its descriptors at once, one pool thread each. The last thread to finish closes
-        them and wakes the loop once (rather than once per file: each wake-up is a turn of the
-        loop and a pipe write), which settles the commit and its ``future``."""
+        """Fsync its files at once, one pool thread each; the thread of the last one fsyncs the
+        checkpoints and the directory the same way. The last thread to finish closes the
+        descriptors and wakes the loop once (rather than once per file: each wake-up is a turn
+        of the loop and a pipe write), which settles the commit and its ``future``."""
         self._loop = asyncio.get_running_loop()
         self.committer._running.append(self)
         self.committer._launched.append(self)
-        if not self.fds:
+        self._stages = self.stages()
+        if not self._stages:
             self.finished.set()
             self.committer._launched.remove(self)
             self.settle()
             return
-        self._left = len(self.fds)
-        for fd, what in self.fds:
+        self._next_stage()
+
+    def _next_stage(self) -> None:
+        stage = self._stages.pop(0)
+        self._left = len(stage)
+        for fd, what in stage:
             _POOL.submit(self._sync, fd, what)
 
     def _sync(self, fd: int, what: str) -> None:
-        """(In a pool thread) one fsync of the commit; the thread of the last one finishes it."""
+        """(In a pool thread) one fsync of the commit; the thread of the last one of a stage
+        begins the next, or finishes the commit."""
         try:
             _fsync(fd, what)
         except BaseException as exc:  # handed to the waiting task
@@ -365,6 +388,9 @@ class _Commit:
             self._left -= 1
             if self._left:
                 return
+        if self._stages and self.error is None:  # (a failed one is taken again whole: ``failed``)
+            self._next_stage()
+            return
         self.release()
         try:
             self._loop.call_soon_threadsafe(self.settle)
