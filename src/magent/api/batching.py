@@ -57,6 +57,8 @@ class BatchStart:
     executor: str
     """``local`` or ``ray``."""
     concurrency: int
+    """Rows run at once: ``concurrency``, or fewer when the Ray cluster holds fewer
+    (its CPUs over ``cpus_per_row``)."""
     skipped: list[SkippedRow] = field(default_factory=list)
     """Bad rows left out (a new batch with ``skip_bad_rows``)."""
     already: dict[str, int] = field(default_factory=dict)
@@ -135,7 +137,8 @@ ProgressHandler = Callable[[BatchProgress], None]
 
 
 def batch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: int = 8,
-          executor: str = "local", ray_address: str | None = None, max_rpm: int | None = None,
+          executor: str = "local", ray_address: str | None = None, cpus_per_row: float | None = None,
+          verbose: bool = False, max_rpm: int | None = None,
           max_tpm: int | None = None, max_failures: int | None = None, skip_bad_rows: bool = False,
           set: Mapping[str, Any] | None = None, tags: Iterable[str] | None = None,
           model: str | None = None, home: PathLike | None = None,
@@ -150,7 +153,9 @@ def batch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: i
     given list is kept in the batch's folder so it can be resumed). ``set`` applies to every
     row (a row's own value wins), ``tags`` and ``model`` as for ``magent.run``; ``max_rpm``
     / ``max_tpm`` limit model calls and tokens a minute over all rows; ``max_failures`` stops
-    starting rows after that many failed; ``executor="ray"`` runs rows on a Ray cluster.
+    starting rows after that many failed; ``executor="ray"`` runs rows on a Ray cluster, each
+    reserving ``cpus_per_row`` of a CPU (default 0.25), on actors the next batch of this session
+    reuses; ``verbose`` shows Ray's own output (on stderr).
 
     Bad input (a malformed row without ``skip_bad_rows``, a bad option, a target that does not
     load, a Ray address that does not answer) raises a ``MagentError`` before anything is
@@ -159,13 +164,14 @@ def batch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: i
     from magent.api.runs import run_sync
 
     return run_sync(abatch(target, inputs, concurrency=concurrency, executor=executor, ray_address=ray_address,
-                           max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
+                           cpus_per_row=cpus_per_row, verbose=verbose, max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
                            skip_bad_rows=skip_bad_rows, set=set, tags=tags, model=model, home=home,
                            on_start=on_start, on_progress=on_progress), "batch")
 
 
 async def abatch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: int = 8,
-                 executor: str = "local", ray_address: str | None = None, max_rpm: int | None = None,
+                 executor: str = "local", ray_address: str | None = None, cpus_per_row: float | None = None,
+                 verbose: bool = False, max_rpm: int | None = None,
                  max_tpm: int | None = None, max_failures: int | None = None, skip_bad_rows: bool = False,
                  set: Mapping[str, Any] | None = None, tags: Iterable[str] | None = None,
                  model: str | None = None, home: PathLike | None = None,
@@ -183,21 +189,22 @@ async def abatch(target: Union[PathLike, Definition], inputs: Inputs, *, concurr
         options = runner.Options(
             concurrency=concurrency, max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
             skip_bad_rows=skip_bad_rows, executor=executor, ray_address=ray_address,
-            set=set_values(updates_from(set)) if set is not None else {},
+            cpus_per_row=cpus_per_row, verbose=verbose, set=set_values(updates_from(set)) if set is not None else {},
             tags=list(tags or []), model=model)
         with _rows_file(inputs) as (path, data):
             rows_in, rows, execu, spec = runner.prepare(given, path, options, _runs())
             batch_dir = runner.record(rows_in, given, spec, options, rows_given=data)
         skipped = [SkippedRow(b.number, b.line, b.error) for b in rows_in.bad]
         start = BatchStart(batch_id=batch_dir.id, rows=len(rows), executor=execu.name,
-                           concurrency=options.concurrency, skipped=skipped)
+                           concurrency=execu.concurrency, skipped=skipped)
         return await _drive(batch_dir, execu, [Job(row=r) for r in rows], options, start, on_start,
                             on_progress)
 
 
 def resume_batch(batch_id: str, *, approve_all: bool = False, retry_failed: bool = False,
                  concurrency: int = 8, executor: str = "local", ray_address: str | None = None,
-                 max_rpm: int | None = None, max_tpm: int | None = None, max_failures: int | None = None,
+                 cpus_per_row: float | None = None, verbose: bool = False, max_rpm: int | None = None,
+                 max_tpm: int | None = None, max_failures: int | None = None,
                  home: PathLike | None = None, on_start: StartHandler | None = None,
                  on_progress: ProgressHandler | None = None) -> BatchRun:
     """Continue a batch after a crash, a cancel or ``max_failures`` (any id or unique prefix)::
@@ -213,13 +220,13 @@ def resume_batch(batch_id: str, *, approve_all: bool = False, retry_failed: bool
 
     return run_sync(aresume_batch(batch_id, approve_all=approve_all, retry_failed=retry_failed,
                                   concurrency=concurrency, executor=executor, ray_address=ray_address,
-                                  max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures, home=home,
+                                  cpus_per_row=cpus_per_row, verbose=verbose, max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures, home=home,
                                   on_start=on_start, on_progress=on_progress), "resume_batch")
 
 
 async def aresume_batch(batch_id: str, *, approve_all: bool = False, retry_failed: bool = False,
                         concurrency: int = 8, executor: str = "local", ray_address: str | None = None,
-                        max_rpm: int | None = None, max_tpm: int | None = None,
+                        cpus_per_row: float | None = None, verbose: bool = False, max_rpm: int | None = None, max_tpm: int | None = None,
                         max_failures: int | None = None, home: PathLike | None = None,
                         on_start: StartHandler | None = None,
                         on_progress: ProgressHandler | None = None) -> BatchRun:
@@ -229,7 +236,8 @@ async def aresume_batch(batch_id: str, *, approve_all: bool = False, retry_faile
     with paths.using_home(home):
         batch_dir, doc = runner.open_batch(batch_id)
         options = runner.Options(concurrency=concurrency, max_rpm=max_rpm, max_tpm=max_tpm,
-                                 max_failures=max_failures, executor=executor, ray_address=ray_address)
+                                 max_failures=max_failures, executor=executor, ray_address=ray_address,
+                                 cpus_per_row=cpus_per_row, verbose=verbose)
         lock = batch_dir.lock().acquire()
         try:
             jobs, execu, _, already = runner.plan_resume(batch_dir, doc, options, _runs(),
@@ -238,7 +246,7 @@ async def aresume_batch(batch_id: str, *, approve_all: bool = False, retry_faile
             lock.release()
             raise
         start = BatchStart(batch_id=batch_dir.id, rows=len(jobs), executor=execu.name,
-                           concurrency=options.concurrency, already=already)
+                           concurrency=execu.concurrency, already=already)
         return await _drive(batch_dir, execu, jobs, options, start, on_start, on_progress, lock=lock)
 
 

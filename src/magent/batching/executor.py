@@ -21,6 +21,9 @@ from typing import Any, Awaitable, Callable, ClassVar
 from magent.batching.inputs import Row
 from magent.errors import MagentError
 
+DEFAULT_CPUS_PER_ROW = 0.25
+"""A model-bound row's share of a CPU on Ray: four such rows keep one core busy at most."""
+
 
 @dataclass
 class Spec:
@@ -38,6 +41,10 @@ class Spec:
     max_rpm: int | None = None
     max_tpm: int | None = None
     ray_address: str | None = None
+    cpus_per_row: float = DEFAULT_CPUS_PER_ROW
+    """The share of a CPU a row reserves on a Ray cluster (``--cpus-per-row``)."""
+    verbose: bool = False
+    """Show the engine's own output (Ray's notices and its workers' logs)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,8 @@ class Outcome:
     result: dict[str, Any] | None = None
     error: str | None = None
     lost: bool = False
-    """The process running the row died (a killed worker): the task is left to resume."""
+    """The process running the row died (a killed worker): its task, if it has one, is left to
+    resume; without one the row is ``not_started`` (a resume starts it)."""
     task_id: str | None = None
     """The row's task when there is one but no result (a lost row's, from the batch's record)."""
 
@@ -76,7 +84,9 @@ class Outcome:
     def status(self) -> str:
         if self.result is not None:
             return str(self.result.get("status"))
-        return "interrupted" if self.lost else "failed"
+        if self.lost:
+            return "interrupted" if self.task_id else "not_started"
+        return "failed"
 
 
 class Report(abc.ABC):
@@ -97,6 +107,11 @@ class Executor(abc.ABC):
     def __init__(self, spec: Spec, runs: Runs):
         self.spec = spec
         self.runs = runs
+
+    @property
+    def concurrency(self) -> int:
+        """Rows run at once: ``spec.concurrency``, or fewer when this engine has less room."""
+        return self.spec.concurrency
 
     def check(self) -> None:
         """Fail now (``MagentError``) if this executor cannot run here; nothing is started yet."""

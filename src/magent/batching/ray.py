@@ -1,17 +1,21 @@
-"""The Ray executor: each row a Ray task (``pip install 'magent-runner[ray]'``).
+"""The Ray executor: rows on warm Ray actors (``pip install 'magent-runner[ray]'``).
 
-A row runs in a Ray worker process exactly as the local executor runs it (``run_row``):
-the worker writes the row's task, checkpoints and row → task line straight into
-``MAGENT_HOME``, which every node must mount at the same path (a shared POSIX
-filesystem: see docs/guides/batches.md). Ray does not retry a row (``max_retries=0``): a row whose
-worker died is reported ``interrupted`` and ``magent batch resume`` continues its task from
-its last checkpoint, so a row is never run twice as two tasks.
+A row runs on an actor (rayactors.py) exactly as the local executor runs it (``run_row``):
+the actor writes the row's task, checkpoints and row → task line straight into
+``MAGENT_HOME``, which every node must mount at the same path (a shared POSIX filesystem: see
+docs/guides/batches.md). The driver keeps the queue of rows and hands the next one to an
+actor as soon as one of its places is free. Ray does not retry a row: a row whose actor died
+(a killed process, a lost node) is reported ``interrupted`` when its task exists, else
+``not_started`` — as ``batch show`` reads it afterwards — and ``magent batch resume``
+continues or starts it, so a row is never run twice as two tasks. The dead actor is
+restarted by Ray and takes rows again; the other actors go on meanwhile.
 
 The driver connects to ``--ray-address`` (else ``RAY_ADDRESS``, else a local cluster it
 starts) and first checks, within a few seconds, that the address answers at all: Ray's own
-connection attempts would retry for a minute. Rate limits (``--max-rpm``/``--max-tpm``) are
-kept by one small Ray actor that every row asks before each model call. Each row starts
-its own MCP server processes (rows share them only under the local executor).
+connection attempts would retry for a minute. Ray's own output (its notices about dead
+workers, the workers' logs) is shown only with ``--verbose``, on stderr, and without colour
+unless stderr is a terminal. Rate limits (``--max-rpm``/``--max-tpm``) are kept by one small
+Ray actor that every row asks before each model call.
 """
 
 from __future__ import annotations
@@ -19,18 +23,24 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
+from collections import deque
 from dataclasses import asdict
 from typing import Any
 
-from magent.batching.executor import Executor, Job, Outcome, Report, Runs, Spec, run_row
-from magent.batching.inputs import Row
+from magent.batching import rayactors
+from magent.batching.executor import Executor, Job, Outcome, Report, Spec
 from magent.errors import RayUnavailableError, UsageError
 
 CONNECT_SECONDS = 3.0
+RESTART_SECONDS = 120.0
+"""How long a place on a dead actor waits for Ray to restart it before it takes no more rows."""
 
 
-def _ray() -> Any:
+def _ray(verbose: bool = False) -> Any:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing is sent anywhere
+    if not sys.stderr.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # Ray's documented switch: no colour codes
     try:
         import ray
     except ImportError:
@@ -40,70 +50,133 @@ def _ray() -> Any:
 
 class RayExecutor(Executor):
     name = "ray"
+    shape: rayactors.Layout | None = None
 
     def check(self) -> None:
-        ray = _ray()
-        address = self.spec.ray_address or os.environ.get("RAY_ADDRESS") or None
+        spec = self.spec
+        ray = _ray(spec.verbose)
+        address = spec.ray_address or os.environ.get("RAY_ADDRESS") or None
         if address and address != "auto":
             _reachable(address)
-        _notices_to_stderr(ray)
+        _notices(ray, spec.verbose)
         if not ray.is_initialized():
             try:
-                ray.init(address=address, logging_level="ERROR", log_to_driver=False,
-                         **({} if address else {"include_dashboard": False}))
+                ray.init(address=address, logging_level="INFO" if spec.verbose else "ERROR",
+                         log_to_driver=spec.verbose, **({} if address else {"include_dashboard": False}))
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise RayUnavailableError(f"--ray-address {address}: cannot connect to Ray: "
                                           f"{str(exc).splitlines()[0]} (nothing was started)") from None
+        nodes = rayactors.node_cpus(ray)
+        if not any(cpus >= spec.cpus_per_row for cpus in nodes):
+            raise UsageError(f"--cpus-per-row {spec.cpus_per_row:g}: no node of the Ray cluster has that many CPUs "
+                             f"(the largest has {max(nodes, default=0):g}); nothing was started")
+        self.shape = rayactors.layout(spec.concurrency, spec.cpus_per_row, nodes)
+
+    @property
+    def concurrency(self) -> int:
+        return self.shape.concurrency if self.shape else self.spec.concurrency
 
     async def run(self, jobs: list[Job], report: Report) -> None:
-        ray = _ray()
+        ray = _ray(self.spec.verbose)
         spec = self.spec
+        assert self.shape is not None, "check() first"
         limiter = None
         if spec.max_rpm or spec.max_tpm:
-            limiter = ray.remote(_Limiter).options(num_cpus=0).remote(spec.max_rpm, spec.max_tpm)
-        remote = ray.remote(_row_in_worker).options(max_retries=0, num_cpus=1)
+            limiter = ray.remote(rayactors.Limiter).options(num_cpus=0).remote(spec.max_rpm, spec.max_tpm)
+        actors = rayactors.pool(ray, self.shape, self.runs).actors
         data = {k: (str(v) if k == "home" else v) for k, v in asdict(spec).items()}
-        slots = asyncio.Semaphore(max(1, spec.concurrency))
-        inflight: list[Any] = []
+        queue = deque(jobs)
+        inflight: dict[Any, Job] = {}
+        settled = asyncio.Event()
 
-        async def one(job: Job) -> None:
-            async with slots:
-                if report.stopping:
+        def over() -> bool:
+            return (not queue or report.stopping) and not inflight
+
+        async def place(actor: Any) -> None:
+            """One of an actor's places: the next row as soon as it is free, while rows are left."""
+            restarted = False
+            while queue and not report.stopping:
+                if not await _alive(actor, RESTART_SECONDS if restarted else None):
                     return
-                ref = remote.remote(data, _job_data(job), limiter, self.runs)
-                inflight.append(ref)
+                if not queue or report.stopping:
+                    return
+                job = queue.popleft()
+                ref = actor.run.remote(data, _job_data(job), limiter)
+                inflight[ref] = job
                 report.started(job, job.task_id or "")
                 try:
-                    result = await asyncio.wrap_future(ref.future())
-                    outcome = Outcome(**result)
+                    outcome = Outcome(**await asyncio.wrap_future(ref.future()))
                 except ray.exceptions.RayError as exc:
-                    outcome = Outcome(row=job.row.number, lost=True, task_id=job.task_id or _task_of(spec, job),
-                                      error=f"the Ray worker running row {job.row.number} died "
-                                            f"({type(exc).__name__}); `magent batch resume` continues it")
+                    restarted = True
+                    outcome = _lost(spec, job, exc)
                 finally:
-                    inflight.remove(ref)
+                    del inflight[ref]
                 report.finished(job, outcome)
+                if over():
+                    settled.set()
 
+        places = [asyncio.ensure_future(place(actor)) for actor, rows in actors for _ in range(rows)]
+        ends: list[asyncio.Future[Any]] = []
         try:
-            await asyncio.gather(*(one(job) for job in jobs))
+            ends += [asyncio.ensure_future(asyncio.gather(*places)), asyncio.ensure_future(settled.wait())]
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+            if not report.stopping:
+                for job in list(queue):  # every actor gone for good: these rows never started
+                    report.finished(job, Outcome(row=job.row.number, lost=True, error=(
+                        f"no Ray worker was left to run row {job.row.number}; `magent batch resume` starts it")))
         finally:
             for ref in list(inflight):  # stopped (Ctrl-C): the rows stop at their checkpoints
                 ray.cancel(ref)
+            for p in [*places, *ends]:
+                p.cancel()
+            await asyncio.gather(*places, *ends, return_exceptions=True)
+            await _close(actors, spec.batch_id)
 
 
-def _notices_to_stderr(ray: Any) -> None:
-    """Ray's driver prints what its cluster reports (a worker that died...) on stdout, where
-    ``--json`` keeps one result line per row: send those notices to stderr instead. (A private
-    function of Ray's, looked up by name at each call; without it nothing changes.)"""
+async def _alive(actor: Any, within: float | None) -> bool:
+    """Wait for the actor to run (a new one starting, a dead one restarting); False when it
+    will not (gone for good, or not back ``within`` seconds)."""
+    import ray
+
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(actor.ready.remote().future()), within)
+        return True
+    except (ray.exceptions.RayError, asyncio.TimeoutError):
+        return False
+
+
+async def _close(actors: list[tuple[Any, int]], batch_id: str) -> None:
+    """Tell every actor the batch is over (its shared MCP servers stop); a dead one is skipped."""
+    calls = [asyncio.wrap_future(actor.close.remote(batch_id).future()) for actor, _ in actors]
+    await asyncio.wait([asyncio.ensure_future(c) for c in calls], timeout=5)
+
+
+def _lost(spec: Spec, job: Job, exc: Exception) -> Outcome:
+    """A row whose actor died: ``interrupted`` once its task exists (resume continues it), else
+    ``not_started`` (resume starts it) — what ``batch show`` reads from the row map."""
+    task_id = job.task_id or _task_of(spec, job)
+    what = "continues" if task_id else "starts"
+    return Outcome(row=job.row.number, lost=True, task_id=task_id,
+                   error=f"the Ray worker running row {job.row.number} died ({type(exc).__name__}); "
+                         f"`magent batch resume` {what} it")
+
+
+def _notices(ray: Any, verbose: bool) -> None:
+    """What Ray's driver prints of its cluster (a worker that died...): on stderr with
+    ``--verbose`` (stdout keeps ``--json``'s one line per row), else nothing — magent reports
+    the rows itself. Ray has no option for these lines, so its printing function (a private
+    one, looked up by name; without it nothing changes) is wrapped."""
     module = getattr(getattr(ray, "_private", None), "worker", None)
     original = getattr(module, "print_to_stdstream", None)
-    if original is None or getattr(original, "magent", False):
+    original = getattr(original, "magent", original)
+    if original is None:
         return
 
     def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
-        original({**data, "is_err": True}, ignore_prefix)
+        if verbose:
+            original({**data, "is_err": True}, ignore_prefix)
 
-    to_stderr.magent = True  # type: ignore[attr-defined]
+    to_stderr.magent = original  # type: ignore[attr-defined]
     module.print_to_stdstream = to_stderr
 
 
@@ -122,7 +195,7 @@ def _reachable(address: str) -> None:
 
 
 def _task_of(spec: Spec, job: Job) -> str | None:
-    """The task a lost row's worker had started, from the batch's row → task map."""
+    """The task a lost row's actor had started, from the batch's row → task map."""
     from magent.paths import using_home
     from magent.store.batches import BatchDir, batches_dir
 
@@ -132,56 +205,3 @@ def _task_of(spec: Spec, job: Job) -> str | None:
 
 def _job_data(job: Job) -> dict[str, Any]:
     return {"row": asdict(job.row), "task_id": job.task_id, "approve": job.approve}
-
-
-def _row_in_worker(spec_data: dict[str, Any], job_data: dict[str, Any], limiter: Any, runs: Runs) -> dict[str, Any]:
-    """What a Ray worker runs: one row, in an event loop of its own."""
-    from pathlib import Path
-
-    from magent.llm.limits import limited
-
-    spec = Spec(**{**spec_data, "home": Path(spec_data["home"])})
-    job = Job(row=Row(**job_data["row"]), task_id=job_data["task_id"], approve=job_data["approve"])
-    shared = _RemoteLimits(limiter) if limiter is not None else None
-
-    async def go() -> Outcome:
-        with limited(shared):
-            return await run_row(spec, job, runs)
-
-    return asdict(asyncio.run(go()))
-
-
-class _Limiter:
-    """The batch's rate limits, in one Ray actor every row asks."""
-
-    def __init__(self, rpm: int | None, tpm: int | None):
-        from magent.llm.limits import ModelLimits
-
-        self.limits = ModelLimits(rpm=rpm, tpm=tpm)
-
-    async def acquire(self) -> None:
-        await self.limits.acquire()
-
-    def used(self, tokens: int) -> None:
-        self.limits.used(tokens)
-
-    def hold(self, seconds: float) -> None:
-        self.limits.hold(seconds)
-
-
-class _RemoteLimits:
-    """``ModelLimits`` as a row on a worker sees it: every question goes to the actor."""
-
-    rpm = tpm = 1  # (set: the wrapper applies)
-
-    def __init__(self, actor: Any):
-        self.actor = actor
-
-    async def acquire(self) -> None:
-        await asyncio.wrap_future(self.actor.acquire.remote().future())
-
-    def used(self, tokens: int) -> None:
-        self.actor.used.remote(tokens)
-
-    def hold(self, seconds: float) -> None:
-        self.actor.hold.remote(seconds)

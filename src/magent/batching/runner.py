@@ -10,13 +10,14 @@ paused rows stay paused unless ``approve_all``.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from magent import paths
-from magent.batching.executor import Executor, Job, Outcome, Report, Runs, Spec
+from magent.batching.executor import DEFAULT_CPUS_PER_ROW, Executor, Job, Outcome, Report, Runs, Spec
 from magent.batching.inputs import BadRow, Inputs, Row, missing_values, read_inputs, required_keys
 from magent.errors import TaskNotFoundError, UsageError
 from magent.ids import new_id, now
@@ -37,6 +38,9 @@ class Options:
     skip_bad_rows: bool = False
     executor: str = "local"
     ray_address: str | None = None
+    cpus_per_row: float | None = None
+    """Ray only; None: ``DEFAULT_CPUS_PER_ROW``."""
+    verbose: bool = False
     set: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     model: str | None = None
@@ -46,6 +50,18 @@ class Options:
                                    ("--max-tpm", self.max_tpm, 1), ("--max-failures", self.max_failures, 1)):
             if value is not None and value < least:
                 raise UsageError(f"{name} must be {least} or more, not {value}")
+        if self.cpus_per_row is not None:
+            if self.executor != "ray":
+                raise UsageError("--cpus-per-row is for --executor ray (a local batch's rows share this process)")
+            if not math.isfinite(self.cpus_per_row) or self.cpus_per_row <= 0:
+                raise UsageError(f"--cpus-per-row must be a number of CPUs above 0 (such as 0.25 or 1), "
+                                 f"not {self.cpus_per_row:g}")
+
+    def spec(self, batch_id: str, target: str, **recorded: Any) -> Spec:
+        """What every row of the batch shares: these options, and what the batch recorded."""
+        return Spec(batch_id=batch_id, target=target, home=paths.home(), concurrency=self.concurrency,
+                    max_rpm=self.max_rpm, max_tpm=self.max_tpm, ray_address=self.ray_address,
+                    cpus_per_row=self.cpus_per_row or DEFAULT_CPUS_PER_ROW, verbose=self.verbose, **recorded)
 
 
 @dataclass
@@ -112,10 +128,8 @@ def prepare(target: str, inputs_path: Path, options: Options, runs: Runs) -> tup
             raise UsageError(f"--inputs {inputs.path.name}:{row.line}: {problem}; nothing was started")
     if not rows:
         raise UsageError(f"--inputs {inputs.path}: no row can run (all {len(inputs.bad)} are bad)")
-    spec = Spec(batch_id=new_id(), target=_target_of(target, definition), home=paths.home(),
-                concurrency=options.concurrency, set=dict(options.set), tags=list(options.tags),
-                model=options.model, max_rpm=options.max_rpm, max_tpm=options.max_tpm,
-                ray_address=options.ray_address)
+    spec = options.spec(new_id(), _target_of(target, definition), set=dict(options.set), tags=list(options.tags),
+                        model=options.model)
     executor = executor_for(options.executor, spec, runs)
     executor.check()
     inputs.rows = rows
@@ -142,7 +156,8 @@ def record(inputs: Inputs, target: str, spec: Spec, options: Options, *, rows_gi
                    "rows": len(inputs.rows) + len(inputs.bad)},
         "options": {"concurrency": options.concurrency, "max_rpm": options.max_rpm, "max_tpm": options.max_tpm,
                     "max_failures": options.max_failures, "skip_bad_rows": options.skip_bad_rows,
-                    "executor": options.executor, "ray_address": options.ray_address, "set": options.set,
+                    "executor": options.executor, "ray_address": options.ray_address,
+                    "cpus_per_row": spec.cpus_per_row if options.executor == "ray" else None, "set": options.set,
                     "tags": options.tags, "model": options.model},
         "skipped": [{"row": b.number, "line": b.line, "error": b.error} for b in inputs.bad],
     }
@@ -195,10 +210,8 @@ def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, runs: Ru
                 already[status] = already.get(status, 0) + 1
         else:  # interrupted: continue it from its last checkpoint
             jobs.append(Job(row=row, task_id=task_id))
-    spec = Spec(batch_id=batch.id, target=doc["target_path"], home=paths.home(), concurrency=options.concurrency,
-                set=dict(doc["options"].get("set") or {}), tags=list(doc["options"].get("tags") or []),
-                model=doc["options"].get("model"), max_rpm=options.max_rpm, max_tpm=options.max_tpm,
-                ray_address=options.ray_address)
+    spec = options.spec(batch.id, doc["target_path"], set=dict(doc["options"].get("set") or {}),
+                        tags=list(doc["options"].get("tags") or []), model=doc["options"].get("model"))
     executor = executor_for(options.executor, spec, runs)
     executor.check()
     return jobs, executor, spec, already

@@ -31,8 +31,10 @@ Concurrency = Annotated[int, typer.Option("--concurrency", "-c", metavar="N", he
 MaxRpm = Annotated[Optional[int], typer.Option("--max-rpm", metavar="N", help="At most N model calls a minute, all rows together.")]
 MaxTpm = Annotated[Optional[int], typer.Option("--max-tpm", metavar="N", help="At most N tokens a minute, all rows together.")]
 MaxFailures = Annotated[Optional[int], typer.Option("--max-failures", metavar="N", help="Start no more rows once N have failed (running ones finish).")]
-ExecutorOpt = Annotated[str, typer.Option("--executor", metavar="local|ray", help="Run rows in this process (local) or as Ray tasks (pip install 'magent-runner[ray]').")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", metavar="local|ray", help="Run rows in this process (local) or on Ray actors (pip install 'magent-runner[ray]').")]
 RayAddress = Annotated[Optional[str], typer.Option("--ray-address", metavar="ADDR", help="Ray cluster to use (host:port); default: RAY_ADDRESS, else a local one.")]
+CpusPerRow = Annotated[Optional[float], typer.Option("--cpus-per-row", metavar="CPUS", help="With --executor ray: the share of a CPU each row reserves (default 0.25, for rows that mostly wait on a model; 1 for CPU-bound rows).")]
+Verbose = Annotated[bool, typer.Option("--verbose", help="Show the executor's own output (Ray's notices and its workers' logs) on stderr.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON line per row as it finishes: its AgentResult with \"row\".")]
 BatchId = Annotated[str, typer.Argument(metavar="BATCH_ID", help="A batch id or unique prefix (magent batch list).")]
 
@@ -55,6 +57,8 @@ def run(
     model: Annotated[Optional[str], typer.Option("--model", metavar="MODEL", help="Use this model for every agent.")] = None,
     executor: ExecutorOpt = "local",
     ray_address: RayAddress = None,
+    cpus_per_row: CpusPerRow = None,
+    verbose: Verbose = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Start a batch: TARGET on every row of FILE.
@@ -76,11 +80,12 @@ def run(
                   f"{start.concurrency}; its tasks are tagged batch:{start.batch_id})")
         for bad in start.skipped:
             print(f"skipped: {bad.error}", file=sys.stderr)
+        _room(start, concurrency)
 
     raise typer.Exit(_drive(json_out, started, lambda view: abatch(
         target, inputs, concurrency=concurrency, max_rpm=max_rpm, max_tpm=max_tpm, max_failures=max_failures,
         skip_bad_rows=skip_bad_rows, set=sets, tags=tag or [], model=model, executor=executor,
-        ray_address=ray_address, on_start=view.begin, on_progress=view.change)))
+        ray_address=ray_address, cpus_per_row=cpus_per_row, verbose=verbose, on_start=view.begin, on_progress=view.change)))
 
 
 @app.command("resume", epilog=examples("magent batch resume 7c1e", "magent batch resume 7c1e --approve-all",
@@ -95,6 +100,8 @@ def resume(
     max_failures: MaxFailures = None,
     executor: ExecutorOpt = "local",
     ray_address: RayAddress = None,
+    cpus_per_row: CpusPerRow = None,
+    verbose: Verbose = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Continue a batch after a crash, Ctrl-C or --max-failures.
@@ -111,11 +118,18 @@ def resume(
             already = start.already
             print(f"batch {start.batch_id}: {plural(start.rows, 'row')} to run" + (
                 f" ({', '.join(f'{n} {k}' for k, n in sorted(already.items()))} already)" if already else ""))
+        _room(start, concurrency)
 
     raise typer.Exit(_drive(json_out, started, lambda view: aresume_batch(
         batch_id, approve_all=approve_all, retry_failed=retry_failed, concurrency=concurrency, max_rpm=max_rpm,
         max_tpm=max_tpm, max_failures=max_failures, executor=executor, ray_address=ray_address,
-        on_start=view.begin, on_progress=view.change)))
+        cpus_per_row=cpus_per_row, verbose=verbose, on_start=view.begin, on_progress=view.change)))
+
+
+def _room(start: Any, asked: int) -> None:
+    if start.concurrency < asked:
+        print(f"magent: {start.concurrency} rows at once, not {asked}: the Ray cluster's CPUs hold no more at "
+              "--cpus-per-row (a smaller share runs more)", file=sys.stderr)
 
 
 def _drive(json_out: bool, started: Any, call: Any) -> int:

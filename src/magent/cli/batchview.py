@@ -146,5 +146,7 @@ class View:
             print(f"{paused} row(s) wait for a person: `magent batch show {batch}` lists them; answer "
                   f"each with `magent resume TASK --approve`, or all with `magent batch resume "
                   f"{batch} --approve-all`", file=out)
-        if counts.get("interrupted"):
-            print(f"interrupted rows continue with `magent batch resume {batch}`", file=out)
+        left = [words for status, words in (("interrupted", "interrupted rows continue"),
+                                            ("not_started", "rows not started start")) if counts.get(status)]
+        if left:
+            print(f"{', and '.join(left)} with `magent batch resume {batch}`", file=out)

@@ -31,6 +31,8 @@ class BatchOptions(Model):
     skip_bad_rows: bool = False
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    cpus_per_row: float | None = None
+    """The share of a CPU each row reserved on Ray (``--cpus-per-row``); None for the local executor."""
     set: dict[str, Any] = Field(default_factory=dict)
     """``--set`` values given to every row."""
     tags: list[str] = Field(default_factory=list)
