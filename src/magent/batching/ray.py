@@ -138,17 +138,26 @@ async def _alive(actor: Any, within: float | None) -> bool:
     will not (gone for good, or not back ``within`` seconds)."""
     import ray
 
-    try:
-        await asyncio.wait_for(asyncio.wrap_future(actor.ready.remote().future()), within)
-        return True
-    except (ray.exceptions.RayError, asyncio.TimeoutError):
-        return False
+    loop = asyncio.get_running_loop()
+    deadline = None if within is None else loop.time() + within
+    while deadline is None or loop.time() < deadline:
+        try:
+            await asyncio.wrap_future(actor.ready.remote().future())
+            return True
+        except ray.exceptions.ActorUnavailableError:  # restarting: ask again
+            await asyncio.sleep(1.0)
+        except ray.exceptions.RayError:
+            return False
+    return False
 
 
 async def _close(actors: list[tuple[Any, int]], batch_id: str) -> None:
     """Tell every actor the batch is over (its shared MCP servers stop); a dead one is skipped."""
     calls = [asyncio.wrap_future(actor.close.remote(batch_id).future()) for actor, _ in actors]
-    await asyncio.wait([asyncio.ensure_future(c) for c in calls], timeout=5)
+    try:
+        await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)
+    except asyncio.TimeoutError:
+        pass
 
 
 def _lost(spec: Spec, job: Job, exc: Exception) -> Outcome:
