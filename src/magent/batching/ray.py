@@ -37,10 +37,10 @@ RESTART_SECONDS = 120.0
 """How long a place on a dead actor waits for Ray to restart it before it takes no more rows."""
 
 
-def _ray(verbose: bool = False) -> Any:
+def _ray() -> Any:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing is sent anywhere
     if not sys.stderr.isatty():
-        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # Ray's documented switch: no colour codes
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # Ray's switch: its lines without colour codes
     try:
         import ray
     except ImportError:
@@ -54,7 +54,7 @@ class RayExecutor(Executor):
 
     def check(self) -> None:
         spec = self.spec
-        ray = _ray(spec.verbose)
+        ray = _ray()
         address = spec.ray_address or os.environ.get("RAY_ADDRESS") or None
         if address and address != "auto":
             _reachable(address)
@@ -77,7 +77,7 @@ class RayExecutor(Executor):
         return self.shape.concurrency if self.shape else self.spec.concurrency
 
     async def run(self, jobs: list[Job], report: Report) -> None:
-        ray = _ray(self.spec.verbose)
+        ray = _ray()
         spec = self.spec
         assert self.shape is not None, "check() first"
         limiter = None
