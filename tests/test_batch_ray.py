@@ -25,7 +25,7 @@ from support.cli import invoke, run
 CLUSTER = """
 import os, sys
 import ray
-ctx = ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+ctx = ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")  # never a `ray start` one
 print(ctx.address_info["gcs_address"], flush=True)
 sys.stdin.read()  # until the test closes stdin
 ray.shutdown()
