@@ -210,9 +210,9 @@ def test_rows_share_warm_actors_beyond_the_cpu_count_and_a_killed_actor_s_rows_r
 SESSION = """
 import json, sys, magent
 address, flow, ledger = sys.argv[1:4]
-for batch in ("first", "second"):
+for batch, concurrency in (("first", 4), ("second", 4), ("third", 2)):  # the third: other actors
     rows = [{"task": f"{batch} {n}", "label": f"{batch}{n}", "nap": 0} for n in range(4)]
-    done = magent.batch(flow, rows, executor="ray", ray_address=address, concurrency=4)
+    done = magent.batch(flow, rows, executor="ray", ray_address=address, concurrency=concurrency)
     print(json.dumps({"batch": batch, "statuses": sorted(r.status for r in done.rows)}), flush=True)
 """
 
@@ -226,7 +226,7 @@ def test_a_python_session_s_batches_reuse_its_ray_actors(magent_home: Path, tmp_
     done = subprocess.run([sys.executable, "-c", SESSION, address, str(flow), str(ledger)], capture_output=True,
                           text=True, timeout=240, env={**os.environ, **LOCAL_ONLY, "LEDGER": str(ledger)})
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line)["statuses"] for line in done.stdout.splitlines()] == [["completed"] * 4] * 2
+    assert [json.loads(line)["statuses"] for line in done.stdout.splitlines()] == [["completed"] * 4] * 3
     assert done.stderr == ""  # Ray's own output is quiet unless asked for
     lines = stamp_lines(ledger)
     parents = {label: parent for _, parent, label in lines}

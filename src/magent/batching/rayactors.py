@@ -95,10 +95,11 @@ def pool(ray: Any, shape: Layout, runs: Runs) -> Pool:
     """This session's actors for ``shape``: the last batch's when it had the same shape and
     cluster, else new ones (the old ones are ended)."""
     global _pool
-    key = (ray.get_runtime_context().get_job_id(), shape, runs)
+    context = ray.get_runtime_context()
+    key = (context.get_session_name(), context.get_job_id(), shape, runs)
     if _pool is not None and _pool.key == key:
         return _pool
-    if _pool is not None:
+    if _pool is not None and _pool.key[:2] == key[:2]:  # (after a ray.shutdown they are gone already)
         for handle, _ in _pool.actors:
             ray.kill(handle)
     remote = ray.remote(RowRunner)
