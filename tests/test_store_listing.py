@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,19 +14,18 @@ from magent.models import SCHEMA_VERSION, TaskStatus
 from magent.store import Store
 from magent import paths
 from magent.store import listing, taskindex
-from magent.store.listing import TASK_SCHEMA_VERSION, TASK_STATUSES, list_rows
+from magent.store.listing import TASK_STATUSES, list_rows
 from magent.store.taskindex import index_file, rows_file
-from support.homes import HomeBuilder, standard_home, unwritable
+from support.homes import HomeBuilder, standard_home, unwritable, validated_tasks
 
 
 def test_constants_match_the_models():
     assert TASK_STATUSES == tuple(s.value for s in TaskStatus)
-    assert TASK_SCHEMA_VERSION == SCHEMA_VERSION
 
 
 def test_rows_agree_with_the_validated_tasks():
     standard_home()
-    rows, tasks = list_rows(), Store().list_tasks()
+    rows, tasks = list_rows(), validated_tasks()
     assert [r.id for r in rows] == [t.id for t in tasks]
     for r, t in zip(rows, tasks):
         assert (r.status, r.workflow, r.description, r.created_at, r.calls, r.cost) == (
@@ -37,7 +37,7 @@ def test_rows_agree_with_the_validated_tasks():
 def test_status_filter_agrees(status):
     standard_home()
     assert [r.id for r in list_rows(status=status)] == [
-        t.id for t in Store().list_tasks(TaskStatus(status))]
+        t.id for t in validated_tasks(TaskStatus(status))]
 
 
 def test_config_snapshot_is_left_out():
@@ -174,7 +174,7 @@ def test_a_task_nobody_runs_stays_interrupted_from_the_index():
         assert row.doc["usage"] == {"input": 0, "output": 0, "cost": 0.0, "calls": 0, "unpriced": 0}
     assert json.loads(rows_file(paths.home()).read_text())["tasks"][t.id][4] == "running"
     index = taskindex.TaskIndex(paths.home())
-    assert index.get(t.id, taskindex.identity(str(t.path / "task.json")))[0]["status"] == "running"
+    assert index.get(t.id, taskindex.ident_of(os.stat(t.path / "task.json")))[0]["status"] == "running"
 
 
 def test_a_dead_run_without_a_lock_file_is_not_probed(monkeypatch):
@@ -261,7 +261,7 @@ def test_an_index_row_that_makes_no_row_is_read_from_the_file(field, value):
 def test_a_planted_index_link_is_neither_read_nor_written_through(tmp_path):
     home = HomeBuilder()
     t = home.task("one")
-    ident = taskindex.identity(str(t.path / "task.json"))
+    ident = taskindex.ident_of(os.stat(t.path / "task.json"))
     doc = {"description": "planted", "status": "failed", "id": t.id, "workflow": "w",
            "created_at": "2026-01-01T00:00:00Z"}
     planted = {

@@ -17,6 +17,7 @@ from magent.ids import new_id, now
 from magent.models import SCHEMA_VERSION, Task, TaskStatus, TraceLog
 from magent.store import Store, TaskDir
 from magent.store.home import init_home
+from magent.store.listing import list_rows
 from support.homes import HomeBuilder, snapshot_tree, standard_home, unwritable_home  # noqa: F401
 
 
@@ -92,7 +93,7 @@ def test_symlinked_task_dirs_are_ignored(tmp_path):
         store.resolve("feed")
     with pytest.raises(SymlinkError, match=f"{fake_id} is a symbolic link"):
         store.resolve(fake_id)  # a full id through a symlink is refused too
-    assert [t.id for t in store.list_tasks()] == [real.id]
+    assert [r.id for r in list_rows()] == [real.id]
 
 
 def test_listing_skips_names_that_are_not_task_ids(magent_home):
@@ -182,25 +183,14 @@ def test_missing_task_json_is_not_found():
 
 def test_list_tasks_newest_first_and_by_status():
     std = standard_home()
-    store = Store()
-    listed = store.list_tasks()
-    assert [t.id for t in listed] == [t.id for t in reversed(std.all)]
-    assert [t.id for t in store.list_tasks(TaskStatus.completed)] == [std.forked.id, std.completed.id]
-    assert [t.id for t in store.list_tasks(TaskStatus.awaiting_human)] == [std.paused.id]
-    assert store.list_tasks(TaskStatus.cancelled) == []
-
-
-def test_list_tasks_reports_broken_ones_and_goes_on():
-    std = standard_home()
-    (std.failed.path / "task.json").write_text("{")
-    problems: list[str] = []
-    listed = Store().list_tasks(problems=problems)
-    assert std.failed.id not in [t.id for t in listed] and len(listed) == 4
-    assert len(problems) == 1 and std.failed.id in problems[0]
+    assert [r.id for r in list_rows()] == [t.id for t in reversed(std.all)]
+    assert [r.id for r in list_rows(status="completed")] == [std.forked.id, std.completed.id]
+    assert [r.id for r in list_rows(status="awaiting_human")] == [std.paused.id]
+    assert list_rows(status="cancelled") == []
 
 
 def test_empty_or_missing_home_lists_nothing_and_creates_nothing(magent_home):
-    assert Store().list_tasks() == []
+    assert list_rows() == []
     assert not magent_home.exists()
 
 
@@ -292,4 +282,4 @@ def test_old_created_at_sorts_last():
     home = HomeBuilder()
     old = home.task("old", created_at=now() - timedelta(days=30))
     new = home.task("new")
-    assert [t.id for t in Store().list_tasks()] == [new.id, old.id]
+    assert [r.id for r in list_rows()] == [new.id, old.id]

@@ -222,6 +222,15 @@ class HomeBuilder:
             t.close()
 
 
+def validated_tasks(status: TaskStatus | None = None) -> list[Task]:
+    """Every task through the full models (``TaskDir.shown_task``), newest first: what the fast
+    listing must agree with."""
+    store = Store()
+    tasks = [TaskDir(store, task_id).shown_task() for task_id in store.task_ids()]
+    tasks = [t for t in tasks if status is None or t.status == status]
+    return sorted(tasks, key=lambda t: t.created_at, reverse=True)
+
+
 @dataclass
 class StandardHome:
     """A small home with one task of each kind the read commands must show.

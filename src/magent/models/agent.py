@@ -43,10 +43,6 @@ class FallbackModel(Model):
     _endpoint_names = model_validator(mode="before")(_one_endpoint)
 
 
-TURN_KINDS = ("first", "tool_result", "final")
-"""The kinds of model turn a routing rule may name (see ``RouteRule.turn``)."""
-
-
 class RouteRule(Model):
     """One rule of ``llm_config.routing``: when it matches a model turn, the turn goes to
     ``llm_config.models[model]``. Each rule gives one of ``turn``, ``when`` or ``budget``."""

@@ -17,7 +17,6 @@ MAIN_SESSION = "main"
 """The id of a task's own conversation (entries and events without a ``session`` field)."""
 
 SessionKind = Literal["main", "agent", "branch", "map", "subtask", "plan"]
-SessionStatus = Literal["running", "completed", "failed"]
 
 
 class SessionPosition(Model):

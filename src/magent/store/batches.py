@@ -164,16 +164,15 @@ def full_tag(tag: str) -> str:
     return f"batch:{matches[0]}" if matches else tag
 
 
-def prune(existing: set[str] | None = None) -> list[str]:
+def prune() -> list[str]:
     """Remove the records of batches none of whose tasks exist any more (after a retention
     sweep removed them), unless a process is driving the batch. Returns the removed ids."""
     from magent.store.locks import is_held
 
-    if existing is None:
-        try:
-            existing = set(os.listdir(paths.tasks_dir()))
-        except FileNotFoundError:
-            existing = set()
+    try:
+        existing = set(os.listdir(paths.tasks_dir()))
+    except FileNotFoundError:
+        existing = set()
     removed = []
     for batch in all_batches():
         tasks = set(batch.row_tasks().values())

@@ -21,11 +21,10 @@ from typing import Any
 from magent import paths
 from magent.errors import StoreError, TaskNotFoundError
 from magent.ids import parse_time
-from magent.schema import SCHEMA_VERSION, check_readable as check_readable
+from magent.schema import check_readable as check_readable
 from magent.store.files import loads, read_bytes
-from magent.store.taskfilter import TaskFilter as TaskFilter, called_models as called_models
-from magent.store.taskfilter import parse_since as parse_since
-from magent.store.taskdirs import DIR_HINT as DIR_HINT, linked_task_ids as linked_task_ids, task_ids as task_ids
+from magent.store.taskfilter import TaskFilter as TaskFilter, parse_since as parse_since
+from magent.store.taskdirs import task_ids
 from magent.store.taskindex import RowIndex, TaskIndex, ident_of, stat_of
 from magent.vocabulary import TASK_STATUSES
 from magent.vocabulary import UNSETTLED as UNSETTLED, shown_status as shown_status
@@ -37,10 +36,6 @@ def is_live(locks_dir: "Path | str", task_id: str) -> bool:
     from magent.store.locks import is_held
 
     return is_held(f"{locks_dir}/{task_id}.lock")
-
-
-TASK_SCHEMA_VERSION = SCHEMA_VERSION
-"""Newer task.json files are refused."""
 
 
 @dataclass(frozen=True, init=False)

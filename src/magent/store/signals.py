@@ -16,7 +16,7 @@ import fcntl
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from magent.errors import StoreError
 from magent.ids import now
@@ -25,7 +25,6 @@ from magent.store.files import (create_immutable, dumps, ensure_dir, loads, open
 
 SIGNALS_DIR = "signals"
 SIGNAL_NAME = re.compile(r"^(\d{6})\.json$")
-SignalKind = Literal["message", "pause", "cancel"]
 KINDS = ("message", "pause", "cancel")
 
 

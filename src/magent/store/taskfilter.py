@@ -83,13 +83,13 @@ def _model_matches(wanted: str, model: str) -> bool:
     return wanted in (model, bare) or fnmatchcase(model, wanted) or fnmatchcase(bare, wanted)
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
+def parse_since(text: str) -> datetime:
     """``--since``: an age (``30m``, ``2h``, ``3d``, ``1w``) or a date or time (``2026-11-20``,
     ``2026-11-20T09:00``, read as UTC unless it names its zone). Raises ``ValueError``."""
     import re
     from datetime import timedelta
 
-    now = now or datetime.now(timezone.utc)
+    now = datetime.now(timezone.utc)
     m = re.fullmatch(r"\s*(\d+)\s*(s|m|h|d|w)\s*", text)
     if m:
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]

@@ -37,12 +37,6 @@ def index_file(root: Path) -> Path:
     return root / "cache" / "tasks.json"
 
 
-def identity(path: str) -> list[int] | None:
-    """What tells one state of a regular file from another, or None (missing, a link, not a file)."""
-    st = stat_of(path)
-    return None if st is None else ident_of(st)
-
-
 def stat_of(path: str) -> os.stat_result | None:
     """The ``stat`` of regular file ``path`` (not followed if a link), or None."""
     try:

@@ -15,7 +15,7 @@ import shutil
 import stat
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from magent import paths
 from magent.errors import (
@@ -361,21 +361,6 @@ class Store:
         td = TaskDir(self, self.resolve(text))
         td.refuse_links()
         return td
-
-    def iter_tasks(self, problems: list[str] | None = None) -> Iterator[Task]:
-        """Every readable task, as commands show it (``TaskDir.shown_task``)."""
-        for task_id in self.task_ids():
-            try:
-                yield TaskDir(self, task_id).shown_task()
-            except (StoreError, TaskNotFoundError) as exc:
-                if problems is not None:
-                    problems.append(str(exc))
-
-    def list_tasks(self, status: TaskStatus | None = None,
-                   problems: list[str] | None = None) -> list[Task]:
-        tasks = [t for t in self.iter_tasks(problems) if status is None or t.status == status]
-        tasks.sort(key=lambda t: t.created_at, reverse=True)
-        return tasks
 
     def lock(self, name: str, what: str) -> Lock:
         return Lock(self.locks_dir, name, what)
