@@ -14,10 +14,11 @@ from magent.errors import (
     AmbiguousTaskIdError, InvalidTaskIdError, StoreError, SymlinkError, TaskNotFoundError,
 )
 from magent.ids import new_id, now
-from magent.models import SCHEMA_VERSION, Task, TaskStatus, TraceLog
+from magent.models import SCHEMA_VERSION, Task, TaskStatus
 from magent.store import Store, TaskDir
 from magent.store.home import init_home
 from magent.store.listing import list_rows
+from magent.trace.build import write_trace
 from support.homes import HomeBuilder, snapshot_tree, standard_home, unwritable_home  # noqa: F401
 
 
@@ -225,7 +226,7 @@ def test_events_append_and_read_back():
 
 def test_trace_is_written_with_schema_version():
     t = HomeBuilder().task("x")
-    t.dir.write_trace(TraceLog(task_id=t.id))
+    write_trace(t.dir)
     doc = json.loads(t.dir.trace_file.read_text())
     assert doc["schema_version"] == SCHEMA_VERSION and doc["task_id"] == t.id
 
@@ -237,7 +238,7 @@ def test_everything_the_store_creates_is_0700_or_0600(magent_home, umask):
     old = os.umask(umask)
     try:
         std = standard_home()
-        std.completed.dir.write_trace(TraceLog(task_id=std.completed.id))
+        write_trace(std.completed.dir)
         std.paused.dir.lock().acquire().release()
         lock = std.failed.dir.lock().acquire()
         data = std.forked.checkpoint_file(2).read_bytes()

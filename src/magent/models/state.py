@@ -88,10 +88,8 @@ class State(Model):
     """Additional context: ``--set k=v`` values, node outputs, human decisions."""
 
     def apply(self, updates: dict[str, Any]) -> "State":
-        """Return a new State with ``updates`` applied: messages appended, other fields replaced.
-
-        Raises ``ValueError`` naming the field when an update does not fit the schema.
-        """
+        """A new State with ``updates`` applied: messages appended, other fields replaced;
+        ``ValueError`` naming the field when an update does not fit the schema."""
         unknown = sorted(set(updates) - set(type(self).model_fields))
         if unknown:
             raise ValueError(f"unknown State field {unknown[0]!r} (fields: "

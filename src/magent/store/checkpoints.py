@@ -107,11 +107,8 @@ class CheckpointLog:
         return 0 if last is None else last + 1
 
     def write(self, checkpoint: Checkpoint) -> Checkpoint:
-        """Write ``checkpoint`` as a new file. Its sequence must follow the last one.
-
-        Raises ``CheckpointSequenceError`` (a ``ValueError``) for a sequence out of
-        order or a file that already exists: a checkpoint is never overwritten.
-        """
+        """Write ``checkpoint`` as a new file; ``CheckpointSequenceError`` for a sequence that does
+        not follow the last one or a file that exists: a checkpoint is never overwritten."""
         if checkpoint.task_id != self.task_id:
             raise StoreError(f"checkpoint of task {checkpoint.task_id} written to task {self.task_id}")
         digest = self.write_doc(to_disk(checkpoint), checkpoint.sequence)
@@ -204,12 +201,9 @@ class CheckpointLog:
         return dst
 
     def latest(self, *, repair: bool) -> tuple[Checkpoint | None, list[str]]:
-        """The newest valid checkpoint, falling back through parents past corrupt ones.
-
-        With ``repair`` the corrupt ones are renamed ``.corrupt`` (recovery);
-        without, nothing on disk changes (read-only commands). Returns the
-        checkpoint (None if there is none) and notes on what was skipped.
-        """
+        """The newest valid checkpoint (None if there is none), falling back past corrupt ones, and
+        notes on what was skipped. With ``repair`` the corrupt ones are renamed ``.corrupt``
+        (recovery); without, nothing on disk changes (read-only commands)."""
         notes: list[str] = []
         # Checkpoints of a task form a chain by sequence (each one's parent is the one
         # before it), so falling back to the previous readable file is falling back to

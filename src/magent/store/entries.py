@@ -105,11 +105,8 @@ class EntryLog(AppendLog):
         return EntryIndex(lines, parents)
 
     def path_to(self, leaf_id: str | None, entries: Mapping[str, Entry] | None = None) -> list[Entry]:
-        """Entries from the root to ``leaf_id``, oldest first.
-
-        Raises ``EntriesCorruptError`` (a ``ValueError``) when an entry on the way is
-        missing or the parent links loop.
-        """
+        """Entries from the root to ``leaf_id``, oldest first; ``EntriesCorruptError`` when an entry
+        on the way is missing or the parent links loop."""
         if leaf_id is None:
             return []
         entries = self.load() if entries is None else entries
@@ -133,12 +130,8 @@ class EntryLog(AppendLog):
 
     def children_chain(self, after_id: str | None, entries: Mapping[str, Entry], *,
                        session: str | None = None) -> list[Entry]:
-        """Entries of ``session`` appended after ``after_id`` that continue it, in order (used by
-        crash recovery; ``None`` is the main session).
-
-        Follows, from ``after_id``, the most recently written child at each step:
-        what a run appended after its last checkpoint before it died.
-        """
+        """Entries of ``session`` (None: the main one) appended after ``after_id``, in order: the
+        newest child at each step, what a run appended after its last checkpoint before it died."""
         if isinstance(entries, EntryIndex):
             def children(parent: str | None) -> list[Entry]:
                 found = (entries.get(key) for key in entries.children(parent))

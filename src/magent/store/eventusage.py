@@ -60,12 +60,10 @@ def _usable(known: Any, st: os.stat_result) -> bool:
 
 
 def count(task_dir: str, known: Any = None) -> tuple[dict[str, Any], list[Any] | None]:
-    """The usage in ``task_dir``'s events.jsonl, and what to pass as ``known`` next time.
-
-    ``known`` is what an earlier call returned: when the file is still the one it counted (same
-    inode, at least as long, the same bytes just before where it stopped), only what follows is
-    read. Only whole lines are counted; a torn last line is counted once it is whole. A file that
-    is missing, a link or not a regular file counts nothing (and returns no ``known``)."""
+    """The usage in ``task_dir``'s events.jsonl, and what to pass as ``known`` next time: while the
+    file is the one counted (same inode, as long or longer, the same bytes before the stop), only
+    what follows is read. Only whole lines count; a missing file or a link counts nothing (no
+    ``known``)."""
     usage = _zero()
     try:
         fd = open_nofollow(f"{task_dir}/events.jsonl", os.O_RDONLY | os.O_NONBLOCK)

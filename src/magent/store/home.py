@@ -63,10 +63,7 @@ DEFAULT_DEFAULTS = """\
 
 
 def init_home(root: Path | None = None) -> list[Path]:
-    """Create the home layout and default config files; existing files are left alone.
-
-    Returns the files it created (empty when everything was already there).
-    """
+    """Create the home layout and default config files, leaving existing ones; returns those created."""
     store = Store(root).ensure()
     created: list[Path] = []
     for path, text in ((paths.mcp_servers_file(store.root), DEFAULT_MCP_SERVERS),

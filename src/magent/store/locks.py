@@ -123,12 +123,9 @@ class Lock:
 
 
 def is_held(lock_file: str | Path) -> bool:
-    """True when a live process holds the lock in ``lock_file``.
-
-    Probes with a shared, non-blocking ``flock`` on a read-only descriptor, so read-only
-    commands (and retention's dry run) never create, truncate or chmod the lock file, and
-    two probes at once never see each other as holders.
-    """
+    """True when a live process holds the lock in ``lock_file``. A shared, non-blocking ``flock``
+    on a read-only descriptor: a probe never creates, truncates or chmods the file, and two
+    probes at once never see each other as holders."""
     try:
         # O_NONBLOCK: a FIFO planted as the lock file would otherwise block until a writer came.
         fd = os.open(lock_file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
@@ -151,8 +148,8 @@ def clear_dead(locks_dir: Path, name: str, writes_in: Path | None = None) -> boo
     does, so a run that takes the lock at that moment waits a little instead of sharing it.
     With ``writes_in`` (the task's directory), the temp files of the holder's interrupted writes
     go first, under the same lock: no writer can be mid-write there, and they go with the sign
-    that a writer was killed; so do the process groups of its tool commands (``toolgroups``). Returns True when it removed the lock files; any trouble (a
-    read-only home, a link) leaves them."""
+    that a writer was killed; so do the process groups of its tool commands (``toolgroups``).
+    Returns True when it removed the lock files; any trouble (a read-only home, a link) leaves them."""
     path = locks_dir / f"{name}.lock"
     if not os.path.lexists(path) or os.path.islink(path) or is_held(path):
         return False

@@ -483,13 +483,9 @@ def _as_shown(record: TaskRecord, live: bool) -> TaskRecord:
 
 
 def _newest_pause(task_dir: str, numbers: list[int]) -> int | None:
-    """The newest checkpoint that records a pause (``awaiting_human: true``), if any.
-
-    A paused task resumes from its newest readable checkpoint, which is the pause;
-    it is older than the newest file only when a newer file is corrupt. Looking for
-    the flag in the raw bytes, newest first, finds it without parsing every file,
-    and can only err towards keeping one checkpoint more.
-    """
+    """The newest checkpoint that records a pause (``awaiting_human: true``), if any: older than
+    the newest file only when a newer one is corrupt. The flag is looked for in the raw bytes,
+    which can only err towards keeping one checkpoint more."""
     for n in reversed(numbers):
         try:
             if _PAUSED.search(read_bytes(os.path.join(task_dir, file_name(n)))):

@@ -14,12 +14,8 @@ DIR_HINT = "move the real directory back in its place, or remove the link"
 
 
 def task_ids(tasks_dir: Path, problems: list[str] | None = None) -> list[str]:
-    """Ids of the task directories in ``tasks_dir``: UUID v4 names of real directories only.
-
-    Anything else (temp and staging names, files, symlinks) is ignored, so no name
-    read from the listing can lead outside the root; a task's name that is a symbolic
-    link is described in ``problems``.
-    """
+    """Ids of the task directories in ``tasks_dir``: UUID v4 names of real directories only, so no
+    name read from the listing leads outside the root; a task's name that is a link goes to ``problems``."""
     found = []
     for e in _task_entries(tasks_dir):
         if e.is_dir(follow_symlinks=False):

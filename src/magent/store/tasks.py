@@ -35,7 +35,7 @@ from magent.store.requests import RequestLog
 # The models (and the checkpoint and entry logs, which build them) are imported where they are
 # used: ``magent trace`` opens a task to read its trace.json and lock, and builds none of them.
 if TYPE_CHECKING:
-    from magent.models import Checkpoint, Event, Message, State, Task, TaskStatus, TraceLog
+    from magent.models import Checkpoint, Event, Message, State, Task
     from magent.store.checkpoints import CheckpointLog
     from magent.store.commit import Committer
     from magent.store.entries import EntryLog
@@ -205,9 +205,6 @@ class TaskDir:
     def trace_file(self) -> Path:
         return self.path / "trace.json"
 
-    def write_trace(self, trace: TraceLog) -> None:
-        atomic_write(self.trace_file, dumps(trace.model_dump(mode="json", exclude_none=True)))
-
     @property
     def artifacts_dir(self) -> Path:
         return self.path / "artifacts"
@@ -238,14 +235,10 @@ class TaskDir:
         return lock
 
     def refuse_links(self) -> None:
-        """Raise ``SymlinkError`` (or ``StoreError`` for a FIFO, socket or device) naming the
-        first entry of the task directory, or of its ``artifacts/``, that is not a plain file
-        or directory.
-
-        Every command that opens a task by id checks this first, so a planted link is
-        reported before anything is read or written; the files' own ``O_NOFOLLOW`` opens
-        still guard against one planted while the task is open.
-        """
+        """Raise ``SymlinkError`` (``StoreError`` for a FIFO, socket or device) naming the first entry
+        of the task directory or its ``artifacts/`` that is not a plain file or directory. Checked
+        when a command opens a task, before anything is read; ``O_NOFOLLOW`` opens still guard
+        against a link planted while the task is open."""
         for folder in (self.path, self.artifacts_dir):
             try:
                 it = os.scandir(folder)
@@ -290,13 +283,9 @@ class Store:
         return self
 
     def create_task(self, task: Task, fill: Callable[[Path], None] | None = None) -> TaskDir:
-        """Make the task's directory and write its first ``task.json``.
-
-        The directory appears complete or not at all: it is built under a hidden
-        temporary name (never a task id, so listings skip it) and renamed into place.
-        ``fill(staging_dir)`` writes more files into it first (a fork's history and its
-        checkpoint 0, so a fork is never seen without them).
-        """
+        """Make the task's directory with its first ``task.json``, complete or not at all: built under
+        a hidden name (never a task id, so listings skip it) and renamed into place. ``fill(staging)``
+        writes more files first (a fork's history and checkpoint 0: a fork never lacks them)."""
         self.ensure()
         td = TaskDir(self, task.id)
         if os.path.lexists(td.path):

@@ -91,14 +91,10 @@ _BULK = '"config_snapshot":'
 
 
 def task_fields(text: str) -> dict[str, Any]:
-    """The task.json document, parsing only the part before ``config_snapshot`` when it can.
-
-    Task.json is written with every field retention needs before the frozen config,
-    which is most of the file; parsing the head alone keeps a sweep over thousands
-    of tasks fast. Inside a JSON string a quote is escaped, so ``"config_snapshot":``
-    can only be a key; a head that does not parse, or lacks a field, costs a full
-    parse instead. Raises ``ValueError`` if the document is torn or not JSON.
-    """
+    """The task.json document, parsing only the part before ``config_snapshot`` (most of the file,
+    written after every field retention needs) when it can. Inside a JSON string a quote is
+    escaped, so ``"config_snapshot":`` can only be a key; a head that does not parse, or lacks a
+    field, costs a full parse. Raises ``ValueError`` if the document is torn or not JSON."""
     body = text.strip()
     if not body.startswith("{"):
         return json.loads(text)  # not an object at all: the caller says so

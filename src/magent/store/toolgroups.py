@@ -52,11 +52,9 @@ def forget(path: Path) -> None:
 
 
 def end_left(locks_dir: Path, task_id: str) -> list[int]:
-    """SIGKILL the groups a killed run left behind; returns their ids.
-
-    A group whose leader still runs is ended only when the leader is the process that was
-    noted (same start time); one whose leader is gone is ended through its remaining
-    members (a pgid is not given to a new process while its group has members)."""
+    """SIGKILL the groups a killed run left behind; returns their ids. A group whose leader still
+    runs is ended only when the leader is the process noted (same start time); one whose leader
+    is gone, through its members (a pgid is not reused while its group has members)."""
     where = folder(locks_dir, task_id)
     try:
         names = sorted(os.listdir(where))
