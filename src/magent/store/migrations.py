@@ -22,21 +22,10 @@ def checkpoint_1_to_2_drop_total_usage(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def same_format_to_2(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks and traces did not change in version 2."""
-    return {**doc, "schema_version": 2}
-
-
 def checkpoint_2_to_3_add_sessions(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 3 lists the open child sessions (``sessions``); a version 2 checkpoint had only
     the main conversation, so it has none."""
     return {**doc, "sessions": [], "schema_version": 3}
-
-
-def same_format_to_3(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks did not change in version 3; traces only gained fields with defaults
-    (a step's ``session``, richer ``sub_agent_sessions``)."""
-    return {**doc, "schema_version": 3}
 
 
 def task_3_to_4_drop_steps(doc: dict[str, Any]) -> dict[str, Any]:
@@ -45,12 +34,6 @@ def task_3_to_4_drop_steps(doc: dict[str, Any]) -> dict[str, Any]:
     doc = {k: v for k, v in doc.items() if k != "steps"}
     doc["schema_version"] = 4
     return doc
-
-
-def same_format_to_4(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints gained ``journals`` in version 4 (absent: written before journals existed);
-    traces did not change."""
-    return {**doc, "schema_version": 4}
 
 
 def checkpoint_4_to_5_journals_or_none(doc: dict[str, Any]) -> dict[str, Any]:
@@ -63,31 +46,6 @@ def checkpoint_4_to_5_journals_or_none(doc: dict[str, Any]) -> dict[str, Any]:
         doc.pop("journals", None)
     doc["schema_version"] = 5
     return doc
-
-
-def same_format_to_5(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks and traces did not change in version 5."""
-    return {**doc, "schema_version": 5}
-
-
-def trace_5_to_6_compact_turns(doc: dict[str, Any]) -> dict[str, Any]:
-    """Version 6 leaves out of trace.json what a model turn's step and action record can be told
-    from, and the text of long results that are entries (``models.tracedisk``); readers put them
-    back, and a version 5 trace has them all (its results' previews are marked ``preview``)."""
-    return {**doc, "schema_version": 6}
-
-
-def same_format_to_6(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints and tasks did not change in version 6."""
-    return {**doc, "schema_version": 6}
-
-
-
-def same_format_to_7(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints, tasks and traces did not change in version 7: ``llm_call`` events name their
-    parameters by hash (``request.params``, a line of ``requests.jsonl``), and the readers of
-    events take both that and the parameters written out, as older events have them."""
-    return {**doc, "schema_version": 7}
 
 
 def trace_7_to_8_turn_defaults_written(doc: dict[str, Any]) -> dict[str, Any]:
@@ -108,11 +66,6 @@ def trace_7_to_8_turn_defaults_written(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def same_format_to_8(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints and tasks did not change in version 8."""
-    return {**doc, "schema_version": 8}
-
-
 def checkpoint_8_to_9_told_fields_written(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 9 reads a checkpoint without ``reason`` as a model turn's, without
     ``state.current_agent`` as its position's agent, without ``turn_index`` as its node's
@@ -129,18 +82,6 @@ def checkpoint_8_to_9_told_fields_written(doc: dict[str, Any]) -> dict[str, Any]
     return doc
 
 
-def same_format_to_9(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks and traces did not change in version 9."""
-    return {**doc, "schema_version": 9}
-
-
-def same_format_to_10(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints, tasks and traces did not change in version 10: events.jsonl's lines leave out
-    what they can be told from (``store.events``), and its readers put it back; older lines
-    carry every field so left out, so they read as before."""
-    return {**doc, "schema_version": 10}
-
-
 def trace_10_to_11_turn_nodes_written(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 11 reads a turn step without ``node`` as being at the previous turn step's node
     (``models.tracedisk``); in a version 10 trace it was absent only as null, so null is written."""
@@ -148,24 +89,6 @@ def trace_10_to_11_turn_nodes_written(doc: dict[str, Any]) -> dict[str, Any]:
              if isinstance(step, dict) and step.get("iteration") is not None and step.get("kind") in (None, "agent")
              else step for step in doc.get("steps") or []]
     return {**doc, "steps": steps, "schema_version": 11}
-
-
-def same_format_to_11(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints and tasks did not change in version 11."""
-    return {**doc, "schema_version": 11}
-
-
-def same_format_to_12(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints, tasks and traces did not change in version 12: a tool result's line in
-    entries.jsonl leaves out the call id and name its parent's one tool call gives
-    (``store.entries.restore``); older lines carry both, so they read as before."""
-    return {**doc, "schema_version": 12}
-
-
-def same_format_to_13(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints, tasks and traces did not change in version 13: a tool result's line that
-    leaves out its call (version 12) also leaves out its node when it is its parent's."""
-    return {**doc, "schema_version": 13}
 
 
 def checkpoint_13_to_14_progress_flags_written(doc: dict[str, Any]) -> dict[str, Any]:
@@ -177,31 +100,6 @@ def checkpoint_13_to_14_progress_flags_written(doc: dict[str, Any]) -> dict[str,
     if isinstance(progress, dict) and type(progress.get("iteration")) is int and progress["iteration"] >= 1:
         doc["node_progress"] = {"entered": None, "started": None, **progress}
     return doc
-
-
-def same_format_to_14(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks and traces did not change in version 14."""
-    return {**doc, "schema_version": 14}
-
-
-def same_format_to_15(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints, tasks and traces did not change in version 15 (no older trace has a turn
-    step without both its name and iteration, or a time in milliseconds, which version 15
-    writes, so older traces read as before)."""
-    return {**doc, "schema_version": 15}
-
-
-def same_format_to_16(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints, tasks and traces did not change in version 16: an events.jsonl line leaves
-    out the ``ts`` the line before wrote (every older line has its own)."""
-    return {**doc, "schema_version": 16}
-
-
-def same_format_to_17(doc: dict[str, Any]) -> dict[str, Any]:
-    """Checkpoints leave their ``sequence`` to their file's name in version 17 (hashed with it,
-    as the task id since version 5); an older checkpoint has it, which reading keeps. Tasks and
-    traces did not change."""
-    return {**doc, "schema_version": 17}
 
 
 _TOLD = ("reason", "state.current_agent", "turn_index", "spent.task.tokens", "spent.task.model_calls",
@@ -264,12 +162,6 @@ def trace_17_to_18_spelled_out(doc: dict[str, Any]) -> dict[str, Any]:
     return {**expand(doc), "schema_version": 18}
 
 
-def same_format_to_18(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks did not change in version 18. (events.jsonl and entries.jsonl lines are written
-    whole from version 18 on; their readers still put back what older lines left out.)"""
-    return {**doc, "schema_version": 18}
-
-
 _AGENT_KEYS = frozenset({"started", "iteration", "turn_open", "held", "held_answer", "rail_blocks", "revisions",
                          "parts", "output_retries", "invalid"})
 """Progress keys only an agent's loop writes."""
@@ -316,76 +208,49 @@ def checkpoint_18_to_19_progress_kinds(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def same_format_to_19(doc: dict[str, Any]) -> dict[str, Any]:
-    """Tasks and traces did not change in version 19."""
-    return {**doc, "schema_version": 19}
-
-
 MIGRATIONS: dict[tuple[str, int], Migration] = {
     ("checkpoint", 1): checkpoint_1_to_2_drop_total_usage,
-    ("task", 1): same_format_to_2,
-    ("trace", 1): same_format_to_2,
     ("checkpoint", 2): checkpoint_2_to_3_add_sessions,
-    ("task", 2): same_format_to_3,
-    ("trace", 2): same_format_to_3,
-    ("checkpoint", 3): same_format_to_4,
     ("task", 3): task_3_to_4_drop_steps,
-    ("trace", 3): same_format_to_4,
     ("checkpoint", 4): checkpoint_4_to_5_journals_or_none,
-    ("task", 4): same_format_to_5,
-    ("trace", 4): same_format_to_5,
-    ("checkpoint", 5): same_format_to_6,
-    ("task", 5): same_format_to_6,
-    ("trace", 5): trace_5_to_6_compact_turns,
-    ("checkpoint", 6): same_format_to_7,
-    ("task", 6): same_format_to_7,
-    ("trace", 6): same_format_to_7,
-    ("checkpoint", 7): same_format_to_8,
-    ("task", 7): same_format_to_8,
     ("trace", 7): trace_7_to_8_turn_defaults_written,
     ("checkpoint", 8): checkpoint_8_to_9_told_fields_written,
-    ("task", 8): same_format_to_9,
-    ("trace", 8): same_format_to_9,
-    ("checkpoint", 9): same_format_to_10,
-    ("task", 9): same_format_to_10,
-    ("trace", 9): same_format_to_10,
-    ("checkpoint", 10): same_format_to_11,
-    ("task", 10): same_format_to_11,
     ("trace", 10): trace_10_to_11_turn_nodes_written,
-    ("checkpoint", 11): same_format_to_12,
-    ("task", 11): same_format_to_12,
-    ("trace", 11): same_format_to_12,
-    ("checkpoint", 12): same_format_to_13,
-    ("task", 12): same_format_to_13,
-    ("trace", 12): same_format_to_13,
     ("checkpoint", 13): checkpoint_13_to_14_progress_flags_written,
-    ("task", 13): same_format_to_14,
-    ("trace", 13): same_format_to_14,
-    ("checkpoint", 14): same_format_to_15,
-    ("task", 14): same_format_to_15,
-    ("trace", 14): same_format_to_15,
-    ("checkpoint", 15): same_format_to_16,
-    ("task", 15): same_format_to_16,
-    ("trace", 15): same_format_to_16,
-    ("checkpoint", 16): same_format_to_17,
-    ("task", 16): same_format_to_17,
-    ("trace", 16): same_format_to_17,
     ("checkpoint", 17): checkpoint_17_to_18_spelled_out,
-    ("task", 17): same_format_to_18,
     ("trace", 17): trace_17_to_18_spelled_out,
     ("checkpoint", 18): checkpoint_18_to_19_progress_kinds,
-    ("task", 18): same_format_to_19,
-    ("trace", 18): same_format_to_19,
 }
-"""(document kind, from version) → migration to the next version."""
+"""(document kind, from version) → the step to the next version. Where a kind's format did not
+change, there is no step: only its ``schema_version`` moves on."""
+
+# What changed in the versions where no document needs a step:
+# 3  traces gained fields with defaults (a step's ``session``, richer ``sub_agent_sessions``);
+# 4  checkpoints gained ``journals`` (absent: written before journals existed);
+# 6  trace.json leaves out what a model turn's step and action record tell, and the text of long
+#    results that are entries (``models.tracedisk``); a version 5 trace has them all (its
+#    results' previews are marked ``preview``);
+# 7  ``llm_call`` events name their parameters by hash (``request.params``, a line of
+#    ``requests.jsonl``); readers take that or the parameters written out;
+# 10 events.jsonl lines leave out what they can be told from (``store.events``);
+# 12 a tool result's line in entries.jsonl leaves out the call id and name its parent's one tool
+#    call gives (``store.entries.restore``), 13 its node too when it is its parent's;
+# 15 a trace's turn step may lack both its name and iteration, and times may be in milliseconds
+#    (no older trace has either);
+# 16 an events.jsonl line leaves out the ``ts`` the line before wrote;
+# 17 checkpoints leave their ``sequence`` to their file's name (hashed with it, as the task id
+#    since version 5);
+# 18 events.jsonl and entries.jsonl lines are written whole again; readers still put back what
+#    older lines left out.
+# Older lines and documents carry every field so left out, so they read as before.
 
 
 def migrate(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     version = doc.get("schema_version", 1)
     while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get((kind, version))
-        if step is None:
+        if version not in range(1, SCHEMA_VERSION):
             raise ValueError(f"no migration for {kind} schema {version}")
-        doc = step(doc)
+        step = MIGRATIONS.get((kind, version))
+        doc = step(doc) if step is not None else {**doc, "schema_version": int(version) + 1}
         version = doc["schema_version"]
     return doc
