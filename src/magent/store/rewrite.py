@@ -133,14 +133,13 @@ Fixer = Callable[[dict[str, Any]], "bytes | None"]
 does not fit its schema (kept as it is)."""
 
 
-def _plan_lines(path: Path, fix: Fixer, out: Plan) -> int | None:
-    """Plan the rewrite of JSON Lines file ``path`` line by line; returns its modification time
-    (None when it is missing)."""
+def _plan_lines(path: Path, fix: Fixer, out: Plan) -> None:
+    """Plan the rewrite of JSON Lines file ``path`` (if it exists) line by line."""
     try:
         data = read_bytes(path)
         mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
     except FileNotFoundError:
-        return None
+        return
     pieces = data.split(b"\n")
     lines, torn = pieces[:-1], pieces[-1]
     written, changed = [], 0
@@ -158,7 +157,6 @@ def _plan_lines(path: Path, fix: Fixer, out: Plan) -> int | None:
         out.lines[path.name] = changed
         out.rewrites.append(Rewrite(path, b"".join(line + b"\n" for line in written) + torn,
                                     f"{path.name} ({changed} line{'s' if changed != 1 else ''})", mtime_ns))
-    return mtime_ns
 
 
 def _fixed(line: bytes, fix: Fixer) -> bytes | None:
