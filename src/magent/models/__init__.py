@@ -16,50 +16,25 @@ from typing import TYPE_CHECKING, Any
 from magent.models.base import SCHEMA_VERSION, Document, Model
 
 if TYPE_CHECKING:
-    from magent.models.agent import AGENT_NAME_PATTERN as AGENT_NAME_PATTERN
-    from magent.models.agent import Agent as Agent
-    from magent.models.agent import LLMConfig as LLMConfig
-    from magent.models.checkpoint import Checkpoint as Checkpoint
-    from magent.models.checkpoint import CheckpointSummary as CheckpointSummary
-    from magent.models.checkpoint import HumanFeedback as HumanFeedback
-    from magent.models.checkpoint import HumanRequest as HumanRequest
-    from magent.models.entry import Entry as Entry
-    from magent.models.entry import Event as Event
-    from magent.models.memory import AgentMemory as AgentMemory
-    from magent.models.memory import ConsolidationSettings as ConsolidationSettings
-    from magent.models.memory import MemoryEntry as MemoryEntry
-    from magent.models.memory import MemoryRetention as MemoryRetention
-    from magent.models.memory import MemorySettings as MemorySettings
-    from magent.models.retention import RetentionPolicy as RetentionPolicy
-    from magent.models.servers import HttpConfig as HttpConfig
-    from magent.models.servers import HttpServer as HttpServer
-    from magent.models.servers import MCPServer as MCPServer
-    from magent.models.servers import MCPServersFile as MCPServersFile
-    from magent.models.servers import SSEConfig as SSEConfig
-    from magent.models.servers import StdioConfig as StdioConfig
-    from magent.models.servers import StdioServer as StdioServer
-    from magent.models.servers import ToolSettings as ToolSettings
-    from magent.models.state import Message as Message
-    from magent.models.state import State as State
-    from magent.models.state import ToolCall as ToolCall
-    from magent.models.task import ForkRef as ForkRef
-    from magent.models.task import Task as Task
-    from magent.models.task import TaskStatus as TaskStatus
-    from magent.models.task import Usage as Usage
-    from magent.models.tools import Builtins as Builtins
-    from magent.models.tools import RateLimit as RateLimit
-    from magent.models.tools import Tool as Tool
-    from magent.models.trace import ActionRecord as ActionRecord
-    from magent.models.trace import ActionToolCall as ActionToolCall
-    from magent.models.trace import LLMCallRecord as LLMCallRecord
-    from magent.models.trace import StepRecord as StepRecord
-    from magent.models.trace import SubAgentSession as SubAgentSession
-    from magent.models.trace import SubAgentSessionInfo as SubAgentSessionInfo
-    from magent.models.trace import ToolCallRecord as ToolCallRecord
-    from magent.models.trace import TraceLog as TraceLog
-    from magent.models.workflow import EdgeDef as EdgeDef
-    from magent.models.workflow import NodeDef as NodeDef
-    from magent.models.workflow import Workflow as Workflow
+    from magent.models.agent import AGENT_NAME_PATTERN, Agent, LLMConfig
+    from magent.models.checkpoint import Checkpoint, CheckpointSummary, HumanFeedback, HumanRequest
+    from magent.models.entry import Entry, Event
+    from magent.models.memory import (
+        AgentMemory, ConsolidationSettings, MemoryEntry, MemoryRetention, MemorySettings,
+    )
+    from magent.models.retention import RetentionPolicy
+    from magent.models.servers import (
+        HttpConfig, HttpServer, MCPServer, MCPServersFile, SSEConfig, StdioConfig, StdioServer,
+        ToolSettings,
+    )
+    from magent.models.state import Message, State, ToolCall
+    from magent.models.task import ForkRef, Task, TaskStatus, Usage
+    from magent.models.tools import Builtins, RateLimit, Tool
+    from magent.models.trace import (
+        ActionRecord, ActionToolCall, LLMCallRecord, StepRecord, SubAgentSession, SubAgentSessionInfo,
+        ToolCallRecord, TraceLog,
+    )
+    from magent.models.workflow import EdgeDef, NodeDef, Workflow
 
 _WHERE = {
     "AGENT_NAME_PATTERN": "agent", "Agent": "agent", "LLMConfig": "agent",
