@@ -35,7 +35,7 @@ from magent.store.requests import RequestLog
 # The models (and the checkpoint and entry logs, which build them) are imported where they are
 # used: ``magent trace`` opens a task to read its trace.json and lock, and builds none of them.
 if TYPE_CHECKING:
-    from magent.models import Checkpoint, Event, Message, State, Task
+    from magent.models import Checkpoint, Event, State, Task
     from magent.store.checkpoints import CheckpointLog
     from magent.store.commit import Committer
     from magent.store.entries import EntryLog
@@ -144,15 +144,12 @@ class TaskDir:
         atomic_write(self.task_file, task_json(task))
         return task
 
-    # the conversation
-    def messages(self, leaf_id: str | None) -> list[Message]:
-        from magent.store.entries import to_message
-
-        return [to_message(e) for e in self.entries.path_to(leaf_id)]
-
     def full_state(self, checkpoint: Checkpoint) -> State:
         """The checkpoint's State with ``messages`` rebuilt from the entry tree."""
-        return checkpoint.state.model_copy(update={"messages": self.messages(checkpoint.leaf_entry_id)})
+        from magent.store.entries import to_message
+
+        messages = [to_message(e) for e in self.entries.path_to(checkpoint.leaf_entry_id)]
+        return checkpoint.state.model_copy(update={"messages": messages})
 
     # events
     @property
