@@ -115,11 +115,8 @@ class Meter:
 # limits in force ---------------------------------------------------------------------------
 
 def limits(run: "RunContext", agent: str | None) -> list[tuple[str, Budget]]:
-    """The budgets that apply to a call by ``agent``: the task's, then the agent's.
-
-    Made again only when what they are made of changed (a declared budget, a limit a person
-    raised): checked before every model call and every turn's tool calls, each made by a dump
-    and a validation (~5-12 us a budget)."""
+    """The budgets that apply to a call by ``agent``: the task's, then the agent's; made again only
+    when a declared budget or a raised limit changed (they are checked before every call)."""
     options = run.deps.task.config_snapshot.get("options", {})
     declared, raised = run.deps.graph.workflow.budget, options.get("budget")
     has_own = bool(agent) and agent in run.deps.graph.agents

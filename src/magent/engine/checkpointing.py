@@ -178,10 +178,8 @@ class Checkpoints:
 
     def restore(self, cp: Checkpoint, messages: list[Message],
                 history: Callable[[str | None], list[Message]] | None = None) -> None:
-        """Continue from ``cp``: fresh copies of everything, so the stored checkpoint is never mutated.
-
-        ``messages`` is the main session's history; ``history(leaf)`` gives an open child's.
-        """
+        """Continue from ``cp`` on fresh copies (the stored checkpoint is never mutated): ``messages``
+        is the main session's history; ``history(leaf)`` gives an open child's."""
         run = self.state
         cp = cp.model_copy(deep=True)
         main = run.main

@@ -5,18 +5,10 @@ Every model request of an agent's ReAct loop is built in three steps, here and i
 agent's *view* of it, then the request. The view is the history as the agent's
 latest compaction left it: the task, the compaction's summary (when its strategy
 makes one) and the messages from its ``keep_from`` on. When the view would send
-more tokens than the budget, a new compaction is made first:
-
-- ``fifo`` leaves the oldest turns out;
-- ``summarize`` leaves out as much and has the model summarize it (folding in the
-  previous summary, so summaries are never of summaries);
-- ``hybrid`` keeps the last ``keep_turns`` turns whole and summarizes all the rest;
-- ``fifo`` with ``attempts: true`` replaces what it leaves out by seed 003's compressed
-  ``attempts``: a line per tool call and the start of its result, made without a model call.
-
-A turn is never split (an assistant message that called tools stays with their
-results), and the system prompt and the task are always sent. A compaction leaves
-the view at three quarters of the budget, so it does not happen on every turn.
+more tokens than the budget, a new compaction is made first (the strategies:
+docs/guides/agents-and-workflows.md). It never splits a turn (an assistant message that
+called tools stays with their results), and leaves the view at three quarters of the
+budget, so it does not happen on every turn.
 
 The compaction is appended to the history as an entry of its own (``entry_type:
 compaction``: what was left out, up to which entry, and the summary), so the full

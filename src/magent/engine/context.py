@@ -163,13 +163,10 @@ class RunContext:
                      task: str | None = None, fork: bool = False, stop: StopSignal | None = None,
                      position: str | None = None, stop_at: str | None = None,
                      speaker: str | None = None) -> Session:
-        """Start a child session of ``parent``, or return the one already open at ``key``.
-
-        Its history starts with ``task`` as a user message and no parent entry (isolated),
-        or, with ``fork``, continues ``parent``'s history from its current leaf (a branch
-        sees the conversation so far, not its siblings'). The caller checkpoints when the
-        session must be durable before it acts.
-        """
+        """Start a child session of ``parent``, or return the one already open at ``key``. Its history
+        starts with ``task`` as a user message (isolated), or with ``fork`` continues ``parent``'s
+        from its current leaf (a branch sees the conversation so far, not its siblings'). The
+        caller checkpoints when the session must be durable before it acts."""
         existing = self.child(parent, key)
         if existing is not None:
             return existing
@@ -252,11 +249,8 @@ class RunContext:
 
 @dataclass(eq=False)
 class NodeContext:
-    """What a node and the ReAct loop work through: the run, and the session they run in.
-
-    A node kind does not care whether its session is the task's own conversation, a
-    sub-agent's, a branch of a fan-out or an item of a map: the verbs below write to it.
-    """
+    """What a node and the ReAct loop work through: the run, and the session they run in (the
+    task's own conversation, a sub-agent's, a branch or a map item: the verbs are the same)."""
 
     run: RunContext
     session: Session

@@ -6,11 +6,8 @@ from magent.models import HumanRequest
 
 
 class PauseRun(Exception):
-    """Raised by a node (or the runner) to stop the run until a person answers ``request``.
-
-    The runner writes a checkpoint with ``awaiting_human: true`` and the node's
-    current progress, so ``magent resume`` re-enters the same node.
-    """
+    """Stops the run until a person answers ``request``: the runner writes a checkpoint with
+    ``awaiting_human: true`` and the node's progress, so ``magent resume`` re-enters the node."""
 
     def __init__(self, request: HumanRequest):
         super().__init__(request.question)
@@ -18,11 +15,8 @@ class PauseRun(Exception):
 
 
 class NodeFailed(Exception):
-    """The node cannot complete; the task fails with this message.
-
-    ``kind`` says what kind of failure it is (``AgentResult.error.type``): ``node_failed``,
-    ``guardrail``, ``max_iterations``, ``rejected``, ``routing``...
-    """
+    """The node cannot complete; the task fails with this message. ``kind`` is
+    ``AgentResult.error.type``: ``node_failed``, ``guardrail``, ``max_iterations``, ``routing``..."""
 
     def __init__(self, message: str, *, kind: str = "node_failed"):
         super().__init__(message)

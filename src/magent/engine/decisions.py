@@ -43,12 +43,9 @@ def check_resumable(task: Task, decision: Decision | None) -> None:
 
 
 def check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) -> None:
-    """A paused task takes a decision, unless the checkpoint of its pause was lost.
-
-    When the pause's checkpoint was damaged (and moved aside by ``latest_checkpoint``), the latest
-    valid one comes before the pause: a decision would answer a question nobody can see,
-    so it is refused, and a plain resume runs from there to the same pause again.
-    """
+    """A paused task takes a decision, unless the checkpoint of its pause was damaged (and moved
+    aside): the decision would answer a question nobody can see, so it is refused, and a plain
+    resume runs from the checkpoint before it to the same pause again."""
     short = task.id[:8]
     if task.status != TaskStatus.awaiting_human:
         return

@@ -1,10 +1,5 @@
-"""The event bus: one typed stream, three sinks (events.jsonl, the terminal, ``--json``).
-
-Event types: run_started, node_started, llm_started (live only: an attempt at a
-model call begins), llm_call (an answer, or a failed attempt with its ``error``),
-tool_call (intent, before the call), tool_result, reflection, route, checkpoint,
-awaiting_human, human_decision, node_finished, error, run_finished.
-"""
+"""The event bus: one typed stream, three sinks (events.jsonl, the terminal, ``--json``). The
+event types and what each says: ``models.published.EVENT_TYPES``."""
 
 from __future__ import annotations
 
@@ -17,7 +12,6 @@ from magent.store.events import LIVE_ONLY
 from magent.store.files import plain_json
 
 Sink = Callable[[Event], None]
-RawSink = Callable[[dict[str, Any]], None]
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 

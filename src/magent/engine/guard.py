@@ -8,18 +8,8 @@ model call is recorded and before its entry. So a masked value never reaches
 a file, and neither does one a sensitive rail blocked.
 
 Every rail's decision is a ``guardrail`` event (never the text itself). A rail's
-model calls are ``llm_call`` events carrying ``rail``. What a tripped rail does:
-
-============  ===========================  ============================  ==========================
-action        task text                    tool result                   final answer
-============  ===========================  ============================  ==========================
-block         the task fails at once       the node fails                the node fails
-mask          the masked text goes on      the masked text goes on       the masked answer stands
-revise        (output rails only)          (output rails only)           the model is asked again
-pause         approve: run / reject: fail  approve: the model sees it /  approve: accepted /
-                                           reject: it is withheld        reject: revised (--message)
-warn          recorded, goes on            recorded, goes on             recorded, stands
-============  ===========================  ============================  ==========================
+model calls are ``llm_call`` events carrying ``rail``. What a tripped rail does, by action and
+by what it checks: docs/guides/guardrails.md.
 """
 
 from __future__ import annotations
@@ -48,10 +38,8 @@ PAUSE_ACTIONS = ["approve", "reject"]
 
 @dataclass(eq=False)
 class TaskGate:
-    """The task text after its input rails, and what they did (recorded when the run opens).
-
-    A follow-up's message meets the same rails (those of the workflow and of the agent that
-    answers it) and is kept, refused or held the same way: ``source`` says which it is."""
+    """The task text (or a follow-up's message: ``source``) after its input rails, and what they
+    did (recorded when the run opens)."""
 
     text: str
     source: Literal["task", "follow_up"] = "task"

@@ -14,13 +14,9 @@ STATE_FIELDS = ("routing_key", "next_action", "current_agent")
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
-    """``["topic=owls", "score=0.9", "a.b=1"]`` → State updates.
-
-    Values are read as YAML scalars (numbers, booleans, null, or text), or as a list when
-    written ``[a, b, c]`` (what a ``map`` node goes over). Keys ``routing_key``,
-    ``next_action`` and ``current_agent`` set those State fields; any other key (dots for
-    nesting) goes into ``metadata``.
-    """
+    """``["topic=owls", "score=0.9", "a.b=1"]`` → State updates. Values are YAML scalars, or a list
+    written ``[a, b, c]``; ``routing_key``, ``next_action`` and ``current_agent`` set those
+    fields, any other key (dots for nesting) goes into ``metadata``."""
     values: list[tuple[str, Any, str]] = []
     for pair in pairs:
         key, sep, raw = pair.partition("=")

@@ -30,11 +30,9 @@ from magent.models.progress import AgentProgress
 from magent.tools.policy import ToolPolicy
 
 async def react(ctx: NodeContext, agent: Agent, node: str) -> str:
-    """Run ``agent``'s loop in ``ctx``'s session until it gives a final answer; return it.
-
-    Raises ``NodeFailed`` at ``max_iterations``, ``LLMError`` when the model cannot be
-    reached, ``PauseRun`` when a call needs a person, ``Suspended`` when told to stop.
-    """
+    """Run ``agent``'s loop in ``ctx``'s session until it gives a final answer; return it. Raises
+    ``NodeFailed`` at ``max_iterations``, ``LLMError`` when the model cannot be reached,
+    ``PauseRun`` when a call needs a person, ``Suspended`` when told to stop."""
     tools = ToolPolicy.for_agent(agent, ctx.deps.tools())
     delegates = delegation_specs(ctx, agent)
     ctx.session.progress_as(AgentProgress)

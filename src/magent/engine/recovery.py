@@ -32,12 +32,9 @@ _SEQ_LINE = re.compile(rb'(?:^|(?<=\n))\{"seq":(\d+),')
 
 
 def events_after(path: Path, after: int) -> tuple[int, list[Event]]:
-    """The last event number in ``path`` and the events numbered above ``after``.
-
-    Read from the end, a block at a time, back to the first line numbered ``after`` or below
-    (every event is written with ``seq`` first, in order): a long task's resume reads what
-    came after its checkpoint, not its whole history. A torn last line is ignored, as everywhere.
-    """
+    """The last event number in ``path`` and the events numbered above ``after``, read from the end
+    a block at a time (every line starts with its ``seq``, in order): a resume reads what came
+    after its checkpoint, not the whole history. A torn last line is ignored, as everywhere."""
     try:
         tail = _tail_after(path, after)
     except FileNotFoundError:
@@ -108,11 +105,8 @@ def _tail_after(path: Path, after: int) -> bytes:
 
 
 def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: list[Event]) -> None:
-    """Restore ``ctx`` from ``cp``; ``events`` are those written after it.
-
-    Every session open at ``cp`` (the main one and each child) is restored and takes back
-    the model turn it wrote after ``cp``, if any; tool calls are judged per session.
-    """
+    """Restore ``ctx`` from ``cp`` (``events``: those written after it): every session open at ``cp``
+    takes back the model turn it wrote after it, if any; tool calls are judged per session."""
     td = ctx.deps.td
 
     def history(leaf: str | None) -> list:

@@ -47,15 +47,11 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                     initial: dict[str, Any] | None = None, options: RunOptions | None = None,
                     sinks: Sequence[Sink] = (), on_task: Callable[[Task], None] | None = None,
                     budget: dict[str, Any] | None = None) -> RunOutcome:
-    """Create a task and run it.
-
-    The order makes every task on disk continuable: the lock is taken before the task's
-    directory exists (so a ``pending`` or ``running`` task with a free lock is a dead one),
-    and checkpoint 0 is written before anything slow (tool servers, the model library), so a
-    kill during start-up leaves a task ``magent resume`` continues like any other. (A real
-    model's checks import the model library before the task exists, as they must to fail
-    with nothing written; the servers start meanwhile: ``toolbox.prepared``.)
-    """
+    """Create a task and run it, in an order that leaves every task on disk continuable: the lock
+    is taken before the task's directory exists (a ``pending`` or ``running`` task with a free
+    lock is a dead one), and checkpoint 0 is written before anything slow (tool servers, the
+    model library), so a kill during start-up leaves a task ``magent resume`` continues. (A real
+    model's checks run before the task exists, to fail with nothing written.)"""
     options = options or RunOptions()
     async with prepared(graph, options) as needs:
         redactor = Redactor.configured(set(needs.secrets))
@@ -280,12 +276,9 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
 # internals
 
 def copy_state(src: TaskDir, dst: Path, cp) -> None:
-    """The task state beside the checkpoints as it was at ``cp``, into the directory ``dst``.
-
-    Journals (the key-value store, tool pins) are cut to the lengths ``cp`` recorded; artifacts
-    are immutable and content-addressed, so they are hard-linked (copied across filesystems).
-    A checkpoint of an older magent recorded no journals: the files are copied as they are now.
-    """
+    """The task state beside the checkpoints as it was at ``cp``, into ``dst``: journals cut to the
+    lengths ``cp`` recorded (copied whole when it recorded none), artifacts (immutable,
+    content-addressed) hard-linked, or copied across filesystems."""
     from magent.store.journal import copy_prefixes
     from magent.store.journal import positions as journal_positions
     from magent.tools.kv import LEGACY_FILE as KV_LEGACY

@@ -27,13 +27,9 @@ K = TypeVar("K", bound=Progress)
 
 
 class StopSignal:
-    """Asks the sessions of a group to stop at their next safe point.
-
-    Set on the run's root when a session pauses for a person (the whole task pauses),
-    or on a group (a fan-out, a map, a plan level) when one of its sessions fails and
-    the group's policy is to fail. A session checks its group's signal, which is also
-    set when any enclosing group's is.
-    """
+    """Asks the sessions of a group to stop at their next safe point: set on the run's root when a
+    session pauses for a person, or on a group (fan-out, map, plan level) when a session fails
+    and its policy is to fail. Setting a group's also sets those of the groups inside it."""
 
     def __init__(self, parent: "StopSignal | None" = None):
         self.parent = parent

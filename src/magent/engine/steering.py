@@ -21,13 +21,10 @@ PAUSED = "Paused by an operator (magent tasks pause). Approve to go on."
 
 
 def drain(ctx: NodeContext, node: str) -> None:
-    """A safe point of ``ctx``'s session: apply the signals sent since the last one applied.
-
-    Messages become ``injection`` entries of this session (its model reads them as user
-    messages on its next turn); a pause raises ``PauseRun`` (kind ``operator``), a cancel
-    ``CancelRun`` and asks the other sessions to stop at their own next safe point. A signal
-    that names a session (``magent chat --session``) waits for that one while it is open, and
-    so do the signals after it: they stay in order."""
+    """A safe point of ``ctx``'s session: apply the signals sent since the last one applied. A
+    message becomes an ``injection`` entry; a pause raises ``PauseRun`` (kind ``operator``), a
+    cancel ``CancelRun`` and stops the other sessions at their next safe point. A signal naming
+    a session (``chat --session``) waits for it while it is open, and so do those after it."""
     run = ctx.run
     waiting = pending(run.deps.td.path, run.state.signals_applied)
     here = ctx.session.id

@@ -86,16 +86,11 @@ def prepare(graph: Graph, options: RunOptions) -> RunNeeds:
 
 @asynccontextmanager
 async def prepared(graph: Graph, options: RunOptions) -> AsyncIterator[RunNeeds]:
-    """``prepare`` for a run that starts inside the block, with its MCP servers started early.
-
-    A real model's checks import litellm, which takes seconds; the MCP servers the run can
-    reach take about as long to come up. So the servers are started first, in the background,
-    and the import and the model checks run in a thread meanwhile: the run's registry then
-    takes the servers as a batch's rows take a batch's (``tools.shared``), already up or
-    coming up. They stop when the block ends, and at once if a check fails (exit 2 as
-    before, nothing written). Scripted runs, runs inside a batch and servers marked
-    ``shared: false`` start their servers with the run, as ``prepare`` leaves them.
-    """
+    """``prepare`` for a run that starts inside the block, its MCP servers started early: importing
+    litellm for a real model's checks takes seconds, as do the servers, so the checks run in a
+    thread meanwhile and the registry takes the servers as a batch's rows do (``tools.shared``).
+    They stop when the block ends, or at once if a check fails (exit 2, nothing written).
+    Scripted runs, batch rows and servers marked ``shared: false`` start with the run."""
     from magent.tools.shared import SharedServers, current, sharing
 
     needs = _settings_checked(graph, options)

@@ -22,13 +22,10 @@ from magent.tools.policy import ToolPolicy
 
 
 def check_before_call(ctx: NodeContext, node: str, call_id: str, name: str, arguments: Any, asker: str) -> None:
-    """Pause (raise ``PauseRun``) if this call needs a person first; otherwise return.
-
-    In order: an input rail that asked a person about the call's arguments; a tool whose
-    definition changed since the task pinned it; a call the run may
-    have made before it died, to a tool that is not idempotent; a tool marked ``needs_approval``.
-    A decision already given for ``call_id`` (after a resume) lets the call through.
-    """
+    """Raise ``PauseRun`` if this call needs a person first: in order, an input rail asked about
+    its arguments; the tool's definition changed since the task pinned it; the run may have made
+    it before it died and it is not idempotent; it is marked ``needs_approval``. A decision
+    already given for ``call_id`` (after a resume) lets it through."""
     if call_id in ctx.calls.decisions or argrails.refusal(ctx, call_id):
         return  # decided already, or not to be made (``declined`` says why)
     argrails.check_pause(ctx, node, call_id, name, arguments)

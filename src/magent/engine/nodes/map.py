@@ -1,17 +1,10 @@
 """``type: map`` — one child session per item of a list in State, side by side.
 
-``over`` names the list: ``metadata.PATH`` or ``output`` (the last node's output, as a
-JSON list). Each item runs ``agent``'s ReAct loop in a session of its own whose history
-starts with ``prompt`` (``{item}`` and ``{index}`` are filled in; without them the item
-is added below the prompt), at most ``max_concurrency`` at a time. The answers go into
-``metadata[output_key]`` (default: the node's name) as a list in item order; the node's
-output is the same answers, numbered.
-
-A failed item (its agent ran out of iterations, its model could not be reached) fails
-the node and stops the other items (``on_error: fail``), or is kept as
-``{"error": ...}`` in its place (``on_error: collect``). Each item is durable like any
-session: after a crash, finished items are read back, open ones continue, and the rest
-start.
+Each item runs ``agent``'s ReAct loop in a session of its own whose history starts with
+``prompt`` (``{item}`` and ``{index}`` filled in), at most ``max_concurrency`` at a time; the
+answers go into ``metadata[output_key]`` in item order (the options: the fields below, and
+docs/guides/agents-and-workflows.md). Each item is durable like any session: after a crash,
+finished items are read back, open ones continue, and the rest start.
 """
 
 from __future__ import annotations
