@@ -54,7 +54,7 @@ async def one_run(turns: int, budget: int | None, home: Path) -> dict:
     from magent.engine.context import RunOptions
     from magent.engine.graph import load_target
     from magent.engine.session import start_run
-    from magent.store import Store
+    from magent.store.tasks import Store
     from magent.tools.function import FunctionProvider
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))

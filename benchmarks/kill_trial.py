@@ -301,7 +301,7 @@ class Trial:
     @staticmethod
     def task_dir(home: Path, task: str):
         os.environ["MAGENT_HOME"] = str(home)
-        from magent.store import Store
+        from magent.store.tasks import Store
 
         return Store().task(task)
 

@@ -90,7 +90,7 @@ def main() -> None:
               f"CPU median {statistics.median(cpus):.3f} s, {opts.runs} runs")
         print(f"report size: {size:,} bytes = {size / 1e6:.2f} MB (target <= 5 MB)")
 
-        from magent.store import Store
+        from magent.store.tasks import Store
         from magent.trace.html import write_report
 
         td = Store().task(task_id)

@@ -80,7 +80,7 @@ def _watched_run(tmp_path: Path, watch: bool) -> tuple[list[Event], bytes]:
     from magent.engine.context import RunOptions
     from magent.engine.graph import load_target
     from magent.engine.session import start_run
-    from magent.store import Store
+    from magent.store.tasks import Store
     from magent.testing import QueueModel, client_factory
     from magent.tools.function import FunctionProvider
     from support.engine import agent_yaml, write

@@ -14,7 +14,7 @@ from filelock import FileLock
 
 from magent.errors import TaskLockedError
 from magent.ids import new_id
-from magent.store import Store
+from magent.store.tasks import Store
 from magent.store.locks import Lock, clear_dead
 from support.cli import invoke
 from support.holders import hold_task

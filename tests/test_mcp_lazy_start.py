@@ -9,7 +9,7 @@ from servers.harness import stdio_server, write_mcp_file
 from support.cli import UUID, run
 from support.engine import write
 
-from magent.store import Store
+from magent.store.tasks import Store
 
 ASKS = """
 name: asks

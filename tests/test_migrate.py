@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from magent.models import SCHEMA_VERSION
-from magent.store import Store
+from magent.store.tasks import Store
 from support.cli import invoke, run
 from support.holders import Holder
 from support.homes import snapshot_tree

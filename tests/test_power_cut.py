@@ -75,7 +75,7 @@ def test_a_call_whose_result_entry_the_power_took_is_not_run_again(tmp_path: Pat
     the turn's checkpoint, still unsynced, were lost. The call ran; the resumed run ran it again.
     Made here by hand, the same every time: a kill before the turn's checkpoint, then the
     entries' last line (the call's result) taken away as the disk would have."""
-    from magent.store import Store
+    from magent.store.tasks import Store
 
     flow = make_flow(tmp_path, turns=2)
     ledger = tmp_path / "ledger.txt"

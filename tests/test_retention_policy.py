@@ -12,7 +12,7 @@ from magent.config.files import load_retention_policy
 from magent.errors import ConfigError, StoreError
 from magent.ids import new_id
 from magent.models import RetentionPolicy, TaskStatus
-from magent.store import Store
+from magent.store.tasks import Store
 from magent.store.retention import Retention, TaskRecord, read_record, resolve
 from support.cli import invoke
 from support.homes import HomeBuilder, snapshot_tree

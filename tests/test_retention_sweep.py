@@ -13,7 +13,7 @@ import pytest
 
 from magent.ids import new_id
 from magent.models import ForkRef
-from magent.store import Store
+from magent.store.tasks import Store
 from magent.store.files import write_json
 from support.cli import invoke
 from support.homes import HomeBuilder, TaskBuilder, snapshot_tree

@@ -11,7 +11,7 @@ from magent.errors import (
 )
 from magent.ids import new_id
 from magent.models import SCHEMA_VERSION, Checkpoint, State
-from magent.store import CheckpointLog
+from magent.store.checkpoints import CheckpointLog
 from magent.store.checkpoints import canonical_hash, content_hash
 from support.homes import HomeBuilder, snapshot_tree
 

@@ -9,7 +9,7 @@ import pytest
 from magent.errors import EntriesCorruptError
 from magent.ids import new_id
 from magent.models import Entry
-from magent.store import EntryLog
+from magent.store.entries import EntryLog
 from support.homes import HomeBuilder
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from magent.models import SCHEMA_VERSION, TaskStatus
-from magent.store import Store
+from magent.store.tasks import Store
 from magent import paths
 from magent.store import listing, taskindex
 from magent.store.listing import TASK_STATUSES, list_rows

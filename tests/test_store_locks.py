@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from magent.errors import TaskLockedError
-from magent.store import Store
+from magent.store.tasks import Store
 from support.holders import hold_task
 from support.homes import HomeBuilder
 

@@ -8,7 +8,7 @@ import pytest
 
 from magent.ids import new_id
 from magent.models import SCHEMA_VERSION
-from magent.store import Store, TaskDir
+from magent.store.tasks import Store, TaskDir
 from magent.store.checkpoints import canonical_hash
 from support.cli import invoke
 from support.homes import HomeBuilder

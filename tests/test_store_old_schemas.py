@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from magent.models import SCHEMA_VERSION
-from magent.store import Store
+from magent.store.tasks import Store
 from support.cli import invoke
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

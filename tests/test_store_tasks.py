@@ -15,7 +15,7 @@ from magent.errors import (
 )
 from magent.ids import new_id, now
 from magent.models import SCHEMA_VERSION, Task, TaskStatus
-from magent.store import Store, TaskDir
+from magent.store.tasks import Store, TaskDir
 from magent.store.home import init_home
 from magent.store.listing import list_rows
 from magent.trace.build import write_trace

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import magent
-from magent.store import Store
+from magent.store.tasks import Store
 from support.cli import invoke
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -226,7 +226,7 @@ def test_a_compact_trace_of_schemas_6_to_17_reads_back_whole() -> None:
 
 
 def test_the_step_tree_reads_back_only_the_results_it_shows(tmp_path: Path) -> None:
-    from magent.store import Store
+    from magent.store.tasks import Store
     from magent.trace.load import load_view
     from magent.trace.view import tree_lines
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from magent.models import SCHEMA_VERSION, TaskStatus, TraceLog
-from magent.store import Store
+from magent.store.tasks import Store
 from magent.testing import QueueModel
 from magent.tools.function import FunctionProvider
 from support.cli import invoke

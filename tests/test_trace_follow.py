@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from magent.store import Store
+from magent.store.tasks import Store
 from magent.trace.follow import Tail
 from servers.harness import stdio_server, write_mcp_file
 from support.cli import invoke

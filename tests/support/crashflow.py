@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from magent.models import Checkpoint, Event
-from magent.store import TaskDir
+from magent.store.tasks import TaskDir
 from support.cli import Result, invoke, run
 from support.engine import checkpoint_numbers, task_dir, write
 

@@ -14,7 +14,7 @@ from magent.engine.graph import load_target
 from magent.engine.runner import RunOutcome
 from magent.engine.session import Decision, resume_run, start_run
 from magent.models import Event
-from magent.store import Store, TaskDir
+from magent.store.tasks import Store, TaskDir
 from magent.testing import client_factory
 
 

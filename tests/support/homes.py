@@ -43,7 +43,7 @@ from magent.ids import new_id, now
 from magent.models import (
     Checkpoint, Entry, Event, HumanRequest, State, Task, TaskStatus, ToolCall, Usage,
 )
-from magent.store import Store, TaskDir
+from magent.store.tasks import Store, TaskDir
 
 
 @contextmanager

@@ -137,7 +137,7 @@ class Trial:
         first = self._make()
         disk = LossyDisk(self.folder / "disk")
         if not self.fresh_home:
-            from magent.store import Store
+            from magent.store.tasks import Store
 
             Store(disk.backing / "home").ensure()
         disk.start()
@@ -203,13 +203,13 @@ class Trial:
             self.broken.append(f"ended {self.outcome}: {result.err.strip() if result else ''}"[:400])
 
     def _followed_up(self, task_id: str) -> bool:
-        from magent.store import Store
+        from magent.store.tasks import Store
 
         entries = Store(self.home).task(task_id).entries.load().values()
         return any(e.role == "user" and e.content == FOLLOW_UP for e in entries)
 
     def _recover_batch(self) -> None:
-        from magent.store import Store
+        from magent.store.tasks import Store
 
         batches = self.home / "batches"
         found = [p.name for p in batches.iterdir() if not p.name.startswith(".")] if batches.is_dir() else []
@@ -246,7 +246,7 @@ class Trial:
     def _answer(self, task_id: str) -> list[str]:
         """What the pause the task waits at (if any) needs: a tool call that may have run is
         rejected if the ledger has its line, else approved; an approval gate is approved."""
-        from magent.store import Store
+        from magent.store.tasks import Store
 
         td = Store(self.home).task(task_id)
         if td.load_task().status.value != "awaiting_human":

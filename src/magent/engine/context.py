@@ -24,7 +24,7 @@ from magent.models import Entry, HumanFeedback, Message, State, Task, Usage
 from magent.models.progress import AgentProgress, CallsProgress, ProgressOfAKind
 from magent.models.session import MAIN_SESSION
 from magent.redact import Redactor
-from magent.store import TaskDir
+from magent.store.tasks import TaskDir
 from magent.store.events import truncate
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ class RunContext:
 
     def adopt(self, entries: list[Entry], session: Session) -> None:
         """Take entries written after the last checkpoint (by a run that died) as our own."""
-        from magent.store import to_message
+        from magent.store.entries import to_message
 
         for entry in entries:
             session.state.messages.append(to_message(entry))

@@ -33,7 +33,7 @@ from magent.engine.toolbox import prepare
 from magent.errors import TaskStateError, UsageError
 from magent.models import Checkpoint, Entry, Message, Task, TaskStatus
 from magent.models.progress import AgentProgress
-from magent.store import Store, TaskDir
+from magent.store.tasks import Store, TaskDir
 
 FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
 """The statuses a follow-up can be added to."""

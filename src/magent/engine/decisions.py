@@ -15,7 +15,7 @@ from magent.errors import TaskStateError, UsageError
 from magent.models import HumanFeedback, Message, Task, TaskStatus
 from magent.models.progress import CallDecision, CallsProgress
 from magent.models.session import MAIN_SESSION
-from magent.store import TaskDir
+from magent.store.tasks import TaskDir
 
 
 @dataclass

@@ -23,7 +23,7 @@ from magent.models import Checkpoint, Entry, Event
 from magent.models.progress import AgentProgress, CallsProgress, FanOutProgress
 from magent.models.session import MAIN_SESSION
 from magent.models.task import Usage, usage_key
-from magent.store import to_message
+from magent.store.entries import to_message
 from magent.store.events import unpack
 from magent.store.files import loads, open_nofollow, read_bytes
 

@@ -18,7 +18,7 @@ from magent.engine.session import Decision, resume_run, start_run
 from magent.errors import TaskStateError
 from magent.llm.base import LLMRequest, LLMResponse, LLMToolCall
 from magent.models import Event, TaskStatus
-from magent.store import Store
+from magent.store.tasks import Store
 from magent.store.events import read_events
 
 # What must match, per event type (volatile fields such as ids, times and latency are left out).

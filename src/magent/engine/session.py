@@ -33,7 +33,7 @@ from magent.errors import TaskStateError, UsageError
 from magent.ids import new_id, now
 from magent.models import ForkRef, Message, Task, TaskStatus
 from magent.redact import Redactor
-from magent.store import Store, TaskDir
+from magent.store.tasks import Store, TaskDir
 
 
 T = TypeVar("T")
@@ -317,7 +317,7 @@ def _record_fork(src: TaskDir, child: str, checkpoint: int) -> None:
 
 
 def _messages(entries):
-    from magent.store import to_message
+    from magent.store.entries import to_message
 
     return [to_message(e) for e in entries]
 

@@ -20,7 +20,7 @@ from magent.engine.context import RunOptions
 from magent.engine.graph import Graph
 from magent.errors import ConfigError
 from magent.models import LLMConfig
-from magent.store import TaskDir
+from magent.store.tasks import TaskDir
 from magent.tools.registry import ToolRegistry
 from magent.tools.setup import build_registry
 

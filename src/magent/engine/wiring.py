@@ -18,7 +18,7 @@ from magent.engine.offloop import off_loop
 from magent.engine.toolbox import RunNeeds
 from magent.models import Event, Task
 from magent.redact import Redactor
-from magent.store import TaskDir
+from magent.store.tasks import TaskDir
 from magent.store.events import LIVE_ONLY, for_disk
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from magent.trace.steps import TraceBuilder, TraceDoc
 
 if TYPE_CHECKING:
     from magent.models import TraceLog
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
 
 
 def build_trace_doc(task_id: str, events: Iterable[Any], created_at: str | None = None) -> TraceDoc:

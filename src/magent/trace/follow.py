@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from magent.store.files import loads, open_nofollow
 
 if TYPE_CHECKING:
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
 
 ENDINGS = ("run_finished", "interrupted")
 REPLAY = 60

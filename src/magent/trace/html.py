@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from magent.trace.graphsvg import graph_svg
 
 if TYPE_CHECKING:
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
 
 ASSETS = Path(__file__).with_name("assets")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"

@@ -15,7 +15,7 @@ from magent.trace.actions import hydrate
 # Building a trace from events (store.events, trace.build) is imported where it is done: a
 # finished task's trace.json needs neither, nor the models they import.
 if TYPE_CHECKING:
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
     from magent.trace.steps import TraceDoc
 
 

@@ -23,7 +23,7 @@ from magent.trace.spans import SpanBuilder, SpanData, trace_id_of
 from magent.trace.telemetry import OTLPTarget
 
 if TYPE_CHECKING:
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
 
 BATCH = 512
 CLOSE_WAIT = 3.0

@@ -19,7 +19,7 @@ from magent.trace.view import is_node
 
 if TYPE_CHECKING:
     from magent.redact import Redactor
-    from magent.store import TaskDir
+    from magent.store.tasks import TaskDir
 
 TEXT_CAP = 2000
 """Characters of any one text (a reply, a tool result, a message) the report keeps."""
