@@ -121,7 +121,7 @@ async def go_on(ctx: RunContext, cp, feedback: HumanFeedback | None, new_state) 
     """Apply what the person decided (if anything) and run on from there."""
     if feedback is not None or new_state is not None:
         _apply(ctx, cp, feedback, new_state)
-    refused = guard.task_refused(ctx.node())
+    refused = ctx.node().progress.task_refused  # a person rejected the task text at a rail's pause
     if refused:
         return Executor(ctx).fail(refused, "guardrail")
     return await Executor(ctx).run()

@@ -122,12 +122,6 @@ async def screen_task(graph, text: str, options, *, node: str | None = None,
     return gate
 
 
-def task_refused(ctx: NodeContext) -> str | None:
-    """The failure to end with when a person rejected the task text (or a follow-up) at an input
-    rail's pause."""
-    return ctx.progress.task_refused
-
-
 # Tool results: screened inside the registry's call, before truncation and artifacts.
 
 class ResultScreen:
