@@ -5,11 +5,7 @@ Each string in a call's arguments (at any depth) meets the agent's input rails t
 arguments (``RailConfig.tool_arguments``: by default those that find sensitive data, ``pii``
 and ``regex``). They run when the model's reply is read, before its entry is written, so a
 masked value reaches no file and no tool. What a tripped rail does to the call:
-
-- ``mask``: it runs with the masked arguments (a memory is stored masked);
-- ``block``: it is not made; the model sees an ERROR naming the rail (a memory is dropped);
-- ``pause``: a person decides before the turn's calls run (approve: it runs; reject: it is not made);
-- ``warn``: recorded; it runs as written.
+docs/guides/guardrails.md.
 
 Every decision is a ``guardrail`` event with ``source: tool_arguments``, the tool, the call id and
 the argument's path (never the text). What was decided per call is kept in the session's progress

@@ -1,10 +1,8 @@
 """Usage budgets: counting what a task spends and stopping it at a limit.
 
-Limits come from three places: an agent's ``budget:`` (that agent's usage, in every session
-of the task), the workflow's ``budget:`` (the whole task's), and ``magent run --budget``
-(the whole task's, over the workflow's). A person raising a limit at a pause
-(``magent resume ID --approve --budget ...``) changes the one that was reached; the raised
-values are kept in task.json's config snapshot (``options.budget``, ``options.agent_budgets``).
+Limits come from an agent's ``budget:``, the workflow's and ``magent run --budget``
+(docs/guides/running.md). A limit a person raised at a pause is kept in task.json's config
+snapshot (``options.budget``, ``options.agent_budgets``).
 
 What is spent is counted from the run's own events (an answered ``llm_call``, a
 ``tool_call``), in the ``Meter``, which every checkpoint stores (``spent``) and a resumed

@@ -1,10 +1,7 @@
 """Models per turn: which of an agent's ``llm_config.models`` answers its next model turn.
 
-An agent's ``routing`` rules are tried in order before each turn; the first that matches
-chooses, else the primary (``models[0]``). A rule tests the kind of turn (``first``,
-``tool_result``, ``final``), a condition over State (the edges' evaluator), or how far a
-usage budget is used (``budget: 80`` goes on with a cheaper model from 80 %, before the
-limit pauses the task).
+An agent's ``routing`` rules (``models.agent.RouteRule``) are tried in order before each turn;
+the first that matches chooses, else the primary (``models[0]``).
 
 The choice is recorded before the call (a ``model_routed`` event, naming the rule), and
 the call's ``llm_call`` events carry it too (``route``). Everything a rule reads — the

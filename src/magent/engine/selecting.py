@@ -1,12 +1,7 @@
-"""Which of an agent's tools each model request carries (an agent's ``tool_selection:``).
-
-Before each model turn the allowed tools are ranked (``tools.selection``) against the task
-and the recent turns: the top ``top_k`` scoring at least ``min_score`` go into the request,
-with those named in ``always`` and those ``tools.search`` found earlier in the session, and
-with ``tools.search`` itself while any tool is left out. A search's result lists what it
-found; those tools are carried from the next turn on. What was found is read back from the
-session's history (the search results are its entries), so a resumed run, even after
-kill -9, carries what the run before it had found, and nothing else is kept.
+"""Which of an agent's tools each model request carries (an agent's ``tool_selection:``, ranked
+by ``tools.selection``; what it does: docs/guides/tools-and-mcp.md). The tools ``tools.search``
+found are read back from the session's history (its results are entries), so a resumed run,
+even after kill -9, carries what the run before it had found, and nothing else is kept.
 
 Each request's choice, with every carried tool's score and reason, goes into its
 ``llm_call`` event (``request.selection``); ``magent trace ID --step N`` and ``--request``

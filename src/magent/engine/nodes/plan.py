@@ -1,23 +1,11 @@
 """``type: plan`` — seed 000 hierarchical planning: decompose, run the DAG level by level, synthesise.
 
-1. The planner (``agent``) answers with a plan in a session of its own: subtasks with
-   id, description, agent (one of ``workers``) and ``depends_on``. An invalid plan
-   (schema, unknown agent or dependency, a cycle) goes back to it as an observation,
-   at most ``max_plan_attempts`` times (``engine/planning.py``).
-2. The subtasks run in topological levels, each level side by side (at most
-   ``max_concurrency``), each subtask a session of its worker whose instruction is its
-   description followed by its dependencies' results.
-3. A failed subtask is tried again (``max_retries``); still failing, the planner revises
-   the plan once (``max_revisions``) with the failure and the finished results before
-   it — finished subtasks it keeps are not run again; failing after that, the run
-   pauses for a person (``magent resume --approve`` retries the failed subtasks, with
-   ``--message`` as a note to them; ``--reject`` fails the node).
-4. The planner writes the final answer from the results (the node's output).
-
-The plan, its revisions and each subtask's status are in State (``metadata[output_key]``,
-default the node's name) and in the trace. Everything is durable like any session: the
-node's progress records the plan and which session holds each subtask, so a resumed run
-never runs a finished subtask again.
+The planner (``agent``) writes a plan in a session of its own (checked by ``engine/planning.py``),
+the subtasks run in topological levels, each a session of its worker, a failed one is retried,
+then the plan revised, then a person asked; the planner writes the final answer from the
+results. What each option does: docs/guides/agents-and-workflows.md. Everything is durable like
+any session: the node's progress records the plan and which session holds each subtask, so a
+resumed run never runs a finished subtask again.
 """
 
 from __future__ import annotations
