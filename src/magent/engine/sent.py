@@ -1,11 +1,9 @@
 """What a model call sent, as its ``llm_call`` event records it (``magent trace --request``).
 
-The record is small: the call's parameters, system prompt, tool set and messages
-by reference — the parameters (which name the prompt and tools), the prompt, the
-tools (and a one-off prompt such as a critic's) by hash into the task's
-``requests.jsonl``, where each distinct one is stored once, the conversation by
-its last entry in ``entries.jsonl``. Everything goes
-through the run's redactor first, like every other file of the task.
+The record is small: the parameters (which name the prompt and tools), the prompt, the tools
+(and a one-off prompt such as a critic's) by hash into the task's ``requests.jsonl``, where each
+distinct one is stored once, the conversation by its last entry in ``entries.jsonl``. Everything
+goes through the run's redactor first, like every other file of the task.
 """
 
 from __future__ import annotations

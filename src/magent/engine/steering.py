@@ -2,8 +2,9 @@
 
 Another process sends them (``store/signals.py``); the first session to reach a safe point
 applies them here — between model turns (``engine/react.py``) and between nodes
-(``engine/runner.py``), never inside a turn — or the session a signal names. Each is applied once and in order: the number of the last one applied is in every
-checkpoint, and what applying one writes is checkpointed at once. A run killed before that
+(``engine/runner.py``), never inside a turn — or the session a signal names. Each is applied
+once and in order: the number of the last one applied is in every checkpoint, and what applying
+one writes is checkpointed at once. A run killed before that
 checkpoint applies the signal again from the previous one (a message's entry written meanwhile
 is off the checkpoint's path, so the conversation holds it once).
 """

@@ -1,13 +1,7 @@
-"""Structured output: an agent's ``output_schema``.
-
-The schema is loaded and checked with the graph (an invalid one is a config error
-at the agent's ``output_schema`` line). A model that supports it is asked for
-JSON that fits (litellm's ``response_format``); whatever it answers is checked
-here. A final answer that is not JSON fitting the schema goes back to the model
-as an observation saying what is wrong, at most ``output_retries`` times, then
-the node fails with the validation error. The parsed value is the node's
-structured output: ``metadata.outputs[node]`` in State (edge conditions route on
-its fields) and the ``AgentResult.output`` of a run it answers.
+"""Structured output: an agent's ``output_schema``, loaded and checked with the graph, and every
+final answer checked against it here (what a user sees: docs/guides/agents-and-workflows.md).
+The parsed value is ``metadata.outputs[node]`` in State and the ``AgentResult.output`` of a run
+it answers.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """What a run needs from its graph, resolved once, and starting its tools.
 
-``prepare(graph, options)`` walks the graph one time and returns ``RunNeeds`` — the
-tool patterns and MCP files it can reach, the secrets to keep off disk (its files' and
-its tool servers'), each
-agent's model config (with ``--model`` applied), the limits — after checking
-every model config and tool server (exit 2 before anything is written). The run
-context carries that value; nothing re-derives it from the graph.
+``prepare(graph, options)`` walks the graph one time and returns ``RunNeeds`` — the tool
+patterns and MCP files it can reach, the secrets to keep off disk (its files' and its tool
+servers'), each agent's model config (with ``--model`` applied), the limits — after checking
+every model config and tool server (exit 2 before anything is written). The run context
+carries that value; nothing re-derives it from the graph.
 """
 
 from __future__ import annotations
