@@ -93,8 +93,8 @@ _second: tuple[int, str] = (-1, "")
 def stamp(ns: int) -> str:
     """``ns`` (nanoseconds since the epoch, as ``time.time_ns()`` gives) as an event's ``ts``:
     what ``datetime.now(timezone.utc).isoformat(timespec="milliseconds")`` gives at that instant
-    (the same clock, its microseconds cut to milliseconds). That call took ~4.5 us, once per
-    event; the text up to the seconds is made once a second here, the milliseconds added."""
+    (the same clock, its microseconds cut to milliseconds), the text up to the seconds made once
+    a second."""
     global _second
     second, rest = divmod(ns, 1_000_000_000)
     if second != _second[0]:

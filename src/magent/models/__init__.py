@@ -2,12 +2,8 @@
 
 Each name is imported from its module on first use (PEP 562): a run loads the models it
 uses (a task, its checkpoints and entries), not the trace's, which only ``magent trace``
-builds.
-
-The model modules do not use ``from __future__ import annotations``: pydantic makes a model's
-fields from its annotations when the class is created, and a string annotation costs it an
-``eval`` (a compile) each, while a real one is already built (callgrind: 22 M of the ~125 M
-instructions of importing the models a run uses)."""
+builds. The model modules do not use ``from __future__ import annotations``: pydantic would
+``eval`` each string annotation when it builds a model."""
 
 from __future__ import annotations
 
