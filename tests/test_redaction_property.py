@@ -132,8 +132,23 @@ def test_every_built_in_match_starts_with_one_of_its_starts() -> None:
     seen: set[str] = set()
     for _ in range(5000):
         text = _run(rng, FILLER, 0, 3) + key_shaped(rng)
-        for pattern, starts in BUILT_IN.items():
+        for pattern, shape in BUILT_IN.items():
             for match in re.finditer(pattern, text):
-                assert match.group().startswith(starts), (pattern, match.group())
-                seen.update(s for s in starts if match.group().startswith(s))
-    assert seen == {s for starts in BUILT_IN.values() for s in starts}
+                assert match.group().startswith(shape.starts), (pattern, match.group())
+                seen.update(s for s in shape.starts if match.group().startswith(s))
+    assert seen == {s for shape in BUILT_IN.values() for s in shape.starts}
+
+
+def test_no_built_in_match_is_shorter_than_its_shortest() -> None:
+    """What lets ``text`` leave shorter texts unsearched, checked on random key-shaped texts
+    (each pattern is also seen to match a text of exactly that length)."""
+    rng = random.Random("shortest")
+    lengths: dict[str, set[int]] = {pattern: set() for pattern in BUILT_IN}
+    for _ in range(5000):
+        text = key_shaped(rng)
+        for pattern, shape in BUILT_IN.items():
+            for match in re.finditer(pattern, text):
+                assert len(match.group()) >= shape.shortest, (pattern, match.group())
+                lengths[pattern].add(len(match.group()))
+    assert {p: min(found) for p, found in lengths.items()} == {p: s.shortest for p, s in BUILT_IN.items()}
+

@@ -9,23 +9,33 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class KeyShape(NamedTuple):
+    """What is known of a built-in pattern's matches."""
+
+    starts: tuple[str, ...]
+    """The texts one of which starts every match."""
+    shortest: int
+    """The length of the shortest match."""
+
 
 BUILT_IN = {
     # OpenAI / Anthropic style keys
-    r"sk-[A-Za-z0-9_\-]{16,}": ("sk-",),
+    r"sk-[A-Za-z0-9_\-]{16,}": KeyShape(("sk-",), 3 + 16),
     # AWS access key ids
-    r"AKIA[0-9A-Z]{16}": ("AKIA",),
+    r"AKIA[0-9A-Z]{16}": KeyShape(("AKIA",), 4 + 16),
     # GitHub tokens
-    r"gh[pousr]_[A-Za-z0-9]{30,}": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    r"gh[pousr]_[A-Za-z0-9]{30,}": KeyShape(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 4 + 30),
     # Slack tokens
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}": ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}": KeyShape(("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"), 5 + 10),
     # Google API keys
-    r"AIza[0-9A-Za-z_\-]{35}": ("AIza",),
+    r"AIza[0-9A-Za-z_\-]{35}": KeyShape(("AIza",), 4 + 35),
     # bearer tokens in headers
-    r"[Bb]earer\s+[A-Za-z0-9._\-]{16,}": ("Bearer", "bearer"),
+    r"[Bb]earer\s+[A-Za-z0-9._\-]{16,}": KeyShape(("Bearer", "bearer"), 6 + 1 + 16),
 }
-"""The built-in API-key shapes, each with the texts one of which starts every match of it."""
+"""The built-in API-key shapes."""
 DEFAULT_PATTERNS = tuple(BUILT_IN)
 MASK = "[REDACTED]"
 TOOL_IO_OMITTED = "[left out: trace_tool_io is false in config/redaction.yaml]"
@@ -117,7 +127,8 @@ _STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 class Redactor:
     """Masks ``secrets`` (exact values) and ``patterns`` (regular expressions) in text and data.
 
-    The patterns are searched as one alternation, only in a text that holds a built-in pattern's
+    A text shorter than every secret and every pattern's shortest match is left as it is. The
+    patterns are searched as one alternation, only in a text that holds a built-in pattern's
     start (``BUILT_IN``) or where a configured pattern finds a match. With ``tool_io=False``,
     ``event()`` also drops tool arguments and results from events."""
 
@@ -127,11 +138,18 @@ class Redactor:
         self.patterns_in_use = tuple(patterns)
         self.pattern = re.compile("|".join(alternative(p) for p in patterns)) if patterns else None
         """All the patterns in one; None when there are none."""
-        self.starts = tuple(start for p in patterns if p in BUILT_IN for start in BUILT_IN[p])
+        self.starts = tuple(start for p in patterns if p in BUILT_IN for start in BUILT_IN[p].starts)
         """The texts one of which starts every match of a built-in pattern in use."""
         self.others = [re.compile(p) for p in patterns if p not in BUILT_IN]
         """The configured patterns: a text is searched for each of them on its own."""
         self._starts = _by_last_character(self.starts)
+        # (a configured pattern's shortest match is taken to be 1 character: load_settings
+        # refuses one that matches the empty string)
+        self._shortest_match = min((BUILT_IN[p].shortest if p in BUILT_IN else 1 for p in patterns),
+                                   default=float("inf"))
+        self.shortest = self._shortest_match
+        """The length of the shortest text that can hold a secret or a match: a shorter one (most
+        names and values an event or a checkpoint carries) is left as it is, unsearched."""
         self.tool_io = tool_io
         self._needles: list[tuple[str, list[str]]] = []
         self.add(secrets or set())
@@ -146,12 +164,15 @@ class Redactor:
         """Mask these values too."""
         # Longest first, so a secret that holds another is replaced whole.
         self.secrets = sorted(set(self.secrets) | {s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self.shortest = min([self._shortest_match, *(len(s) for s in self.secrets)])
         # What json_line looks for: each secret and each start as JSON writes them.
         self._needles = _by_last_character([json.dumps(text, ensure_ascii=False)[1:-1]
                                             for text in [*self.secrets, *self.starts]])
 
     def text(self, value: str) -> str:
         """``value`` with its secrets and the patterns' matches masked."""
+        if len(value) < self.shortest:
+            return value
         return self.mask_patterns(self.mask_secrets(value))
 
     def mask_secrets(self, text: str) -> str:
