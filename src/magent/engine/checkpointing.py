@@ -219,4 +219,4 @@ def masked(redactor: Redactor, request: HumanRequest) -> HumanRequest:
 def masked_progress(redactor: Redactor, progress: ProgressOfAKind) -> ProgressOfAKind:
     """A copy of ``progress`` with secrets masked (a copy also keeps the checkpoint apart from the
     session, which goes on changing its progress)."""
-    return type(progress).model_validate(redactor.data(progress.model_dump()))
+    return type(progress).model_validate(redactor.data(progress.model_dump(exclude_defaults=True)))
