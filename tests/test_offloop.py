@@ -4,6 +4,7 @@ the process. They are still made (in a worker thread), in the same order."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -48,3 +49,22 @@ def test_lock_task_and_trace_fsyncs_leave_the_loops_thread(tmp_path: Path, magen
     assert elsewhere == MOVED  # still made durable, in a worker thread
     for r in results:  # and whole: the trace and the task read back as usual
         assert magent.read_trace(r.task_id).status == "completed"
+
+
+def test_a_kv_change_is_synced_off_the_loops_thread(tmp_path: Path, magent_home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """kv.set's journal line is made durable in a worker thread, before the call returns."""
+    synced: list[bool] = []  # per fsync of a kv.jsonl: made on the loop's thread
+    real = os.fsync
+
+    def recorded(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("kv.jsonl"):
+            synced.append(threading.current_thread() is threading.main_thread())
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recorded)
+    results = arun_at_once(tmp_path, reply, 4)
+    assert synced and not any(synced), synced
+    for r in results:
+        changes = (magent_home / "tasks" / r.task_id / "kv.jsonl").read_text().splitlines()
+        assert [json.loads(line) for line in changes] == [{"op": "set", "key": "city", "value": "Lyon"}]

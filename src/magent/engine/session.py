@@ -24,7 +24,7 @@ from magent.engine.decisions import (
 from magent.engine.events import EventBus, resumed_seq
 from magent.engine.graph import Graph, from_snapshot
 from magent.engine.inputs import merge_updates
-from magent.engine.offloop import off_loop
+from magent.offloop import off_loop
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.sessions import entries_in_use
 from magent.engine.toolbox import prepare, prepared

@@ -14,7 +14,7 @@ from magent import failpoints
 from magent.engine.context import RunContext, RunDeps, RunOptions
 from magent.engine.events import EventBus
 from magent.engine.graph import Graph
-from magent.engine.offloop import off_loop
+from magent.offloop import off_loop
 from magent.engine.toolbox import RunNeeds
 from magent.models import Event, Task
 from magent.redact import Redactor

@@ -14,6 +14,7 @@ reports success, and before any checkpoint that counts it.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -37,16 +38,20 @@ class Journal:
         return read_jsonl(self.path, problems)
 
     def append(self, change: dict[str, Any]) -> None:
+        """Append ``change``, synced when this returns (from any thread)."""
         global _appends
         try:
             with JsonlWriter(self.path) as writer:  # repairs a torn tail first; syncs on close
                 writer.append(change)
         finally:
-            _appends += 1
+            with _counting:
+                _appends += 1
 
 
 _appends = 0
 """Appends this process has made to any journal (``Positions`` is checked against it)."""
+_counting = threading.Lock()
+"""Journals are appended to from worker threads too (``tools/kv.py``): no count is lost."""
 
 
 class Positions:

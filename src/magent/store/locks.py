@@ -57,7 +57,7 @@ class Lock:
         tries, brief = 0, time.monotonic() + 1.0
         while True:
             # Not thread-local: a run may take its lock in one worker thread and release it in
-            # another (engine/offloop.py); the lock is the run's, not a thread's.
+            # another (magent/offloop.py); the lock is the run's, not a thread's.
             lock = FileLock(self.path, timeout=0, mode=FILE_MODE, thread_local=False, is_singleton=False)
             try:
                 lock.acquire()

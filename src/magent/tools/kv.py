@@ -1,15 +1,18 @@
 """The built-in key-value connector (seed 004): ``kv.get``, ``kv.set``, ``kv.delete``, ``kv.list``.
 
 Values live in memory for the run and in the task's ``kv.jsonl``, a journal of changes appended
-and fsynced as each call succeeds, so a resume sees them and a fork sees them as at its
-checkpoint. An older task's ``kv.json`` is the starting state, copied into the journal
-(``{"op": "load"}``) at the first change."""
+and fsynced before each call returns (in a worker thread, one change at a time: its fsync on the
+event loop's thread would stall every task of the process), so a resume sees them and a fork
+sees them as at its checkpoint. An older task's ``kv.json`` is the starting state, copied into
+the journal (``{"op": "load"}``) at the first change."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+from magent.offloop import off_loop
 from magent.tools.function import FunctionProvider, ToolFailure
 
 LEGACY_FILE = "kv.json"
@@ -52,25 +55,30 @@ def kv_provider(path: Path | None = None, redact=None) -> FunctionProvider:  # t
         if not journal.exists() and data:  # a legacy kv.json: its state starts the journal
             journal.append({"op": "load", "data": _mask(data, redact)})
 
-    def record(change: dict[str, Any]) -> None:
+    turn = asyncio.Lock()
+    """Held while a change is written and applied: the journal and the values agree."""
+
+    async def record(change: dict[str, Any]) -> None:
         if journal is not None:
-            journal.append(_mask(change, redact))
+            await off_loop(journal.append, _mask(change, redact))
 
     def get(key: str) -> Any:
         if key not in data:
             raise ToolFailure(f"no key {key!r}")
         return data[key]
 
-    def set_(key: str, value: Any) -> str:
-        record({"op": "set", "key": key, "value": value})
-        data[key] = value
+    async def set_(key: str, value: Any) -> str:
+        async with turn:
+            await record({"op": "set", "key": key, "value": value})
+            data[key] = value
         return f"stored {key}"
 
-    def delete(key: str) -> str:
-        if key not in data:
-            raise ToolFailure(f"no key {key!r}")
-        record({"op": "delete", "key": key})
-        del data[key]
+    async def delete(key: str) -> str:
+        async with turn:
+            if key not in data:
+                raise ToolFailure(f"no key {key!r}")
+            await record({"op": "delete", "key": key})
+            del data[key]
         return f"deleted {key}"
 
     def list_(prefix: str = "") -> list[str]:

@@ -1,10 +1,11 @@
 """A run's blocking file work in a worker thread, so the event loop's thread goes on.
 
 Taking the task's lock (its note is written atomically), creating the task directory and
-closing a run (its files synced, trace.json written) each wait on several fsyncs. Done on the
-loop's thread they stall every other task of the process; ``off_loop`` runs them in the
-default executor instead, one after the other as before, so the order of what reaches the disk
-(and where a crash can fall) is unchanged.
+closing a run (its files synced, trace.json written) each wait on several fsyncs, and so does
+a change to the built-in key-value store (``tools/kv.py``). Done on the loop's thread they stall
+every other task of the process; ``off_loop`` runs them in the default executor instead, one
+after the other as before, so the order of what reaches the disk (and where a crash can fall)
+is unchanged.
 """
 
 from __future__ import annotations
