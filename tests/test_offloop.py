@@ -68,3 +68,22 @@ def test_a_kv_change_is_synced_off_the_loops_thread(tmp_path: Path, magent_home:
     for r in results:
         changes = (magent_home / "tasks" / r.task_id / "kv.jsonl").read_text().splitlines()
         assert [json.loads(line) for line in changes] == [{"op": "set", "key": "city", "value": "Lyon"}]
+
+
+def test_tool_stats_are_added_off_the_loops_thread(tmp_path: Path, magent_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run's tool results reach cache/tool-stats.json (under a file lock) from a worker thread."""
+    from magent.store import toolstats
+
+    on_loop: list[bool] = []
+    real = toolstats.add_stats
+
+    def recorded(root: Path, counts: dict) -> bool:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return real(root, counts)
+
+    monkeypatch.setattr(toolstats, "add_stats", recorded)
+    arun_at_once(tmp_path, reply, 4)
+    assert on_loop == [False] * 4
+    stats = json.loads((magent_home / "cache" / "tool-stats.json").read_text())
+    assert stats["tools"]["kv.set"] == [4, 4]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from magent.engine.graph import Graph
     from magent.engine.toolbox import RunNeeds
     from magent.llm.base import LLMClient
+    from magent.store.toolstats import Outcomes
     from magent.tools.pinning import PinStore
     from magent.tools.registry import ToolRegistry
 
@@ -81,6 +82,8 @@ class RunDeps:
     """None until a node that may call a tool is about to run (``wiring.need_tools``)."""
     telemetry: Any = None
     """The exporter process of this run (``trace.telemetry.LiveExport``), when export is configured."""
+    outcomes: "Outcomes | None" = None
+    """The run's tool results counted for the home's tool stats (saved as the run closes)."""
 
     def tools(self) -> "ToolRegistry":
         """The run's tool registry; the runner starts it before any node that may call a tool."""

@@ -23,6 +23,7 @@ from magent.store.events import LIVE_ONLY, for_disk
 
 if TYPE_CHECKING:
     from magent.engine.runner import RunOutcome
+    from magent.store.toolstats import Outcomes
 
 Sink = Callable[[Event], None]
 
@@ -62,11 +63,13 @@ def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, 
                 sink(shown)
 
     bus.subscribe(deliver, live=bool(sinks), raw=True)
-    ctx = RunContext(RunDeps(graph=needs.graph, needs=needs, task=task, td=td, bus=bus, options=options,
-                             redactor=redactor, pins=PinStore(td.path / PINS_FILE), telemetry=telemetry))
     from magent.store.toolstats import Outcomes
 
-    bus.subscribe(Outcomes(td.store.root).observe, live=False, raw=True)  # (tool selection)
+    outcomes = Outcomes(td.store.root)  # (tool selection)
+    bus.subscribe(outcomes.observe, live=False, raw=True)
+    ctx = RunContext(RunDeps(graph=needs.graph, needs=needs, task=task, td=td, bus=bus, options=options,
+                             redactor=redactor, pins=PinStore(td.path / PINS_FILE), telemetry=telemetry,
+                             outcomes=outcomes))
     td.commit_with(durability_of(options, needs.graph, task))
     return ctx
 
@@ -114,10 +117,13 @@ def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def _write_out(td: TaskDir, write_trace: Callable[[TaskDir], Any]) -> None:
-    """trace.json written, then the task's files closed (in a worker thread: ``close_run``)."""
+def _write_out(td: TaskDir, write_trace: Callable[[TaskDir], Any], outcomes: "Outcomes | None") -> None:
+    """trace.json written, the task's files closed, its tool results added to the home's tool
+    stats (in a worker thread: ``close_run``)."""
     write_trace(td)
     td.close()
+    if outcomes is not None:
+        outcomes.save()
 
 
 async def close_run(ctx: RunContext) -> None:
@@ -133,9 +139,9 @@ async def close_run(ctx: RunContext) -> None:
             await asyncio.shield(ctx.deps.registry.close())
     finally:
         # The sync settles the group commit's work on the loop's thread, which owns it; what
-        # follows touches only this task's files.
+        # follows touches only this task's files (and the home's tool stats).
         ctx.deps.td.sync()
         failpoints.hit("before_trace")
-        await off_loop(_write_out, ctx.deps.td, write_trace)
+        await off_loop(_write_out, ctx.deps.td, write_trace, ctx.deps.outcomes)
         if ctx.deps.telemetry is not None:
             ctx.deps.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does

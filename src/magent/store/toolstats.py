@@ -1,8 +1,8 @@
 """Each tool's past success in this home: ``cache/tool-stats.json``, for tool selection.
 
 A run counts its own tool results (``Outcomes``, a sink on the run's event bus) and adds them
-to the file when it ends (finished, paused or stopped by a signal), under a short lock, so
-concurrent runs each add theirs. It is a cache in the sense of ``store.taskindex``: never the
+to the file when it ends (finished, failed, paused or stopped by a signal; in a worker thread,
+with the run's other closing file work), under a short lock, so concurrent runs each add theirs. It is a cache in the sense of ``store.taskindex``: never the
 only record of anything (every call is in its task's trace), not synced, and a missing or
 damaged file only means every tool starts again from an even prior. A run killed with
 SIGKILL adds nothing for the calls it made since it started.
@@ -18,7 +18,6 @@ from magent.store.files import loads, read_bytes, write_cache, dumps
 VERSION = 1
 LOCK_SECONDS = 2.0
 """How long a run's end waits for another run's update of the file before going without."""
-_ENDS = frozenset({"run_finished", "interrupted"})
 
 
 def stats_file(root: Path) -> Path:
@@ -60,18 +59,20 @@ def add_stats(root: Path, counts: dict[str, tuple[int, int]]) -> bool:
 
 
 class Outcomes:
-    """Counts a run's tool results by tool and adds them to the home's file when the run ends."""
+    """Counts a run's tool results by tool; ``save`` adds them to the home's file."""
 
     def __init__(self, root: Path):
         self.root = root
         self.counts: dict[str, list[int]] = {}
 
     def observe(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "tool_result" and event.get("tool"):
+        if event.get("type") == "tool_result" and event.get("tool"):
             seen = self.counts.setdefault(str(event["tool"]), [0, 0])
             seen[0] += 1
             seen[1] += event.get("outcome") == "SUCCESS"
-        elif kind in _ENDS and self.counts:
-            counts, self.counts = self.counts, {}
+
+    def save(self) -> None:
+        """Add the results counted since the last save to the file (from any thread)."""
+        counts, self.counts = self.counts, {}
+        if counts:
             add_stats(self.root, {k: (v[0], v[1]) for k, v in counts.items()})
