@@ -1,23 +1,24 @@
 """CPU per model call: magent's litellm client against the OpenAI SDK on the same endpoint (issue 34).
 
-Starts ``model_server.py`` with no latency and, in this process, makes CALLS streamed chat
-calls of the throughput workload's shape (a system and a user message, one tool) through
-``LiteLLMClient.complete`` (magent's whole path: retries, streaming, tool names, usage and
-cost) and CALLS through ``openai.AsyncOpenAI`` directly (``stream=True``, the stream drained),
-interleaved in blocks, CONCURRENT at a time. Prints the CPU per call of each and the ratio
-(goal: at most 1.5). ``--profile FILE`` writes a cProfile of the litellm calls there (read it
+Starts ``model_server.py`` with no latency and, in this process, makes CALLS chat calls of the
+throughput workload's shape (a system and a user message, one tool) in each of four ways,
+interleaved in blocks, CONCURRENT at a time: through ``LiteLLMClient.complete`` (magent's whole
+path: retries, tool names, usage and cost) with no one reading the tokens (asked whole, as a
+batch row or an API call without ``on_token`` is) and with a token sink (streamed, as the live
+view is), and through ``openai.AsyncOpenAI`` directly, whole and streamed (the stream drained).
+Prints the CPU per call of each and the ratio of each magent mode to the SDK in the same mode
+(goal: at most 1.5). ``--profile FILE`` writes a cProfile of magent's whole calls there (read it
 with ``python -m pstats FILE``) and prints the 25 costliest functions by own time.
 
     python benchmarks/model_call.py [CALLS=400] [--concurrency 16] [--profile FILE]
 
-What it showed (litellm 1.110, openai 3.57, a busy 2-core machine): magent 11.2 ms a call, a bare
-``litellm.acompletion(stream=True)`` 11.6 ms, ``stream=False`` 4.3-5.8 ms, the SDK 2.9 ms. magent's
-own share is small once the model map is asked once per model; the rest is litellm's streaming
-path (``stream_chunk_builder`` in a thread, then its success handler: logging payload and a cost
-lookup, run for every call with no callback set), which no public setting turns off. The
-smallest change that would reach 1.5x: ask litellm without streaming when nobody listens to the
-tokens (a batch row, the API without ``on_token``), or call OpenAI-compatible endpoints through
-the openai SDK that litellm already brings, keeping litellm for other providers and prices.
+What it showed (litellm 1.110, openai 3.57, a busy 2-core machine): streamed, magent ~10.4 ms a
+call against the SDK's ~2.6 (4x): litellm's streaming path (each chunk rebuilt, the whole
+response rebuilt from its chunks in a thread, then its success handler: logging payload and a
+cost lookup, run for every call with no callback set), which no public setting turns off.
+Whole, ~4.5 ms against the SDK's ~2.4: what is left is litellm's own request building (run in a
+thread executor per call), its logging object and cost lookup; see the report of issue 34 for
+the smallest change of stack that would reach 1.5x.
 """
 
 from __future__ import annotations
@@ -49,32 +50,41 @@ def magent_request(url: str, i: int):  # type: ignore[no-untyped-def]
                                       parameters=TOOL["function"]["parameters"])])
 
 
-async def through_magent(client, url: str, n: int, c: int) -> None:  # type: ignore[no-untyped-def]
+def listening(text: str) -> None:
+    """A token sink: with one, magent asks for the reply as a stream."""
+
+
+async def through_magent(client, url: str, n: int, c: int, sink=None) -> None:  # type: ignore[no-untyped-def]
     gate = asyncio.Semaphore(c)
 
     async def one(i: int) -> None:
         async with gate:
-            reply = await client.complete(magent_request(url, i))
+            reply = await client.complete(magent_request(url, i), sink)
             assert reply.tool_calls, reply
 
     await asyncio.gather(*(one(i) for i in range(n)))
 
 
-async def through_sdk(client, n: int, c: int) -> None:  # type: ignore[no-untyped-def]
+async def through_sdk(client, n: int, c: int, stream: bool = False) -> None:  # type: ignore[no-untyped-def]
     gate = asyncio.Semaphore(c)
 
     async def one(i: int) -> None:
         async with gate:
-            stream = await client.chat.completions.create(
-                model="stub", messages=[{"role": "system", "content": "Work."}, {"role": "user", "content": f"job {i}"}],
-                tools=[TOOL], stream=True, stream_options={"include_usage": True}, temperature=0.7)
-            calls = [chunk async for chunk in stream]
-            assert calls
+            messages = [{"role": "system", "content": "Work."}, {"role": "user", "content": f"job {i}"}]
+            if stream:
+                chunks = await client.chat.completions.create(
+                    model="stub", messages=messages, tools=[TOOL], stream=True,
+                    stream_options={"include_usage": True}, temperature=0.7)
+                assert [chunk async for chunk in chunks]
+            else:
+                reply = await client.chat.completions.create(model="stub", messages=messages, tools=[TOOL],
+                                                             temperature=0.7)
+                assert reply.choices[0].message.tool_calls
 
     await asyncio.gather(*(one(i) for i in range(n)))
 
 
-async def measure(url: str, calls: int, c: int, profile: str | None) -> tuple[float, float]:
+async def measure(url: str, calls: int, c: int, profile: str | None) -> dict[str, float]:
     import cProfile
 
     import openai
@@ -84,29 +94,32 @@ async def measure(url: str, calls: int, c: int, profile: str | None) -> tuple[fl
     warm()
     magent_client = LiteLLMClient()
     sdk = openai.AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0)
-    await through_magent(magent_client, url, c, c)  # first calls import and connect: not counted
-    await through_sdk(sdk, c, c)
-    spent = {"magent": 0.0, "sdk": 0.0}
+    ways = {"magent whole": lambda n: through_magent(magent_client, url, n, c),
+            "sdk whole": lambda n: through_sdk(sdk, n, c),
+            "magent streamed": lambda n: through_magent(magent_client, url, n, c, listening),
+            "sdk streamed": lambda n: through_sdk(sdk, n, c, stream=True)}
+    for way in ways.values():  # first calls import and connect: not counted
+        await way(c)
+    spent = dict.fromkeys(ways, 0.0)
     profiler = cProfile.Profile() if profile else None
     block = max(c, 50)
-    for _ in range(max(calls // block, 1)):
-        began = time.process_time()
-        if profiler:
-            profiler.enable()
-        await through_magent(magent_client, url, block, c)
-        if profiler:
-            profiler.disable()
-        spent["magent"] += time.process_time() - began
-        began = time.process_time()
-        await through_sdk(sdk, block, c)
-        spent["sdk"] += time.process_time() - began
-    done = max(calls // block, 1) * block
+    rounds = max(calls // block, 1)
+    for _ in range(rounds):
+        for name, way in ways.items():
+            watched = profiler is not None and name == "magent whole"
+            began = time.process_time()
+            if watched:
+                profiler.enable()
+            await way(block)
+            if watched:
+                profiler.disable()
+            spent[name] += time.process_time() - began
     if profiler and profile:
         import pstats
 
         profiler.dump_stats(profile)
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
-    return spent["magent"] / done, spent["sdk"] / done
+    return {name: total / (rounds * block) for name, total in spent.items()}
 
 
 def main() -> None:
@@ -119,12 +132,15 @@ def main() -> None:
                               stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().strip()
-        lean, direct = asyncio.run(measure(url, a.calls, a.concurrency, a.profile))
+        cpu = asyncio.run(measure(url, a.calls, a.concurrency, a.profile))
     finally:
         server.stdin.close()
         server.wait(timeout=30)
-    print(f"CPU per call: magent (litellm) {lean * 1000:.2f} ms, OpenAI SDK {direct * 1000:.2f} ms, "
-          f"ratio {lean / direct:.2f} (goal <= 1.5; {a.calls} calls each, {a.concurrency} at once)")
+    print(f"CPU per call ({a.calls} calls each way, {a.concurrency} at once; goal: magent <= 1.5x the SDK):")
+    for mode in ("whole", "streamed"):
+        lean, direct = cpu[f"magent {mode}"], cpu[f"sdk {mode}"]
+        print(f"  {mode:8} magent (litellm) {lean * 1000:5.2f} ms, OpenAI SDK {direct * 1000:5.2f} ms, "
+              f"ratio {lean / direct:.2f}")
 
 
 if __name__ == "__main__":

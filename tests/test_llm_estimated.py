@@ -30,7 +30,7 @@ def run_against(tmp_path: Path, fixture: str, model: str, suffix: str, *flags: s
 
 def test_tokens_a_server_did_not_report_are_marked_as_estimates(tmp_path: Path) -> None:
     streamed = [json.loads(line) for line in
-                run_against(tmp_path, "ollama_v1_no_usage_stream", "openai/llama3.1", "/v1", "--json").out.splitlines()]
+                run_against(tmp_path, "ollama_v1_no_usage_stream", "openai/llama3.1", "/v1", "--json", "--stream").out.splitlines()]
     calls = [e for e in streamed if e.get("type") == "llm_call"]
     assert len(calls) == 2 and all(c["estimated"] is True and c["tokens_in"] > 0 for c in calls), calls
     result = streamed[-1]  # --json's last line: the API's result
@@ -68,7 +68,7 @@ def test_the_live_view_marks_an_estimated_call_and_the_run_s_total(tmp_path: Pat
 
 def test_tokens_the_provider_reported_carry_no_mark(tmp_path: Path) -> None:
     streamed = [json.loads(line) for line in
-                run_against(tmp_path, "openai_chat_tool_stream", "openai/gpt-4o-mini", "/v1", "--json").out.splitlines()]
+                run_against(tmp_path, "openai_chat_tool_stream", "openai/gpt-4o-mini", "/v1", "--json", "--stream").out.splitlines()]
     assert not [e for e in streamed if "estimated" in e], streamed
     result = streamed[-1]
     assert result["token_usage"]["estimated"] == 0

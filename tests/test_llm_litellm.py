@@ -54,6 +54,10 @@ def complete(request: LLMRequest, client: LiteLLMClient | None = None, on_token=
     return asyncio.run((client or LiteLLMClient(base_delay=0.01)).complete(request, on_token))
 
 
+def listening(text: str) -> None:
+    """A token sink: with one, the reply is asked for as a stream; without, whole."""
+
+
 def test_text_reply_streams_tokens_and_records_usage(stub: OpenAIStub) -> None:
     stub.text("The answer is forty two.", usage=(31, 6))
     pieces: list[str] = []
@@ -102,12 +106,14 @@ def test_tool_call_round_trip_maps_names(stub: OpenAIStub) -> None:
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": "c1", "content": "1"}
 
 
-def test_tool_calls_without_ids_get_unique_ones(stub: OpenAIStub) -> None:
+@pytest.mark.parametrize("sink", [listening, None], ids=["streamed", "whole"])
+def test_tool_calls_without_ids_get_unique_ones(stub: OpenAIStub, sink) -> None:  # type: ignore[no-untyped-def]
     stub.tool_call("kv__get", {"key": "a"}, more=[("kv__get", {"key": "b"})], with_ids=False)
     stub.tool_call("kv__get", {"key": "c"}, with_ids=False)
-    ids = [c.id for c in complete(ask(stub, tools=[KV_GET])).tool_calls]
-    ids += [c.id for c in complete(ask(stub, tools=[KV_GET])).tool_calls]
-    assert len(set(ids)) == 3 and all(i.startswith("call_") for i in ids)
+    ids = [c.id for c in complete(ask(stub, tools=[KV_GET]), on_token=sink).tool_calls]
+    ids += [c.id for c in complete(ask(stub, tools=[KV_GET]), on_token=sink).tool_calls]
+    assert len(set(ids)) == 3 and all(ids)
+    assert [bool(r.get("stream")) for r in stub.requests] == [sink is not None] * 2
 
 
 def test_stub_answers_non_streaming_requests_too(stub: OpenAIStub) -> None:
@@ -156,7 +162,7 @@ def test_a_stream_cut_without_a_finish_reason_is_retried(stub: OpenAIStub) -> No
                                        "without a finish reason after 19 characters; retrying in")
     stub.cut("half")
     with pytest.raises(LLMError) as err:
-        complete(ask(stub, max_retries=0))
+        complete(ask(stub, max_retries=0), on_token=listening)
     assert str(err.value) == (f"model '{STUB_MODEL}' at {stub.url}: the stream was cut off: it ended "
                               "without a finish reason after 4 characters (1 attempt)")
 
@@ -203,19 +209,30 @@ def test_a_stream_that_fails_after_some_text_is_cut_whatever_the_library_says(er
 def test_a_200_whose_body_is_not_a_completion_is_a_failed_attempt(stub: OpenAIStub,
                                                                   content_type: str) -> None:
     stub.garbage(content_type=content_type).text("a real answer")
-    reply = complete(ask(stub))
+    reply = complete(ask(stub), on_token=listening)
     assert reply.content == "a real answer"
     what = f"{stub.url} answered HTTP 200 with a body that is not a completion (Content-Type: {content_type})"
     assert reply.retries[0].startswith(f"{STUB_MODEL} attempt 1: {what}; retrying in")
     stub.garbage(content_type=content_type).garbage(content_type=content_type)
     with pytest.raises(LLMError) as err:
-        complete(ask(stub, max_retries=1))
+        complete(ask(stub, max_retries=1), on_token=listening)
     assert str(err.value) == f"model '{STUB_MODEL}': {what} (2 attempts)"  # the endpoint is named
+
+
+def test_a_whole_reply_that_is_not_a_completion_is_a_failed_attempt(stub: OpenAIStub) -> None:
+    stub.garbage(content_type="application/json").garbage(content_type="text/html").text("a real answer")
+    reply = complete(ask(stub, max_retries=2))
+    assert reply.content == "a real answer" and reply.attempt == 3
+    assert [bool(r.get("stream")) for r in stub.requests] == [False] * 3
+    assert reply.retries[0].startswith(f"{STUB_MODEL} attempt 1: the reply is not valid JSON (Expecting value: "
+                                       "character 0): the endpoint answered with something other than a completion;")
+    assert "stream" not in reply.retries[0]
+    assert reply.retries[1].startswith(f"{STUB_MODEL} attempt 2: ") and "retrying in" in reply.retries[1]
 
 
 def test_broken_json_in_a_stream_is_named_for_what_it_is(stub: OpenAIStub) -> None:
     stub.broken("Some text").text("recovered")
-    reply = complete(ask(stub))
+    reply = complete(ask(stub), on_token=listening)
     assert reply.content == "recovered"
     [retry] = reply.retries
     assert "the stream broke: the server sent a chunk that is not valid JSON (" in retry

@@ -38,6 +38,17 @@ def keeper(folder: Path, model: str, endpoint: str, extra: str = "") -> Path:
         """)
 
 
+def traced_as_sent(task_id: str) -> dict:
+    """The request of the run's first model call (step 3) as ``magent trace --request`` shows it,
+    once ``magent trace`` has shown the run's tool call."""
+    shown = invoke("trace", task_id)
+    assert shown.code == 0 and "kv.set" in shown.out, shown.out
+    asked = invoke("trace", task_id, "--step", "3", "--request", "--json")
+    assert asked.code == 0, asked.out + asked.err
+    [sent] = json.loads(asked.out)
+    return sent["request"]
+
+
 def llm_calls(task_id: str) -> list:
     return [e for e in events(task_id) if e.type == "llm_call" and e.field("error") is None]
 
@@ -63,8 +74,7 @@ def test_a_provider_run_with_a_tool_call_a_kill_a_resume_and_a_trace(
     calls = llm_calls(task_id)
     assert len(calls) == 2 and calls[0].field("stop_reason") == "tool_calls"
     assert all(c.field("tokens_in") and c.field("tokens_out") for c in calls)
-    shown = invoke("trace", task_id)
-    assert shown.code == 0 and "kv.set" in shown.out, shown.out
+    assert traced_as_sent(task_id)["stream"] is True  # the live view read the text as it came
 
 
 @pytest.mark.slow
@@ -74,7 +84,8 @@ def test_a_provider_workflow_with_a_reflection_resumed_after_a_kill(
     """The same small workflow on every provider: an agent's tool call, a reflection by a critic
     on the same model (its verdict a recorded text reply), and a resume after a kill."""
     with ReplayServer(name) as server:
-        server.load(name.replace("_tool_stream", "").replace("_stream", "") + "_verdict_stream")
+        # (the critic reads no text as it comes: its verdict is asked for whole)
+        server.load(name.replace("_tool_stream", "").replace("_stream", "") + "_verdict")
         agent = keeper(tmp_path, model, server.url + suffix)
         critic = write(tmp_path, "critic.yaml", f"""
             name: critic
@@ -101,7 +112,7 @@ def test_a_provider_workflow_with_a_reflection_resumed_after_a_kill(
         assert killed.code == -9, killed.out + killed.err
         (task_id,) = [p.name for p in (magent_home / "tasks").iterdir()]
         assert kv_store(task_id) == {"city": "Lyon"} and len(server.received) == 1   # the call ran
-        resumed = invoke("resume", task_id, "--no-input", "--json")
+        resumed = invoke("resume", task_id, "--no-input", "--json", "--stream")  # streamed, as recorded
         assert resumed.code == 0, resumed.out + resumed.err
         assert server.pending == 0, [r.path for r in server.received]
     assert kv_store(task_id) == {"city": "Lyon"}
@@ -110,6 +121,39 @@ def test_a_provider_workflow_with_a_reflection_resumed_after_a_kill(
     assert verdicts and verdicts[-1].field("verdict") == "pass", [e.type for e in events(task_id)]
     shown = invoke("trace", task_id)
     assert shown.code == 0 and "verdict pass" in shown.out, shown.out
+
+
+# Whole (not streamed) replies, as recorded: (fixture, model, path, the second reply's cached prompt tokens)
+WHOLE = [
+    ("openai_chat_tool", "openai/gpt-4o-mini", "/v1", 1024),
+    ("anthropic_messages_tool", "anthropic/claude-sonnet-4-5-20250929", "", 4000),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,model,suffix,cached", WHOLE, ids=[p[0] for p in WHOLE])
+def test_a_run_nobody_reads_as_it_comes_asks_for_whole_replies(
+        name: str, model: str, suffix: str, cached: int, tmp_path: Path, magent_home: Path) -> None:
+    """``--json`` without ``--stream`` (like a batch row, or the API without ``on_token``) has no one
+    reading the text as it arrives: each model call asks for the whole reply, and the run, its
+    usage and its trace are what a streamed run's are."""
+    with ReplayServer(name) as server:
+        result = invoke("run", str(keeper(tmp_path, model, server.url + suffix)), "-t", "Remember the city Lyon",
+                        "--no-input", "--json")
+        assert result.code == 0, result.out + result.err
+        assert server.pending == 0, [r.path for r in server.received]
+    assert [r.body.get("stream") in (None, False) for r in server.received] == [True, True]
+    assert "stored city" in server.received[-1].text  # the tool result, in the provider's own format
+    lines = [json.loads(line) for line in result.out.splitlines()]
+    assert not [e for e in lines if e.get("type") == "text_delta"]
+    task_id = lines[-1]["task_id"]
+    assert kv_store(task_id) == {"city": "Lyon"}
+    assert task_dir(task_id).load_task().result == "Stored: Lyon."
+    calls = llm_calls(task_id)
+    assert [c.field("stop_reason") for c in calls] == ["tool_calls", "stop"]
+    assert all(c.field("tokens_in") and c.field("tokens_out") and not c.field("estimated") for c in calls)
+    assert calls[1].field("cache_read") == cached
+    assert traced_as_sent(task_id)["stream"] is False  # nobody read it as it came: asked whole
 
 
 def test_a_reply_nothing_fits_is_a_loud_400(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def _rebuild(sent: dict[str, Any], pieces: dict[str, Any], entries: dict[str, An
         body["max_tokens"] = sent["max_tokens"]
     if sent.get("endpoint"):
         body["api_base"] = sent["endpoint"]
-    body["stream"] = True
+    body["stream"] = sent.get("stream") is not False  # (a call asked for its whole reply says so)
     record: dict[str, Any] = {
         "request": body,
         "settings": {k: sent[k] for k in ("timeout", "max_retries", "fallback_model", "api_key", "text_mode")

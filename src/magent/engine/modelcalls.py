@@ -114,6 +114,8 @@ class ModelCalls:
         sent = None
         if request is not None:  # its pieces are stored before the event names them
             sent = self._sent(request, rail, keep_messages)
+            if not response.streamed:
+                sent = {**sent, "stream": False}
         key = usage_key(response.model, response.provider)
         details = {name: getattr(response, name) or None for name in CALL_DETAILS}  # (0: left out)
         details["estimated"] = response.estimated or None  # (written only when true)

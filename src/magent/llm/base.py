@@ -140,6 +140,8 @@ class LLMResponse:
     """One line per failed attempt that was retried or fallen back from."""
     attempt: int = 1
     """Which attempt of ``model`` gave this response."""
+    streamed: bool = True
+    """The reply was asked for as a stream; False: whole, when nobody read its text as it came."""
 
     @property
     def usage_key(self) -> str:

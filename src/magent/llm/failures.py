@@ -25,9 +25,10 @@ class IncompleteReply(Exception):
 
 
 def describe(exc: BaseException, timeout: float, litellm: Any, endpoint: str | None = None,
-             not_found: str = "") -> tuple[str, bool, float | None]:
+             not_found: str = "", *, streamed: bool = True) -> tuple[str, bool, float | None]:
     """(what happened in a few words, whether to retry, the server's Retry-After if any).
-    ``not_found`` is what a 404 from ``endpoint`` means (``endpoints.not_found``)."""
+    ``not_found`` is what a 404 from ``endpoint`` means (``endpoints.not_found``); ``streamed``
+    whether the reply was asked for as a stream (else it came, or failed to, whole)."""
     overloaded = _overloaded(exc)
     if overloaded:
         return overloaded, True, retry_after(exc)
@@ -40,6 +41,9 @@ def describe(exc: BaseException, timeout: float, litellm: Any, endpoint: str | N
         return unreachable, True, None
     broken = next((c for c in causes(exc) if isinstance(c, json.JSONDecodeError)), None)
     if broken is not None:
+        if not streamed:
+            return (f"the reply is not valid JSON ({broken.msg}: character {broken.pos}): the endpoint "
+                    "answered with something other than a completion"), True, None
         return (f"the stream broke: the server sent a chunk that is not valid JSON ({broken.msg}: "
                 f"character {broken.pos} of the chunk)"), True, None
     status = getattr(exc, "status_code", None)

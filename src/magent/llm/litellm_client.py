@@ -4,8 +4,11 @@ This is the only module of magent that imports litellm, and it does so on first
 use (``load_litellm()``), so commands and runs that never call a real model never pay
 for the import. What it adds on top of ``litellm.acompletion``:
 
-- streaming, with text deltas handed to ``on_token`` as they arrive and tool-call
-  deltas assembled into whole calls (``stream``);
+- streaming when someone listens (``on_token``: the live view, ``--stream``, the API's
+  ``on_token``), with text deltas handed on as they arrive and tool-call deltas assembled
+  into whole calls (``stream``); a plain request otherwise (a batch row, a sub-agent, the
+  API without ``on_token``): the same reply, without litellm's per-chunk work and the
+  rebuilding of the whole response from its chunks, which cost it about twice the CPU;
 - ``server.tool`` names mapped to provider-safe function names and back (``openai_format``);
 - its own retry policy (``retry``; litellm's and the OpenAI SDK's are switched off, so
   one policy decides): exponential backoff with jitter on rate limits, server errors,
@@ -38,7 +41,8 @@ from magent.llm.failures import IncompleteReply, cut_mid_stream, describe
 from magent.llm.openai_format import ToolNames, safe_name, to_openai_messages, to_openai_tools
 from magent.llm.retry import RetryPolicy
 from magent.llm.scripted import estimate_tokens, parse_arguments
-from magent.llm.stream import Collected, collect, incomplete, server_counted, server_finish, usage_parts
+from magent.llm.stream import (Collected, collect, incomplete, server_counted, server_finish, usage_parts,
+                               whole)
 
 if TYPE_CHECKING:
     from magent.models.agent import FallbackModel
@@ -186,7 +190,8 @@ class LiteLLMClient:
                     raise
                 except Exception as exc:  # classified below; nothing escapes unexplained
                     what, retryable, retry_after = describe(exc, request.timeout, load_litellm(), endpoint,
-                                                            not_found(provider, model, endpoint))
+                                                            not_found(provider, model, endpoint),
+                                                            streamed=on_token is not None)
                     attempt.error, attempt.duration_ms = what, int((time.monotonic() - started) * 1000)
                     if retryable and number < allowed:
                         attempt.retry_in = self.policy.delay(number, retry_after)
@@ -234,17 +239,19 @@ class LiteLLMClient:
         litellm = load_litellm()
         model, endpoint = target.model, target.endpoint
         names = ToolNames([t.name for t in request.tools])
+        streaming = on_token is not None
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": to_openai_messages(request, names),
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream": streaming,
             "temperature": request.temperature,
             "timeout": request.timeout,
             "drop_params": True,  # e.g. models that refuse a temperature: drop it, do not fail
             "max_retries": 0,  # the OpenAI SDK's own retries: off, the policy is ours
             "num_retries": 0,
         }
+        if streaming:
+            kwargs["stream_options"] = {"include_usage": True}
         if request.max_tokens:
             kwargs["max_tokens"] = request.max_tokens
         if endpoint:
@@ -263,17 +270,15 @@ class LiteLLMClient:
         started = time.monotonic()
         # The whole call, stream included, is bounded: a server that stalls mid-stream
         # times out like one that never answers.
-        stream = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=request.timeout)
-        remaining = max(request.timeout - (time.monotonic() - started), 0.001)
-        got = Collected()
-        try:
-            await asyncio.wait_for(collect(stream, on_token, got), timeout=remaining)
-        except Exception as exc:  # a failure after some of the reply came is a cut stream
-            if not cut_mid_stream(exc, got, litellm):
-                raise
-            raise IncompleteReply(incomplete(stream, got, endpoint)) from exc
-        if server_finish(stream, got) is None:  # a cut stream, or no stream at all: not an answer
-            raise IncompleteReply(incomplete(stream, got, endpoint))
+        reply = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=request.timeout)
+        if streaming:
+            remaining = max(request.timeout - (time.monotonic() - started), 0.001)
+            got, counted = await _drained(reply, on_token, remaining, endpoint, litellm)
+        else:
+            got = whole(reply)
+            if got.finish is None:  # a body with no choice in it: not an answer
+                raise IncompleteReply(incomplete(reply, got, endpoint))
+            counted = got.usage is not None
         content, raw_calls, finish, usage = got.text, got.calls, got.finish, got.usage
         # A provider that sends no id gets a unique one: ids key results and recovery.
         calls = [LLMToolCall(id=c["id"] or f"call_{uuid.uuid4().hex[:24]}", name=names.full(c["name"]),
@@ -287,10 +292,26 @@ class LiteLLMClient:
             content=content, tool_calls=calls, model=model,
             provider=provider_of(model, endpoint), tokens_in=tokens_in,
             tokens_out=tokens_out, cost=cost_of(model, tokens_in, tokens_out, got.billed),
-            **usage_parts(got.billed), estimated=not server_counted(stream, got),
+            **usage_parts(got.billed), estimated=not counted,
             latency_ms=int((time.monotonic() - started) * 1000),
             stop_reason="tool_calls" if calls else "refusal" if got.refusal else finish,
-            refusal=got.refusal or None, response_model=got.model or None)
+            refusal=got.refusal or None, response_model=got.model or None, streamed=streaming)
+
+
+async def _drained(stream: Any, on_token: TokenSink | None, timeout: float, endpoint: str | None,
+                   litellm: Any) -> tuple[Collected, bool]:
+    """(what the stream held, whether the server itself counted its tokens); a stream cut
+    short or one with no completion in it raises ``IncompleteReply``."""
+    got = Collected()
+    try:
+        await asyncio.wait_for(collect(stream, on_token, got), timeout=timeout)
+    except Exception as exc:  # a failure after some of the reply came is a cut stream
+        if not cut_mid_stream(exc, got, litellm):
+            raise
+        raise IncompleteReply(incomplete(stream, got, endpoint)) from exc
+    if server_finish(stream, got) is None:  # a cut stream, or no stream at all: not an answer
+        raise IncompleteReply(incomplete(stream, got, endpoint))
+    return got, server_counted(stream, got)
 
 
 def _named(model: str, endpoint: str | None, what: str) -> str:

@@ -1,7 +1,8 @@
-"""Assembling a streamed model reply: text handed on as it arrives, tool-call pieces joined.
+"""Reading a model reply: a stream's text handed on as it arrives and its tool-call pieces
+joined (``collect``), or a whole reply read at once (``whole``).
 
-Works on litellm's stream chunks by their OpenAI shape (``choices[].delta``, ``usage``),
-without importing litellm.
+Works on litellm's chunks and responses by their OpenAI shape (``choices[].delta`` or
+``choices[].message``, ``usage``), without importing litellm.
 """
 
 from __future__ import annotations
@@ -79,6 +80,30 @@ async def _drain(stream: Any, on_token: TokenSink | None, out: Collected, text: 
                         call["name"] = fn.name
                     if fn.arguments:
                         call["arguments"] += fn.arguments
+
+
+def whole(response: Any) -> Collected:
+    """What a reply that came whole (not streamed) holds, as ``collect`` would have gathered it.
+
+    litellm gives a reply without usage zero counts: that is no usage (``usage`` stays None).
+    The model the provider named is litellm's ``provider_response_model``, as in a stream."""
+    out = Collected()
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict) and hidden.get("provider_response_model"):
+        out.model = str(hidden["provider_response_model"])
+    usage = getattr(response, "usage", None)
+    if _counts(usage):
+        out.usage = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+        out.billed = usage
+    for choice in (getattr(response, "choices", None) or [])[:1]:
+        out.finish = str(choice.finish_reason) if choice.finish_reason else None
+        message = choice.message
+        out.text = message.content or ""
+        refusal = getattr(message, "refusal", None)
+        out.refusal = refusal if isinstance(refusal, str) else ""
+        out.calls = [{"id": call.id or "", "name": call.function.name or "",
+                      "arguments": call.function.arguments or ""} for call in message.tool_calls or []]
+    return out
 
 
 class UsageParts(TypedDict, total=False):
