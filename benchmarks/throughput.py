@@ -61,7 +61,7 @@ def api_worker(url: str, c: int, n: int, folder: Path) -> dict:
     agent = folder / "worker.yaml"
     agent.write_text(AGENT.format(url=url))
     definition = magent.load(agent)
-    warm_import()  # what the first model call would import, as a long-lived caller has it
+    warm_import(stream=False)  # what the first call would import (asked whole: no on_token)
 
     async def all_at_once() -> list:
         gate = asyncio.Semaphore(c)

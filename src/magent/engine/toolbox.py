@@ -183,6 +183,6 @@ async def open_registry(needs: RunNeeds, td: TaskDir, options: RunOptions,
     if needs.real_model:
         from magent.llm.factory import warm_import
 
-        jobs.append(asyncio.to_thread(warm_import))
+        jobs.append(asyncio.to_thread(warm_import, options.on_token is not None))
     await asyncio.gather(*jobs)
     return registry

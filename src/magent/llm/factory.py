@@ -87,12 +87,13 @@ def _missing_credentials(litellm, model: str) -> list[str]:  # type: ignore[no-u
     return [k for k in missing if any(w in k for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))]
 
 
-def warm_import() -> None:
+def warm_import(stream: bool = True) -> None:
     """Import litellm now (the engine runs this in a thread while MCP servers start).
 
     Also loads what litellm otherwise imports during the first call (~1 s), so the
-    first model turn is not slower than the rest. A no-op once done.
+    first model turn is not slower than the rest; ``stream=False`` (nobody reads the run's
+    text as it comes): only what a call asked for whole needs. A no-op once done.
     """
     from magent.llm.litellm_client import warm
 
-    warm()
+    warm(stream)

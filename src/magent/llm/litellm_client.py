@@ -86,17 +86,20 @@ def load_litellm() -> Any:
     return litellm
 
 
-# Modules litellm imports lazily during its first completion; ``warm()`` loads them early.
-_FIRST_CALL_MODULES = ("openai.resources.chat", "litellm.litellm_core_utils.default_encoding",
-                       "litellm.proxy._types", "litellm._service_logger")
+# Modules litellm imports lazily during its first completion; ``warm()`` loads them early. Its
+# first streamed completion also loads a tokenizer (tiktoken's cl100k, ~38 MB resident) to count
+# the chunks; a reply asked for whole never needs it.
+_FIRST_CALL_MODULES = ("openai.resources.chat", "litellm.proxy._types", "litellm._service_logger")
+_FIRST_STREAM_MODULES = ("litellm.litellm_core_utils.default_encoding",)
 
 
-def warm() -> None:
-    """Import litellm and what its first call would import (best effort)."""
+def warm(stream: bool = True) -> None:
+    """Import litellm and what its first call would import (best effort); ``stream=False``:
+    what its first call asked for whole would."""
     import importlib
 
     load_litellm()
-    for name in _FIRST_CALL_MODULES:
+    for name in _FIRST_CALL_MODULES + (_FIRST_STREAM_MODULES if stream else ()):
         try:
             importlib.import_module(name)
         except Exception:  # a later litellm may have moved it: only a little slower then
