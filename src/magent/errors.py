@@ -3,6 +3,8 @@ prints a ``MagentError`` as its message alone (a traceback only with ``MAGENT_DE
 
 from __future__ import annotations
 
+from magent.vocabulary import plural
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -58,7 +60,7 @@ class ConfigError(MagentError):
         if len(errors) == 1:
             return first
         more = len(errors) - 1
-        combined = cls(f"{first.reason} (and {more} more error{'s' if more > 1 else ''})",
+        combined = cls(f"{first.reason} (and {plural(more, 'more error')})",
                        path=first.path, line=first.line, column=first.column, field=first.field)
         combined.errors = list(errors)
         return combined

@@ -30,9 +30,10 @@ def shown_status(status: str, live: bool) -> str:
     return "interrupted" if status in UNSETTLED and not live else status
 
 
-def plural(n: int, word: str) -> str:
-    """``plural(1, "step")`` → ``1 step``; ``plural(1200, "step")`` → ``1,200 steps``."""
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+def plural(n: int, word: str, many: str = "") -> str:
+    """``plural(1, "step")`` → ``1 step``; ``plural(1200, "step")`` → ``1,200 steps``; ``many`` for
+    a word whose plural is not ``word + "s"``."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 _MOMENTS = {

@@ -135,4 +135,4 @@ def _script_errors(loaded: Any, at: tuple[Any, ...]) -> list[ConfigError]:
 
 
 def _rails(n: int) -> str:
-    return f", {n} guardrail{'s' if n != 1 else ''}" if n else ""
+    return ", " + plural(n, "guardrail") if n else ""

@@ -10,6 +10,7 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.usage import CommandGroup
+from magent.vocabulary import plural
 
 app = typer.Typer(
     cls=CommandGroup,
@@ -70,7 +71,7 @@ def list_memories(
     from magent.cli.retention import human_bytes
 
     shown = f"showing {len(entries)} of " if len(entries) < total else ""
-    print(f"{shown}{_n(total, 'memory')} · memory.db {human_bytes(size)}")
+    print(f"{shown}{plural(total, 'memory', 'memories')} · memory.db {human_bytes(size)}")
 
 
 @app.command("search", epilog=examples(
@@ -197,7 +198,7 @@ def export(
             sys.stdout.write(line)
         return
     count = "".join(lines).count("\n")
-    print(f"exported {_n(count, 'memory')} to {output}", file=sys.stderr)
+    print(f"exported {plural(count, 'memory', 'memories')} to {output}", file=sys.stderr)
 
 
 @app.command("import", epilog=examples(
@@ -261,8 +262,3 @@ def _date(when) -> str:  # type: ignore[no-untyped-def]
 def _one_line(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _n(count: int, noun: str) -> str:
-    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{count} {noun if count == 1 else plural}"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from magent.cli.helpfmt import examples
+from magent.vocabulary import plural
 
 if TYPE_CHECKING:
     from magent.api.migrating import MigrationReport, TaskMigration
@@ -68,7 +69,7 @@ def task_line(task: "TaskMigration") -> str:
     files = [f for f in task.files if not f.startswith("checkpoint_")]
     if task.checkpoints:
         files.insert(1 if files[:1] == ["task.json"] else 0,
-                     f"{task.checkpoints} checkpoint{'s' if task.checkpoints != 1 else ''}")
+                     plural(task.checkpoints, "checkpoint"))
     return f"{head}{task.outcome}: {', '.join(files)}"
 
 
@@ -77,5 +78,5 @@ def summary_line(report: "MigrationReport") -> str:
     parts = [f"{report.count(done)} {done}", f"{report.count('current')} already current"]
     parts += [f"{report.count(o)} {o}" for o in ("skipped", "failed") if report.count(o)]
     tasks = len(report.tasks)
-    return f"{tasks} task{'s' if tasks != 1 else ''}: {', '.join(parts)}" + (" (dry run: nothing written)"
+    return f"{plural(tasks, 'task')}: {', '.join(parts)}" + (" (dry run: nothing written)"
                                                                             if report.dry_run else "")

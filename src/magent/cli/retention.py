@@ -11,6 +11,7 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.usage import CommandGroup
+from magent.vocabulary import plural
 
 if TYPE_CHECKING:
     from magent.models import RetentionPolicy
@@ -92,7 +93,7 @@ def summary_line(report: "SweepReport") -> str:
         return f"{head}: another sweep is already running ({report.busy}); nothing done"
     verb = "would remove" if report.dry_run else "removed"
     removed = [v for v in report.verdicts if v.action == "remove"]
-    text = (f"{head}: scanned {_n(len(report.verdicts), 'task')}: {verb} {len(removed)}"
+    text = (f"{head}: scanned {plural(len(report.verdicts), 'task')}: {verb} {len(removed)}"
             f" ({human_bytes(sum(v.bytes for v in removed))}), kept {report.count('keep')}")
     skipped = report.skipped()
     text += f", skipped {sum(skipped.values())}"
@@ -102,28 +103,23 @@ def summary_line(report: "SweepReport") -> str:
     trimmed = [v for v in report.verdicts if v.trim]
     if trimmed:
         text += (f", {'would trim' if report.dry_run else 'trimmed'} "
-                 f"{_n(sum(len(v.trim) for v in trimmed), 'checkpoint')} in {_n(len(trimmed), 'task')}"
+                 f"{plural(sum(len(v.trim) for v in trimmed), 'checkpoint')} in {plural(len(trimmed), 'task')}"
                  f" ({human_bytes(sum(v.trim_bytes for v in trimmed))})")
     temps = [v for v in report.verdicts if v.temp]
     if temps:
         text += (f", {'would remove' if report.dry_run else 'removed'} "
-                 f"{_n(sum(len(v.temp) for v in temps), 'temp file')} of killed writes"
+                 f"{plural(sum(len(v.temp) for v in temps), 'temp file')} of killed writes"
                  f" ({human_bytes(sum(v.temp_bytes for v in temps))})")
     if report.leftovers:
         text += (f", {'would clear' if report.dry_run else 'cleared'} {len(report.leftovers)} "
                  f"left by an interrupted sweep or start ({human_bytes(report.leftover_bytes)})")
     if report.batches:
-        text += f", removed the records of {_n(len(report.batches), 'batch').replace('batchs', 'batches')} whose tasks are all gone"
+        text += f", removed the records of {plural(len(report.batches), 'batch', 'batches')} whose tasks are all gone"
     if report.memory is not None and not report.memory.problem:
         text += "; " + report.memory.summary()
     if report.problems:
-        n = len(report.problems)
-        text += f", {n} error{'s' if n > 1 else ''} (see stderr)"
+        text += f", {plural(len(report.problems), 'error')} (see stderr)"
     return text
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _print_plan(report: "SweepReport") -> None:
@@ -140,7 +136,7 @@ def _print_plan(report: "SweepReport") -> None:
                          f"  checkpoints {_ranges(v.trim)} (keep_checkpoints)")
         if v.temp:
             lines.append(f"would tidy    {v.task_id}  {v.status:<14} {human_bytes(v.temp_bytes):>9}"
-                         f"  {_n(len(v.temp), 'temp file')} of killed writes ({', '.join(v.temp)})")
+                         f"  {plural(len(v.temp), 'temp file')} of killed writes ({', '.join(v.temp)})")
     lines += [f"would clear   tasks/{name}  (left by an interrupted {'start' if name.startswith('.new-') else 'sweep'})"
               for name in report.leftovers]
     if report.memory is not None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from magent import paths
 from magent.config.defaults import ENDPOINT_ENV, MODEL_ENV, default_model, defaults_file, load_defaults
+from magent.vocabulary import plural
 
 BUILT_IN = "built-in default"
 
@@ -56,7 +57,7 @@ def effective_settings(root: Path | None = None) -> list[Setting]:
     mcp_file = paths.mcp_servers_file(home)
     if mcp_file.exists():
         count = len(load_mcp_servers(mcp_file).config.servers)
-        out.append(Setting("mcp_servers", f"{count} server{'' if count == 1 else 's'}", str(mcp_file)))
+        out.append(Setting("mcp_servers", plural(count, "server"), str(mcp_file)))
     else:
         out.append(Setting("mcp_servers", "none", f"{mcp_file} (not there: magent init creates it)"))
     redaction = paths.redaction_file(home)

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from magent.guardrails import pii
 from magent.guardrails.base import Rail, RailConfig, RailConfigError, RailRun, Verdict
+from magent.vocabulary import plural
 
 
 class RegexConfig(RailConfig):
@@ -53,7 +54,7 @@ class RegexRail(Rail):
             return Verdict(False)
         total = sum(counts.values())
         which = ", ".join(f"#{i + 1}" for i in counts)
-        return Verdict(True, f"{total} match{'es' if total != 1 else ''} of pattern {which}", masked=masked,
+        return Verdict(True, f"{plural(total, 'match', 'matches')} of pattern {which}", masked=masked,
                        findings={f"pattern {i + 1}": n for i, n in counts.items()})
 
 

@@ -20,6 +20,7 @@ from magent.ids import now
 from magent.memory.service import Memory
 from magent.memory.store import iso
 from magent.models.memory import ConsolidationSettings
+from magent.vocabulary import plural
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 PLAN_ATTEMPTS = 3
@@ -68,8 +69,8 @@ class ConsolidationReport:
         else:
             verbs, head = ("merged", "decayed", "evicted" if self.evict else "archived"), ""
         n = len(self.merged)
-        text = (f"memory consolidation{head}: {self.scanned} active memories: {verbs[0]} {n} "
-                f"near-duplicate{'' if n == 1 else 's'}, {verbs[1]} {len(self.decayed)}, "
+        text = (f"memory consolidation{head}: {self.scanned} active memories: {verbs[0]} "
+                f"{plural(n, 'near-duplicate')}, {verbs[1]} {len(self.decayed)}, "
                 f"{verbs[2]} {len(self.archived)} below importance {self.threshold:g}")
         if self.embedded:
             text += f", embedded {self.embedded}"

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from magent.errors import MagentError
 from magent.memory.store import MemoryStore, iso
 from magent.models.memory import MemoryRetention
+from magent.vocabulary import plural
 
 
 @dataclass
@@ -39,7 +40,7 @@ class MemorySweep:
         """The part of the sweep's line about memory, e.g. ``memory: removed 3 (2 unused_days, ...)``."""
         verb = "would remove" if self.dry_run else "removed"
         n = len(self.doomed)
-        text = f"memory: {verb} {n} memor{'y' if n == 1 else 'ies'}"
+        text = f"memory: {verb} {plural(n, 'memory', 'memories')}"
         if n:
             text += " (" + ", ".join(f"{c} by {rule}" for rule, c in sorted(self.counts().items())) + ")"
         return text

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from magent.store.events import truncate
+from magent.vocabulary import plural
 
 
 def output_invalid(ev: dict[str, Any]) -> str:
@@ -27,9 +28,6 @@ def compaction(ev: dict[str, Any]) -> str:
         text += f"; summary: {' '.join(str(ev['summary']).split())}"
     return text
 
-
-def plural_attempts(n: int) -> str:
-    return f"{n} attempt" + ("" if n == 1 else "s")
 
 
 RESULT_LIMIT = 1000
@@ -85,7 +83,7 @@ def recalled_text(ev: dict[str, Any]) -> str:
     else:
         n = len(hits)
         parts = [f"[{str(h.get('id'))[:8]}] {float(h.get('score') or 0):.2f}: {h.get('why')}" for h in hits]
-        text = (f"recalled {n} memor{'y' if n == 1 else 'ies'} ({how} for {truncate(query, 60)!r}): "
+        text = (f"recalled {plural(n, 'memory', 'memories')} ({how} for {truncate(query, 60)!r}): "
                 + "; ".join(parts))
     for note in ev.get("notes") or []:
         text += f" [{note}]"

@@ -9,8 +9,8 @@ from typing import Any
 from magent.models.task import CALL_DETAILS, usage_key
 from magent.store.events import truncate
 from magent.trace import composition, notes
-from magent.trace.notes import RESULT_LIMIT, describe_guardrail, plural_attempts, recalled_text, stored_text
-from magent.vocabulary import how_started, round_limit
+from magent.trace.notes import RESULT_LIMIT, describe_guardrail, recalled_text, stored_text
+from magent.vocabulary import how_started, plural, round_limit
 
 THINKING_LIMIT = 4000
 """Characters of a model turn's text kept in its action record (the whole text is an entry)."""
@@ -310,7 +310,7 @@ class TraceBuilder:
             return
         failed, self.failed = self.failed, []
         last = failed[-1][1]
-        message = (f"model call failed: {plural_attempts(len(failed))}; last: {last['error']}")
+        message = (f"model call failed: {plural(len(failed), 'attempt')}; last: {last['error']}")
         index = self._step(failed[0][0], step_name="llm_attempts", status="warning", message=message,
                            agent=failed[0][0].get("agent") or "", llm_calls=[r for _, r in failed],
                            duration_ms=sum(r["latency_ms"] for _, r in failed))
