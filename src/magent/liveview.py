@@ -8,8 +8,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from magent.money import cost_phrase, token_note
-from magent.render import console, esc, is_terminal, short
-from magent.vocabulary import STATUS_STYLE, how_started, plural
+from magent.render import console, esc, is_terminal
+from magent.vocabulary import STATUS_STYLE, how_started, plural, short
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -8,7 +8,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from magent.money import money, token_note
-from magent.vocabulary import STATUS_STYLE, checkpoint_moment
+from magent.vocabulary import STATUS_STYLE, checkpoint_moment, short
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,11 +59,6 @@ def _ages(rows: list["TaskRow"], now: datetime) -> list[str]:
             text, low, high = _age(delta)
         out.append(text)
     return out
-
-
-def short(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def esc(value: Any) -> str:

@@ -30,6 +30,12 @@ def shown_status(status: str, live: bool) -> str:
     return "interrupted" if status in UNSETTLED and not live else status
 
 
+def short(text: Any, width: int) -> str:
+    """``text`` on one line (runs of white space as one space), cut to ``width`` with ``…``."""
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def plural(n: int, word: str, many: str = "") -> str:
     """``plural(1, "step")`` → ``1 step``; ``plural(1200, "step")`` → ``1,200 steps``; ``many`` for
     a word whose plural is not ``word + "s"``."""

@@ -10,7 +10,7 @@ import typer
 
 from magent.cli.helpfmt import examples
 from magent.cli.usage import CommandGroup
-from magent.vocabulary import plural
+from magent.vocabulary import plural, short
 
 app = typer.Typer(
     cls=CommandGroup,
@@ -104,7 +104,7 @@ def search(
         return
     for hit in result.hits:
         e = hit.entry
-        print(f"{hit.score:.2f}  {e.id[:8]}  {e.memory_type:<10} {e.scope_label:<24} {_one_line(e.content, 90)}")
+        print(f"{hit.score:.2f}  {e.id[:8]}  {e.memory_type:<10} {e.scope_label:<24} {short(e.content, 90)}")
         print(f"      {hit.why()}")
 
 
@@ -171,7 +171,7 @@ def forget(
         print_json({"forgotten": [e.id for e in entries]})
         return
     for e in entries:
-        print(f"forgot {e.id[:8]}: {_one_line(e.content, 80)}")
+        print(f"forgot {e.id[:8]}: {short(e.content, 80)}")
 
 
 @app.command("export", epilog=examples(
@@ -247,18 +247,13 @@ def consolidate(
         warn(note)
     for m in report.merged:
         print(f"{'would merge' if dry_run else 'merged'}  {m.duplicate[:8]} into {m.keeper[:8]} "
-              f"({m.measure} {m.similarity:.2f}): {_one_line(m.content, 70)}")
+              f"({m.measure} {m.similarity:.2f}): {short(m.content, 70)}")
     gone = "evict" if report.evict else "archive"
     for c in report.archived:
         print(f"{'would ' + gone if dry_run else gone + 'd'}  {c.id[:8]} (importance {c.after:.3f}): "
-              f"{_one_line(c.content, 70)}")
+              f"{short(c.content, 70)}")
     print(report.summary())
 
 
 def _date(when) -> str:  # type: ignore[no-untyped-def]
     return when.astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def _one_line(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

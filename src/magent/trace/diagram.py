@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from magent.vocabulary import short
+
 if TYPE_CHECKING:
     from magent.engine.graph import Graph
 
@@ -95,11 +97,6 @@ def _label(text: str) -> str:
             .replace("|", "#124;"))
 
 
-def _clip(text: str, width: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def mermaid(graph: "Graph") -> str:
     spec = describe(graph)
     ids = {n["name"]: f"n{i}" for i, n in enumerate(spec["nodes"])}
@@ -109,7 +106,7 @@ def mermaid(graph: "Graph") -> str:
         opening, closing = SHAPES.get(node["kind"], ("(", ")"))
         label = f"<b>{_label(node['name'])}</b><br/>{node['kind']}"
         if node["detail"]:
-            label += f": {_label(_clip(node['detail']))}"
+            label += f": {_label(short(node['detail'], 60))}"
         if node["approval_gate"]:
             label += "<br/>⏸ approval gate"
             gates.append(ids[node["name"]])
@@ -158,7 +155,7 @@ def text_lines(graph: "Graph") -> list[Line]:
         line: Line = [("▶ " if entry else "  ", "bold"), (f"{node['name']:<{width}}", "bold"),
                       (f"  [{node['kind']}]", KIND_STYLE.get(node["kind"], None))]
         if node["detail"]:
-            line.append((f" {_clip(node['detail'], 70)}", None))
+            line.append((f" {short(node['detail'], 70)}", None))
         if node["approval_gate"]:
             line.append(("  ⏸ approval gate: a person approves its output", "bold yellow"))
         lines.append(line)

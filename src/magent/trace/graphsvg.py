@@ -7,6 +7,8 @@ from collections import deque
 from html import escape
 from typing import Any
 
+from magent.vocabulary import short
+
 BOX_W, BOX_H = 168, 50
 """The narrowest box; a box is as wide as the longest subtitle of the graph needs."""
 DETAIL_CHAR_W = 6.4
@@ -15,11 +17,6 @@ GAP_X, GAP_Y = 36, 64
 MARGIN = 24
 LOOP_SPACE = 90
 """Room on the right for edges that go back up."""
-
-
-def _clip(text: str, width: int) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _below(node: dict[str, Any]) -> str:
@@ -80,7 +77,7 @@ def graph_svg(spec: dict[str, Any] | None, visits: dict[str, int] | None = None)
     conditional = {src for src, _, condition in edges if condition}
     back = [condition or ("otherwise" if src in conditional else "") for src, dst, condition in edges
             if src in layer and dst in layer and layer[dst] <= layer[src]]
-    label_room = max((DETAIL_CHAR_W * len(_clip(label, 30)) for label in back), default=0)  # right of the loops
+    label_room = max((DETAIL_CHAR_W * len(short(label, 30)) for label in back), default=0)  # right of the loops
     width = MARGIN * 2 + widest * box_w + (widest - 1) * GAP_X + LOOP_SPACE + label_room
     height = MARGIN * 2 + 18 + len(rows) * BOX_H + (len(rows) - 1) * GAP_Y
     pos: dict[str, tuple[float, float]] = {}
@@ -122,9 +119,9 @@ def graph_svg(spec: dict[str, Any] | None, visits: dict[str, int] | None = None)
                    f'{escape(": " + condition) if condition else ""}</title></path>')
         if label:
             if anchor == "end":
-                left = min(left, lx - DETAIL_CHAR_W * len(_clip(label, 30)) - 4)
+                left = min(left, lx - DETAIL_CHAR_W * len(short(label, 30)) - 4)
             out.append(f'<text class="edge-label" x="{lx:.0f}" y="{ly:.0f}" text-anchor="{anchor}">'
-                       f'{escape(_clip(label, 30))}</text>')
+                       f'{escape(short(label, 30))}</text>')
     for name, (x, y) in pos.items():
         if name == "END":
             out.append(f'<g class="node end"><rect x="{x + box_w / 2 - 34:.0f}" y="{y + 8:.0f}" width="68" '
@@ -141,7 +138,7 @@ def graph_svg(spec: dict[str, Any] | None, visits: dict[str, int] | None = None)
                    f'<title>{escape(name)} ({escape(kind)}){escape(": " + node["detail"]) if node.get("detail") else ""}'
                    f'{" · approval gate" if node.get("approval_gate") else ""} · visited {seen}×</title>'
                    f'<rect x="{x:.0f}" y="{y:.0f}" width="{box_w}" height="{BOX_H}" rx="8"/>'
-                   f'<text class="name" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(_clip(name, 18))}</text>'
+                   f'<text class="name" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(short(name, 18))}</text>'
                    f'<text class="detail" x="{x + 10:.0f}" y="{y + 38:.0f}">{escape(below)}</text>')
         if seen:
             out.append(f'<text class="visits" x="{x + box_w - 10:.0f}" y="{y + 20:.0f}" text-anchor="end">'

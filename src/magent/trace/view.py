@@ -10,7 +10,7 @@ from typing import Any
 from magent.money import cost_phrase, money, token_note, token_parts
 from magent.trace import sessionview
 from magent.trace.load import TraceView
-from magent.vocabulary import STATUS_STYLE, plural
+from magent.vocabulary import STATUS_STYLE, plural, short
 
 Segment = tuple[str, "str | None"]
 Line = list[Segment]
@@ -18,11 +18,6 @@ Line = list[Segment]
 OUTCOME_STYLE = {"SUCCESS": "green", "FAILURE": "yellow", "ERROR": "bold red", "TIMEOUT": "bold red"}
 FOLD_OVER = 12
 FOLD_KEEP = 4
-
-
-def short(text: Any, width: int) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def duration(ms: int | float | None) -> str:
