@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from magent.models.agent import LLMConfig
 
 Action = Literal["block", "mask", "revise", "pause", "warn"]
-ACTIONS: tuple[str, ...] = ("block", "mask", "revise", "pause", "warn")
 Stage = Literal["input", "output"]
 
 

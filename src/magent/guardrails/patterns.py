@@ -4,6 +4,7 @@ written anywhere, not even in their reason (which only counts it)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Literal
 
 from pydantic import Field
@@ -93,8 +94,6 @@ class PIIRail(Rail):
         matches = pii.find(text, self.entities, config.phone_region)
         if not matches:
             return Verdict(False)
-        counts: dict[str, int] = {}
-        for m in matches:
-            counts[m.entity] = counts.get(m.entity, 0) + 1
+        counts = dict(Counter(m.entity for m in matches))
         return Verdict(True, f"found {pii.describe(counts)}", masked=pii.mask(text, matches, config.replacement),
                        findings=counts)

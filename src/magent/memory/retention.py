@@ -3,6 +3,7 @@ applied by ``magent retention sweep`` in one transaction. Without it memories ar
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,13 +29,9 @@ class MemorySweep:
     dry_run: bool
     doomed: list[Doomed] = field(default_factory=list)
     problem: str | None = None
-    bytes_before: int = 0
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for d in self.doomed:
-            out[d.rule] = out.get(d.rule, 0) + 1
-        return out
+        return dict(Counter(d.rule for d in self.doomed))
 
     def summary(self) -> str:
         """The part of the sweep's line about memory, e.g. ``memory: removed 3 (2 unused_days, ...)``."""
@@ -93,7 +90,6 @@ def sweep(db: Path, policy: MemoryRetention, at: datetime, *, dry_run: bool,
         return result
     try:
         with MemoryStore(db, busy_timeout=busy_timeout, create=False) as store:
-            result.bytes_before = store.size_bytes()
             if dry_run:
                 with store.snapshot():
                     result.doomed = plan(store, policy, at)

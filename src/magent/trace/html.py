@@ -4,6 +4,7 @@ loading anything, so it opens offline and never reaches the network."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -59,10 +60,7 @@ def _json_for_script(data: Any) -> str:
 def render(data: dict[str, Any]) -> str:
     """The HTML page of a report built by ``report.build_report``."""
     task = data["task"]
-    visits: dict[str, int] = {}
-    for step in data["steps"]:
-        if step["type"] == "node" and step.get("node"):
-            visits[step["node"]] = visits.get(step["node"], 0) + 1
+    visits = Counter(step["node"] for step in data["steps"] if step["type"] == "node" and step.get("node"))
     title = f"magent trace · {task.get('workflow') or 'task'} · {task['id'][:8]}"
     return PAGE.format(
         csp=CSP, version=escape(str(data.get("magent"))), title=escape(title), task_id=escape(task["id"]),
