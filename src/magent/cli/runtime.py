@@ -166,10 +166,10 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
                "[e]dit" if "modify" in allowed else "", "[l]ater"]
     prompt = " / ".join(o for o in options if o) + ": "
     while True:
-        try:
-            answer = input(prompt).strip().lower()[:1]
-        except EOFError:
+        said = _line(prompt)
+        if said is None:
             return None
+        answer = said.lower()[:1]
         if answer in keys and (keys[answer] is None or keys[answer] in allowed):
             break
         offered = [k for k, action in keys.items() if action is None or action in allowed]
@@ -188,22 +188,13 @@ def ask_inline(request: Any) -> dict[str, Any] | None:
     if action == "modify":
         print("state updates as key=value (metadata keys, or routing_key=...); empty line to finish")
         pairs = []
-        while True:
-            try:
-                line = input("  ").strip()
-            except EOFError:
-                break
-            if not line:
-                break
+        while line := _line("  "):
             pairs.append(line)
         updates.update(parse_sets(pairs))
     raised = ask_limit(request.details) if action == "approve" and request.kind == "budget" else None
     if action == "approve" and request.kind == "budget" and not raised:
         return None  # the input ended before a new limit: it stays paused
-    try:
-        message = input("message (optional): ").strip() or None
-    except EOFError:
-        message = None
+    message = _line("message (optional): ") or None
     if action == "modify":
         return {"modify": updates, "message": message}
     if raised:
@@ -218,9 +209,8 @@ def ask_limit(details: dict[str, Any]) -> str | None:
 
     limit, used = details.get("limit"), details.get("used") or 0
     while True:
-        try:
-            raw = input(f"new {limit} (above {figure(str(limit), used)}): ").strip()
-        except EOFError:
+        raw = _line(f"new {limit} (above {figure(str(limit), used)}): ")
+        if raw is None:
             return None
         try:
             value = parse(f"{limit}={raw}", "the limit")[str(limit)]
@@ -231,6 +221,14 @@ def ask_limit(details: dict[str, Any]) -> str | None:
             print(f"that is not above {figure(str(limit), used)}")
             continue
         return f"{limit}={raw}"
+
+
+def _line(prompt: str) -> str | None:
+    """A line typed at ``prompt``, stripped; None when the input ended."""
+    try:
+        return input(prompt).strip()
+    except EOFError:
+        return None
 
 
 def edit_text(text: str) -> str | None:
