@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -188,33 +189,27 @@ def plan_resume(batch: BatchDir, doc: dict[str, Any], options: Options, runs: Ru
     mapped = batch.row_tasks()
     store = Store()
     jobs: list[Job] = []
-    already: dict[str, int] = {}
+    already: Counter[str] = Counter()
     for row in inputs.rows:
         if row.number in skipped:
             continue
         task_id = mapped.get(row.number)
         status = _status(store, task_id) if task_id else None
-        if status is None or status == "removed":
-            if status == "removed":
-                already["removed"] = already.get("removed", 0) + 1
-                continue
+        if status is None:
             jobs.append(Job(row=row))
         elif status == "failed" and retry_failed:
             jobs.append(Job(row=row, task_id=task_id))
-        elif status in FINISHED:
-            already[status] = already.get(status, 0) + 1
+        elif status in FINISHED or status == "removed" or (status == "awaiting_human" and not approve_all):
+            already[status] += 1
         elif status == "awaiting_human":
-            if approve_all:
-                jobs.append(Job(row=row, task_id=task_id, approve=True))
-            else:
-                already[status] = already.get(status, 0) + 1
+            jobs.append(Job(row=row, task_id=task_id, approve=True))
         else:  # interrupted: continue it from its last checkpoint
             jobs.append(Job(row=row, task_id=task_id))
     spec = options.spec(batch.id, doc["target_path"], set=dict(doc["options"].get("set") or {}),
                         tags=list(doc["options"].get("tags") or []), model=doc["options"].get("model"))
     executor = executor_for(options.executor, spec, runs)
     executor.check()
-    return jobs, executor, spec, already
+    return jobs, executor, spec, dict(already)
 
 
 def executor_for(name: str, spec: Spec, runs: Runs) -> Executor:
