@@ -7,6 +7,7 @@ value reaches the cache). A missing, damaged or foreign entry only means parsing
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -79,12 +80,8 @@ def _json_exact(value: Any, depth: int) -> bool:
 
 
 def _trim(folder: Path) -> None:
-    entries = []
-    for item in os.scandir(folder):
-        if item.name.endswith(".json") and item.is_file(follow_symlinks=False):
-            entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
-    for _, old in sorted(entries)[:-KEEP]:
-        try:
+    entries = sorted((item.stat(follow_symlinks=False).st_mtime_ns, item.path) for item in os.scandir(folder)
+                     if item.name.endswith(".json") and item.is_file(follow_symlinks=False))
+    for _, old in entries[:-KEEP]:
+        with contextlib.suppress(OSError):
             os.unlink(old)
-        except OSError:
-            pass

@@ -83,11 +83,8 @@ class _Axis:
 
     def segments(self) -> list[list[float]]:
         assert self.origin is not None
-        out = []
-        for start, end, x0, x1 in self.pieces:
-            out.append([round(x0, 5), round(x1, 5), int((start - self.origin).total_seconds() * 1000),
-                        int((end - self.origin).total_seconds() * 1000)])
-        return out
+        return [[round(x0, 5), round(x1, 5), int((start - self.origin).total_seconds() * 1000),
+                 int((end - self.origin).total_seconds() * 1000)] for start, end, x0, x1 in self.pieces]
 
 
 def _intervals(step: dict[str, Any], events: list[dict[str, Any]], last: datetime | None):
