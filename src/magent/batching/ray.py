@@ -21,6 +21,7 @@ Ray actor that every row asks before each model call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
@@ -154,10 +155,8 @@ async def _alive(actor: Any, within: float | None) -> bool:
 async def _close(actors: list[tuple[Any, int]], batch_id: str) -> None:
     """Tell every actor the batch is over (its shared MCP servers stop); a dead one is skipped."""
     calls = [asyncio.wrap_future(actor.close.remote(batch_id).future()) for actor, _ in actors]
-    try:
+    with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)
-    except asyncio.TimeoutError:
-        pass
 
 
 def _lost(spec: Spec, job: Job, exc: Exception) -> Outcome:

@@ -3,6 +3,7 @@ import the library inside their functions, so ``magent --help`` loads none of it
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import os
@@ -199,8 +200,6 @@ def entry() -> None:
         print(code, file=sys.stderr)
         code = 1
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a reader that went away, a stream already closed
             stream.flush()
-        except (OSError, ValueError):  # a reader that went away, a stream already closed
-            pass
     os._exit(code if isinstance(code, int) else 0)

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Awaitable, Callable, Iterator
 
 from magent.errors import EXIT_INTERRUPTED, MagentError
@@ -75,10 +75,8 @@ def run_async(make: Callable[[], Awaitable[Any]]) -> Any:
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
+            with suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
-            except (NotImplementedError, RuntimeError):
-                pass
 
         def reader_gone() -> None:
             why.append("stdout was closed")

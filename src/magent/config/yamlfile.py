@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -110,11 +110,9 @@ def _compose(text: str) -> tuple[Any, Any]:
     libyaml composes plain text, after measuring nesting from its events (its composer recurses in
     C); any problem is left to the pure-Python loader, whose messages users see."""
     if _FAST is not None and not yaml.reader.Reader.NON_PRINTABLE.search(text):
-        try:
+        with suppress(yaml.YAMLError):
             if _nesting(text) <= MAX_DEPTH:
                 return _root(_FAST(text))
-        except yaml.YAMLError:
-            pass
     return _root(_Loader(text))
 
 

@@ -7,6 +7,7 @@ server closes stays ``interrupted`` for ``magent resume``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -116,10 +117,8 @@ class Runs:
             return
 
         async def safely() -> None:
-            try:
+            with contextlib.suppress(Exception):  # noqa: BLE001 - a client gone away is not the run's business
                 await settled()
-            except Exception:  # noqa: BLE001 - a client gone away is not the run's business
-                pass
 
         telling = asyncio.ensure_future(safely())
         self._telling.add(telling)
@@ -139,10 +138,8 @@ def _mark_cancelled(started: list["Task"], client_cancelled: Callable[[], bool])
         return
     from magent.api.steering import cancel
 
-    try:
+    with contextlib.suppress(MagentError):  # it finished or paused before the cancel landed: it stays as it is
         cancel(started[0].id, wait=False)
-    except MagentError:
-        pass  # it finished or paused before the cancel landed: it stays as it is
 
 
 def describe(event: "Event") -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -382,10 +382,8 @@ class MemoryStore:
         """The database on disk: the file plus its write-ahead log."""
         total = 0
         for suffix in ("", "-wal"):
-            try:
+            with suppress(OSError):
                 total += os.stat(f"{self.path}{suffix}").st_size
-            except OSError:
-                pass
         return total
 
     # writing

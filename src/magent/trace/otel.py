@@ -6,6 +6,7 @@ by a process of its own (``trace.otellive``), so the run never waits for the net
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -66,10 +67,8 @@ class _Notes(logging.Handler):
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
+        with contextlib.suppress(Exception):  # a malformed record must not break an export
             self.messages.append(record.getMessage())
-        except Exception:  # a malformed record must not break an export
-            pass
 
     def reason(self) -> str:
         """The last failure in a few words: connection refused, a timeout, an HTTP status..."""

@@ -8,6 +8,7 @@ within a bound, prints ``{"made", "sent", "warning"}`` and exits."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -53,10 +54,8 @@ def main() -> None:
 
     threading.Thread(target=wait_for_eof, name="magent-otel-stdin", daemon=True).start()
     result = serve(config, stdin_closed)
-    try:
+    with contextlib.suppress(OSError):  # the run is gone: nobody to tell
         print(json.dumps(result), flush=True)
-    except OSError:  # the run is gone: nobody to tell
-        pass
 
 
 if __name__ == "__main__":
