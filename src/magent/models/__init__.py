@@ -49,7 +49,16 @@ _WHERE = {
 }
 """Name → its module under ``magent.models``."""
 
-__all__ = sorted([*_WHERE, "Document", "Model", "SCHEMA_VERSION"])
+__all__ = [
+    "AGENT_NAME_PATTERN", "ActionRecord", "ActionToolCall", "Agent", "AgentMemory", "Builtins", "Checkpoint",
+    "CheckpointSummary", "ConsolidationSettings", "Document", "EdgeDef", "Entry", "Event", "ForkRef", "HttpConfig",
+    "HttpServer", "HumanFeedback", "HumanRequest", "LLMCallRecord", "LLMConfig", "MCPServer",
+    "MCPServersFile", "MemoryEntry", "MemoryRetention", "MemorySettings", "Message", "Model", "NodeDef",
+    "RateLimit", "RetentionPolicy", "SCHEMA_VERSION",
+    "SSEConfig", "State", "StdioConfig", "StdioServer", "StepRecord", "SubAgentSession",
+    "SubAgentSessionInfo", "Task", "TaskStatus", "Tool", "ToolCall", "ToolCallRecord",
+    "ToolSettings", "TraceLog", "Usage", "Workflow",
+]
 
 
 def __getattr__(name: str) -> Any:
