@@ -270,7 +270,7 @@ def test_a_node_context_sees_the_tool_registry_once_the_servers_have_started() -
 
     from magent.engine.context import NodeContext, RunDeps
 
-    deps = RunDeps(**{name: object() for name in ("graph", "needs", "task", "td", "bus", "options",
+    deps = RunDeps(**{name: object() for name in ("graph", "needs", "task", "task_dir", "bus", "options",
                                                    "redactor", "pins")})  # type: ignore[arg-type]
     run = SimpleNamespace(deps=deps, models=object(), checkpoints=object())
     ctx = NodeContext(run, SimpleNamespace(is_main=True, id="main"))  # type: ignore[arg-type]

@@ -38,21 +38,21 @@ async def achat(task_id: str, message: str | None = None, *, model: str | None =
     if message is not None and (not isinstance(message, str) or not message.strip()):
         raise UsageError("the follow-up message must not be empty")
     with paths.using_home(home):
-        td = Store().task(task_id)
-        task = td.load_task()
+        task_dir = Store().task(task_id)
+        task = task_dir.load_task()
         sinks = [on_event] if on_event else []
         if task.status in (TaskStatus.pending, TaskStatus.running, TaskStatus.interrupted):
             # A run that died or was stopped: finish it first (its lock says if it is alive).
             if on_start is not None:
                 on_start(task)
                 on_start = None
-            outcome = await resume_run(td.id, options=run_options(model, llm, on_token), sinks=sinks)
+            outcome = await resume_run(task_dir.id, options=run_options(model, llm, on_token), sinks=sinks)
             if message is None or outcome.status == TaskStatus.awaiting_human:
                 return reported_result(outcome)
         elif message is None:
             check_can_follow(task)  # a cancelled task says so
-            raise UsageError(f"task {td.id[:8]} is {task.status.value}: give a message to continue "
+            raise UsageError(f"task {task_dir.id[:8]} is {task.status.value}: give a message to continue "
                              "the conversation")
-        outcome = await follow_up(td.id, message, options=run_options(model, llm, on_token), sinks=sinks,
+        outcome = await follow_up(task_dir.id, message, options=run_options(model, llm, on_token), sinks=sinks,
                                   on_task=on_start)
         return reported_result(outcome)

@@ -58,14 +58,14 @@ def checkpoints(task_id: str, *, home: PathLike | None = None) -> Checkpoints:
     from magent.store.tasks import Store
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        task = td.load_task()
-        summaries = td.checkpoints.summaries()
+        task_dir = Store().task(task_id)
+        task = task_dir.load_task()
+        summaries = task_dir.checkpoints.summaries()
         problems: list[str] = []
         for s in summaries:
             if s.corrupt:
                 try:
-                    td.checkpoints.read(s.sequence)
+                    task_dir.checkpoints.read(s.sequence)
                 except CheckpointCorruptError as exc:
                     problems.append(f"{exc} (resume falls back to the checkpoint before it)")
     return Checkpoints(task=task, checkpoints=summaries, problems=problems)
@@ -79,26 +79,26 @@ def checkpoint(task_id: str, number: int | None = None, *,
     from magent.store.tasks import Store
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        nums = td.checkpoints.numbers()
+        task_dir = Store().task(task_id)
+        nums = task_dir.checkpoints.numbers()
         if number is None:
             if not nums:
-                raise CheckpointNotFoundError(f"task {td.id[:8]} has no checkpoints")
+                raise CheckpointNotFoundError(f"task {task_dir.id[:8]} has no checkpoints")
             number = nums[-1]
         elif number not in nums:
             raise CheckpointNotFoundError(
-                f"task {td.id[:8]} has no checkpoint {number}"
+                f"task {task_dir.id[:8]} has no checkpoint {number}"
                 + (f" (it has {_ranges(nums)})" if nums else " (it has none)"))
         try:
-            cp = td.checkpoints.read(number)
+            cp = task_dir.checkpoints.read(number)
         except CheckpointCorruptError as exc:
-            good, _ = td.checkpoints.latest(repair=False)  # read-only: nothing is moved aside here
+            good, _ = task_dir.checkpoints.latest(repair=False)  # read-only: nothing is moved aside here
             if good is None:
                 raise CheckpointCorruptError(f"{exc}; the task has no valid checkpoint") from None
             raise CheckpointCorruptError(
                 f"{exc}; the latest valid one is {good.sequence} "
-                f"(magent checkpoints show {td.id[:8]} {good.sequence})") from None
-        return CheckpointView(task_id=td.id, checkpoint=cp, state=td.full_state(cp))
+                f"(magent checkpoints show {task_dir.id[:8]} {good.sequence})") from None
+        return CheckpointView(task_id=task_dir.id, checkpoint=cp, state=task_dir.full_state(cp))
 
 
 def validate(*files: PathLike, home: PathLike | None = None, servers: bool = False) -> list["CheckResult"]:

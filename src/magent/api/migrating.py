@@ -77,22 +77,22 @@ def _migrate_one(store: Any, task_id: str, dry_run: bool) -> TaskMigration:
     from magent.store.tasks import TaskDir
     from magent.trace.migrating import plan_task
 
-    td = TaskDir(store, task_id)
-    lock = td.lock()
+    task_dir = TaskDir(store, task_id)
+    lock = task_dir.lock()
     if not lock.is_free():
         return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
     try:
-        td.refuse_links()
-        todo = plan_task(td)
+        task_dir.refuse_links()
+        todo = plan_task(task_dir)
         if dry_run or todo.current:
             return _told(task_id, todo, "would migrate" if dry_run else "migrated")
         try:
-            lock = td.open_for_writing()
+            lock = task_dir.open_for_writing()
         except TaskLockedError:
             return TaskMigration(task_id, "skipped", why=f"running ({_holder(lock)})")
         try:
-            todo = plan_task(td)
-            rewrite.apply(td, todo)
+            todo = plan_task(task_dir)
+            rewrite.apply(task_dir, todo)
         finally:
             lock.release()
     except (MagentError, ValueError) as exc:   # (a model's ValidationError is a ValueError)

@@ -36,8 +36,8 @@ def task(task_id: str, *, home: PathLike | None = None) -> "AgentResult":
     from magent.store.tasks import Store
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        return result_of(td, td.shown_task())   # a run whose process died is interrupted
+        task_dir = Store().task(task_id)
+        return result_of(task_dir, task_dir.shown_task())   # a run whose process died is interrupted
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,12 @@ def task_details(task_id: str, *, home: PathLike | None = None) -> TaskDetails:
     from magent.trace.load import load_view
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        shown = td.shown_task()
+        task_dir = Store().task(task_id)
+        shown = task_dir.shown_task()
         # (the trace as read: its sessions need none of the result texts ``doc`` reads back)
-        sessions = list((load_view(td).partial.get("sub_agent_sessions") or {}).values())
-        return TaskDetails(task=shown, result=result_of(td, shown),
-                           checkpoints=len(td.checkpoints.numbers()), sessions=sessions)
+        sessions = list((load_view(task_dir).partial.get("sub_agent_sessions") or {}).values())
+        return TaskDetails(task=shown, result=result_of(task_dir, shown),
+                           checkpoints=len(task_dir.checkpoints.numbers()), sessions=sessions)
 
 
 def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":
@@ -84,6 +84,6 @@ def trace_log(task_id: str, *, home: PathLike | None = None) -> "TraceLog":
         view = load_view(Store().task(task_id))
     log, problem = as_tracelog(view)
     if problem:
-        raise StoreError(f"task {view.td.id[:8]}: {problem}")
+        raise StoreError(f"task {view.task_dir.id[:8]}: {problem}")
     trace: TraceLog = log
     return trace

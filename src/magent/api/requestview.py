@@ -27,9 +27,9 @@ def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], l
     if not calls:
         with_calls = [str(n) for n, evs in enumerate(events, 1) if any(e.get("type") == "llm_call" for e in evs)]
         hint = f" (steps with model calls: {_ranges(with_calls)})" if with_calls else " (the task made none)"
-        raise UsageError(f"step {number} of task {view.td.id[:8]} made no model call{hint}")
+        raise UsageError(f"step {number} of task {view.task_dir.id[:8]} made no model call{hint}")
     problems: list[str] = []
-    pieces = view.td.requests.load(problems)
+    pieces = view.task_dir.requests.load(problems)
     entries: dict[str, Any] | None = None
     out = []
     for i, ev in enumerate(calls, 1):
@@ -49,8 +49,8 @@ def step_requests(view: TraceView, number: int) -> tuple[list[dict[str, Any]], l
                 continue
             sent = {**params, **{k: v for k, v in sent.items() if k != "params"}}
         if "conversation" in sent and entries is None:
-            entries = view.td.entries.load(problems)
-        item.update(_rebuild(sent, pieces, entries or {}, view.td.entries))
+            entries = view.task_dir.entries.load(problems)
+        item.update(_rebuild(sent, pieces, entries or {}, view.task_dir.entries))
         if isinstance(sent.get("selection"), dict):
             item["tool_selection"] = sent["selection"]
         out.append(item)

@@ -145,21 +145,21 @@ class AgentResult(Model):
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False)
 
 
-def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
-    """The ``AgentResult`` of the task in ``td`` as its files have it now."""
+def result_of(task_dir: "TaskDir", task: Task | None = None) -> AgentResult:
+    """The ``AgentResult`` of the task in ``task_dir`` as its files have it now."""
     from magent.trace.load import load_view
 
     from magent.api import resultparts as parts
 
-    task = task or td.load_task()
-    doc = load_view(td).doc
+    task = task or task_dir.load_task()
+    doc = load_view(task_dir).doc
     actions, calls = parts.calls_of(doc.get("steps") or [])
-    events = td.read_events()
+    events = task_dir.read_events()
     by_model = {key: Usage.model_validate(value) for key, value in (doc.get("usage_by_model") or {}).items()
                 if isinstance(value, dict)}
     usage = task.usage
     error = _error(task, events) if task.error and task.status != TaskStatus.completed else None
-    pause = _pause(td) if task.status == TaskStatus.awaiting_human else None
+    pause = _pause(task_dir) if task.status == TaskStatus.awaiting_human else None
     return AgentResult(
         task_id=task.id, status=task.status, success=task.status == TaskStatus.completed,
         output=_output(task), error=error,
@@ -169,7 +169,7 @@ def result_of(td: "TaskDir", task: Task | None = None) -> AgentResult:
                                reasoning=usage.reasoning, estimated=usage.estimated, by_model=by_model),
         cost_estimate=None if usage.unpriced and usage.unpriced >= usage.calls else usage.cost,
         model_calls=calls, steps=len(doc.get("steps") or []), pause=pause, provenance=provenance(task),
-        actions=actions, memory_deltas=parts.memory_deltas(events, td), diagnostics=parts.diagnostics(events, td),
+        actions=actions, memory_deltas=parts.memory_deltas(events, task_dir), diagnostics=parts.diagnostics(events, task_dir),
         retry_info=parts.retry_info(events), metrics=parts.metrics(events, actions, task.started_at, task.completed_at),
         deterministic=parts.deterministic(calls))
 
@@ -228,6 +228,6 @@ def _error(task: Task, events: list[Any]) -> ErrorInfo:
     return ErrorInfo(type=last["type"] or "failed", message=message, node=last["node"])
 
 
-def _pause(td: "TaskDir") -> HumanRequest | None:
-    cp, _ = td.checkpoints.latest(repair=False)
+def _pause(task_dir: "TaskDir") -> HumanRequest | None:
+    cp, _ = task_dir.checkpoints.latest(repair=False)
     return cp.human_request if cp is not None and cp.awaiting_human else None

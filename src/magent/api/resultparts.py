@@ -94,7 +94,7 @@ def calls_of(steps: list[dict[str, Any]]) -> tuple[list[ActionResult], list[Mode
     return actions, models
 
 
-def memory_deltas(events: list["Event"], td: "TaskDir") -> list[MemoryChange]:
+def memory_deltas(events: list["Event"], task_dir: "TaskDir") -> list[MemoryChange]:
     """Long-term memory writes (from the events), then the key-value store's changes (its journal)."""
     out: list[MemoryChange] = []
     for event in events:
@@ -105,7 +105,7 @@ def memory_deltas(events: list["Event"], td: "TaskDir") -> list[MemoryChange]:
             out.append(MemoryChange(store="memory", op="forget", key=event.field("id"), scope=event.field("scope")))
     from magent.store.journal import Journal
 
-    journal = Journal(td.path / "kv.jsonl")
+    journal = Journal(task_dir.path / "kv.jsonl")
     if journal.exists():
         for change in journal.changes([]):
             out.append(MemoryChange(store="kv", op=str(change.get("op")), key=change.get("key"),
@@ -113,7 +113,7 @@ def memory_deltas(events: list["Event"], td: "TaskDir") -> list[MemoryChange]:
     return out
 
 
-def diagnostics(events: list["Event"], td: "TaskDir") -> Diagnostics:
+def diagnostics(events: list["Event"], task_dir: "TaskDir") -> Diagnostics:
     from magent.engine.budget import describe
 
     warnings: list[str] = []
@@ -126,7 +126,7 @@ def diagnostics(events: list["Event"], td: "TaskDir") -> Diagnostics:
             warnings.append(describe(str(event.field("limit")), float(event.field("value") or 0),
                                      float(event.field("used") or 0), str(event.field("scope") or "task"),
                                      event.node))
-    traces = [str(p) for p in (td.path / "trace.json", td.path / "events.jsonl") if p.exists()]
+    traces = [str(p) for p in (task_dir.path / "trace.json", task_dir.path / "events.jsonl") if p.exists()]
     return Diagnostics(warnings=warnings, traces=traces)
 
 

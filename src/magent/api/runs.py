@@ -119,10 +119,10 @@ async def aresume(task_id: str, *, approve: bool = False, reject: bool = False,
             outcome = await fork_run(task_id, from_checkpoint, decision=decision, set_values=sets,
                                      options=options, sinks=sinks, on_task=on_start)
         else:
-            td = Store().task(task_id)
+            task_dir = Store().task(task_id)
             if on_start is not None:
-                on_start(td.load_task())
-            outcome = await resume_run(td.id, decision=decision, set_values=sets, options=options,
+                on_start(task_dir.load_task())
+            outcome = await resume_run(task_dir.id, decision=decision, set_values=sets, options=options,
                                        sinks=sinks, budget=limits)
         return reported_result(outcome)
 

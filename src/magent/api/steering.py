@@ -30,9 +30,9 @@ class Sent:
     """``message``, ``pause`` or ``cancel``."""
 
 
-def running(td: "TaskDir") -> bool:
+def running(task_dir: "TaskDir") -> bool:
     """A live run holds the task's lock."""
-    return not td.lock().is_free()
+    return not task_dir.lock().is_free()
 
 
 def steer(task_id: str, message: str, *, session: str | None = None, home: PathLike | None = None) -> Sent:
@@ -47,32 +47,32 @@ def steer(task_id: str, message: str, *, session: str | None = None, home: PathL
     if not message.strip():
         raise UsageError("the message is empty; say what the agent should know")
     with paths.using_home(home):
-        td = Store().task(task_id)
-        if not running(td):
-            raise TaskStateError(f"task {td.id[:8]} is not running; `magent chat {td.id[:8]} MESSAGE` "
+        task_dir = Store().task(task_id)
+        if not running(task_dir):
+            raise TaskStateError(f"task {task_dir.id[:8]} is not running; `magent chat {task_dir.id[:8]} MESSAGE` "
                                  "continues it with a follow-up")
-        target = None if session is None else _session(td, session)
-        return Sent(td.id, send(td.path, "message", message, session=target), "message")
+        target = None if session is None else _session(task_dir, session)
+        return Sent(task_dir.id, send(task_dir.path, "message", message, session=target), "message")
 
 
-def _session(td: "TaskDir", name: str) -> str:
+def _session(task_dir: "TaskDir", name: str) -> str:
     """The id of the open session ``name`` names (``main`` for the main conversation)."""
     from magent.errors import UsageError
     from magent.models.session import MAIN_SESSION
 
     if name == MAIN_SESSION:
         return name
-    last = td.checkpoints.latest(repair=False)[0]
+    last = task_dir.checkpoints.latest(repair=False)[0]
     open_ = last.sessions if last is not None else []
     found = [s for s in open_ if name in (s.agent, s.key, s.node) or s.session_id.startswith(name)]
     if len(found) == 1:
         return found[0].session_id
     shown = ", ".join(f"{s.agent or s.key} ({s.session_id[:8]})" for s in (found or open_)) or "none"
     if found:
-        raise UsageError(f"--session {name!r} matches {len(found)} open sessions of task {td.id[:8]}: "
+        raise UsageError(f"--session {name!r} matches {len(found)} open sessions of task {task_dir.id[:8]}: "
                          f"{shown}; give a session id")
-    raise UsageError(f"no open session of task {td.id[:8]} is {name!r}; open now: main, {shown}"
-                     if open_ else f"task {td.id[:8]} has no open session but main; leave out --session")
+    raise UsageError(f"no open session of task {task_dir.id[:8]} is {name!r}; open now: main, {shown}"
+                     if open_ else f"task {task_dir.id[:8]} has no open session but main; leave out --session")
 
 
 def answer_after(task_id: str, signal: int, *, home: PathLike | None = None,
@@ -84,16 +84,16 @@ def answer_after(task_id: str, signal: int, *, home: PathLike | None = None,
 
     deadline = None if timeout is None else time.monotonic() + timeout
     with paths.using_home(home):
-        td = Store().task(task_id)
+        task_dir = Store().task(task_id)
         while True:
             seen, where = False, None
-            for entry in td.entries.load().values():  # in file order
+            for entry in task_dir.entries.load().values():  # in file order
                 if entry.entry_type == "injection" and entry.signal == signal:
                     seen, where = True, entry.session
                 elif (seen and entry.role == "assistant" and entry.session == where and not entry.tool_calls
                       and entry.content.strip()):
                     return entry.content
-            if not running(td) or (deadline is not None and time.monotonic() > deadline):
+            if not running(task_dir) or (deadline is not None and time.monotonic() > deadline):
                 return None
             time.sleep(POLL)
 
@@ -115,11 +115,11 @@ def cancel(task_id: str, *, home: PathLike | None = None, wait: bool = True) -> 
     from magent.store.tasks import Store
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        if running(td):
+        task_dir = Store().task(task_id)
+        if running(task_dir):
             return _stop(task_id, "cancel", home, wait)
         try:
-            return cancel_task(td.id, result_of)
+            return cancel_task(task_dir.id, result_of)
         except TaskLockedError:  # a run took it just now
             return _stop(task_id, "cancel", home, wait)
 
@@ -130,20 +130,20 @@ def _stop(task_id: str, kind: str, home: PathLike | None, wait: bool) -> "AgentR
     from magent.store.signals import send
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        if not running(td):
-            status = td.load_task().status.value
-            raise TaskStateError(f"task {td.id[:8]} is not running ({status}); there is nothing to {kind}")
-        number = send(td.path, kind)
+        task_dir = Store().task(task_id)
+        if not running(task_dir):
+            status = task_dir.load_task().status.value
+            raise TaskStateError(f"task {task_dir.id[:8]} is not running ({status}); there is nothing to {kind}")
+        number = send(task_dir.path, kind)
         if not wait:
-            return Sent(td.id, number, kind)
-        while running(td):
+            return Sent(task_dir.id, number, kind)
+        while running(task_dir):
             time.sleep(POLL)
-        _withdraw(td, number)
-        return result_of(td)
+        _withdraw(task_dir, number)
+        return result_of(task_dir)
 
 
-def _withdraw(td: "TaskDir", number: int) -> None:
+def _withdraw(task_dir: "TaskDir", number: int) -> None:
     """The run ended before it reached signal ``number`` (it finished, or paused for another
     reason): take the signal back, under the task's lock, so the task's next run does not act
     on it. Applied or not, it stays if the lock cannot be had (another run took the task)."""
@@ -151,13 +151,13 @@ def _withdraw(td: "TaskDir", number: int) -> None:
     from magent.store.signals import folder
 
     try:
-        lock = td.lock().acquire()
+        lock = task_dir.lock().acquire()
     except TaskLockedError:
         return
     try:
-        last = td.checkpoints.latest(repair=False)[0]
+        last = task_dir.checkpoints.latest(repair=False)[0]
         if last is None or last.signals_applied < number:
-            (folder(td.path) / f"{number:06d}.json").unlink(missing_ok=True)
+            (folder(task_dir.path) / f"{number:06d}.json").unlink(missing_ok=True)
     finally:
         lock.release()
 

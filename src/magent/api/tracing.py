@@ -132,7 +132,7 @@ class TraceReading:
             from magent.trace.load import load_view
 
             with paths.using_home(self._home):
-                cached = load_view(self._view.td, need_events=True)
+                cached = load_view(self._view.task_dir, need_events=True)
             object.__setattr__(self, "_events_view", cached)
         view: TraceView = cached
         return view
@@ -145,9 +145,9 @@ def read_trace(task_id: str, *, steps_in_full: bool = False, home: PathLike | No
     from magent.trace.load import load_view
 
     with paths.using_home(home):
-        td = Store().task(task_id)
-        view = load_view(td, need_events=steps_in_full)
-        return TraceReading(task_id=td.id, status=view.status, live=view.live, source=view.source,
+        task_dir = Store().task(task_id)
+        view = load_view(task_dir, need_events=steps_in_full)
+        return TraceReading(task_id=task_dir.id, status=view.status, live=view.live, source=view.source,
                             notes=list(view.notes), _view=view, _home=paths.home())
 
 
@@ -176,9 +176,9 @@ def trace_html(task_id: str, path: PathLike | None = None, *, home: PathLike | N
 
     target = None if path is None else Path(os.fspath(path))
     with paths.using_home(home):
-        td = Store().task(task_id)
-        written = write_report(td, target)
-    return HtmlReport(task_id=td.id, page=written.page, path=target, steps=written.steps,
+        task_dir = Store().task(task_id)
+        written = write_report(task_dir, target)
+    return HtmlReport(task_id=task_dir.id, page=written.page, path=target, steps=written.steps,
                       bytes=written.bytes, notes=list(written.notes), live=written.live)
 
 
@@ -205,19 +205,19 @@ def export_trace(task_id: str, url: str, *, home: PathLike | None = None) -> Tra
 
     target = OTLPTarget(url=traces_url(url), source="--otlp")
     with paths.using_home(home):
-        td = Store().task(task_id)
-        task = read_task(td, [])
-        if task is not None and task.status == "running" and not td.lock().is_free():
-            raise TaskStateError(f"task {td.id[:8]} is still running: export it once it stops "
+        task_dir = Store().task(task_id)
+        task = read_task(task_dir, [])
+        if task is not None and task.status == "running" and not task_dir.lock().is_free():
+            raise TaskStateError(f"task {task_dir.id[:8]} is still running: export it once it stops "
                                  "(or set OTEL_EXPORTER_OTLP_ENDPOINT and runs export as they go)")
-        if not td.events_file.exists():
-            raise TaskStateError(f"task {td.id[:8]} has no events.jsonl: nothing to export")
+        if not task_dir.events_file.exists():
+            raise TaskStateError(f"task {task_dir.id[:8]} has no events.jsonl: nothing to export")
         try:
             from magent.trace.otel import export_task
         except ImportError:
             raise UsageError("--otlp needs the OpenTelemetry SDK: pip install 'magent-runner[otel]'") from None
-        sent = export_task(td, target)
-    return TraceExport(task_id=td.id, url=target.url, spans=int(sent["spans"]), trace_id=str(sent["trace_id"]))
+        sent = export_task(task_dir, target)
+    return TraceExport(task_id=task_dir.id, url=target.url, spans=int(sent["spans"]), trace_id=str(sent["trace_id"]))
 
 
 def follow_trace(task_id: str, on_event: Callable[["Event"], None], *,
@@ -229,7 +229,7 @@ def follow_trace(task_id: str, on_event: Callable[["Event"], None], *,
     from magent.trace.follow import follow
 
     with paths.using_home(home):
-        td: TaskDir = Store().task(task_id)
+        task_dir: TaskDir = Store().task(task_id)
     if on_task is not None:
-        on_task(td.id)
-    return follow(td, on_event, say=on_start)
+        on_task(task_dir.id)
+    return follow(task_dir, on_event, say=on_start)

@@ -71,7 +71,7 @@ def summaries() -> list[Summary]:
 def results(batch: BatchDir, result_of: Callable[[Any, Any], Any]) -> list[dict[str, Any]]:
     """One dict per input row: the row's ``AgentResult`` (as JSON) with ``row`` and ``task`` (the
     input's task text); rows without a task say ``not_started``, ``skipped`` or ``removed``.
-    ``result_of(td, task)``: the task's ``AgentResult`` (the API's, handed down)."""
+    ``result_of(task_dir, task)``: the task's ``AgentResult`` (the API's, handed down)."""
     from magent.batching.inputs import read_inputs
     from magent.errors import TaskNotFoundError
     from magent.store.tasks import Store
@@ -99,8 +99,8 @@ def results(batch: BatchDir, result_of: Callable[[Any, Any], Any]) -> list[dict[
             out.append({**base, "status": "not_started", "success": False})
             continue
         try:
-            td = store.task(task_id)
-            result = result_of(td, td.shown_task()).model_dump(mode="json")
+            task_dir = store.task(task_id)
+            result = result_of(task_dir, task_dir.shown_task()).model_dump(mode="json")
         except TaskNotFoundError:
             out.append({**base, "task_id": task_id, "status": "removed", "success": False})
             continue

@@ -28,7 +28,7 @@ class Checkpoints:
         self.deps = deps
         self.state = state
         self.meter = meter
-        self.journals = JournalPositions(deps.td.path)
+        self.journals = JournalPositions(deps.task_dir.path)
         """The lengths of the task's journals, as each checkpoint records them."""
         self._turn_commits: Any = None
         """The commits begun for the main session's last reply (``reply_written``)."""
@@ -65,12 +65,12 @@ class Checkpoints:
 
     def interrupted(self) -> None:
         """A signal stopped the run: the last consistent checkpoint again, as ``interrupt``."""
-        log = self.deps.td.checkpoints
+        log = self.deps.task_dir.checkpoints
         last = log.last_number()
         if last is None:
             return
         cp = log.read(last)
-        self.deps.td.sync()
+        self.deps.task_dir.sync()
         log.write(cp.model_copy(update={
             "sequence": last + 1, "checkpoint_id": new_id(),
             # events_seq stays: what happened after the consistent checkpoint (a call in
@@ -82,14 +82,14 @@ class Checkpoints:
     async def before_model(self) -> None:
         """Before a paid model call: the writes so far on disk (modes ``sync`` and ``step``;
         ``exit`` syncs only at the end). Concurrent sessions waiting here share one commit."""
-        committer = self.deps.td.committer
+        committer = self.deps.task_dir.committer
         if committer is not None and committer.mode != "exit":
             await committer.durable()
 
     async def before_tool(self, *, idempotent: bool = True) -> None:
         """Before a tool call: the writes so far on disk (mode ``sync``; ``step`` only for a
         tool that is not idempotent)."""
-        committer = self.deps.td.committer
+        committer = self.deps.task_dir.committer
         if committer is not None and (committer.mode == "sync" or (committer.mode == "step" and not idempotent)):
             await committer.durable()
 
@@ -104,7 +104,7 @@ class Checkpoints:
         gets on with what comes before that wait. For ``"tool"`` the commits begun are kept for
         ``reply_synced`` (until the next checkpoint)."""
         self._turn_commits = None
-        committer = self.deps.td.committer
+        committer = self.deps.task_dir.committer
         if committer is None or committer.mode == "exit" or (before == "tool" and committer.mode != "sync"):
             return
         if len(self.state.sessions) > 1 and self.state.open_children():
@@ -118,7 +118,7 @@ class Checkpoints:
         (``reply_written``): an awaitable done once that commit is, so an idempotent call can
         write its intent and get ready while the reply is synced, and wait only before it
         runs. None otherwise (then ``before_tool`` waits as usual)."""
-        committer = self.deps.td.committer
+        committer = self.deps.task_dir.committer
         if not session.is_main or self._turn_commits is None or committer is None:
             return None
         return committer.through(self._turn_commits)
@@ -129,11 +129,11 @@ class Checkpoints:
         entry that is not on disk. (Events are synced where they matter: before a tool that is
         not idempotent runs, and when the run stops.) With the run's group commit the checkpoint
         is linked into place by the next commit, after the entries it points at are synced."""
-        td = self.deps.td
-        if td.committer is None:
-            td.entries.sync()
+        task_dir = self.deps.task_dir
+        if task_dir.committer is None:
+            task_dir.entries.sync()
         failpoints.hit("before_checkpoint")
-        log = td.checkpoints
+        log = task_dir.checkpoints
         seq = log.next_number()
         checkpoint_id = new_id()
         log.write(self._as_model(checkpoint_id, seq, reason, request, feedback))

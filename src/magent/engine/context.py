@@ -72,7 +72,7 @@ class RunDeps:
     """What the run needs from its graph, resolved once (models, tools, secrets)."""
     task: Task
     """The task as last saved (its status changes; nothing else of it does)."""
-    td: TaskDir
+    task_dir: TaskDir
     bus: EventBus
     options: RunOptions
     redactor: Redactor
@@ -205,7 +205,7 @@ class RunContext:
         """The text of entry ``entry_id``: a finished child's answer, which a node's progress
         refers to by id (after a resume, read back from entries.jsonl)."""
         if entry_id not in self._texts:
-            for entry in self.deps.td.entries.load().values():
+            for entry in self.deps.task_dir.entries.load().values():
                 self._texts.setdefault(entry.id, entry.content)
         return self._texts.get(entry_id, "")
 
@@ -223,7 +223,7 @@ class RunContext:
         calls = message.tool_calls
         if calls and redactor.secrets:
             calls = [c.model_copy(update={"arguments": redactor.data(c.arguments)}) for c in calls]
-        self.deps.td.entries.append(Entry(
+        self.deps.task_dir.entries.append(Entry(
             id=entry_id, parent_id=session.leaf, role=message.role, content=content,
             tool_calls=calls, tool_call_id=message.tool_call_id,
             name=message.name, turn_id=turn_id, node=node, session=session.tag,

@@ -45,25 +45,25 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
     if not isinstance(message, str) or not message.strip():
         raise UsageError("the follow-up message must not be empty")
     options = options or RunOptions()
-    td = Store().task(task_ref)
-    lock = td.open_for_writing()  # a running task: TaskLockedError naming its holder
+    task_dir = Store().task(task_ref)
+    lock = task_dir.open_for_writing()  # a running task: TaskLockedError naming its holder
     try:
-        task = td.load_task()
+        task = task_dir.load_task()
         check_can_follow(task)
         graph = from_snapshot(task.config_snapshot)
         options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
-        cp, entries = _latest(td, task)
-        node = answering_node(graph, cp, entries, td)
+        cp, entries = _latest(task_dir, task)
+        node = answering_node(graph, cp, entries, task_dir)
         needs = prepare(graph, options)
         # The message meets the input rails before anything of it is written, as a task text does.
         gate = await guard.screen_task(graph, message, options, node=node, source="follow_up",
                                        cursors=cp.cursors)
         if on_task:
             on_task(task)
-        seq, later = events_after(td.events_file, cp.events_seq)
-        task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
+        seq, later = events_after(task_dir.events_file, cp.events_seq)
+        task = task_dir.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                     "completed_at": None}))
-        ctx = wiring.open_context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
+        ctx = wiring.open_context(needs, task_dir, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
         try:
             recover(ctx, cp, entries, later)
             ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
@@ -100,25 +100,25 @@ def check_can_follow(task: Task) -> None:
                              f"continue it first with `magent chat {short}` or `magent resume {short}`")
 
 
-def answering_node(graph: Graph, cp: Checkpoint, entries: dict[str, Entry], td: TaskDir) -> str:
+def answering_node(graph: Graph, cp: Checkpoint, entries: dict[str, Entry], task_dir: TaskDir) -> str:
     """The node that answers a follow-up: the workflow's ``on_message`` node, else the last
     agent node that answered in the main conversation, else the entry point (an agent node)."""
     chosen = graph.workflow.on_message
     if chosen:
         return chosen
-    for entry in reversed(td.entries.path_to(cp.leaf_entry_id, entries)):
+    for entry in reversed(task_dir.entries.path_to(cp.leaf_entry_id, entries)):
         node = graph.nodes.get(entry.node or "")
         if entry.role == "assistant" and node is not None and node.kind == "agent":
             return node.name
     entry_point = graph.nodes[graph.workflow.entry_point]
     if entry_point.kind == "agent":
         return entry_point.name
-    raise TaskStateError(f"no agent has answered in task {td.id[:8]} yet, and its workflow names no "
+    raise TaskStateError(f"no agent has answered in task {task_dir.id[:8]} yet, and its workflow names no "
                          "on_message node: there is no one to send a follow-up to")
 
 
-def _latest(td: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]]:
-    cp, notes, entries = decisions.latest_checkpoint(td)
+def _latest(task_dir: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]]:
+    cp, notes, entries = decisions.latest_checkpoint(task_dir)
     if cp.sessions:
         raise TaskStateError(f"task {task.id[:8]} stopped with sub-agent sessions open; answer or "
                              f"continue it with `magent resume {task.id[:8]}` before a follow-up")

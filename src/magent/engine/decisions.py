@@ -59,20 +59,20 @@ def check_pause(task: Task, cp, decision: Decision | None, notes: list[str]) -> 
                              f"{cp.sequence}, then answer it")
 
 
-def latest_checkpoint(td: TaskDir, none_ok: bool = False):
+def latest_checkpoint(task_dir: TaskDir, none_ok: bool = False):
     """The checkpoint to go on from (damaged ones moved aside), the notes on them, the entries.
     No valid one raises ``TaskStateError``, or with ``none_ok`` gives None."""
-    cp, notes = td.checkpoints.latest(repair=True)
+    cp, notes = task_dir.checkpoints.latest(repair=True)
     if cp is None and none_ok:
         return None, notes, {}
     if cp is None:
-        raise TaskStateError(f"task {td.id[:8]} has no valid checkpoint to resume from"
+        raise TaskStateError(f"task {task_dir.id[:8]} has no valid checkpoint to resume from"
                              + (f" ({'; '.join(notes)})" if notes else ""))
-    entries = td.entries.index()  # parsed as recovery walks them: the leaves' paths and after
+    entries = task_dir.entries.index()  # parsed as recovery walks them: the leaves' paths and after
     return cp, notes, entries
 
 
-def prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, td: TaskDir,
+def prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] | None, task_dir: TaskDir,
                      fork: bool = False):
     """Validate a decision and state updates against the pause; returns (feedback, new state)."""
     feedback = None
@@ -82,7 +82,7 @@ def prepare_feedback(cp, decision: Decision | None, set_values: dict[str, Any] |
         decision = None  # a login pause has nothing to answer: the run checks the login again
     if decision is not None:
         if not cp.awaiting_human or cp.human_request is None:
-            raise TaskStateError(f"checkpoint {cp.sequence} of task {td.id[:8]} is not waiting for a "
+            raise TaskStateError(f"checkpoint {cp.sequence} of task {task_dir.id[:8]} is not waiting for a "
                                  f"person; --{decision.action} has nothing to answer")
         allowed = cp.human_request.allowed_actions
         if decision.action not in allowed:

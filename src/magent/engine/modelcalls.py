@@ -103,7 +103,7 @@ class ModelCalls:
         A guardrail judge's messages are kept only when ``keep_messages`` (see engine.guard)."""
         from magent.engine.sent import record
 
-        return record(request, self.deps.td.requests, self.deps.redactor,
+        return record(request, self.deps.task_dir.requests, self.deps.redactor,
                       keep_messages=rail is None or keep_messages)
 
     def record(self, response: "LLMResponse", session: Session, *, node: str | None, agent: str, iteration: int,

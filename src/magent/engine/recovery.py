@@ -107,10 +107,10 @@ def _tail_after(path: Path, after: int) -> bytes:
 def recover(ctx: RunContext, cp: Checkpoint, entries: dict[str, Entry], events: list[Event]) -> None:
     """Restore ``ctx`` from ``cp`` (``events``: those written after it): every session open at ``cp``
     takes back the model turn it wrote after it, if any; tool calls are judged per session."""
-    td = ctx.deps.td
+    task_dir = ctx.deps.task_dir
 
     def history(leaf: str | None) -> list:
-        return [to_message(e) for e in td.entries.path_to(leaf, entries)]
+        return [to_message(e) for e in task_dir.entries.path_to(leaf, entries)]
 
     ctx.checkpoints.restore(cp, history(cp.leaf_entry_id), history)
 
@@ -205,7 +205,7 @@ def _adopt_turn(ctx: RunContext, session: Session, entries: dict[str, Entry]) ->
         turn_node = session.position
     else:  # a sub-agent, map item or subtask: its one loop
         turn_node = session.node
-    tail = [e for e in ctx.deps.td.entries.children_chain(session.leaf, entries, session=session.tag)]
+    tail = [e for e in ctx.deps.task_dir.entries.children_chain(session.leaf, entries, session=session.tag)]
     compacted: set[str] = set()
     if tail and tail[0].entry_type == "compaction" and tail[0].node == turn_node:
         # A context budget's compaction, made just before the model call of the next turn:

@@ -102,16 +102,16 @@ async def replay_task(task_ref: str, *, sinks=()) -> ReplayReport:
                               tags=[*original.tags, "replay"], retention_days=original.retention_days,
                               initial=initial, options=options, sinks=list(sinks))
     replay_id = outcome.task_id
-    td = store.task(replay_id)
-    task = td.load_task()
-    task = td.save_task(task.model_copy(update={"parent_task_id": original.id}))
+    task_dir = store.task(replay_id)
+    task = task_dir.load_task()
+    task = task_dir.save_task(task.model_copy(update={"parent_task_id": original.id}))
     while outcome.status == TaskStatus.awaiting_human and decisions:
         ev = decisions.pop(0)
         decision = Decision(action=ev.field("action"), message=ev.field("message"),
                             state_updates=ev.field("state_updates") or {})
         outcome = await resume_run(replay_id, decision=decision, options=RunOptions(
             llm_factory=lambda *a, **k: model, no_input=True), sinks=list(sinks))
-    return compare(original.id, replay_id, events, [Event.model_validate(e) for e in read_events(td)])
+    return compare(original.id, replay_id, events, [Event.model_validate(e) for e in read_events(task_dir)])
 
 
 def _signature(events: list[Event]) -> list[tuple[str, str | None, dict[str, Any], int]]:

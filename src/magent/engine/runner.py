@@ -208,7 +208,7 @@ class Executor:
         ctx.checkpoints.interrupted()
         ctx.deps.bus.emit("interrupted", ctx.state.main.position, message="stopped by a signal; resume with magent resume")
         task = ctx.deps.task.model_copy(update={"status": TaskStatus.interrupted, "error": "stopped by a signal"})
-        ctx.deps.task = ctx.deps.td.save_task(self._with_usage(task))
+        ctx.deps.task = ctx.deps.task_dir.save_task(self._with_usage(task))
 
     def end(self, status: TaskStatus, *, result: str | None = None, error: str | None = None,
             request: HumanRequest | None = None, value: Any = None) -> RunOutcome:
@@ -223,8 +223,8 @@ class Executor:
         # What the status sums up is made durable before the status (mode exit has synced
         # nothing yet): a power loss must never leave a task that says completed or paused
         # beside a history it lost.
-        ctx.deps.td.sync()
-        ctx.deps.task = ctx.deps.td.save_task(self._with_usage(task))
+        ctx.deps.task_dir.sync()
+        ctx.deps.task = ctx.deps.task_dir.save_task(self._with_usage(task))
         memory.finish(ctx.node())  # consolidation after a task, when config/memory.yaml asks for it
         ctx.deps.bus.emit("run_finished", None, status=status.value, result=ctx.deps.redactor.text(result or "") or None,
                      error=ctx.deps.redactor.text(error) if error else None, model_calls=ctx.state.total_usage.calls,

@@ -66,7 +66,7 @@ class Selector:
         except ConfigError as exc:  # (a broken memory.yaml: the run goes on, ranking by text)
             ctx.bus.emit("warning", None, message=f"tool selection: {exc}; ranking by BM25 instead")
             embedder = None
-        return cls(agent, specs, read_stats(ctx.deps.td.store.root), embedder)
+        return cls(agent, specs, read_stats(ctx.deps.task_dir.store.root), embedder)
 
     async def choose(self, ctx: NodeContext, node: str, messages: list[Message] | None = None,
                      ) -> tuple[list[ToolSpec], dict[str, Any]]:

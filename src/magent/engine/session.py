@@ -71,11 +71,11 @@ async def start_run(graph: Graph, description: str, *, target: str | None = None
                         **({"budget": budget} if budget else {})}})
         lock = await off_loop(TaskDir(store, task.id).lock().acquire)
         try:
-            td = await off_loop(store.create_task, task)
+            task_dir = await off_loop(store.create_task, task)
             failpoints.hit("after_task_created")
             if on_task:
                 on_task(task)
-            ctx = open_context(needs, td, task, options, sinks, start_seq=0, redactor=redactor)
+            ctx = open_context(needs, task_dir, task, options, sinks, start_seq=0, redactor=redactor)
             try:
                 await _begin(ctx, gate, initial, target=target)
                 if gate.blocked:
@@ -115,7 +115,7 @@ async def _begin(ctx: RunContext, gate: guard.TaskGate, *updates: dict[str, Any]
         return
     ctx.add_message(Message(role="user", content=gate.text), node=None)
     ctx.checkpoints.inputs_taken("run_start")
-    ctx.deps.task = await off_loop(ctx.deps.td.save_task, ctx.deps.task.model_copy(update={
+    ctx.deps.task = await off_loop(ctx.deps.task_dir.save_task, ctx.deps.task.model_copy(update={
         "status": TaskStatus.running, "started_at": now(), "error": None}))
 
 
@@ -126,29 +126,29 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
 
     options = options or RunOptions()
     store = Store()
-    td = store.task(task_ref)
-    lock = td.open_for_writing()
+    task_dir = store.task(task_ref)
+    lock = task_dir.open_for_writing()
     try:
-        task = td.load_task()
+        task = task_dir.load_task()
         check_resumable(task, decision)
         graph = from_snapshot(task.config_snapshot)
         options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
-        cp, notes, entries = latest_checkpoint(td, none_ok=True)
+        cp, notes, entries = latest_checkpoint(task_dir, none_ok=True)
         if cp is None:  # killed before its first checkpoint, or lost it with the power: begin again
-            return await _start_again(graph, td, task, decision, set_values, options, sinks, notes)
+            return await _start_again(graph, task_dir, task, decision, set_values, options, sinks, notes)
         check_pause(task, cp, decision, notes)
         # Check every input before anything is written.
-        feedback, new_state = prepare_feedback(cp, decision, set_values, td)
-        seq, later = events_after(td.events_file, cp.events_seq)
+        feedback, new_state = prepare_feedback(cp, decision, set_values, task_dir)
+        seq, later = events_after(task_dir.events_file, cp.events_seq)
         snapshot = task.config_snapshot
         if budget:  # a person raises the limit that was reached (kept in task.json)
             snapshot = budgets.raise_limits(snapshot, budgets.scope_reached(cp, later), budget)
         budgets.check_answer(cp, graph, snapshot, decision.action if decision else None)
         async with prepared(graph, options) as needs:
             retry = task.status == TaskStatus.failed
-            task = td.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
+            task = task_dir.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
                                                         "completed_at": None, "config_snapshot": snapshot}))
-            ctx = open_context(needs, td, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
+            ctx = open_context(needs, task_dir, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
             try:
                 recover(ctx, cp, entries, later)
                 for note in notes:
@@ -166,7 +166,7 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         lock.release()
 
 
-async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision | None,
+async def _start_again(graph: Graph, task_dir: TaskDir, task: Task, decision: Decision | None,
                        set_values: dict[str, Any] | None, options: RunOptions, sinks: Sequence[Sink],
                        notes: Sequence[str] = ()) -> RunOutcome:
     """Resume a task that has no checkpoint to go on from: start it from task.json. Either it
@@ -183,8 +183,8 @@ async def _start_again(graph: Graph, td: TaskDir, task: Task, decision: Decision
     needs = prepare(graph, options)
     initial = task.config_snapshot.get("options", {}).get("initial")
     gate = await guard.screen_task(graph, task.description, options)  # again: its record was lost with the run
-    seq, _ = events_after(td.events_file, 0)
-    ctx = open_context(needs, td, task, options, sinks, start_seq=seq)
+    seq, _ = events_after(task_dir.events_file, 0)
+    ctx = open_context(needs, task_dir, task, options, sinks, start_seq=seq)
     try:
         for note in notes:
             ctx.deps.bus.emit("warning", None, message=note)
@@ -246,19 +246,19 @@ async def fork_run(task_ref: str, checkpoint: int, *, decision: Decision | None 
 
     lock = TaskDir(store, task.id).lock().acquire()
     try:
-        td = store.create_task(task, fill=fill)
+        task_dir = store.create_task(task, fill=fill)
         _record_fork(src, task.id, checkpoint)
         if on_task:
             on_task(task)
-        ctx = open_context(needs, td, task, options, sinks, start_seq=0)
+        ctx = open_context(needs, task_dir, task, options, sinks, start_seq=0)
         try:
-            ctx.checkpoints.restore(td.checkpoints.read(0), _messages(path),
+            ctx.checkpoints.restore(task_dir.checkpoints.read(0), _messages(path),
                         lambda leaf: _messages(src.entries.path_to(leaf, entries)))
             ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                          forked_from=parent.id, from_checkpoint=checkpoint,
                          description=ctx.deps.redactor.text(task.description))
             ctx.deps.bus.emit("checkpoint", first.position, sequence=0, reason="fork")
-            ctx.deps.task = td.save_task(ctx.deps.task.model_copy(update={"status": TaskStatus.running,
+            ctx.deps.task = task_dir.save_task(ctx.deps.task.model_copy(update={"status": TaskStatus.running,
                                                                 "started_at": now()}))
             if paused:
                 outcome = Executor(ctx).end(TaskStatus.awaiting_human, request=cp.human_request)
@@ -324,27 +324,27 @@ def _messages(entries):
 
 def cancel_task(task_ref: str, report: Callable[[TaskDir, Task], T]) -> T:
     """Abandon a paused or dead task: status ``cancelled``. A live run's lock makes this fail.
-    Returns ``report(td, task)`` of the cancelled task, read before its lock is let go (as
+    Returns ``report(task_dir, task)`` of the cancelled task, read before its lock is let go (as
     ``wiring.reported`` reads a run's)."""
-    td = Store().task(task_ref)
-    lock = td.open_for_writing()
+    task_dir = Store().task(task_ref)
+    lock = task_dir.open_for_writing()
     try:
-        task = td.load_task()
+        task = task_dir.load_task()
         if task.status.finished:
             raise TaskStateError(f"task {task.id[:8]} is already {task.status.value}")
-        with_events = EventBus(start_seq=max((e.seq for e in td.read_events()), default=0))
-        with_events.subscribe(lambda ev: td.append_event(ev))
+        with_events = EventBus(start_seq=max((e.seq for e in task_dir.read_events()), default=0))
+        with_events.subscribe(lambda ev: task_dir.append_event(ev))
         with_events.emit("run_finished", None, status="cancelled", error="cancelled by a person",
                          model_calls=task.usage.calls, tokens_in=task.usage.input, tokens_out=task.usage.output,
                          cost=task.usage.cost, unpriced=task.usage.unpriced or None,
                          estimated=task.usage.estimated or None)
-        task = td.save_task(task.model_copy(update={"status": TaskStatus.cancelled, "completed_at": now(),
+        task = task_dir.save_task(task.model_copy(update={"status": TaskStatus.cancelled, "completed_at": now(),
                                                     "error": "cancelled by a person"}))
-        td.sync()
+        task_dir.sync()
         from magent.trace import write_trace
 
-        write_trace(td)
-        td.close()
-        return report(td, task)
+        write_trace(task_dir)
+        task_dir.close()
+        return report(task_dir, task)
     finally:
         lock.release()

@@ -27,7 +27,7 @@ def drain(ctx: NodeContext, node: str) -> None:
     cancel ``CancelRun`` and stops the other sessions at their next safe point. A signal naming
     a session (``chat --session``) waits for it while it is open, and so do those after it."""
     run = ctx.run
-    waiting = pending(run.deps.td.path, run.state.signals_applied)
+    waiting = pending(run.deps.task_dir.path, run.state.signals_applied)
     here = ctx.session.id
     applied = False
     for signal in waiting:

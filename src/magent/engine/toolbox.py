@@ -150,16 +150,16 @@ def check_models(needs: RunNeeds, options: RunOptions) -> None:
                                   column=exc.column, field=exc.field) from None
 
 
-def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
+def prepare_registry(needs: RunNeeds, task_dir: TaskDir | None, options: RunOptions,
                      redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """The registry for a run (nothing started). A tool naming an unknown server is a config error."""
     from magent.memory.run import RunMemory
 
     registry = build_registry(mcp_files=list(needs.mcp_files),
-                              artifacts_dir=td.artifacts_dir if td else None,
-                              kv_path=(td.path / "kv.jsonl") if td else None,
+                              artifacts_dir=task_dir.artifacts_dir if task_dir else None,
+                              kv_path=(task_dir.path / "kv.jsonl") if task_dir else None,
                               extra_providers=options.extra_providers, redact=redact,
-                              memory=RunMemory.for_graph(needs.graph, td.id if td else None, redact))
+                              memory=RunMemory.for_graph(needs.graph, task_dir.id if task_dir else None, redact))
     unknown = registry.unknown_servers(list(needs.tool_patterns))
     if unknown:
         servers = ", ".join(sorted(registry.providers)) or "none"
@@ -174,11 +174,11 @@ def prepare_registry(needs: RunNeeds, td: TaskDir | None, options: RunOptions,
     return registry
 
 
-async def open_registry(needs: RunNeeds, td: TaskDir, options: RunOptions,
+async def open_registry(needs: RunNeeds, task_dir: TaskDir, options: RunOptions,
                         redact: Callable[[str], str] | None = None) -> ToolRegistry:
     """Start the servers the run can reach, concurrently, while litellm imports if a real model
     is used (both take seconds; together they take as long as the slowest)."""
-    registry = prepare_registry(needs, td, options, redact)
+    registry = prepare_registry(needs, task_dir, options, redact)
     jobs = [registry.start(only=registry.servers_for(list(needs.tool_patterns)))]
     if needs.real_model:
         from magent.llm.factory import warm_import

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 Sink = Callable[[Event], None]
 
 
-def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, sinks: Sequence[Sink],
+def open_context(needs: RunNeeds, task_dir: TaskDir, task: Task, options: RunOptions, sinks: Sequence[Sink],
                  start_seq: int, redactor: Redactor | None = None) -> RunContext:
     """The run's context with its event sinks; tools come later (``_start_tools``)."""
     from magent.tools.pinning import PINS_FILE, PinStore
@@ -41,7 +41,7 @@ def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, 
     if may_export():
         from magent.trace.telemetry import open_live
 
-        telemetry = open_live(task.id, td.events_file, start_seq)
+        telemetry = open_live(task.id, task_dir.events_file, start_seq)
 
     def deliver(raw: dict[str, Any]) -> None:
         if not sinks and raw["type"] in LIVE_ONLY:
@@ -54,9 +54,9 @@ def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, 
         if redactor.tool_io:
             kept = for_disk(raw)
             if kept is not None:
-                td.append_event_line(redactor.json_line(kept))
+                task_dir.append_event_line(redactor.json_line(kept))
         elif doc is not None and (kept := for_disk(doc, lean=False)) is not None:
-            td.append_event_doc(to_jsonable_python(redactor.event(kept)))
+            task_dir.append_event_doc(to_jsonable_python(redactor.event(kept)))
         if sinks:
             shown = Event.model_validate(doc)
             for sink in sinks:
@@ -65,12 +65,12 @@ def open_context(needs: RunNeeds, td: TaskDir, task: Task, options: RunOptions, 
     bus.subscribe(deliver, live=bool(sinks), raw=True)
     from magent.store.toolstats import Outcomes
 
-    outcomes = Outcomes(td.store.root)  # (tool selection)
+    outcomes = Outcomes(task_dir.store.root)  # (tool selection)
     bus.subscribe(outcomes.observe, live=False, raw=True)
-    ctx = RunContext(RunDeps(graph=needs.graph, needs=needs, task=task, td=td, bus=bus, options=options,
-                             redactor=redactor, pins=PinStore(td.path / PINS_FILE), telemetry=telemetry,
+    ctx = RunContext(RunDeps(graph=needs.graph, needs=needs, task=task, task_dir=task_dir, bus=bus, options=options,
+                             redactor=redactor, pins=PinStore(task_dir.path / PINS_FILE), telemetry=telemetry,
                              outcomes=outcomes))
-    td.commit_with(durability_of(options, needs.graph, task))
+    task_dir.commit_with(durability_of(options, needs.graph, task))
     return ctx
 
 
@@ -100,7 +100,7 @@ async def _start_tools(ctx: RunContext) -> None:
     from magent.engine.toolbox import open_registry
 
     redactor = ctx.deps.redactor  # it knows the servers' secrets already (RunNeeds.with_servers)
-    registry = ctx.deps.registry = await open_registry(ctx.deps.needs, ctx.deps.td, ctx.deps.options, redact=lambda text: redactor.text(text))
+    registry = ctx.deps.registry = await open_registry(ctx.deps.needs, ctx.deps.task_dir, ctx.deps.options, redact=lambda text: redactor.text(text))
     for problem in ctx.deps.pins.warnings:
         ctx.deps.bus.emit("warning", None, message=problem)
     for server in registry.start_errors:
@@ -113,15 +113,15 @@ def reported(ctx: RunContext, outcome: RunOutcome) -> RunOutcome:
     trace is written) and before the lock is released: once it is, a retention sweep may remove
     a finished task at any moment, so nothing of the run may be read back after that."""
     if ctx.deps.options.report is not None:
-        outcome.report = ctx.deps.options.report(ctx.deps.td)
+        outcome.report = ctx.deps.options.report(ctx.deps.task_dir)
     return outcome
 
 
-def _write_out(td: TaskDir, write_trace: Callable[[TaskDir], Any], outcomes: "Outcomes | None") -> None:
+def _write_out(task_dir: TaskDir, write_trace: Callable[[TaskDir], Any], outcomes: "Outcomes | None") -> None:
     """trace.json written, the task's files closed, its tool results added to the home's tool
     stats (in a worker thread: ``close_run``)."""
-    write_trace(td)
-    td.close()
+    write_trace(task_dir)
+    task_dir.close()
     if outcomes is not None:
         outcomes.save()
 
@@ -140,8 +140,8 @@ async def close_run(ctx: RunContext) -> None:
     finally:
         # The sync settles the group commit's work on the loop's thread, which owns it; what
         # follows touches only this task's files (and the home's tool stats).
-        ctx.deps.td.sync()
+        ctx.deps.task_dir.sync()
         failpoints.hit("before_trace")
-        await off_loop(_write_out, ctx.deps.td, write_trace, ctx.deps.outcomes)
+        await off_loop(_write_out, ctx.deps.task_dir, write_trace, ctx.deps.outcomes)
         if ctx.deps.telemetry is not None:
             ctx.deps.telemetry.close()  # waits for its exporter: a few seconds at most, whatever the endpoint does

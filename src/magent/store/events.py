@@ -136,14 +136,14 @@ def needed_entries(events: list[dict[str, Any]]) -> set[str]:
                  or (ev.get("type") == "tool_result" and "result" not in ev))}
 
 
-def read_events(td: Any, problems: list[str] | None = None,
+def read_events(task_dir: Any, problems: list[str] | None = None,
                 entries: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """A task's events as dicts, oldest first, with the texts ``for_disk`` left out put back
     (from ``entries``, raw entries by id, when the caller has read them already)."""
-    events = unpack_all(read_jsonl(td.events_file, problems))
+    events = unpack_all(read_jsonl(task_dir.events_file, problems))
     wanted = needed_entries(events)
     if not wanted:
         return events
     if entries is None:
-        entries = {raw["id"]: raw for raw in read_jsonl(td.entries.path) if raw.get("id") in wanted}
+        entries = {raw["id"]: raw for raw in read_jsonl(task_dir.entries.path) if raw.get("id") in wanted}
     return with_texts(events, entries)

@@ -67,19 +67,19 @@ class Plan:
         return not self.rewrites
 
 
-def plan(td: "TaskDir") -> Plan:
-    """What migrating the task in ``td`` would write, but for trace.json (``trace.migrating``
+def plan(task_dir: "TaskDir") -> Plan:
+    """What migrating the task in ``task_dir`` would write, but for trace.json (``trace.migrating``
     plans it last); reads only. Raises ``StoreError`` when task.json cannot be read (nothing
     can be said of a task without it)."""
     out = Plan()
-    _plan_task(td, out)
-    _plan_checkpoints(td, out)
-    _plan_lines(td.entries_file, _entry_fixer(), out)
-    _plan_lines(td.events_file, _event_fixer(), out)
+    _plan_task(task_dir, out)
+    _plan_checkpoints(task_dir, out)
+    _plan_lines(task_dir.entries_file, _entry_fixer(), out)
+    _plan_lines(task_dir.events_file, _event_fixer(), out)
     return out
 
 
-def apply(td: "TaskDir", todo: Plan) -> None:
+def apply(task_dir: "TaskDir", todo: Plan) -> None:
     """Write ``todo``'s files in order, each atomically; the caller holds the task's lock.
     The failpoint ``migrate_between_files`` is after each file."""
     for rewrite in todo.rewrites:
@@ -96,21 +96,21 @@ def version_of(data: bytes) -> Any:
     return doc.get("schema_version") if isinstance(doc, dict) else None
 
 
-def _plan_task(td: "TaskDir", out: Plan) -> None:
+def _plan_task(task_dir: "TaskDir", out: Plan) -> None:
     from magent.store.tasks import task_json
 
     try:
-        data = read_bytes(td.task_file)
+        data = read_bytes(task_dir.task_file)
     except OSError as exc:
-        raise StoreError(f"task {td.id}: task.json is unreadable ({exc})") from None
+        raise StoreError(f"task {task_dir.id}: task.json is unreadable ({exc})") from None
     if version_of(data) != SCHEMA_VERSION:
-        out.rewrites.append(Rewrite(td.task_file, task_json(td.load_task()), "task.json"))
+        out.rewrites.append(Rewrite(task_dir.task_file, task_json(task_dir.load_task()), "task.json"))
 
 
-def _plan_checkpoints(td: "TaskDir", out: Plan) -> None:
+def _plan_checkpoints(task_dir: "TaskDir", out: Plan) -> None:
     from magent.store.checkpoints import content_hash, encoded, to_disk
 
-    log = td.checkpoints
+    log = task_dir.checkpoints
     for sequence in log.numbers():
         path = log.path(sequence)
         try:
@@ -123,7 +123,7 @@ def _plan_checkpoints(td: "TaskDir", out: Plan) -> None:
             out.kept.append(f"{path.name}: {exc}; left as it is")
             continue
         doc = to_disk(checkpoint)
-        data = encoded({**doc, "sha256": content_hash(doc, td.id, sequence)})
+        data = encoded({**doc, "sha256": content_hash(doc, task_dir.id, sequence)})
         out.rewrites.append(Rewrite(path, data, path.name))
         out.checkpoints += 1
 

@@ -284,8 +284,8 @@ class Store:
         a hidden name (never a task id, so listings skip it) and renamed into place. ``fill(staging)``
         writes more files first (a fork's history and checkpoint 0: a fork never lacks them)."""
         self.ensure()
-        td = TaskDir(self, task.id)
-        if os.path.lexists(td.path):
+        task_dir = TaskDir(self, task.id)
+        if os.path.lexists(task_dir.path):
             raise StoreError(f"task {task.id} already exists")
         staging = self.tasks_dir / f".new-{task.id}-{secrets.token_hex(4)}"
         try:
@@ -294,7 +294,7 @@ class Store:
                 atomic_write(staging / "task.json", task_json(task))
                 if fill is not None:
                     fill(staging)
-                os.rename(staging, td.path)
+                os.rename(staging, task_dir.path)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)  # our own staging dir; no symlinks in it
                 raise
@@ -302,7 +302,7 @@ class Store:
             reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror
             raise StoreError(f"cannot create task {task.id} in {self.tasks_dir}: {reason}") from None
         fsync_dir(self.tasks_dir)
-        return td
+        return task_dir
 
     def task_ids(self) -> list[str]:
         """Ids of task directories; names that are not UUID v4 are ignored, symlinks too."""
@@ -344,9 +344,9 @@ class Store:
 
     def task(self, text: str) -> TaskDir:
         """The task ``text`` names (id or unique prefix), checked for planted links first."""
-        td = TaskDir(self, self.resolve(text))
-        td.refuse_links()
-        return td
+        task_dir = TaskDir(self, self.resolve(text))
+        task_dir.refuse_links()
+        return task_dir
 
     def lock(self, name: str, what: str) -> Lock:
         return Lock(self.locks_dir, name, what)

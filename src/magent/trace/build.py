@@ -61,17 +61,17 @@ def dump_for_disk(trace: "TraceLog") -> bytes:
     return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def write_trace(td: "TaskDir") -> "TraceLog":
+def write_trace(task_dir: "TaskDir") -> "TraceLog":
     """Rebuild ``trace.json`` from ``events.jsonl`` atomically, whenever a run ends, pauses or is
     interrupted; returns the trace."""
     from magent.store.files import atomic_write
 
-    trace = rebuilt_trace(td)
-    atomic_write(td.trace_file, dump_for_disk(trace))
+    trace = rebuilt_trace(task_dir)
+    atomic_write(task_dir.trace_file, dump_for_disk(trace))
     return trace
 
 
-def rebuilt_trace(td: "TaskDir") -> "TraceLog":
+def rebuilt_trace(task_dir: "TaskDir") -> "TraceLog":
     """The trace ``write_trace`` writes: built from the task's ``events.jsonl``, as of now."""
     from magent.errors import MagentError
     from magent.ids import now
@@ -80,10 +80,10 @@ def rebuilt_trace(td: "TaskDir") -> "TraceLog":
     from magent.store.events import read_events
 
     try:
-        created = td.load_task().created_at.isoformat()
+        created = task_dir.load_task().created_at.isoformat()
     except Exception:  # a damaged task.json must not stop the trace being written
         created = None
-    built = build_trace_doc(td.id, read_events(td), created)
+    built = build_trace_doc(task_dir.id, read_events(task_dir), created)
     try:
         keep_tool_io = load_settings().trace_tool_io
     except MagentError:  # an unreadable redaction.yaml: keep the trace lean rather than leaky

@@ -14,13 +14,13 @@ from magent.money import cost_phrase, token_note
 from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, tokens
 
 
-def _entries(td: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
+def _entries(task_dir: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
     from magent.store.files import read_jsonl
 
     if not wanted:
         return {}
     found: dict[str, dict[str, Any]] = {}
-    for raw in read_jsonl(td.path / "entries.jsonl"):
+    for raw in read_jsonl(task_dir.path / "entries.jsonl"):
         if raw.get("id") in wanted:
             found[raw["id"]] = raw
             if len(found) == len(wanted):
@@ -28,14 +28,14 @@ def _entries(td: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def artifact_info(td: Any, name: str | None) -> dict[str, Any] | None:
+def artifact_info(task_dir: Any, name: str | None) -> dict[str, Any] | None:
     """Where an artifact is, if the name stays inside the task directory."""
     if not name:
         return None
     rel = Path(name)
     if rel.is_absolute() or ".." in rel.parts:
         return {"path": name, "exists": False, "note": "not a path inside the task directory"}
-    path = td.path / rel
+    path = task_dir.path / rel
     try:
         info = path.lstat()  # a link planted there is not followed, nor reported as the artifact
     except OSError:
@@ -51,7 +51,7 @@ def check_step(view: TraceView, number: int) -> None:
 
     steps = view.steps
     if not 1 <= number <= len(steps):
-        raise UsageError(f"task {view.td.id[:8]} has no step {number}"
+        raise UsageError(f"task {view.task_dir.id[:8]} has no step {number}"
                          + (f" (its steps are 1..{len(steps)})" if steps else " (it has no steps yet)"))
 
 
@@ -84,7 +84,7 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
     results_by_id = {ev.get("call_id"): ev for ev in by_type.get("tool_result", [])}
     entry_ids = {str((r.get("result") or {}).get("entry_id")) for r in step.get("tool_calls") or []
                  if (r.get("result") or {}).get("entry_id")}
-    entries = _entries(view.td, entry_ids)
+    entries = _entries(view.task_dir, entry_ids)
     for record in step.get("tool_calls") or []:
         result = record.get("result") or {}
         call_ev = calls_by_id.get(record.get("call_id"), {})
@@ -105,7 +105,7 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
             "error": record.get("error"), "duration_ms": record.get("duration_ms"),
             "result": full, "result_from": where if full is not None else None,
             "data": result_ev.get("data"), "notes": result.get("notes"),
-            "requested": result.get("requested"), "artifact": artifact_info(view.td, result.get("artifact"))})
+            "requested": result.get("requested"), "artifact": artifact_info(view.task_dir, result.get("artifact"))})
     detail["tool_calls"] = tool_calls
     if detail["type"] != "event":
         from magent.trace.notes import describe_guardrail

@@ -75,7 +75,7 @@ def _replay_start(events: list[dict[str, Any]]) -> int:
     return next((i for i in range(floor, len(events)) if events[i].get("type") == "llm_call"), floor)
 
 
-def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], None] | None = None,
+def follow(task_dir: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], None] | None = None,
            poll: float = 0.2, grace: int = 3) -> str:
     """Send the task's events to ``sink`` as they are written; returns why it stopped
     (``finished``'s status, ``interrupted`` or ``not running``). ``grace`` idle polls are waited
@@ -83,8 +83,8 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
     from magent.models import Event
     from magent.store.events import needed_entries, with_texts
 
-    tail = Tail(td.events_file, events=True)
-    entry_tail = Tail(td.entries.path)
+    tail = Tail(task_dir.events_file, events=True)
+    entry_tail = Tail(task_dir.entries.path)
     recent: dict[str, dict[str, Any]] = {}  # the latest entries (a model's reply is written just
                                             # after its event), bounded: entries can be large
 
@@ -98,16 +98,16 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
         if wanted - set(recent):  # a replay of old history: look the rest up in the file
             from magent.store.files import read_jsonl
 
-            recent.update({raw["id"]: raw for raw in read_jsonl(td.entries.path)
+            recent.update({raw["id"]: raw for raw in read_jsonl(task_dir.entries.path)
                            if raw.get("id") in wanted})
         return with_texts(events, recent)
 
     history = texts(tail.read())
     start = _replay_start(history)
     if say is not None:
-        say(f"following task {td.id} — Ctrl-C to stop")
+        say(f"following task {task_dir.id} — Ctrl-C to stop")
         if start:
-            say(f"… {start} earlier events (magent trace {td.id[:8]} shows them all)")
+            say(f"… {start} earlier events (magent trace {task_dir.id[:8]} shows them all)")
     running = False
     ended = ""
     for ev in history:
@@ -132,7 +132,7 @@ def follow(td: "TaskDir", sink: Callable[[Any], None], *, say: Callable[[str], N
         if fresh:
             idle = 0
             continue
-        if td.lock().is_free():
+        if task_dir.lock().is_free():
             idle += 1
             if idle >= grace:
                 if say is not None:

@@ -81,19 +81,19 @@ class Written:
     live: bool
 
 
-def write_report(td: "TaskDir", path: Path | None) -> Written:
-    """Build the report of the task in ``td`` and write it to ``path`` (atomically; ``None``:
+def write_report(task_dir: "TaskDir", path: Path | None) -> Written:
+    """Build the report of the task in ``task_dir`` and write it to ``path`` (atomically; ``None``:
     only return it). Raises ``TaskStateError`` when there is nothing to show yet."""
     from magent.errors import TaskStateError
     from magent.trace.report import build_report
 
-    data = build_report(td)
+    data = build_report(task_dir)
     if not data["steps"]:
         if data["task"]["live"]:
-            raise TaskStateError(f"task {td.id[:8]} has no trace yet: it is running and has recorded no step; "
+            raise TaskStateError(f"task {task_dir.id[:8]} has no trace yet: it is running and has recorded no step; "
                                  "try again in a moment, or watch it with magent trace --follow")
         if data["source"] == "nothing":
-            raise TaskStateError(f"task {td.id[:8]} has no trace: " + "; ".join(data["notes"]))
+            raise TaskStateError(f"task {task_dir.id[:8]} has no trace: " + "; ".join(data["notes"]))
     page = render(data)
     raw = page.encode()
     if path is not None:

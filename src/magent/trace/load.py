@@ -32,24 +32,24 @@ class TaskInfo:
     error: str | None = None
 
 
-def read_task(td: "TaskDir", notes: list[str]) -> TaskInfo | None:
+def read_task(task_dir: "TaskDir", notes: list[str]) -> TaskInfo | None:
     from magent.models import SCHEMA_VERSION
 
     try:
-        doc = loads(read_bytes(td.task_file))
+        doc = loads(read_bytes(task_dir.task_file))
     except FileNotFoundError:
-        notes.append(f"task {td.id[:8]}: task.json is missing")
+        notes.append(f"task {task_dir.id[:8]}: task.json is missing")
         return None
     except (OSError, ValueError) as exc:
-        notes.append(f"task {td.id[:8]}: task.json is unreadable ({exc})")
+        notes.append(f"task {task_dir.id[:8]}: task.json is unreadable ({exc})")
         return None
     if not isinstance(doc, dict):
-        notes.append(f"task {td.id[:8]}: task.json is not a JSON object")
+        notes.append(f"task {task_dir.id[:8]}: task.json is not a JSON object")
         return None
     version = doc.get("schema_version")
     if isinstance(version, int) and version > SCHEMA_VERSION:
         notes.append(f"task.json was written by a newer magent (schema {version}); some fields may be missing")
-    return TaskInfo(id=td.id, status=str(doc.get("status") or "unknown"), workflow=str(doc.get("workflow") or ""),
+    return TaskInfo(id=task_dir.id, status=str(doc.get("status") or "unknown"), workflow=str(doc.get("workflow") or ""),
                     description=str(doc.get("description") or ""), created_at=doc.get("created_at"),
                     updated_at=doc.get("updated_at"), error=doc.get("error"))
 
@@ -58,7 +58,7 @@ def read_task(td: "TaskDir", notes: list[str]) -> TaskInfo | None:
 class TraceView:
     """What ``magent trace`` shows: the trace (JSON form), where it came from, and notes."""
 
-    td: "TaskDir"
+    task_dir: "TaskDir"
     task: TaskInfo | None
     partial: dict[str, Any]
     """The trace as read, before ``doc`` completes it: results in ``unfilled`` have no text yet and
@@ -96,7 +96,7 @@ class TraceView:
         """Read back the text of the ``unfilled`` results (only of those ``entry_ids`` when given)."""
         wanted = list(self.unfilled) if entry_ids is None else [i for i in entry_ids if i in self.unfilled]
         if wanted:
-            fill_results({i: self.unfilled.pop(i) for i in wanted}, self.td.entries_file)
+            fill_results({i: self.unfilled.pop(i) for i in wanted}, self.task_dir.entries_file)
 
     @property
     def status(self) -> str:
@@ -118,17 +118,17 @@ TRACE_READABLE_FROM = 4
 """The oldest trace.json version read as it is (migrated); an older one is rebuilt from the events."""
 
 
-def read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
+def read_trace_file(task_dir: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
     """trace.json as a dict (an older version migrated) if it is current; otherwise None with the
     reason in ``notes``."""
     from magent.models import SCHEMA_VERSION
 
-    trace_time = _mtime(td.trace_file)
+    trace_time = _mtime(task_dir.trace_file)
     if trace_time is None:
         notes.append("trace.json is missing")
         return None
     try:
-        doc = loads(read_bytes(td.trace_file))
+        doc = loads(read_bytes(task_dir.trace_file))
     except (OSError, ValueError) as exc:
         notes.append(f"trace.json is unreadable ({exc.__class__.__name__}: {exc})")
         return None
@@ -145,7 +145,7 @@ def read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
         notes.append(f"trace.json has {age} schema version ({version}; this magent writes {SCHEMA_VERSION})")
         doc["_unusable"] = True
         return doc
-    events_time = _mtime(td.events_file)
+    events_time = _mtime(task_dir.events_file)
     if events_time is not None and events_time > trace_time:
         notes.append("trace.json is older than events.jsonl (the run stopped without writing it)")
         doc["_unusable"] = True
@@ -153,10 +153,10 @@ def read_trace_file(td: "TaskDir", notes: list[str]) -> dict[str, Any] | None:
     return doc
 
 
-def restore_results(doc: dict[str, Any], td: "TaskDir") -> dict[str, Any]:
+def restore_results(doc: dict[str, Any], task_dir: "TaskDir") -> dict[str, Any]:
     """Put back the ~1,000 characters of the results trace.json leaves to their entries (from
     those entries). Returns ``doc``, changed in place."""
-    fill_results(cut_results(doc), td.entries_file)
+    fill_results(cut_results(doc), task_dir.entries_file)
     return doc
 
 
@@ -229,50 +229,50 @@ def _entries_naming(path: Any, ids: list[str]) -> list[dict[str, Any]]:
 _ID_FIRST = b'{"id":"'
 
 
-def load_view(td: "TaskDir", *, need_events: bool = False,
+def load_view(task_dir: "TaskDir", *, need_events: bool = False,
               entries: dict[str, dict[str, Any]] | None = None) -> TraceView:
-    """The trace of the task in ``td`` with notes on anything missing or damaged. ``need_events``
+    """The trace of the task in ``task_dir`` with notes on anything missing or damaged. ``need_events``
     builds from the events even when ``trace.json`` is current; ``entries`` saves a reread."""
 
     notes: list[str] = []
-    task = read_task(td, notes)
-    live = task is not None and task.status in ("pending", "running") and not td.lock().is_free()
+    task = read_task(task_dir, notes)
+    live = task is not None and task.status in ("pending", "running") and not task_dir.lock().is_free()
     if not live:
-        td.clear_dead_lock()   # a killed run's lock files, held by nobody
+        task_dir.clear_dead_lock()   # a killed run's lock files, held by nobody
     created = task.created_at if task is not None else None
 
     trace_notes: list[str] = []
     stored = None
     if not live and not need_events:
-        stored = read_trace_file(td, trace_notes)
+        stored = read_trace_file(task_dir, trace_notes)
         if stored is not None and not stored.get("_unusable"):
-            return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
+            return TraceView(task_dir=task_dir, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                              live=live, notes=notes)
 
-    if os.path.exists(td.events_file):
+    if os.path.exists(task_dir.events_file):
         from magent.store.events import read_events
         from magent.trace.build import build_trace_doc
 
         problems: list[str] = []
-        built = build_trace_doc(td.id, read_events(td, problems, entries), created)
+        built = build_trace_doc(task_dir.id, read_events(task_dir, problems, entries), created)
         if live:
             problems = [p for p in problems if "torn last line" not in p]  # a line being written
         elif not need_events:
             notes.extend(f"{n}; built from events.jsonl" for n in trace_notes)
         notes.extend(problems)
-        return TraceView(td=td, task=task, partial=built.doc, source="events.jsonl", built=built,
+        return TraceView(task_dir=task_dir, task=task, partial=built.doc, source="events.jsonl", built=built,
                          live=live, notes=notes)
 
     notes.append("events.jsonl is missing")
     if stored is None and (live or need_events):
-        stored = read_trace_file(td, trace_notes)
+        stored = read_trace_file(task_dir, trace_notes)
     if stored is not None:
         stored.pop("_unusable", None)
         notes.extend(f"{n}; showing what it holds" for n in trace_notes)
-        return TraceView(td=td, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
+        return TraceView(task_dir=task_dir, task=task, partial=stored, unfilled=cut_results(stored), source="trace.json",
                          live=live, notes=notes)
     notes.extend(trace_notes)
-    return TraceView(td=td, task=task, partial={"task_id": td.id, "steps": []}, source="nothing",
+    return TraceView(task_dir=task_dir, task=task, partial={"task_id": task_dir.id, "steps": []}, source="nothing",
                      live=live, notes=notes)
 
 
@@ -283,7 +283,7 @@ def as_tracelog(view: TraceView) -> tuple[Any, str | None]:
     from magent.models import TraceLog
 
     doc = {k: v for k, v in view.doc.items() if not k.startswith("_")}
-    doc.setdefault("task_id", view.td.id)
+    doc.setdefault("task_id", view.task_dir.id)
     if view.task is not None:
         for key in ("created_at", "updated_at"):
             if getattr(view.task, key):

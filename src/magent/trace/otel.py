@@ -146,12 +146,12 @@ def export_events(task_id: str, events: Iterable[dict[str, Any]], target: OTLPTa
     return {"spans": sent, "trace_id": f"{trace_id:032x}"}
 
 
-def export_task(td: "TaskDir", target: OTLPTarget) -> dict[str, Any]:
+def export_task(task_dir: "TaskDir", target: OTLPTarget) -> dict[str, Any]:
     """Export a finished task (its ``events.jsonl``)."""
     from magent.store.events import unpack_all
     from magent.store.files import read_jsonl
 
-    return export_events(td.id, unpack_all(read_jsonl(td.events_file)), target)
+    return export_events(task_dir.id, unpack_all(read_jsonl(task_dir.events_file)), target)
 
 
 class _Counting(SpanExporter):

@@ -40,14 +40,14 @@ def _read_json(path: Any) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def _entries(td: "TaskDir") -> list[dict[str, Any]]:
+def _entries(task_dir: "TaskDir") -> list[dict[str, Any]]:
     """The task's entries as read, with what their lines leave out put back (``store.entries``)."""
     from magent.store.entries import restore
     from magent.store.files import read_jsonl
 
     seen: dict[str, dict[str, Any]] = {}
     try:
-        for raw in read_jsonl(td.entries.path):
+        for raw in read_jsonl(task_dir.entries.path):
             if isinstance(raw, dict) and isinstance(raw.get("id"), str):
                 seen[raw["id"]] = restore(raw, seen.get(raw.get("parent_id")))  # type: ignore[arg-type]
     except OSError:
@@ -171,7 +171,7 @@ class _Report:
                     call["result"] = self.cap(ev["full_result"])
                 else:
                     call["result"] = self.cap(ev.get("result") if ev.get("result") is not None else result.get("text"))
-                artifact = artifact_info(self.view.td, result.get("artifact"))
+                artifact = artifact_info(self.view.task_dir, result.get("artifact"))
                 if artifact:
                     call["artifact"] = artifact
                 if result.get("requested"):
@@ -258,8 +258,8 @@ class _Report:
         return prompts
 
 
-def build_report(td: "TaskDir") -> dict[str, Any]:
-    """Everything the HTML report shows for the task in ``td``, as JSON-ready data, every text
+def build_report(task_dir: "TaskDir") -> dict[str, Any]:
+    """Everything the HTML report shows for the task in ``task_dir``, as JSON-ready data, every text
     masked once more with the home's current patterns."""
     from magent.version import __version__
     from magent.ids import now
@@ -267,15 +267,15 @@ def build_report(td: "TaskDir") -> dict[str, Any]:
 
     settings = load_settings()
     redactor = Redactor.configured()
-    entries = {raw["id"]: raw for raw in _entries(td)}
-    view = load_view(td, need_events=True, entries=entries)
-    task_doc = _read_json(td.task_file)
+    entries = {raw["id"]: raw for raw in _entries(task_dir)}
+    view = load_view(task_dir, need_events=True, entries=entries)
+    task_doc = _read_json(task_dir.task_file)
     report = _Report(view, task_doc, entries, redactor, keep_tool_io=settings.trace_tool_io)
     report.build_steps()
     notes = [redactor.text(n) for n in view.notes]
     task = view.task
     data: dict[str, Any] = {
-        "task": {"id": td.id, "status": view.status, "live": view.live,
+        "task": {"id": task_dir.id, "status": view.status, "live": view.live,
                  "workflow": task.workflow if task else "",
                  "description": redactor.text(task.description) if task else "",
                  "created_at": task.created_at if task else None, "updated_at": task.updated_at if task else None,

@@ -86,7 +86,7 @@ class _Tree:
     def header(self) -> None:
         view, task = self.view, self.view.task
         steps = self.steps
-        line: Line = [("task ", None), (view.td.id, "bold")]
+        line: Line = [("task ", None), (view.task_dir.id, "bold")]
         if task is not None:
             line += [(f" · {task.workflow}", None), (" · ", None),
                      (view.status, STATUS_STYLE.get(view.status, "")), ]
@@ -410,7 +410,7 @@ class _Tree:
                                     f"{plural(everything['calls'], 'call')}: the server sent no usage", "dim")])
             self.rollups()
         if self.steps:
-            self.lines.append([(f"magent trace {self.view.td.id[:8]} --step N shows step N whole", "dim")])
+            self.lines.append([(f"magent trace {self.view.task_dir.id[:8]} --step N shows step N whole", "dim")])
 
     def rollups(self) -> None:
         """Usage per agent, and per child session with what it opened (when there are any)."""
