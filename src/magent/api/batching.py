@@ -155,7 +155,9 @@ def batch(target: Union[PathLike, Definition], inputs: Inputs, *, concurrency: i
     / ``max_tpm`` limit model calls and tokens a minute over all rows; ``max_failures`` stops
     starting rows after that many failed; ``executor="ray"`` runs rows on a Ray cluster, each
     reserving ``cpus_per_row`` of a CPU (default 0.25), on actors the next batch of this session
-    reuses; ``verbose`` shows Ray's own output (on stderr).
+    reuses; ``verbose`` shows Ray's own output (on stderr). While Ray's rows run, ``sys.stdout``
+    is where Ray prints its notices (stderr with ``verbose``, else nowhere): an ``on_progress``
+    that prints should write to a stream it took before the call.
 
     Bad input (a malformed row without ``skip_bad_rows``, a bad option, a target that does not
     load, a Ray address that does not answer) raises a ``MagentError`` before anything is

@@ -27,7 +27,7 @@ import socket
 import sys
 from collections import deque
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Iterator
 
 from magent.batching import rayactors
 from magent.batching.executor import Executor, Job, Outcome, Report, Spec
@@ -59,7 +59,6 @@ class RayExecutor(Executor):
         address = spec.ray_address or os.environ.get("RAY_ADDRESS") or None
         if address and address != "auto":
             _reachable(address)
-        _notices(ray, spec.verbose)
         if not ray.is_initialized():
             try:
                 ray.init(address=address, logging_level="INFO" if spec.verbose else "ERROR",
@@ -78,6 +77,10 @@ class RayExecutor(Executor):
         return self.shape.concurrency if self.shape else self.spec.concurrency
 
     async def run(self, jobs: list[Job], report: Report) -> None:
+        with _notices(self.spec.verbose):
+            await self._run(jobs, report)
+
+    async def _run(self, jobs: list[Job], report: Report) -> None:
         ray = _ray()
         spec = self.spec
         assert self.shape is not None, "check() first"
@@ -169,23 +172,17 @@ def _lost(spec: Spec, job: Job, exc: Exception) -> Outcome:
                          f"`magent batch resume` {what} it")
 
 
-def _notices(ray: Any, verbose: bool) -> None:
-    """What Ray's driver prints of its cluster (a worker that died...): on stderr with
-    ``--verbose`` (stdout keeps ``--json``'s one line per row), else nothing — magent reports
-    the rows itself. Ray has no option for these lines, so its printing function (a private
-    one, looked up by name; without it nothing changes) is wrapped."""
-    module = getattr(getattr(ray, "_private", None), "worker", None)
-    original = getattr(module, "print_to_stdstream", None)
-    original = getattr(original, "magent", original)
-    if original is None:
-        return
-
-    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
-        if verbose:
-            original({**data, "is_err": True}, ignore_prefix)
-
-    to_stderr.magent = original  # type: ignore[attr-defined]
-    module.print_to_stdstream = to_stderr
+@contextlib.contextmanager
+def _notices(verbose: bool) -> Iterator[None]:
+    """Where what Ray's driver prints of its cluster (a worker that died...) goes while rows run:
+    stderr with ``--verbose``, else nowhere — magent reports the rows itself. Ray has no option
+    for these lines: a thread of its own writes them to whatever ``sys.stdout`` is at that
+    moment, so stdout is pointed away until the rows are over. magent's own lines (``--json``'s
+    one per row) go to the stdout its caller took before (the CLI's ``View``)."""
+    with contextlib.ExitStack() as stack:
+        sink = sys.stderr if verbose else stack.enter_context(open(os.devnull, "w"))
+        stack.enter_context(contextlib.redirect_stdout(sink))
+        yield
 
 
 def _reachable(address: str) -> None:

@@ -48,10 +48,14 @@ def _answered(calls: Any) -> Any:
 
 
 class View:
-    """Follows a batch call through its ``on_start`` and ``on_progress``."""
+    """Follows a batch call through its ``on_start`` and ``on_progress``.
+
+    It writes to the stdout it finds when made: while Ray's rows run, ``sys.stdout`` is where
+    Ray's own notices go (stderr or nowhere), and none of them may join ``--json``'s lines."""
 
     def __init__(self, *, json_out: bool, on_start: "Callable[[BatchStart], None] | None" = None):
         self.json_out = json_out
+        self.out = sys.stdout
         self.on_start = on_start
         self.began = time.monotonic()
         self.batch_id: str | None = None
@@ -64,8 +68,9 @@ class View:
         self.batch_id, self.already = start.batch_id, dict(start.already)
         if self.on_start is not None:
             self.on_start(start)
-        if self.json_out or not sys.stdout.isatty():
+        if self.json_out or not self.out.isatty():
             return
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         class TwoLines(Progress):
@@ -78,7 +83,7 @@ class View:
 
         self.progress = TwoLines(TextColumn("[bold]batch {task.fields[short]}"), BarColumn(bar_width=30),
                                  MofNCompleteColumn(), TextColumn("rows, ETA"), TimeRemainingColumn(),
-                                 transient=False)
+                                 transient=False, console=Console(file=self.out))
         self.bar = self.progress.add_task("rows", total=start.rows, short=start.batch_id[:8], stats="")
         self.progress.start()
 
@@ -92,10 +97,10 @@ class View:
         row = progress.finished
         if row is not None:
             if self.json_out:
-                sys.stdout.write(json.dumps(row.as_dict(), ensure_ascii=False) + "\n")
-                sys.stdout.flush()
+                self.out.write(json.dumps(row.as_dict(), ensure_ascii=False) + "\n")
+                self.out.flush()
             elif self.progress is None:
-                print(self._line(row), flush=True)
+                print(self._line(row), file=self.out, flush=True)
         if self.progress is not None:
             self.progress.update(self.bar, completed=progress.done, stats=self.stats(progress))
 
@@ -123,7 +128,7 @@ class View:
     def summary(self, done: "BatchRun | None" = None) -> None:
         """The closing lines (stderr with --json, so stdout stays one line per row); without a
         finished call (an interrupted batch), the figures of the last row that stopped."""
-        out = sys.stderr if self.json_out else sys.stdout
+        out = sys.stderr if self.json_out else self.out
         batch = (self.batch_id or "")[:8]
         elapsed = time.monotonic() - self.began
         if done is not None:
