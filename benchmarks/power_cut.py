@@ -70,7 +70,10 @@ def soak(mode: str, cuts: int, seed: int, flows: list[str], jobs: int, work: Pat
         shutil.rmtree(work / f"{mode}-{n}", ignore_errors=True)
         with tally:
             ends[f"{flow}: {done.outcome} (cut in {done.cut_during or 'no command'})"] += 1
-            broken.extend(f"{flow} {kind}={count} seed={cut_seed}: {problem}" for problem in done.broken)
+            found = [f"{flow} {kind}={count} seed={cut_seed}: {problem}" for problem in done.broken]
+            broken.extend(found)
+            for problem in found:  # at once, so a soak stopped early still says what broke
+                print(f"\n{mode}: broken: {problem}", file=sys.stderr, flush=True)
             print(f"\r{mode}: {sum(ends.values())}/{cuts} cuts, {len(broken)} broken", end="",
                   file=sys.stderr, flush=True)
 
