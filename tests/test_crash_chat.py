@@ -56,6 +56,7 @@ END_STATE = [("user", "The meeting is Thursday"), ("assistant", "Let me note it.
     ("after_assistant_entry@1", "chat"),   # its first reply is written, its tool not yet run
     ("after_tool_entry@1", "chat"),        # the tool's result is written, no checkpoint yet
     ("before_checkpoint@3", "resume"),     # the final reply is written, its node not yet closed
+    ("before_link@1", "resume"),           # the message is written, its checkpoint not yet in place
 ])
 def test_a_follow_up_killed_between_its_checkpoints_continues_to_the_same_end(
         tmp_path: Path, magent_home: Path, point: str, go_on: str) -> None:

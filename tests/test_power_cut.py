@@ -69,6 +69,17 @@ def test_a_reply_whose_record_the_power_took_is_not_asked_for_again(tmp_path: Pa
     _holds(Trial(tmp_path, "sync").run("file:entries.jsonl:5", 0))
 
 
+@pytest.mark.parametrize("mode", ["sync", "step"])
+def test_a_follow_up_whose_checkpoint_the_power_took_is_still_answered(tmp_path: Path, mode: str) -> None:
+    """(found by the follow-up trials) `magent chat ID MESSAGE` set task.json to running, then
+    its commit made the message's entry durable (the run's 11th fsync of entries.jsonl) but the
+    power went before its checkpoint: resume went on from the run's last checkpoint, at the
+    end, and said completed; the message the trace showed was never answered."""
+    trial = Trial(tmp_path, mode, flow="followup").run("file:entries.jsonl:11", 0)
+    _holds(trial)
+    assert trial.cut_during == "chat"
+
+
 def test_a_call_whose_result_entry_the_power_took_is_not_run_again(tmp_path: Path) -> None:
     """The state a random cut left (found by the trials below, one time in a few): events.jsonl's
     fsync kept a non-idempotent call's intent and result events, while the result's entry and

@@ -31,7 +31,7 @@ from magent.engine.recovery import events_after, recover
 from magent.engine.runner import Executor, RunOutcome
 from magent.engine.toolbox import prepare
 from magent.errors import TaskStateError, UsageError
-from magent.models import Checkpoint, Entry, Message, Task, TaskStatus
+from magent.models import Checkpoint, Entry, Event, Message, Task, TaskStatus
 from magent.models.progress import AgentProgress
 from magent.store.tasks import Store, TaskDir
 
@@ -50,31 +50,56 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
     try:
         task = task_dir.load_task()
         check_can_follow(task)
-        graph = from_snapshot(task.config_snapshot)
-        options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
-        cp, entries = _latest(task_dir, task)
-        node = answering_node(graph, cp, entries, task_dir)
-        needs = prepare(graph, options)
-        # The message meets the input rails before anything of it is written, as a task text does.
-        gate = await guard.screen_task(graph, message, options, node=node, source="follow_up",
-                                       cursors=cp.cursors)
-        if on_task:
-            on_task(task)
-        seq, later = events_after(task_dir.events_file, cp.events_seq)
-        task = task_dir.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
-                                                    "completed_at": None}))
-        ctx = wiring.open_context(needs, task_dir, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
-        try:
-            recover(ctx, cp, entries, later)
-            ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
-                         from_checkpoint=cp.sequence, follow_up=ctx.deps.redactor.text(gate.description),
-                         answered_by=node, description=ctx.deps.redactor.text(task.description))
-            outcome = await _exchange(ctx, gate, node)
-        finally:
-            await wiring.close_run(ctx)
-        return wiring.reported(ctx, outcome)
+        return await answer(task_dir, task, message, options, sinks, on_task)
     finally:
         lock.release()
+
+
+async def answer(task_dir: TaskDir, task: Task, message: str, options: RunOptions,
+                 sinks: Sequence[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
+    """Run the follow-up ``message`` on ``task``, whose lock the caller holds."""
+    graph = from_snapshot(task.config_snapshot)
+    options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
+    cp, entries = _latest(task_dir, task)
+    node = answering_node(graph, cp, entries, task_dir)
+    needs = prepare(graph, options)
+    # The message meets the input rails before anything of it is written, as a task text does.
+    gate = await guard.screen_task(graph, message, options, node=node, source="follow_up", cursors=cp.cursors)
+    if on_task:
+        on_task(task)
+    seq, later = events_after(task_dir.events_file, cp.events_seq)
+    task = task_dir.save_task(task.model_copy(update={"status": TaskStatus.running, "error": None,
+                                                "completed_at": None}))
+    ctx = wiring.open_context(needs, task_dir, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
+    try:
+        recover(ctx, cp, entries, later)
+        ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
+                          from_checkpoint=cp.sequence, follow_up=ctx.deps.redactor.text(gate.description),
+                          answered_by=node, description=ctx.deps.redactor.text(task.description))
+        outcome = await _exchange(ctx, gate, node)
+    finally:
+        await wiring.close_run(ctx)
+    return wiring.reported(ctx, outcome)
+
+
+def unrecorded_follow_up(cp: Checkpoint, entries: dict[str, Entry], later: Sequence[Event]) -> str | None:
+    """The message of a follow-up that began after checkpoint ``cp`` but stopped before its own
+    checkpoint was kept: the message's entry, written under ``cp``'s leaf; "" when only its
+    ``run_started`` event was kept; None when no follow-up began. (After a run's end no entry
+    but a follow-up's message is written, so there the entry alone tells it.)"""
+    if cp.position == END or _began(later):
+        below = {cp.leaf_entry_id}  # (a failed turn's calls get their results before the message)
+        for entry in entries.values():  # (in the order they were written: a parent before its child)
+            if entry.parent_id in below and entry.entry_type == "message":
+                if entry.role == "user":
+                    return entry.content
+                if entry.role == "tool":
+                    below.add(entry.id)
+    return "" if _began(later) else None
+
+
+def _began(later: Sequence[Event]) -> bool:
+    return any(event.type == "run_started" and event.field("follow_up") for event in later)
 
 
 async def _exchange(ctx: RunContext, gate: guard.TaskGate, node: str) -> RunOutcome:

@@ -15,7 +15,7 @@ from typing import Any, Callable, TypeVar
 
 from magent import failpoints
 from magent.engine import budget as budgets
-from magent.engine import guard, statekeys, templating
+from magent.engine import conversation, guard, statekeys, templating
 from magent.engine.context import RunContext, RunOptions
 from magent.engine.decisions import Decision as Decision  # callers import it from here
 from magent.engine.decisions import (
@@ -136,6 +136,14 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         cp, notes, entries = latest_checkpoint(task_dir, none_ok=True)
         if cp is None:  # killed before its first checkpoint, or lost it with the power: begin again
             return await _start_again(graph, task_dir, task, decision, set_values, options, sinks, notes)
+        if task.status == TaskStatus.running:  # a follow-up that stopped before its checkpoint?
+            message = conversation.unrecorded_follow_up(cp, entries, events_after(task_dir.events_file,
+                                                                                  cp.events_seq)[1])
+            if message:
+                return await conversation.answer(task_dir, task, message, options, sinks)
+            if message == "":
+                notes.append(f"a follow-up to task {task.id[:8]} stopped before its message was kept; "
+                             f"send it again with `magent chat {task.id[:8]} MESSAGE`")
         check_pause(task, cp, decision, notes)
         # Check every input before anything is written.
         feedback, new_state = prepare_feedback(cp, decision, set_values, task_dir)
