@@ -33,6 +33,7 @@ from magent.engine.toolbox import prepare
 from magent.errors import TaskStateError, UsageError
 from magent.models import Checkpoint, Entry, Event, Message, Task, TaskStatus
 from magent.models.progress import AgentProgress
+from magent.store.entries import EntryIndex
 from magent.store.tasks import Store, TaskDir
 
 FOLLOWS = (TaskStatus.completed, TaskStatus.failed, TaskStatus.awaiting_human)
@@ -82,24 +83,23 @@ async def answer(task_dir: TaskDir, task: Task, message: str, options: RunOption
     return wiring.reported(ctx, outcome)
 
 
-def unrecorded_follow_up(cp: Checkpoint, entries: dict[str, Entry], later: Sequence[Event]) -> str | None:
+def unrecorded_follow_up(cp: Checkpoint, entries: EntryIndex, later: Sequence[Event]) -> str | None:
     """The message of a follow-up that began after checkpoint ``cp`` but stopped before its own
     checkpoint was kept: the message's entry, written under ``cp``'s leaf; "" when only its
     ``run_started`` event was kept; None when no follow-up began. (After a run's end no entry
     but a follow-up's message is written, so there the entry alone tells it.)"""
-    if cp.position == END or _began(later):
-        below = {cp.leaf_entry_id}  # (a failed turn's calls get their results before the message)
-        for entry in entries.values():  # (in the order they were written: a parent before its child)
-            if entry.parent_id in below and entry.entry_type == "message":
-                if entry.role == "user":
-                    return entry.content
-                if entry.role == "tool":
-                    below.add(entry.id)
-    return "" if _began(later) else None
-
-
-def _began(later: Sequence[Event]) -> bool:
-    return any(event.type == "run_started" and event.field("follow_up") for event in later)
+    began = any(event.type == "run_started" and event.field("follow_up") for event in later)
+    below = [cp.leaf_entry_id] if cp.leaf_entry_id and (cp.position == END or began) else []
+    while below:  # (a failed turn's calls get their results before the message)
+        for key in entries.children(below.pop()):
+            entry = entries.get(key)
+            if entry is None or entry.entry_type != "message":
+                continue
+            if entry.role == "user":
+                return entry.content
+            if entry.role == "tool":
+                below.append(key)
+    return "" if began else None
 
 
 async def _exchange(ctx: RunContext, gate: guard.TaskGate, node: str) -> RunOutcome:
