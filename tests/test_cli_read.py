@@ -174,9 +174,20 @@ def test_checkpoints_list_shows_a_corrupt_one_and_warns_without_repairing(std):
     r = invoke("checkpoints", "list", std.completed.id)
     assert r.code == 0
     assert "corrupt" in r.out.splitlines()[2]
+    assert "damaged: a newer checkpoint is sound: resume goes on from that" in r.out.splitlines()[2]
     assert r.err.startswith(f"magent: warning: task {std.completed.id[:8]} checkpoint_001.json: "
                             "not valid JSON")
+    assert r.err.rstrip().endswith("(a newer checkpoint is sound: resume goes on from that)")
     assert snapshot_tree(std.root) == before
+
+
+def test_checkpoints_list_says_resume_falls_back_from_a_damaged_newest_one(std):
+    path = std.completed.checkpoint_file(2)
+    path.write_bytes(path.read_bytes()[:40])
+    r = invoke("checkpoints", "list", std.completed.id)
+    assert r.code == 0
+    assert "damaged: resume falls back to the checkpoint before it" in r.out.splitlines()[3]
+    assert r.err.rstrip().endswith("(resume falls back to the checkpoint before it)")
 
 
 def test_checkpoints_list_shows_forks_and_parents():

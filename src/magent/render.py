@@ -8,7 +8,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from magent.money import money, token_note
-from magent.vocabulary import STATUS_STYLE, checkpoint_moment, short
+from magent.vocabulary import STATUS_STYLE, checkpoint_moment, damage_note, short
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -233,11 +233,11 @@ def checkpoint_table(task: "Task", summaries: list["CheckpointSummary"]) -> None
     for fork in task.forks:
         forks.setdefault(fork.checkpoint, []).append(fork.task_id[:8])
     rows: list[list[Any]] = []
-    for s in summaries:
+    for n, s in enumerate(summaries):
         style = ""
         what = [checkpoint_moment(s.reason, s.position)]
         if s.corrupt:
-            what = ["damaged: resume falls back to the one before"]
+            what = ["damaged: " + damage_note(summaries[n + 1:])]
             style = "red"
         elif s.awaiting_human:
             style = "yellow"

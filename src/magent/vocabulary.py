@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 TASK_STATUSES = ("pending", "running", "awaiting_human", "interrupted", "completed", "failed", "cancelled")
 """The values of ``models.TaskStatus`` (a test keeps them equal), for the light command paths."""
@@ -81,3 +81,10 @@ def round_limit(max_rounds: Any) -> str:
     """What is said when a reflection node's review loop ends at its ``max_rounds``."""
     return (f"round limit reached: no pass in {plural(int(max_rounds or 0), 'round')}; "
             "the last output goes on (routing_key max_rounds)")
+
+
+def damage_note(later: Sequence[Any]) -> str:
+    """What resume does about a damaged checkpoint, given the summaries of the ones after it."""
+    if any(not s.corrupt for s in later):
+        return "a newer checkpoint is sound: resume goes on from that"
+    return "resume falls back to the checkpoint before it"

@@ -24,7 +24,7 @@ class Checkpoints:
     checkpoints: list["CheckpointSummary"]
     """One summary per checkpoint file; ``corrupt`` marks one that fails its checks."""
     problems: list[str] = field(default_factory=list)
-    """One line per corrupt checkpoint (resume falls back to the one before it)."""
+    """One line per corrupt checkpoint, with what resume does about it."""
 
     def as_dict(self) -> dict[str, Any]:
         """What ``magent checkpoints list ID --json`` prints."""
@@ -56,18 +56,19 @@ def checkpoints(task_id: str, *, home: PathLike | None = None) -> Checkpoints:
     """A task's checkpoints (any id or unique prefix), as ``magent checkpoints list`` shows them."""
     from magent.errors import CheckpointCorruptError
     from magent.store.tasks import Store
+    from magent.vocabulary import damage_note
 
     with paths.using_home(home):
         task_dir = Store().task(task_id)
         task = task_dir.load_task()
         summaries = task_dir.checkpoints.summaries()
         problems: list[str] = []
-        for s in summaries:
+        for n, s in enumerate(summaries):
             if s.corrupt:
                 try:
                     task_dir.checkpoints.read(s.sequence)
                 except CheckpointCorruptError as exc:
-                    problems.append(f"{exc} (resume falls back to the checkpoint before it)")
+                    problems.append(f"{exc} ({damage_note(summaries[n + 1:])})")
     return Checkpoints(task=task, checkpoints=summaries, problems=problems)
 
 
