@@ -278,3 +278,37 @@ def test_a_fork_says_where_it_came_from() -> None:
     child = forked.out.splitlines()[0].split()[1]
     steps = numbered(invoke("trace", child).out)
     assert steps[1] == f"↻ forked from task {parent[:8]} at checkpoint 2"
+
+
+def test_each_visit_of_a_tool_node_shows_its_own_call(tmp_path: Path) -> None:
+    """A tool node visited twice in a run (a loop), then twice again in a follow-up (where its
+    visits count from 1 again): each of its four steps shows the call that visit made."""
+    write(tmp_path, "w.script.yaml", "responses:\n  - content: one\n  - content: two\n"
+                                     "  - content: three\n  - content: four\n")
+    write(tmp_path, "w.yaml", agent_yaml("w"))
+    flow = write(tmp_path, "flow.yaml", """
+        name: loop
+        entry_point: work
+        nodes:
+          work: {type: agent, agent: w}
+          record: {type: tool, tool: kv.set, arguments: {key: final, value: $output}}
+        edges:
+          - {from: work, to: record}
+          - {from: record, to: work, condition: "visits.record < 2"}
+          - {from: record, to: END}
+        """)
+    task_id = invoke("run", str(flow), "-t", "work", "--no-input").out.split()[1]
+    assert invoke("chat", task_id, "one more thing", "--no-input").code == 0
+    out = invoke("trace", task_id).out
+    records = [n for n, line in numbered(out).items() if line.startswith("▸ record  tool")]
+    words = ["one", "two", "three", "four"]
+    assert len(records) == 4, out
+    for number, word in zip(records, words):
+        block = out[out.index(f"\n{number:>2} ▸ record") + 1:].split("\n")[1]
+        assert f'→ kv.set {{"key": "final", "value": "{word}"}}  SUCCESS' in block, out
+    assert out.count("→ END") == 2 and out.count("→ work") == 2, out
+    steps = json.loads(invoke("trace", task_id, "--json").out)["steps"]
+    called = [[c["arguments"]["value"] for c in s["tool_calls"]] for s in steps if s["step_name"] == "record"]
+    assert called == [[word] for word in words]
+    last = invoke("trace", task_id, "--step", str(records[-1])).out
+    assert "kv.set" in last and "four" in last and "three" not in last, last

@@ -80,7 +80,8 @@ class TraceBuilder:
         self.actions: list[dict[str, Any]] = []
         self.action_of: dict[int, int] = {}  # iteration step index -> action index
         self.usage: dict[str, dict[str, Any]] = {}
-        self.nodes: dict[tuple[str, int], _Node] = {}
+        self.nodes: dict[tuple[str, int], _Node] = {}  # (name, visit) -> the latest such visit
+        self.visits: list[tuple[int, _Node]] = []  # (visit, node step), every one
         self.threads: dict[str | None, _Thread] = {None: _Thread()}
         self.current: _Thread = self.threads[None]
         self.calls: dict[tuple[str | None, str], tuple[int, int]] = {}  # (session, call id) -> (step, position)
@@ -203,8 +204,13 @@ class TraceBuilder:
             self.node = known
             self._attach(known.index, ev)
             return
+        # A new visit: no call before it is answered inside it. Forget their ids, for a follow-up
+        # counts visits from 1 again and a tool node's call id is its name and visit ("record:1").
+        session = ev.get("session")
+        self.calls = {key: where for key, where in self.calls.items() if key[0] != session}
         index = self._step(ev, step_name=name, agent=ev.get("agent") or "", kind=ev.get("kind") or "")
         self.node = self.nodes[(name, visit)] = _Node(index=index, visit=visit)
+        self.visits.append((visit, self.node))
 
     def _on_node_finished(self, ev: dict[str, Any]) -> None:
         if self.node is None:
@@ -467,7 +473,7 @@ class TraceBuilder:
         for thread in self.threads.values():
             self.current = thread
             self._flush_failed()
-        for (_, visit), node in self.nodes.items():
+        for visit, node in self.visits:
             parts = ([f"visit {visit}"] if visit > 1 else []) + node.parts
             if node.route:
                 parts.append(f"→ {node.route}")
