@@ -307,6 +307,9 @@ def test_each_visit_of_a_tool_node_shows_its_own_call(tmp_path: Path) -> None:
         block = out[out.index(f"\n{number:>2} ▸ record") + 1:].split("\n")[1]
         assert f'→ kv.set {{"key": "final", "value": "{word}"}}  SUCCESS' in block, out
     assert out.count("→ END") == 2 and out.count("→ work") == 2, out
+    asked = next(n for n, line in numbered(out).items() if line.startswith("↻ follow-up for work: one more thing"))
+    assert out.index("→ END") < out.index(f"{asked} ↻ follow-up"), out  # the first exchange ended before it
+    assert "steps inside" not in invoke("trace", task_id, "--step", str(records[1])).out
     steps = json.loads(invoke("trace", task_id, "--json").out)["steps"]
     called = [[c["arguments"]["value"] for c in s["tool_calls"]] for s in steps if s["step_name"] == "record"]
     assert called == [[word] for word in words]

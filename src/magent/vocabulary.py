@@ -60,6 +60,10 @@ def checkpoint_moment(reason: str, node: str) -> str:
     return _MOMENTS.get(reason, reason + " at {node}").format(node=node)
 
 
+FOLLOW_UP = "follow-up for "
+"""How the step that opens a follow-up's exchange begins (``how_started``)."""
+
+
 def how_started(event: Mapping[str, Any]) -> str | None:
     """What a ``run_started`` event says about where the run picked up (None: a fresh start)."""
     if not event.get("resumed"):
@@ -67,7 +71,7 @@ def how_started(event: Mapping[str, Any]) -> str | None:
     if event.get("follow_up"):
         said = " ".join(str(event["follow_up"]).split())
         said = said if len(said) <= 160 else said[:159] + "…"
-        return f"follow-up for {event.get('answered_by') or 'the agent'}: {said}"
+        return f"{FOLLOW_UP}{event.get('answered_by') or 'the agent'}: {said}"
     if event.get("forked_from"):
         return f"forked from task {str(event['forked_from'])[:8]} at checkpoint {event.get('from_checkpoint')}"
     if event.get("from_start"):

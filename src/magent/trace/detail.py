@@ -11,7 +11,7 @@ from typing import Any
 from magent.trace.actions import compress_actions
 from magent.trace.load import TraceView
 from magent.money import cost_phrase, token_note
-from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, tokens
+from magent.trace.view import Line, OUTCOME_STYLE, duration, is_node, opens_exchange, tokens
 
 
 def _entries(task_dir: Any, wanted: set[str]) -> dict[str, dict[str, Any]]:
@@ -115,7 +115,7 @@ def step_detail(view: TraceView, number: int) -> dict[str, Any]:
     if detail["type"] == "node":
         children, turns = [], []
         for n in range(number + 1, len(steps) + 1):
-            if is_node(steps[n - 1]):
+            if is_node(steps[n - 1]) or opens_exchange(steps[n - 1]):
                 break
             children.append(n)
             if steps[n - 1].get("iteration") is not None:

@@ -10,7 +10,7 @@ from typing import Any
 from magent.money import cost_phrase, money, token_note, token_parts
 from magent.trace import sessionview
 from magent.trace.load import TraceView
-from magent.vocabulary import STATUS_STYLE, plural, short
+from magent.vocabulary import FOLLOW_UP, STATUS_STYLE, plural, short
 
 Segment = tuple[str, "str | None"]
 Line = list[Segment]
@@ -42,6 +42,11 @@ def args_text(arguments: Any, width: int) -> str:
 
 def is_node(step: dict[str, Any]) -> bool:
     return bool(step.get("kind")) and step.get("iteration") is None
+
+
+def opens_exchange(step: dict[str, Any]) -> bool:
+    """A follow-up's first step: the node visits before it are over."""
+    return step.get("step_name") == "resumed" and str(step.get("message")).startswith(FOLLOW_UP)
 
 
 def _when(ts: Any) -> str:
@@ -293,7 +298,8 @@ class _Tree:
     def owners(self) -> dict[int, list[int]]:
         """Which node step each other step belongs to (indexes into the steps): the node
         visit before it, but a parallel branch's turns and events to that branch's own node
-        (branches run at once, so their steps interleave)."""
+        (branches run at once, so their steps interleave), and none to a follow-up's opening
+        (the exchange before it is over)."""
         owned: dict[int, list[int]] = {}
         last: int | None = None
         branch_node: dict[str, int] = {}
@@ -303,6 +309,8 @@ class _Tree:
                 last = i
                 if (self.sessions.get(sid) or {}).get("kind") == "branch":
                     branch_node[sid] = i
+            elif opens_exchange(step):
+                last = None
             elif last is not None:
                 owned.setdefault(branch_node.get(sid, last), []).append(i)
         return owned
