@@ -325,6 +325,38 @@ def test_once_its_run_is_going_the_program_collects_garbage_as_python_does():
     assert seen == ["run_started", "node_started"]
 
 
+BATCH_COLLECTOR = """
+import gc, json, sys
+usual = gc.get_threshold()
+seen = []
+gc.callbacks.append(lambda phase, info: phase == "start" and seen.append(list(gc.get_threshold())))
+from magent.cli import collector
+from magent.cli.app import main
+sys.argv = ["magent", *sys.argv[1:]]
+collector.starting()  # as the program's entry does
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps([code, list(usual), seen, gc.get_threshold() == usual]))
+"""
+
+
+def test_while_a_batch_runs_the_program_collects_garbage_as_python_does(tmp_path, monkeypatch):
+    """`magent batch` keeps start-up's seldom collections only until its first row starts: after
+    that a row's garbage is collected as Python does, so many rows at once do not pile it up."""
+    monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"task": f"note city {n}"}) + "\n" for n in range(24)))
+    p = subprocess.run([sys.executable, "-c", BATCH_COLLECTOR, "batch", str(_scripted_agent(tmp_path)),
+                        "--inputs", str(rows), "--concurrency", "8", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    code, usual, seen, usual_at_end = json.loads(p.stdout.splitlines()[-1])
+    assert code == 0, p.stderr
+    assert usual_at_end
+    assert usual in seen, f"no collection ran at Python's thresholds {usual}: {seen[-3:]}"
+
+
 LIBRARY = """
 import gc, json, weakref
 gc.set_threshold(500, 5, 5)

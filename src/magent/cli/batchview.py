@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from magent.cli import collector
 from magent.money import cost_phrase
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class View:
             self.progress = None
 
     def change(self, progress: "BatchProgress") -> None:
+        collector.running()  # a row has started: collect as Python does, or the rows' garbage piles up
         self.last = progress
         row = progress.finished
         if row is not None:
