@@ -10,6 +10,7 @@ from the other; trace.json holds both whole, so each reads on its own."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import datetime
@@ -46,11 +47,9 @@ def dump_for_disk(trace: "TraceLog") -> bytes:
     """trace.json's JSON: every record whole, but for optional fields at their defaults (a step
     always has seed 002's fields: ``models.base.WRITTEN_ALWAYS``)."""
     from magent.models import StepRecord
-    from magent.models.base import WRITTEN_ALWAYS
 
     doc = trace.model_dump(mode="json", exclude_defaults=True)
-    defaults = {name: StepRecord.model_fields[name].get_default(call_default_factory=True)
-                for name in WRITTEN_ALWAYS["StepRecord"] if name != "timestamp"}
+    defaults = _step_defaults()
     steps = [{name: step[name] if name in step else defaults[name]
               for name in StepRecord.model_fields if name in step or name in defaults}
              for step in doc.get("steps", [])]
@@ -59,6 +58,17 @@ def dump_for_disk(trace: "TraceLog") -> bytes:
            "usage_by_model": doc.get("usage_by_model", {}),
            **trace.model_dump(mode="json", include={"created_at", "updated_at"})}
     return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@functools.cache
+def _step_defaults() -> dict[str, Any]:
+    """The defaults of the step fields trace.json always holds, made once per process: for a
+    default factory pydantic inspects the factory's signature on every call, copying sys.modules."""
+    from magent.models import StepRecord
+    from magent.models.base import WRITTEN_ALWAYS
+
+    return {name: StepRecord.model_fields[name].get_default(call_default_factory=True)
+            for name in WRITTEN_ALWAYS["StepRecord"] if name != "timestamp"}
 
 
 def write_trace(task_dir: "TaskDir") -> "TraceLog":
