@@ -129,6 +129,35 @@ def test_rows_share_one_process_of_each_mcp_server(magent_home: Path, tmp_path: 
     assert len({pid for pid, label in stamps(ledger) if label != "nap"}) == 6
 
 
+def test_every_row_runs_the_workflow_as_the_batch_found_it(magent_home: Path, tmp_path: Path) -> None:
+    """The batch loads its target once: an agent file edited while the batch runs changes only the
+    next batch (or resume), never the rows still to start."""
+    ledger, wake = tmp_path / "ledger.txt", tmp_path / "wake"
+    env = {**os.environ, "LEDGER": str(ledger), "LEDGER_WAKE": str(wake)}
+    flow = make_batch_flow(tmp_path)
+    (tmp_path / "edited.script.yaml").write_text("responses:\n  - content: from the edited file\n")
+    rows = [{"task": f"row {n}", "label": f"r{n}", "nap": 120 if n == 1 else 0} for n in (1, 2, 3)]
+    inputs = write_inputs(tmp_path / "rows.jsonl", rows)
+    proc = subprocess.Popen([sys.executable, "-m", "magent", "batch", str(flow), "--inputs", str(inputs),
+                             "--concurrency", "1", "--json"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while "r1" not in [label for _, label in stamps(ledger)]:  # row 1 is in its nap
+            assert time.time() < deadline and proc.poll() is None, "row 1 never reached its nap"
+            time.sleep(0.05)
+        answerer = tmp_path / "answerer.yaml"
+        answerer.write_text(answerer.read_text().replace("answer.script.yaml", "edited.script.yaml"))
+        wake.touch()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert {line["row"]: line["output"] for line in _json_lines(out)} == {1: "row done", 2: "row done",
+                                                                           3: "row done"}
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"task": "fine", "label": "a", "nap": 0}\n{"task": oops}\n', "rows.jsonl:2: not valid JSON"),
     ('{"task": "fine", "label": "a", "nap": 0}\n["a list"]\n', "rows.jsonl:2: a row is a JSON object"),

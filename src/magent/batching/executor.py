@@ -121,8 +121,10 @@ class Executor(abc.ABC):
         """Run ``jobs`` (in order, ``spec.concurrency`` at once) until done or ``report.stopping``."""
 
 
-async def run_row(spec: Spec, job: Job, runs: Runs, on_start: Callable[[str], None] | None = None) -> Outcome:
-    """Run one row to its end (completed, failed or paused) in this process."""
+async def run_row(spec: Spec, job: Job, runs: Runs, on_start: Callable[[str], None] | None = None,
+                  target: Any = None) -> Outcome:
+    """Run one row to its end (completed, failed or paused) in this process; ``target``: the
+    batch's workflow as ``runs.load`` made it (default: the row loads ``spec.target`` itself)."""
     from magent.paths import using_home
     from magent.store.batches import BatchDir, batches_dir, tag_of
 
@@ -139,7 +141,7 @@ async def run_row(spec: Spec, job: Job, runs: Runs, on_start: Callable[[str], No
     try:
         if job.task_id is None:
             values = {**spec.set, **job.row.set}
-            result = await runs.start(spec.target, job.row.task, set=values, model=spec.model,
+            result = await runs.start(target or spec.target, job.row.task, set=values, model=spec.model,
                                       tags=[tag_of(spec.batch_id), *spec.tags], home=spec.home,
                                       on_start=started)
         else:

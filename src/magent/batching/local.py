@@ -8,8 +8,10 @@ limits (``llm.limits``).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from magent.batching.executor import Executor, Job, Report, run_row
+from magent.errors import MagentError
 
 
 class LocalExecutor(Executor):
@@ -23,12 +25,13 @@ class LocalExecutor(Executor):
         pool = SharedServers()
         limits = ModelLimits(rpm=spec.max_rpm, tpm=spec.max_tpm)
         pending = iter(jobs)
+        target = self.loaded_target()
 
         async def worker() -> None:
             for job in pending:  # each worker takes the next job: rows start in order
                 if report.stopping:
                     return
-                outcome = await run_row(spec, job, self.runs,
+                outcome = await run_row(spec, job, self.runs, target=target,
                                         on_start=lambda task_id, job=job: report.started(job, task_id))
                 report.finished(job, outcome)
 
@@ -41,3 +44,14 @@ class LocalExecutor(Executor):
                     w.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
                 await asyncio.shield(pool.close())
+
+    def loaded_target(self) -> Any:
+        """The batch's workflow, loaded once for all its rows as ``magent.arun`` takes it; one that
+        no longer loads is handed on as its path, for each row to say why it cannot run."""
+        from magent.paths import using_home
+
+        with using_home(self.spec.home):
+            try:
+                return self.runs.load(self.spec.target)
+            except MagentError:
+                return self.spec.target
