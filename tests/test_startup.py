@@ -164,6 +164,36 @@ def test_a_scripted_run_with_builtin_tools_imports_neither_litellm_nor_mcp(tmp_p
     assert "magent.trace.telemetry" not in report["modules"] and "magent.api.reading" not in report["modules"]
 
 
+DOUBLE = """
+import json, sys
+from pathlib import Path
+import magent
+from magent.testing import FunctionModel
+agent = Path(sys.argv[1])
+agent.write_text("name: noter\\nrole: notes\\nsystem_prompt: Note the city.\\ntools: [kv.set]\\n"
+                 "llm_config: {model: openai/gpt-4o-mini, fallback_model: anthropic/claude-3-5-haiku-latest}\\n")
+def reply(request):
+    if any(m.role == "tool" for m in request.messages):
+        return "noted"
+    return {"tool_calls": [{"name": "kv.set", "arguments": {"key": "city", "value": "Oslo"}}]}
+result = magent.run(agent, "note the city", llm=FunctionModel(reply))
+print(json.dumps([result.output, sorted(sys.modules)]))
+"""
+
+
+def test_a_run_answered_by_a_test_double_imports_no_model_library(tmp_path, monkeypatch):
+    """``magent.run(..., llm=FunctionModel(...))`` never calls the agent's own models, so it loads
+    neither litellm nor a provider's SDK, whatever models the agent names."""
+    monkeypatch.setenv("MAGENT_HOME", str(tmp_path / "home"))
+    p = subprocess.run([sys.executable, "-c", DOUBLE, str(tmp_path / "noter.yaml")], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    output, modules = json.loads(p.stdout.splitlines()[-1])
+    assert output == "noted"
+    heavy = sorted(_roots(modules) & set(HEAVY))
+    assert heavy == [], f"a run on a test double imported {heavy}"
+
+
 OFFLINE = """
 import os, socket, sys
 os.environ.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)   # a user who never heard of it
