@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from magent.cli import collector
+from magent.cli.collector import running as collect_as_usual
 from magent.money import cost_phrase
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class View:
             self.progress = None
 
     def change(self, progress: "BatchProgress") -> None:
-        collector.running()  # a row has started: collect as Python does, or the rows' garbage piles up
+        collect_as_usual()  # a row has started: collect as Python does, or the rows' garbage piles up
         self.last = progress
         row = progress.finished
         if row is not None:
