@@ -78,6 +78,8 @@ def test_a_follow_up_killed_between_its_checkpoints_continues_to_the_same_end(
     assert task.status.value == "completed" and task.result == "It is on Thursday."
     numbers = task_dir(task_id).checkpoints.numbers()
     assert numbers == list(range(len(numbers)))
+    shown = invoke("trace", task_id[:8]).out   # one exchange for the one message
+    assert shown.count("When is it?") == 1, shown
 
 
 def test_an_interactive_chat_killed_during_a_model_call_continues_with_chat_id(

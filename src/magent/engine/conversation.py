@@ -57,8 +57,10 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
 
 
 async def answer(task_dir: TaskDir, task: Task, message: str, options: RunOptions,
-                 sinks: Sequence[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None) -> RunOutcome:
-    """Run the follow-up ``message`` on ``task``, whose lock the caller holds."""
+                 sinks: Sequence[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None,
+                 *, opened: bool = False) -> RunOutcome:
+    """Run the follow-up ``message`` on ``task``, whose lock the caller holds; ``opened``: its
+    exchange's ``run_started`` was kept by the run it stopped in (resume goes on with it)."""
     graph = from_snapshot(task.config_snapshot)
     options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
     cp, entries = _latest(task_dir, task)
@@ -74,13 +76,19 @@ async def answer(task_dir: TaskDir, task: Task, message: str, options: RunOption
     ctx = wiring.open_context(needs, task_dir, task, options, sinks, start_seq=resumed_seq(seq, cp.events_seq, later))
     try:
         recover(ctx, cp, entries, later)
+        said = {} if opened else {"follow_up": ctx.deps.redactor.text(gate.description), "answered_by": node}
         ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
-                          from_checkpoint=cp.sequence, follow_up=ctx.deps.redactor.text(gate.description),
-                          answered_by=node, description=ctx.deps.redactor.text(task.description))
+                          from_checkpoint=cp.sequence, description=ctx.deps.redactor.text(task.description),
+                          **said)
         outcome = await _exchange(ctx, gate, node)
     finally:
         await wiring.close_run(ctx)
     return wiring.reported(ctx, outcome)
+
+
+def follow_up_began(later: Sequence[Event]) -> bool:
+    """Whether a follow-up's ``run_started`` is among the events ``later`` than a checkpoint."""
+    return any(event.type == "run_started" and event.field("follow_up") for event in later)
 
 
 def unrecorded_follow_up(cp: Checkpoint, entries: EntryIndex, later: Sequence[Event]) -> str | None:
@@ -88,7 +96,7 @@ def unrecorded_follow_up(cp: Checkpoint, entries: EntryIndex, later: Sequence[Ev
     checkpoint was kept: the message's entry, written under ``cp``'s leaf; "" when only its
     ``run_started`` event was kept; None when no follow-up began. (After a run's end no entry
     but a follow-up's message is written, so there the entry alone tells it.)"""
-    began = any(event.type == "run_started" and event.field("follow_up") for event in later)
+    began = follow_up_began(later)
     below = [cp.leaf_entry_id] if cp.leaf_entry_id and (cp.position == END or began) else []
     while below:  # (a failed turn's calls get their results before the message)
         for key in entries.children(below.pop()):

@@ -137,10 +137,11 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
         if cp is None:  # killed before its first checkpoint, or lost it with the power: begin again
             return await _start_again(graph, task_dir, task, decision, set_values, options, sinks, notes)
         if task.status == TaskStatus.running:  # a follow-up that stopped before its checkpoint?
-            message = conversation.unrecorded_follow_up(cp, entries, events_after(task_dir.events_file,
-                                                                                  cp.events_seq)[1])
+            later = events_after(task_dir.events_file, cp.events_seq)[1]
+            message = conversation.unrecorded_follow_up(cp, entries, later)
             if message:
-                return await conversation.answer(task_dir, task, message, options, sinks)
+                return await conversation.answer(task_dir, task, message, options, sinks,
+                                                 opened=conversation.follow_up_began(later))
             if message == "":
                 notes.append(f"a follow-up to task {task.id[:8]} stopped before its message was kept; "
                              f"send it again with `magent chat {task.id[:8]} MESSAGE`")
