@@ -80,6 +80,8 @@ def test_a_follow_up_killed_between_its_checkpoints_continues_to_the_same_end(
     assert numbers == list(range(len(numbers)))
     shown = invoke("trace", task_id[:8]).out   # one exchange for the one message
     assert shown.count("When is it?") == 1, shown
+    said = [e.content for e in task_dir(task_id).entries.load().values() if e.role == "user"]
+    assert said == ["The meeting is Thursday", "When is it?"]   # no copy left beside the path
 
 
 def test_an_interactive_chat_killed_during_a_model_call_continues_with_chat_id(

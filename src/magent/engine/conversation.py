@@ -58,9 +58,10 @@ async def follow_up(task_ref: str, message: str, *, options: RunOptions | None =
 
 async def answer(task_dir: TaskDir, task: Task, message: str, options: RunOptions,
                  sinks: Sequence[wiring.Sink] = (), on_task: Callable[[Task], None] | None = None,
-                 *, opened: bool = False) -> RunOutcome:
-    """Run the follow-up ``message`` on ``task``, whose lock the caller holds; ``opened``: its
-    exchange's ``run_started`` was kept by the run it stopped in (resume goes on with it)."""
+                 *, kept: Sequence[Entry] = (), opened: bool = False) -> RunOutcome:
+    """Run the follow-up ``message`` on ``task``, whose lock the caller holds. Resuming one
+    that stopped before its checkpoint: ``kept``, the entries it wrote (the message last),
+    taken as they are; ``opened``, its ``run_started`` was kept too (the exchange goes on)."""
     graph = from_snapshot(task.config_snapshot)
     options.model_override = options.model_override or task.config_snapshot.get("options", {}).get("model_override")
     cp, entries = _latest(task_dir, task)
@@ -80,7 +81,7 @@ async def answer(task_dir: TaskDir, task: Task, message: str, options: RunOption
         ctx.deps.bus.emit("run_started", None, task_id=task.id, workflow=graph.name, resumed=True,
                           from_checkpoint=cp.sequence, description=ctx.deps.redactor.text(task.description),
                           **said)
-        outcome = await _exchange(ctx, gate, node)
+        outcome = await _exchange(ctx, gate, node, kept)
     finally:
         await wiring.close_run(ctx)
     return wiring.reported(ctx, outcome)
@@ -91,31 +92,33 @@ def follow_up_began(later: Sequence[Event]) -> bool:
     return any(event.type == "run_started" and event.field("follow_up") for event in later)
 
 
-def unrecorded_follow_up(cp: Checkpoint, entries: EntryIndex, later: Sequence[Event]) -> str | None:
-    """The message of a follow-up that began after checkpoint ``cp`` but stopped before its own
-    checkpoint was kept: the message's entry, written under ``cp``'s leaf; "" when only its
-    ``run_started`` event was kept; None when no follow-up began. (After a run's end no entry
-    but a follow-up's message is written, so there the entry alone tells it.)"""
+def unrecorded_follow_up(cp: Checkpoint, entries: EntryIndex, later: Sequence[Event]) -> list[Entry] | None:
+    """What a follow-up that began after checkpoint ``cp`` but stopped before its own checkpoint
+    wrote under ``cp``'s leaf: the results it gave a failed turn's calls, then its message
+    (last); [] when only its ``run_started`` event was kept; None when no follow-up began.
+    (After a run's end no entry but a follow-up's is written, so there the entries alone tell it.)"""
     began = follow_up_began(later)
-    below = [cp.leaf_entry_id] if cp.leaf_entry_id and (cp.position == END or began) else []
-    while below:  # (a failed turn's calls get their results before the message)
-        for key in entries.children(below.pop()):
+    below: list[tuple[list[Entry], str]] = [([], cp.leaf_entry_id)] if cp.leaf_entry_id and (
+        cp.position == END or began) else []
+    while below:
+        path, parent = below.pop()
+        for key in entries.children(parent):
             entry = entries.get(key)
             if entry is None or entry.entry_type != "message":
                 continue
             if entry.role == "user":
-                return entry.content
+                return [*path, entry]
             if entry.role == "tool":
-                below.append(key)
-    return "" if began else None
+                below.append(([*path, entry], key))
+    return [] if began else None
 
 
-async def _exchange(ctx: RunContext, gate: guard.TaskGate, node: str) -> RunOutcome:
-    """The follow-up's message meets its rails, is written, and ``node`` answers it."""
+async def _exchange(ctx: RunContext, gate: guard.TaskGate, node: str, kept: Sequence[Entry]) -> RunOutcome:
+    """The follow-up's message meets its rails, is written (or ``kept``), and ``node`` answers it."""
     gate.record(ctx.node())
     if gate.blocked:  # the exchange fails and its message is not kept
         return Executor(ctx).fail(gate.failure, "guardrail")
-    _open_exchange(ctx, node, gate.text)
+    _open_exchange(ctx, node, gate.text, kept)
     request = gate.request(node)
     if request is not None:  # approve: the node answers it; reject: the exchange fails
         return Executor(ctx).pause(request)
@@ -158,9 +161,13 @@ def _latest(task_dir: TaskDir, task: Task) -> tuple[Checkpoint, dict[str, Entry]
     return cp, entries
 
 
-def _open_exchange(ctx: RunContext, node: str, message: str) -> None:
+def _open_exchange(ctx: RunContext, node: str, message: str, kept: Sequence[Entry] = ()) -> None:
     """The follow-up's first writes: the person's message, then checkpoint ``follow_up`` at
-    ``node`` (a new exchange: its node visits count from zero, a pause it answered is gone)."""
+    ``node`` (a new exchange: its node visits count from zero, a pause it answered is gone).
+    ``kept``: those entries, written before the run stopped, are taken instead of written again."""
+    main = ctx.state.main
+    ids = [entry.id for entry in kept]
+    ctx.adopt(list(kept[ids.index(main.leaf) + 1:] if main.leaf in ids else kept), main)
     for call in unanswered_calls(ctx.state.main.messages):
         # A failed turn's calls that never ran get their result first: a tool call is always
         # followed by its result in the history a model reads.
@@ -171,8 +178,8 @@ def _open_exchange(ctx: RunContext, node: str, message: str) -> None:
     ctx.state.metadata.pop("human", None)
     ctx.state.main.state.routing_key = None
     ctx.state.visits = {}
-    main = ctx.state.main
     main.position, main.node_done = node, False
     main.progress = AgentProgress(kind="agent", started=True)  # the message is the node's prompt
-    ctx.add_message(Message(role="user", content=message), node=node)
+    if not kept:
+        ctx.add_message(Message(role="user", content=message), node=node)
     ctx.checkpoints.inputs_taken("follow_up")

@@ -138,11 +138,11 @@ async def resume_run(task_ref: str, *, decision: Decision | None = None, set_val
             return await _start_again(graph, task_dir, task, decision, set_values, options, sinks, notes)
         if task.status == TaskStatus.running:  # a follow-up that stopped before its checkpoint?
             later = events_after(task_dir.events_file, cp.events_seq)[1]
-            message = conversation.unrecorded_follow_up(cp, entries, later)
-            if message:
-                return await conversation.answer(task_dir, task, message, options, sinks,
-                                                 opened=conversation.follow_up_began(later))
-            if message == "":
+            kept = conversation.unrecorded_follow_up(cp, entries, later)
+            if kept:
+                return await conversation.answer(task_dir, task, kept[-1].content or "", options, sinks,
+                                                 kept=kept, opened=conversation.follow_up_began(later))
+            if kept == []:
                 notes.append(f"a follow-up to task {task.id[:8]} stopped before its message was kept; "
                              f"send it again with `magent chat {task.id[:8]} MESSAGE`")
         check_pause(task, cp, decision, notes)
