@@ -38,8 +38,10 @@ def to_config_error(exc: ValidationError, source: SourceFile, model: type[BaseMo
     # An unknown field is reported first: a misspelt key also makes the real one
     # "missing", and the did-you-mean on the misspelling is what fixes both (so that
     # "missing" is not reported at all).
+    errs, unions = _fold_union_members(exc.errors(), data)
     found = [_one_error(err, source, model, data, prefix)
-             for err in sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")]
+             for err in sorted(errs, key=lambda e: e["type"] != "extra_forbidden")]
+    found += [(source.error(message, prefix + path), None) for path, message in unions]
     suggested = {".".join(filter(None, [(e.field or "").rpartition(".")[0], hint]))
                  for e, hint in found if hint}
     errors = [e for e, _ in found
@@ -48,6 +50,36 @@ def to_config_error(exc: ValidationError, source: SourceFile, model: type[BaseMo
     combined = ConfigError.of_all(errors)
     combined.errors.sort(key=lambda e: (e.line or 0, e.column or 0))
     return combined
+
+
+def _fold_union_members(errors: list[Any], data: Any) -> tuple[list[Any], list[tuple[FieldPath, str]]]:
+    """A value that fits no member of a union (``str | FallbackModel``) is reported by pydantic
+    once per member, at a loc ending in the member's name; one mistake should be one line. A
+    member whose type did not fit at all is left out when another member went deeper into the
+    value (its errors say what is wrong); the rest at one place become ``expected A or B, got V``.
+    Returns the errors to explain one by one, and the folded ones as (path, message)."""
+    kept: list[Any] = []
+    misfits: dict[FieldPath, list[Any]] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        if err["type"] in EXPECTED and loc and _is_member_name(data, loc):
+            misfits.setdefault(_data_path(data, loc[:-1], keep_last=False), []).append(err)
+        else:
+            kept.append(err)
+    paths = [_data_path(data, tuple(err["loc"])) for err in kept]
+    folded: list[tuple[FieldPath, str]] = []
+    for at, errs in misfits.items():
+        if any(len(p) > len(at) and p[:len(at)] == at for p in paths):
+            continue  # another member took the value's shape: its errors are the ones to fix
+        words = list(dict.fromkeys(EXPECTED[e["type"]] for e in errs))
+        folded.append((at, f"expected {' or '.join(words)}, got {_shown(errs[0].get('input'))}"))
+    return kept, folded
+
+
+def _is_member_name(data: Any, loc: tuple[Any, ...]) -> bool:
+    """The last part of ``loc`` names a union member pydantic tried, not a key of the data."""
+    within = _data_path(data, loc[:-1], keep_last=False)
+    return isinstance(loc[-1], str) and _data_path(data, loc, keep_last=False) == within
 
 
 def _one_error(err: Any, source: SourceFile, model: type[BaseModel], data: Any,
@@ -65,8 +97,9 @@ def _one_error(err: Any, source: SourceFile, model: type[BaseModel], data: Any,
     return source.error(message, prefix + path), hint
 
 
-def _data_path(data: Any, loc: tuple[Any, ...]) -> FieldPath:
-    """Map a pydantic ``loc`` onto the data, dropping union tags that are not real keys."""
+def _data_path(data: Any, loc: tuple[Any, ...], *, keep_last: bool = True) -> FieldPath:
+    """Map a pydantic ``loc`` onto the data, dropping union tags that are not real keys (and,
+    without ``keep_last``, a last part that is not in the data either)."""
     out: list[Any] = []
     current = data
     for i, part in enumerate(loc):
@@ -77,7 +110,7 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> FieldPath:
         elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
             out.append(part)
             current = current[part]
-        elif last:
+        elif last and keep_last:
             out.append(part)
         # else: a discriminator tag or function name pydantic put in the loc; skip it
     return tuple(out)
@@ -111,13 +144,7 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
         return msg[len("Value error, "):]
     if kind == "assertion_error":
         return msg
-    value = err.get("input")
-    if isinstance(value, dict):
-        got = "a mapping"
-    elif isinstance(value, list):
-        got = "a list"
-    else:
-        got = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    got = _shown(err.get("input"))
     if kind in ("literal_error", "enum") and (choices := _choices_at(model, loc)):
         return f"{got} is not one of {', '.join(map(str, choices))}"
     if kind in EXPECTED:
@@ -128,6 +155,15 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
             return f"expected {words[kind].format(bounds[key])}, got {got}"
     # any other kind: the validator's own sentence
     return f"{msg[0].lower()}{msg[1:]}, got {got}"
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as an error names it: its kind for a mapping or list, else short repr."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
 
 
 _BOUNDS = {
