@@ -3,12 +3,14 @@ naming what and where, exit code 2, no traceback, nothing written."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from support.cli import invoke
-from support.engine import write
+from support.cli import invoke, run
+from support.engine import agent_yaml, write
 
 
 def routed_agent(folder: Path, llm_lines: str) -> Path:
@@ -34,3 +36,27 @@ def test_a_value_that_fits_no_form_of_a_setting_is_one_line(tmp_path: Path, mage
     result = invoke("validate", str(routed_agent(tmp_path, lines)))
     assert result.code == 2
     assert result.err.splitlines() == [f"magent: error: invalid agent: {tmp_path / said}"]
+
+
+def test_text_that_is_not_utf8_is_refused_before_anything_is_written(tmp_path: Path, magent_home: Path) -> None:
+    """A message, a task or a --set value with bytes that are not UTF-8 (a shell's $'\\xff') was an
+    internal error (exit 1) naming a UnicodeEncodeError; a file of that name is still read."""
+    write(tmp_path, "note.script.yaml", "responses:\n  - content: noted\n")
+    agent = write(tmp_path, "note.yaml", agent_yaml("note").replace("note.script.yaml", str(tmp_path / "note.script.yaml")))
+    first = invoke("run", str(agent), "-t", "remember milk")
+    assert first.code == 0, first.err
+    task_id = first.out.split()[1]
+    before = sorted(p.name for p in (magent_home / "tasks" / task_id).iterdir())
+    for args, number, shown in (
+            (("chat", task_id[:8], "\udcff hi"), 3, r"b'\xff hi'"),
+            (("run", str(agent), "-t", "caf\udce9"), 4, r"b'caf\xe9'"),
+            (("run", str(agent), "-t", "hi", "--set", "tone=\udcff"), 6, r"b'tone=\xff'")):
+        refused = run(*args)
+        assert refused.code == 2, refused.err
+        assert refused.err == f"magent: error: argument {number} ({shown}) is not UTF-8 text; magent keeps text as UTF-8\n"
+    assert [p.name for p in (magent_home / "tasks").iterdir()] == [task_id]
+    assert sorted(p.name for p in (magent_home / "tasks" / task_id).iterdir()) == before
+    odd = tmp_path / "\udcffnote.yaml"
+    odd.write_bytes(agent.read_bytes())
+    shown = subprocess.run([sys.executable, "-m", "magent", "validate", str(odd)], capture_output=True)
+    assert shown.returncode == 0, shown.stderr

@@ -54,6 +54,10 @@ class MagentGroup(CommandGroup):
         if not standalone_mode:
             return super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)
+        undecodable = _not_utf8(sys.argv[1:] if args is None else list(args))
+        if undecodable is not None:
+            _error(undecodable)
+            sys.exit(2)
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -69,6 +73,19 @@ class MagentGroup(CommandGroup):
             _error(usage_message(exc) + hint)
             sys.exit(getattr(exc, "exit_code", 2))
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _not_utf8(args: list[str]) -> str | None:
+    """What is wrong with the first argument that is not UTF-8 text (Python keeps its bytes as
+    lone surrogates, which no file magent writes can hold); a file that exists is named as it is."""
+    for number, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            if not os.path.lexists(arg):
+                shown = arg.encode("utf-8", "surrogateescape")
+                return f"argument {number} ({shown!r}) is not UTF-8 text; magent keeps text as UTF-8"
+    return None
 
 
 def _is_click_exception(exc: Exception) -> bool:
