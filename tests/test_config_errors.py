@@ -45,7 +45,7 @@ CASES = [
      ["unknown field 'fallback_modle'", "did you mean 'fallback_model'?"]),
     ("unknown_field_far.yaml", 4, 1, "colour", ["unknown field 'colour'", "allowed:", "system_prompt"]),
     ("wrong_type.yaml", 4, 1, "max_iterations", ["expected a whole number, got 'lots'"]),
-    ("bad_agent_name.yaml", 1, 1, "name", ["^[a-z][a-z0-9_]*$", "'Writer-2'"]),
+    ("bad_agent_name.yaml", 1, 1, "name", ["a name of lowercase letters, digits and '_'", "'Writer-2'"]),
     ("missing_var.yaml", 6, 3, "llm_config.api_key",
      ["environment variable MAGENT_TEST_UNSET_KEY is not set"]),
     ("malformed_var.yaml", 6, 3, "llm_config.api_key",

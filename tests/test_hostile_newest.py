@@ -60,3 +60,41 @@ def test_text_that_is_not_utf8_is_refused_before_anything_is_written(tmp_path: P
     odd.write_bytes(agent.read_bytes())
     shown = subprocess.run([sys.executable, "-m", "magent", "validate", str(odd)], capture_output=True)
     assert shown.returncode == 0, shown.stderr
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    ("{url: 'http://'}", "servers[0].config.url: 'http://' names no host"),
+    ("{url: 'http://a b/mcp'}", "servers[0].config.url: 'http://a b/mcp' has a space in it (write it as %20)"),
+    ("{url: 'https://h:99999/mcp'}", "servers[0].config.url: 'https://h:99999/mcp' has a host or port that cannot "
+                                     "be read (a port is a number up to 65535; an IPv6 host goes in [ ])"),
+    ("{url: 'ftp://h/mcp'}", "servers[0].config.url: expected an http:// or https:// address, got 'ftp://h/mcp'"),
+    ("{url: 'https://h/mcp', oauth: {client_metadata_url: 'http://h/c.json'}}",
+     "servers[0].config.oauth.client_metadata_url: expected an https:// address with a path, got 'http://h/c.json'"),
+])
+def test_a_server_address_that_cannot_be_reached_is_a_config_error(tmp_path: Path, magent_home: Path,
+                                                                   config: str, said: str) -> None:
+    """An address with no host, a space or a bad port passed validate and failed only when a run
+    connected; a scheme or client metadata URL of the wrong form was named by its regex."""
+    servers = write(tmp_path, "servers.yaml", f"servers:\n  - {{name: tracker, transport: streamable_http, config: {config}}}\n")
+    for command in (("validate", str(servers)), ("tools", "list", "--mcp", str(servers))):
+        result = invoke(*command)
+        assert result.code == 2, result.out + result.err
+        (line,) = result.err.splitlines()
+        assert line.startswith("magent: error: ") and f"{servers}:2:" in line and line.endswith(f": {said}")
+
+
+@pytest.mark.parametrize(("kind", "text", "said"), [
+    ("agent", "name: Writer\nrole: r\nsystem_prompt: s\nllm_config: {model: scripted}\n",
+     "name: expected a name of lowercase letters, digits and '_' that starts with a letter, got 'Writer'"),
+    ("workflow", "name: -flow\nentry_point: a\nnodes: {a: {type: agent, agent: a}}\n",
+     "name: expected a name of letters, digits, '_', '.' and '-' that starts with a letter or digit, got '-flow'"),
+    ("mcp_servers", "servers:\n  - {name: 1st, transport: stdio, config: {command: x}}\n",
+     "servers[0].name: expected a name of letters, digits, '_' and '-' that starts with a letter, got '1st'"),
+])
+def test_a_name_of_the_wrong_form_says_what_form(tmp_path: Path, magent_home: Path, kind: str, text: str,
+                                                 said: str) -> None:
+    """It said ``string should match pattern '^[a-z][a-z0-9_]*$'``."""
+    path = write(tmp_path, "file.yaml", text)
+    result = invoke("validate", str(path))
+    assert result.code == 2
+    assert said in result.err and "pattern" not in result.err, result.err

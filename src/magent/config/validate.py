@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from magent.config.yamlfile import FieldPath, SourceFile, dotted
 from magent.errors import ConfigError
-from magent.models.base import EXPECTED, literal_choices
+from magent.models.base import EXPECTED, PATTERN_WORDS, literal_choices
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -149,6 +149,8 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
         return f"{got} is not one of {', '.join(map(str, choices))}"
     if kind in EXPECTED:
         return f"expected {EXPECTED[kind]}, got {got}"
+    if kind == "string_pattern_mismatch" and (shape := PATTERN_WORDS.get(err["ctx"]["pattern"])):
+        return f"expected {shape}, got {got}"
     bounds = err.get("ctx") or {}
     for key, words in _BOUNDS.items():
         if key in bounds and kind in words:

@@ -4,7 +4,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from magent.models.base import Model
+from magent.models.base import Model, shaped
 from magent.models.budget import Budget
 from magent.models.guardrails import Guardrails
 from magent.models.memory import AgentMemory
@@ -168,7 +168,8 @@ class MemoryConfig(Model):
 class Agent(Model):
     """An AI entity with a prompt, a model and access to specific tools."""
 
-    name: str = Field(pattern=AGENT_NAME_PATTERN)
+    name: str = Field(pattern=shaped(AGENT_NAME_PATTERN, "a name of lowercase letters, digits and '_' "
+                                                         "that starts with a letter"))
     """Unique agent identifier, snake case."""
     role: str = Field(min_length=1)
     """The agent's role or purpose, one line."""

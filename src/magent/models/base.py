@@ -61,6 +61,16 @@ EXPECTED = {"string_type": "text", "int_type": "a whole number", "int_parsing": 
 """What a value of each of pydantic's type errors should have been, in magent's words."""
 
 
+PATTERN_WORDS: dict[str, str] = {}
+"""What a text a field's ``pattern`` checks should look like, in magent's words (by pattern)."""
+
+
+def shaped(pattern: str, words: str) -> str:
+    """``pattern``, with ``words`` saying what it asks for: an error names those, not the regex."""
+    PATTERN_WORDS[pattern] = words
+    return pattern
+
+
 def literal_choices(annotation: Any) -> tuple[Any, ...]:
     """The values a ``Literal`` or ``Enum`` annotation allows (inside ``Annotated`` or ``Optional`` too)."""
     while get_origin(annotation) is Annotated:

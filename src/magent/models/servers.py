@@ -3,9 +3,11 @@ workflow names): made when a file is read, so a run with built-in tools only cre
 
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, PositiveInt
+from urllib.parse import urlsplit
 
-from magent.models.base import Model
+from pydantic import AfterValidator, Field, PositiveInt
+
+from magent.models.base import Model, shaped
 from magent.models.tools import DEFAULT_TOOL_TIMEOUT, Builtins, RateLimit, RetryPolicy, ToolLimits
 
 
@@ -21,6 +23,24 @@ class ToolSettings(Model):
     retry: RetryPolicy | None = None
     """``{max_attempts, backoff, on}``: calls that time out or fail to run are made again. Given
     here it applies even to a tool that is not idempotent (the config says it is safe)."""
+
+
+def _reachable(url: str) -> str:
+    """An address a connection can be made to: a host, a port that is a number, no spaces
+    (its scheme is the field's pattern's to check)."""
+    if not url.startswith(("http://", "https://")):
+        return url
+    if any(c.isspace() for c in url):
+        raise ValueError(f"{url!r} has a space in it (write it as %20)")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (reading it checks it)
+    except ValueError:
+        raise ValueError(f"{url!r} has a host or port that cannot be read (a port is a number up to 65535; "
+                         "an IPv6 host goes in [ ])") from None
+    if not parts.hostname:
+        raise ValueError(f"{url!r} names no host")
+    return url
 
 
 class StdioConfig(Model):
@@ -45,7 +65,8 @@ class OAuthSettings(Model):
     """The pre-registered client's secret; write it as ``${VAR}`` so it stays off disk."""
     token_endpoint_auth_method: Literal["none", "client_secret_basic", "client_secret_post"] | None = None
     """How the pre-registered client authenticates (default: ``client_secret_basic`` with a secret)."""
-    client_metadata_url: str | None = Field(default=None, pattern=r"^https://[^/]+/.+")
+    client_metadata_url: Annotated[str, AfterValidator(_reachable)] | None = Field(
+        default=None, pattern=shaped(r"^https://[^/]+/.+", "an https:// address with a path"))
     """An HTTPS URL of a client ID metadata document to use as the client ID where the server accepts one."""
     scope: str | None = None
     """Scopes to ask for when the server does not say which (``WWW-Authenticate``, its metadata)."""
@@ -56,7 +77,8 @@ class OAuthSettings(Model):
 class HttpConfig(Model):
     """Connection parameters of a server reached over HTTP (SSE or streamable HTTP)."""
 
-    url: str = Field(pattern=r"^https?://")
+    url: Annotated[str, AfterValidator(_reachable)] = Field(
+        pattern=shaped(r"^https?://", "an http:// or https:// address"))
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra headers, e.g. ``Authorization: Bearer ${TOKEN}``."""
     oauth: OAuthSettings | None = None
@@ -68,7 +90,8 @@ SSEConfig = HttpConfig
 
 
 class _ServerBase(Model):
-    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    name: str = Field(pattern=shaped(r"^[A-Za-z][A-Za-z0-9_-]*$", "a name of letters, digits, '_' and '-' "
+                                                                  "that starts with a letter"))
     """Server identifier; tools are named ``name.tool``."""
     connect_timeout_seconds: float = Field(default=30, gt=0)
     """How long starting and initialising the server may take."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, PositiveInt, field_validator
 
-from magent.models.base import Model
+from magent.models.base import Model, shaped
 from magent.models.budget import Budget
 from magent.models.guardrails import Guardrails
 
@@ -65,7 +65,8 @@ class EdgeDef(Model):
 class Workflow(Model):
     """A composed execution pattern: a graph of nodes."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=shaped(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "a name of letters, digits, '_', '.' "
+                                                                        "and '-' that starts with a letter or digit"))
     description: str | None = None
     patterns: list[str] = Field(default_factory=list)
     """Pattern sequence, informational (e.g. ``[react, reflection]``)."""
