@@ -98,3 +98,22 @@ def test_a_name_of_the_wrong_form_says_what_form(tmp_path: Path, magent_home: Pa
     result = invoke("validate", str(path))
     assert result.code == 2
     assert said in result.err and "pattern" not in result.err, result.err
+
+
+def test_serve_on_a_port_in_use_or_an_address_not_here_is_one_line(tmp_path: Path, magent_home: Path) -> None:
+    """It printed 'listening on ...', then uvicorn's own ERROR line, and exited 3 (the code of a
+    pause); a --wait-seconds of nan was taken."""
+    import socket
+
+    agent = str(Path(__file__).resolve().parent.parent / "examples" / "agents" / "note_taker.yaml")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        busy = run("mcp", "serve", agent, "--transport", "streamable-http", "--port", port)
+    assert busy.code == 2
+    assert busy.err == f"magent: error: cannot listen on --host 127.0.0.1 --port {port}: address already in use\n"
+    away = run("mcp", "serve", agent, "--transport", "streamable-http", "--host", "192.0.2.1", "--port", port)
+    assert away.code == 2  # an address of no interface here (TEST-NET-1): nothing is sent anywhere
+    assert away.err == f"magent: error: cannot listen on --host 192.0.2.1 --port {port}: cannot assign requested address\n"
+    never = run("mcp", "serve", agent, "--wait-seconds", "nan")
+    assert never.code == 2
+    assert never.err == "magent: error: --wait-seconds must be a number of seconds, 0 or more, not nan\n"

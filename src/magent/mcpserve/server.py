@@ -7,6 +7,7 @@ import hmac
 import ipaddress
 import os
 import secrets
+import socket
 import sys
 from functools import partial
 from typing import Any, Awaitable, Callable
@@ -181,10 +182,22 @@ async def serve_stdio(server: Server[Any], runs: Runs) -> None:
         await runs.close()
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT, or a ``UsageError`` saying why there is none (a host that
+    does not resolve or is not this machine's, a port in use or not allowed)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:  # socket.gaierror too (its errno is not the C library's)
+        reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+        raise UsageError(f"cannot listen on --host {host} --port {port}: {reason[:1].lower()}{reason[1:]}") from None
+
+
 async def serve_http(server: Server[Any], runs: Runs, host: str, port: int) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp``; off the loopback, only with a bearer token."""
     import uvicorn
 
+    sock = listen(host, port)
     token = os.environ.get(TOKEN_ENV) or None
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(32)
@@ -196,7 +209,7 @@ async def serve_http(server: Server[Any], runs: Runs, host: str, port: int) -> N
     print(f"magent mcp serve: listening on http://{_url_host(host)}:{port}/mcp", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     try:
-        await uvicorn.Server(config).serve()
+        await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         await runs.close()
 
@@ -245,8 +258,8 @@ def serve(targets: list[str], *, transport: str = "stdio", host: str = "127.0.0.
 
     if transport not in TRANSPORTS:
         raise UsageError(f"--transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
-    if wait_seconds < 0:
-        raise UsageError("--wait-seconds must be 0 or more")
+    if not wait_seconds >= 0:  # NaN too
+        raise UsageError(f"--wait-seconds must be a number of seconds, 0 or more, not {wait_seconds}")
     if not 0 < port < 65536:
         raise UsageError(f"--port must be between 1 and 65535, not {port}")
     items = served(targets)
