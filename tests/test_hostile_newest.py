@@ -117,3 +117,22 @@ def test_serve_on_a_port_in_use_or_an_address_not_here_is_one_line(tmp_path: Pat
     never = run("mcp", "serve", agent, "--wait-seconds", "nan")
     assert never.code == 2
     assert never.err == "magent: error: --wait-seconds must be a number of seconds, 0 or more, not nan\n"
+
+
+def test_a_link_that_leads_back_to_itself_is_a_file_that_cannot_be_read(tmp_path: Path, magent_home: Path) -> None:
+    """A config file, or a workflow's mcp_servers file, that is a symbolic link loop was an
+    internal error (exit 1) naming Python's 'RuntimeError: Symlink loop'."""
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    write(tmp_path, "ag.yaml", agent_yaml("ag"))
+    flow = write(tmp_path, "flow.yaml", "name: flow\nmcp_servers: a.yaml\nentry_point: n\nnodes: {n: {type: agent, agent: ag}}\n")
+    for args, said in ((("validate", "a.yaml"), "a.yaml: cannot read: "),
+                       (("tools", "list", "--mcp", "a.yaml"), "a.yaml: cannot read: "),
+                       (("validate", str(flow)), "invalid workflow: a.yaml: cannot read: "),
+                       (("run", str(flow), "-t", "hi"), "a.yaml: cannot read: ")):
+        result = invoke(*args, cwd=tmp_path)
+        assert result.code == 2, result.err
+        (line,) = result.err.splitlines()
+        assert line.startswith(f"magent: error: {said}"), line
+    assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())

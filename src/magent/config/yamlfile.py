@@ -68,9 +68,18 @@ def dotted(path: FieldPath) -> str:
 
 def display_path(path: Path) -> str:
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
+        return str(resolved(path).relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def resolved(path: Path) -> Path:
+    """``path`` made absolute, its links followed; a link that leads back to itself is left for
+    reading it to report (``resolve`` raises RuntimeError on one before Python 3.13)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return path.absolute()
 
 
 class _Loader(yaml.SafeLoader):

@@ -17,7 +17,7 @@ from magent.config.defaults import default_model, pinned
 from magent.config.files import ConfigKind, LoadedAgent, detect_kind, load_agent, validate_agent
 from magent.config.prompts import resolve_ref
 from magent.config.validate import validate
-from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file
+from magent.config.yamlfile import SourceFile, display_path, from_raw, load_file, resolved
 from magent.engine import conditions, routing
 from magent.engine.nodes import NODE_KINDS
 from magent.engine.nodes.base import Node
@@ -194,7 +194,7 @@ def load_workflow(path: Path | str, *, source: SourceFile | None = None,
 
     mcp_files: list[Path] = []
     if workflow.mcp_servers:
-        mcp_files.append((path.parent / workflow.mcp_servers).resolve())
+        mcp_files.append(resolved(path.parent / workflow.mcp_servers))
     for loaded in agents.values():
         for f in _agent_mcp_files(loaded):
             if f not in mcp_files:
@@ -257,7 +257,7 @@ def _snap(source: SourceFile) -> dict[str, Any]:
 
 def _agent_mcp_files(loaded: LoadedAgent) -> list[Path]:
     if loaded.agent.mcp_servers:
-        return [(loaded.base_dir / loaded.agent.mcp_servers).resolve()]
+        return [resolved(loaded.base_dir / loaded.agent.mcp_servers)]
     return []
 
 
