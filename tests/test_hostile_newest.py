@@ -136,3 +136,17 @@ def test_a_link_that_leads_back_to_itself_is_a_file_that_cannot_be_read(tmp_path
         (line,) = result.err.splitlines()
         assert line.startswith(f"magent: error: {said}"), line
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
+
+
+def test_an_option_that_takes_a_number_names_it_in_magents_words(magent_home: Path) -> None:
+    """It said pydantic's 'Invalid value for '--step': Input should be a valid integer, unable to
+    parse string as an integer'."""
+    many = invoke("batch", "run", "flow.yaml", "-i", "rows.jsonl", "-c", "many")
+    assert (many.code, many.err) == (2, "magent: error: --concurrency: expected a whole number, got 'many' "
+                                        "(see 'magent batch run --help')\n")
+    wait = invoke("mcp", "serve", "--wait-seconds", "soon")
+    assert (wait.code, wait.err) == (2, "magent: error: --wait-seconds: expected a number, got 'soon' "
+                                        "(see 'magent mcp serve --help')\n")
+    late = invoke("trace", "0123abcd", "--step", "last")
+    assert (late.code, late.err) == (2, "magent: error: --step: expected a whole number, got 'last' "
+                                        "(see 'magent trace --help')\n")

@@ -32,4 +32,22 @@ def usage_message(exc: Any) -> str:
         if param.param_type_name == "argument":
             return f"{param.metavar or param.name.upper()} is missing"
         return f"option {param.opts[0]} is missing"
+    if kind == "BadParameter" and param is not None and (wrong := _wrong_type(exc.__cause__)):
+        name = param.opts[0] if param.param_type_name == "option" else param.metavar or param.name.upper()
+        return f"{name}: {wrong}"
     return str(exc.format_message()).rstrip(".")
+
+
+def _wrong_type(cause: Any) -> str | None:
+    """``expected a whole number, got 'abc'`` when the parser's check of a value's type said
+    it in pydantic's words (a ``ValidationError`` of one of the types magent names)."""
+    from pydantic import ValidationError
+
+    from magent.models.base import EXPECTED
+
+    if not isinstance(cause, ValidationError) or not cause.errors():
+        return None
+    error = cause.errors()[0]
+    if error["type"] not in EXPECTED:
+        return None
+    return f"expected {EXPECTED[error['type']]}, got {error.get('input')!r}"
