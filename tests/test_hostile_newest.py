@@ -138,6 +138,22 @@ def test_a_link_that_leads_back_to_itself_is_a_file_that_cannot_be_read(tmp_path
     assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
 
 
+def test_batch_flags_that_cannot_work_stop_it_before_any_row(tmp_path: Path, magent_home: Path) -> None:
+    """An empty --tag started the batch and failed every row; --ray-address was ignored without
+    --executor ray."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    agent = str(write(tmp_path, "ag.yaml", agent_yaml("ag")))
+    rows = str(write(tmp_path, "rows.jsonl", '{"task": "a"}\n{"task": "b"}\n'))
+    for args, said in (
+            (("--tag", ""), "--tag must not be empty: every row's task would fail to start"),
+            (("--ray-address", "10.0.0.5:6379"), "--ray-address is for --executor ray (a local batch runs in this process)")):
+        result = invoke("batch", "run", agent, "-i", rows, *args, cwd=tmp_path)
+        assert result.code == 2
+        assert result.err == f"magent: error: {said}\n"
+    assert not (magent_home / "batches").exists() or not any((magent_home / "batches").iterdir())
+    assert not (magent_home / "tasks").exists() or not any((magent_home / "tasks").iterdir())
+
+
 def test_an_option_that_takes_a_number_names_it_in_magents_words(magent_home: Path) -> None:
     """It said pydantic's 'Invalid value for '--step': Input should be a valid integer, unable to
     parse string as an integer'."""

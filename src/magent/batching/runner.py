@@ -51,6 +51,11 @@ class Options:
                                    ("--max-tpm", self.max_tpm, 1), ("--max-failures", self.max_failures, 1)):
             if value is not None and value < least:
                 raise UsageError(f"{name} must be {least} or more, not {value}")
+        for tag in self.tags:
+            if not tag:
+                raise UsageError("--tag must not be empty: every row's task would fail to start")
+        if self.ray_address is not None and self.executor != "ray":
+            raise UsageError("--ray-address is for --executor ray (a local batch runs in this process)")
         if self.cpus_per_row is not None:
             if self.executor != "ray":
                 raise UsageError("--cpus-per-row is for --executor ray (a local batch's rows share this process)")
