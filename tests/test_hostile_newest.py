@@ -166,3 +166,23 @@ def test_an_option_that_takes_a_number_names_it_in_magents_words(magent_home: Pa
     late = invoke("trace", "0123abcd", "--step", "last")
     assert (late.code, late.err) == (2, "magent: error: --step: expected a whole number, got 'last' "
                                         "(see 'magent trace --help')\n")
+
+
+def test_a_prompt_too_big_to_read_back_is_not_stored(tmp_path: Path, magent_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was written, and then every prompts command failed on it: the stored file was over
+    the size a config file may be; a file not in UTF-8 was named in Python's codec words."""
+    monkeypatch.setenv("MAGENT_MAX_CONFIG_BYTES", "2000")
+    big = write(tmp_path, "big.txt", "Answer {{ task }}. " + "x" * 3000)
+    result = invoke("prompts", "add", "triage", "-v", "1", "-f", str(big))
+    assert result.code == 2
+    assert result.err == ("magent: error: the prompt is 3,026 bytes as stored, over the limit of 2,000 bytes for a "
+                          "config file (MAGENT_MAX_CONFIG_BYTES sets the limit); nothing was stored\n")
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("Caf\xe9 {{ task }}".encode("latin-1"))
+    result = invoke("prompts", "add", "triage", "-v", "1", "-f", str(latin))
+    assert (result.code, result.err) == (2, f"magent: error: {latin}: not UTF-8 text (byte 0xe9 at offset 3; "
+                                            "save the file as UTF-8)\n")
+    assert not (magent_home / "prompts" / "triage").exists() or not any((magent_home / "prompts" / "triage").iterdir())
+    assert invoke("prompts", "list").code == 0
+

@@ -66,8 +66,11 @@ def add_prompt(name: str, version: str, text: str | None = None, *, file: PathLi
     if file is not None:
         try:
             text = Path(os.fspath(file)).read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {os.fspath(file)}: {getattr(exc, 'strerror', None) or exc}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot read {os.fspath(file)}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{os.fspath(file)}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                             f"{exc.start}; save the file as UTF-8)") from None
     assert text is not None
     if is_template(text):
         try:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from magent import paths
+from magent.config.yamlfile import MAX_BYTES_ENV, max_config_bytes
 from magent.errors import ConfigError, UsageError
 
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -111,10 +112,14 @@ def add(name: str, version: str, text: str, description: str = "", root: Path | 
     if version in versions(name, root):
         raise UsageError(f"prompt {name!r} already has version {version!r}: versions are never changed; "
                          "add a new one")
+    doc = ({"description": description} if description else {}) | {"text": text}
+    data = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False).encode()
+    if len(data) > (limit := max_config_bytes()):  # it could not be read back: refuse it now
+        raise UsageError(f"the prompt is {len(data):,} bytes as stored, over the limit of {limit:,} bytes for a "
+                         f"config file ({MAX_BYTES_ENV} sets the limit); nothing was stored")
     folder = store_dir(root) / name
     folder.mkdir(parents=True, exist_ok=True)
-    doc = ({"description": description} if description else {}) | {"text": text}
-    create_immutable(folder / f"{version}.yaml", yaml.safe_dump(doc, allow_unicode=True, sort_keys=False).encode())
+    create_immutable(folder / f"{version}.yaml", data)
     return load(name, version, root)
 
 
