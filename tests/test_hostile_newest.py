@@ -186,3 +186,19 @@ def test_a_prompt_too_big_to_read_back_is_not_stored(tmp_path: Path, magent_home
     assert not (magent_home / "prompts" / "triage").exists() or not any((magent_home / "prompts" / "triage").iterdir())
     assert invoke("prompts", "list").code == 0
 
+
+def test_a_link_as_a_file_to_read_or_write_is_one_line(tmp_path: Path, magent_home: Path) -> None:
+    """memory import of a link loop was an internal error (exit 1); --html or --output naming a
+    link said magent never writes through a link 'under its home (... or delete the task)'."""
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    loop = invoke("memory", "import", "a.jsonl", cwd=tmp_path)
+    assert (loop.code, loop.err) == (2, "magent: error: a.jsonl: cannot read it: Too many levels of symbolic links\n")
+    assert invoke("memory", "add", "the office is on floor 3").code == 0
+    (tmp_path / "real.jsonl").write_text("")
+    (tmp_path / "out.jsonl").symlink_to(tmp_path / "real.jsonl")
+    out = invoke("memory", "export", "-o", "out.jsonl", cwd=tmp_path)
+    assert (out.code, out.err) == (2, "magent: error: out.jsonl is a symbolic link; name the file it leads to, or "
+                                      "another file (magent writes a file whole by replacing it, which would "
+                                      "replace the link)\n")
+    assert (tmp_path / "out.jsonl").is_symlink() and (tmp_path / "real.jsonl").read_text() == ""

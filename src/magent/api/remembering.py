@@ -118,13 +118,13 @@ def export_memories(path: PathLike | None = None, *, scope: str | None = None, s
                     home: PathLike | None = None) -> list[str]:
     """Memories as JSON Lines, without vectors; with ``path`` also written there, whole or not at all."""
     from magent.memory.transfer import export_lines
-    from magent.store.files import atomic_write
+    from magent.store.files import write_output
 
     visible, state = _visible(scope), _status(status)
     with _open(home) as memory:
         lines = list(export_lines(memory.store.iter_all(visible=visible, status=state)))
     if path is not None:
-        atomic_write(Path(os.fspath(path)), "".join(lines).encode())
+        write_output(Path(os.fspath(path)), "".join(lines).encode())
     return lines
 
 

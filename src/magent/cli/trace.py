@@ -119,9 +119,9 @@ def _html(task_id: str, file: str | None) -> None:
     written = trace_html(task_id)
     target = None if file == "-" else Path(file or f"trace-{written.task_id[:8]}.html")
     if target is not None:
-        from magent.store.files import atomic_write
+        from magent.store.files import write_output
 
-        atomic_write(target, written.page.encode())
+        write_output(target, written.page.encode())
     for note in written.notes:
         warn(note)
     if written.live:

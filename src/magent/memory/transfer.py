@@ -65,6 +65,8 @@ def import_file(memory: Memory, path: Path | None, stream: IO[str] | None = None
             raise UsageError(f"{path}: not UTF-8 text ({exc.reason}); nothing was imported") from None
         except IsADirectoryError:
             raise UsageError(f"{path}: is a directory") from None
+        except OSError as exc:  # no permission, a link that leads back to itself...
+            raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     else:
         assert stream is not None
         entries = read_lines(stream, "<stdin>")

@@ -234,6 +234,15 @@ def atomic_write(path: Path, data: bytes, *, mtime_ns: int | None = None) -> Non
         raise _store_error(exc, "write", path) from None
 
 
+def write_output(path: Path, data: bytes) -> None:
+    """A file the user named (``--html``, ``--output``) written as ``atomic_write`` does; a link
+    is refused in words for a file outside the home (replacing it would drop the link)."""
+    if os.path.islink(path):
+        raise SymlinkError(f"{path} is a symbolic link; name the file it leads to, or another file "
+                           "(magent writes a file whole by replacing it, which would replace the link)")
+    atomic_write(path, data)
+
+
 def create_immutable(path: Path, data: bytes) -> None:
     """Create ``path`` atomically; fails with ``FileExistsError`` if it exists (never overwrites).
 
