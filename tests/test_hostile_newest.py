@@ -202,3 +202,20 @@ def test_a_link_as_a_file_to_read_or_write_is_one_line(tmp_path: Path, magent_ho
                                       "another file (magent writes a file whole by replacing it, which would "
                                       "replace the link)\n")
     assert (tmp_path / "out.jsonl").is_symlink() and (tmp_path / "real.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("servers: []\n", "is an MCP servers file, not a workflow or agent"),
+    ("responses:\n  - content: hi\n", "is a scripted model's script, not a workflow or agent"),
+    ("default_days: 30\n", "is a retention policy, not a workflow or agent"),
+    ("# nothing yet\n", "the file is empty (or holds only comments)"),
+])
+def test_running_a_file_that_is_no_workflow_or_agent_says_what_it_is(tmp_path: Path, magent_home: Path,
+                                                                     text: str, said: str) -> None:
+    """It said 'is an script file', 'is an retention policy file'; an empty file, in any
+    command, 'nothing to validate'."""
+    path = write(tmp_path, "thing.yaml", text)
+    for args in (("run", "thing.yaml", "-t", "hi"), ("chat", "thing.yaml", "hi")):
+        result = invoke(*args, cwd=tmp_path)
+        assert (result.code, result.err) == (2, f"magent: error: thing.yaml: {said}\n")
+    assert path.read_text() == text and not (magent_home / "tasks").exists()

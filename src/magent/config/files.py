@@ -45,7 +45,7 @@ def detect_kind(source: SourceFile) -> ConfigKind:
     """Tell which kind of config a parsed file is, from its top-level keys."""
     data = source.data
     if data in (None, {}):
-        raise source.error("the file is empty: nothing to validate")
+        raise source.error("the file is empty (or holds only comments)")
     if not isinstance(data, dict):
         raise source.error("expected a mapping of fields at the top of the file")
     keys = set(data)

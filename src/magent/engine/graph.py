@@ -97,8 +97,13 @@ def load_path(path: Path) -> Graph:
         return load_workflow(path, source=source)
     if kind is ConfigKind.agent:
         return single_agent_graph(load_agent(path, source))
-    raise ConfigError(f"is an {kind.value.replace('_', ' ')} file, not a workflow or agent",
-                      path=display_path(path))
+    raise ConfigError(f"is {_KIND_WORDS.get(kind, kind.value)}, not a workflow or agent", path=display_path(path))
+
+
+_KIND_WORDS = {ConfigKind.mcp_servers: "an MCP servers file", ConfigKind.retention_policy: "a retention policy",
+               ConfigKind.script: "a scripted model's script", ConfigKind.memory: "a memory settings file",
+               ConfigKind.defaults: "a defaults file"}
+"""What each kind of config file that cannot be run is, as an error names it."""
 
 
 def single_agent_graph(loaded: LoadedAgent, agent_sources: dict[str, SourceFile] | None = None) -> Graph:
