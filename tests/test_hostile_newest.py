@@ -219,3 +219,21 @@ def test_running_a_file_that_is_no_workflow_or_agent_says_what_it_is(tmp_path: P
         result = invoke(*args, cwd=tmp_path)
         assert (result.code, result.err) == (2, f"magent: error: thing.yaml: {said}\n")
     assert path.read_text() == text and not (magent_home / "tasks").exists()
+
+
+def test_steering_a_running_task_refuses_a_model_it_would_ignore(tmp_path: Path, magent_home: Path) -> None:
+    """chat ID MESSAGE --model M to a running task queued the message and dropped --model
+    without a word (exit 0); --set was refused already. Nothing is queued now."""
+    from support.steerflow import make_flow, start, wait_for
+
+    proc = start(make_flow(tmp_path, turns=3))
+    try:
+        task_id = wait_for(magent_home, '"tool":"shell.run"', proc)
+        steered = invoke("chat", task_id[:8], "Be brief", "--model", "openai/gpt-4o-mini")
+        assert (steered.code, steered.err) == (2, f"magent: error: task {task_id[:8]} is running on the models it "
+                                                  "started with: --model goes with a follow-up to a stopped task "
+                                                  "or a new conversation\n")
+        assert not list((magent_home / "tasks" / task_id / "signals").glob("*.json"))
+    finally:
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0

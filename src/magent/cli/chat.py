@@ -69,7 +69,7 @@ def chat(
     if message is None and target is not None and not interactive:
         raise UsageError("give a MESSAGE to start a conversation with "
                          f"{what!r} (or run it in a terminal to be asked)")
-    if task_id is not None and _steer(task_id, message, wait, json_out, session):
+    if task_id is not None and _steer(task_id, message, wait, json_out, session, model):
         return
     if session is not None:
         raise UsageError(f"--session goes with a running task; {what!r} is not running")
@@ -111,7 +111,8 @@ def _which(what: str) -> tuple[str | None, str | None]:
         return None, what
 
 
-def _steer(task_id: str, message: str | None, wait: bool, json_out: bool, session: str | None) -> bool:
+def _steer(task_id: str, message: str | None, wait: bool, json_out: bool, session: str | None,
+           model: str | None) -> bool:
     """A running task: queue ``message`` for it (and with ``wait`` print the answer to it).
     False when no run holds the task (the message is a follow-up then)."""
     import json
@@ -125,6 +126,9 @@ def _steer(task_id: str, message: str | None, wait: bool, json_out: bool, sessio
         return False
     if message is None:
         raise UsageError(f"task {task_id[:8]} is running; give a MESSAGE to steer it")
+    if model is not None:
+        raise UsageError(f"task {task_id[:8]} is running on the models it started with: --model goes with a "
+                         "follow-up to a stopped task or a new conversation")
     try:
         sent = api.steer(task_id, message, session=session)
     except TaskStateError:
