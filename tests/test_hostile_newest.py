@@ -237,3 +237,13 @@ def test_steering_a_running_task_refuses_a_model_it_would_ignore(tmp_path: Path,
     finally:
         proc.communicate(timeout=60)
     assert proc.returncode == 0
+
+
+def test_an_empty_first_message_names_the_message_not_an_option_chat_lacks(tmp_path: Path, magent_home: Path) -> None:
+    """It said '-t/--task must not be empty': chat has no -t."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    write(tmp_path, "ag.yaml", agent_yaml("ag"))
+    for message in ("", "   "):
+        result = invoke("chat", "ag.yaml", message, cwd=tmp_path)
+        assert (result.code, result.err) == (2, "magent: error: the message is empty; say what 'ag.yaml' should do\n")
+    assert not (magent_home / "tasks").exists()

@@ -69,6 +69,8 @@ def chat(
     if message is None and target is not None and not interactive:
         raise UsageError("give a MESSAGE to start a conversation with "
                          f"{what!r} (or run it in a terminal to be asked)")
+    if message is not None and target is not None and not message.strip():
+        raise UsageError(f"the message is empty; say what {what!r} should do")
     if task_id is not None and _steer(task_id, message, wait, json_out, session, model):
         return
     if session is not None:
