@@ -247,3 +247,12 @@ def test_an_empty_first_message_names_the_message_not_an_option_chat_lacks(tmp_p
         result = invoke("chat", "ag.yaml", message, cwd=tmp_path)
         assert (result.code, result.err) == (2, "magent: error: the message is empty; say what 'ag.yaml' should do\n")
     assert not (magent_home / "tasks").exists()
+
+
+def test_a_key_that_is_not_one_of_the_choices_lists_them_in_magents_words(tmp_path: Path, magent_home: Path) -> None:
+    """It said pydantic's 'invalid key: input should be 'pending', 'running', ...'."""
+    policy = write(tmp_path, "retention.yaml", "default_days: 30\nby_status: {done: 3}\n")
+    result = invoke("validate", str(policy))
+    assert (result.code, result.err) == (2, f"magent: error: invalid retention_policy: {policy}:2:13: by_status.done: "
+                                            "invalid key: 'done' is not one of pending, running, awaiting_human, "
+                                            "interrupted, completed, failed or cancelled\n")

@@ -147,6 +147,8 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
     got = _shown(err.get("input"))
     if kind in ("literal_error", "enum") and (choices := _choices_at(model, loc)):
         return f"{got} is not one of {', '.join(map(str, choices))}"
+    if kind in ("literal_error", "enum") and (expected := (err.get("ctx") or {}).get("expected")):
+        return f"{got} is not one of {expected.replace(chr(39), '')}"  # a mapping's key: no field to ask
     if kind in EXPECTED:
         return f"expected {EXPECTED[kind]}, got {got}"
     if kind == "string_pattern_mismatch" and (shape := PATTERN_WORDS.get(err["ctx"]["pattern"])):
