@@ -256,3 +256,22 @@ def test_a_key_that_is_not_one_of_the_choices_lists_them_in_magents_words(tmp_pa
     assert (result.code, result.err) == (2, f"magent: error: invalid retention_policy: {policy}:2:13: by_status.done: "
                                             "invalid key: 'done' is not one of pending, running, awaiting_human, "
                                             "interrupted, completed, failed or cancelled\n")
+
+
+@pytest.mark.parametrize(("inline", "said"), [
+    ("", "agents.x: expected the inline agent's fields (role, system_prompt...), got nothing"),
+    ("5", "agents.x: expected a mapping of fields, got 5"),
+    ("hello", "agents.x: expected a mapping of fields, got 'hello'"),
+])
+def test_an_inline_agent_that_is_not_a_mapping_is_one_line(tmp_path: Path, magent_home: Path, inline: str,
+                                                           said: str) -> None:
+    """An empty one was read as the whole workflow file (six errors: 'agents.x.nodes: unknown
+    field', ...); a number was 'got a int (5)'."""
+    flow = write(tmp_path, "flow.yaml", f"name: flow\nentry_point: a\nnodes:\n  a: {{type: agent, agent: x}}\n"
+                                        f"agents: {{x: {inline}}}\n")
+    for args in (("validate", "flow.yaml"), ("run", "flow.yaml", "-t", "hi")):
+        result = invoke(*args, cwd=tmp_path)
+        assert result.code == 2
+        (line,) = result.err.splitlines()
+        assert line.endswith(f"flow.yaml:5:10: {said}"), line
+    assert flow.exists() and not (magent_home / "tasks").exists()

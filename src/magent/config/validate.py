@@ -269,11 +269,9 @@ def _has_tag(model: Any, tag: Any) -> bool:
 def _kind_of(value: Any) -> str:
     if value is None:
         return "an empty document"
-    if isinstance(value, list):
-        return "a list"
     if isinstance(value, Enum):
         return repr(value.value)
-    return f"a {type(value).__name__} ({value!r})"
+    return _shown(value)
 
 
 __all__ = ["validate", "to_config_error", "dotted"]

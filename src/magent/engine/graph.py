@@ -293,7 +293,11 @@ def _resolve_agent(name: str, workflow: Workflow, source: SourceFile, path: Path
                    at: tuple[Any, ...], agent_sources: dict[str, SourceFile] | None,
                    extra_folders: list[Path] | None = None) -> LoadedAgent:
     if name in workflow.agents:
-        agent, defaulted = validate_agent(source, data=source.data["agents"][name], prefix=("agents", name))
+        fields = source.data["agents"][name]
+        if fields is None:  # (validate_agent would read None as "the whole file")
+            raise source.error("expected the inline agent's fields (role, system_prompt...), got nothing",
+                               ("agents", name))
+        agent, defaulted = validate_agent(source, data=fields, prefix=("agents", name))
         if agent.name != name:
             raise source.error(f"inline agent is named {agent.name!r} but listed as {name!r}",
                                ("agents", name, "name"))
