@@ -275,3 +275,17 @@ def test_an_inline_agent_that_is_not_a_mapping_is_one_line(tmp_path: Path, magen
         (line,) = result.err.splitlines()
         assert line.endswith(f"flow.yaml:5:10: {said}"), line
     assert flow.exists() and not (magent_home / "tasks").exists()
+
+
+def test_validate_checks_the_names_deny_tools_gives(tmp_path: Path, magent_home: Path) -> None:
+    """A misspelt deny_tools entry passed validate, and so denied nothing; an agent that calls
+    itself as a sub-agent was listed as 'sub-agents ' with no name."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    agent = write(tmp_path, "ag.yaml", agent_yaml("ag", extra="deny_tools: [kv.delete, kv.sett, shell.run]\n"))
+    result = invoke("validate", str(agent))
+    assert (result.code, result.err) == (2, f"magent: error: invalid agent: {agent}:6:25: deny_tools[1]: "
+                                            "unknown tool 'kv.sett' (did you mean 'kv.set'?)\n")
+    write(tmp_path, "ag.yaml", agent_yaml("ag", extra="deny_tools: [kv.delete, shell.run]\nsub_agents: [ag]\n"))
+    result = invoke("validate", str(agent))  # shell is off: denying it is no mistake
+    assert result.code == 0, result.err
+    assert "(model scripted, sub-agents ag (itself))" in result.out

@@ -52,7 +52,10 @@ def check_file(path: Path, *, servers: bool = False) -> CheckResult:
 
             graph = single_agent_graph(loaded)  # sub-agents must resolve, transitively; rails must build
             if loaded.agent.sub_agents:
-                summary += f", sub-agents {', '.join(sorted(set(graph.agents) - {loaded.agent.name}))}"
+                name = loaded.agent.name
+                called = sorted(set(graph.agents) - {name})
+                called += [f"{name} (itself)"] if name in loaded.agent.sub_agents else []
+                summary += f", sub-agents {', '.join(called)}"
             summary += _rails(len(graph.rails.agents[loaded.agent.name].input)
                               + len(graph.rails.agents[loaded.agent.name].output))
             _check_uses(graph, servers)
@@ -99,6 +102,8 @@ def _check_uses(graph: Any, servers: bool) -> None:
         assert loaded.source is not None
         at = ("agents", name) if graph.source is loaded.source and graph.kind == "workflow" else ()
         uses.extend(ToolUse(t, loaded.source, at + ("tools", i)) for i, t in enumerate(loaded.agent.tools))
+        uses.extend(ToolUse(t, loaded.source, at + ("deny_tools", i), denied=True)
+                    for i, t in enumerate(loaded.agent.deny_tools))
         always = loaded.agent.tool_selection.always if loaded.agent.tool_selection is not None else []
         uses.extend(ToolUse(t, loaded.source, at + ("tool_selection", "always", i)) for i, t in enumerate(always))
         errors.extend(_script_errors(loaded, at + ("llm_config", "script")))

@@ -25,6 +25,8 @@ class ToolUse:
     source: SourceFile
     at: FieldPath
     """Where in ``source`` it is written (``tools[0]``, ``nodes.fetch.tool``)."""
+    denied: bool = False
+    """A ``deny_tools`` entry: a built-in connector that is off is no mistake there."""
 
 
 def check_tool_names(uses: Iterable[ToolUse], mcp_files: Iterable[Path], *,
@@ -48,6 +50,8 @@ def check_tool_names(uses: Iterable[ToolUse], mcp_files: Iterable[Path], *,
     errors: list[ConfigError] = []
     reported: set[str] = set()
     for use in uses:
+        if use.denied and _server(use.name) in BUILTIN_SERVERS and _server(use.name) not in servers:
+            continue
         message = _problem(use.name, servers, tools, down, reported)
         if message:
             errors.append(use.source.error(message, use.at))
