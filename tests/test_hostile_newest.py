@@ -289,3 +289,14 @@ def test_validate_checks_the_names_deny_tools_gives(tmp_path: Path, magent_home:
     result = invoke("validate", str(agent))  # shell is off: denying it is no mistake
     assert result.code == 0, result.err
     assert "(model scripted, sub-agents ag (itself))" in result.out
+
+
+def test_new_with_a_name_too_long_for_a_file_is_one_line(tmp_path: Path, magent_home: Path) -> None:
+    """It was an internal error (exit 1) naming OSError [Errno 36]; a --dir that is a file too."""
+    name = "a" * 300
+    result = invoke("new", "agent", name, cwd=tmp_path)
+    assert (result.code, result.err) == (2, f"magent: error: cannot write {name}.yaml: File name too long\n")
+    write(tmp_path, "taken", "a file\n")
+    result = invoke("new", "workflow", "flow", "--dir", "taken", cwd=tmp_path)
+    assert result.code == 2 and result.err.startswith("magent: error: cannot write taken/flow.yaml: "), result.err
+    assert not list(tmp_path.glob("*.yaml"))

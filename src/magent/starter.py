@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,7 +196,7 @@ def new_file(kind: str, name: str, folder: Path, *, model: str | None = None, fo
         raise UsageError(f"{name!r} is not a usable name: lowercase letters, digits and _, "
                          "starting with a letter (e.g. support_bot)")
     path = folder / f"{name}.yaml"
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:
         raise UsageError(f"{path} already exists (--force replaces it)")
     default = None if model else default_model().model
     shown = str(path)
@@ -205,6 +206,9 @@ def new_file(kind: str, name: str, folder: Path, *, model: str | None = None, fo
     else:
         text = WORKFLOW_TEMPLATE.format(name=name, file=shown,
                                         model_lines_inline=_model_lines(model, default, "      "))
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
