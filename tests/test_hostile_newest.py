@@ -300,3 +300,17 @@ def test_new_with_a_name_too_long_for_a_file_is_one_line(tmp_path: Path, magent_
     result = invoke("new", "workflow", "flow", "--dir", "taken", cwd=tmp_path)
     assert result.code == 2 and result.err.startswith("magent: error: cannot write taken/flow.yaml: "), result.err
     assert not list(tmp_path.glob("*.yaml"))
+
+
+def test_a_name_too_long_for_a_file_is_a_usage_error_in_any_command(tmp_path: Path, magent_home: Path) -> None:
+    """prompts add/show, examples copy and run with a 300-letter name were internal errors (exit 1)
+    naming OSError [Errno 36]."""
+    name = "a" * 300
+    text = write(tmp_path, "p.txt", "Answer {{ task }}\n")
+    for args, shown in ((("prompts", "add", name, "-v", "1", "-f", str(text)), str(magent_home / "prompts" / name)),
+                        (("prompts", "show", name), str(magent_home / "prompts" / name)),
+                        (("run", name, "-t", "hi"), name),
+                        (("examples", "copy", name), name)):
+        result = invoke(*args, cwd=tmp_path)
+        assert (result.code, result.err) == (2, f"magent: error: {shown[:77]}...: the name is too long for a file\n")
+    assert not (magent_home / "prompts").exists() or not any((magent_home / "prompts").iterdir())

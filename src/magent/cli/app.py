@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import importlib
 import os
 import sys
@@ -44,6 +45,10 @@ class MagentGroup(CommandGroup):
         except Exception as exc:  # an unexpected failure: say so plainly, trace only on request
             if os.environ.get("MAGENT_DEBUG") == "1" or _is_click_exception(exc):
                 raise
+            if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:  # a name the user gave
+                name = os.fspath(exc.filename) if exc.filename is not None else "a name"
+                _error(f"{name if len(name) <= 80 else name[:77] + '...'}: the name is too long for a file")
+                raise typer.Exit(2) from None
             _error(f"internal error: {type(exc).__name__}: {exc} (set MAGENT_DEBUG=1 for the traceback)")
             raise typer.Exit(EXIT_FAILED) from None
 
