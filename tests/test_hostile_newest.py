@@ -314,3 +314,14 @@ def test_a_name_too_long_for_a_file_is_a_usage_error_in_any_command(tmp_path: Pa
         result = invoke(*args, cwd=tmp_path)
         assert (result.code, result.err) == (2, f"magent: error: {shown[:77]}...: the name is too long for a file\n")
     assert not (magent_home / "prompts").exists() or not any((magent_home / "prompts").iterdir())
+
+
+def test_login_to_a_server_that_sends_its_own_authorization_is_refused(tmp_path: Path, magent_home: Path) -> None:
+    """The docs say a static Authorization header turns the login off; 'mcp login' tried to
+    connect all the same (here: 'could not be reached', exit 1)."""
+    servers = write(tmp_path, "servers.yaml", "servers:\n  - {name: tracker, transport: streamable_http, config: "
+                                              "{url: 'http://127.0.0.1:9/mcp', headers: {Authorization: Bearer x}}}\n")
+    result = invoke("mcp", "login", "tracker", "--mcp", str(servers))
+    assert (result.code, result.err) == (2, "magent: error: MCP server 'tracker' sends its own Authorization header "
+                                            "(config.headers): magent does not log in to it\n")
+    assert not (magent_home / "auth").exists() or not any((magent_home / "auth").iterdir())

@@ -70,7 +70,12 @@ async def login(config: ToolConfig, name: str) -> LoginState:
     from magent.tools.mcp import MCPProvider
     from magent.tools.mcp_auth import Callback, TokenFile, open_browser, provider_for
 
+    from magent.tools.mcp_http import uses_oauth
+
     server = http_server(config, name)
+    if not uses_oauth(server):
+        raise UsageError(f"MCP server {name!r} sends its own Authorization header (config.headers): "
+                         "magent does not log in to it")
     settings = server.config.oauth
     TokenFile(server.name, server.config.url).forget(client=settings.client_id is None)
     patient = server.model_copy(update={"connect_timeout_seconds": max(server.connect_timeout_seconds,
