@@ -325,3 +325,33 @@ def test_login_to_a_server_that_sends_its_own_authorization_is_refused(tmp_path:
     assert (result.code, result.err) == (2, "magent: error: MCP server 'tracker' sends its own Authorization header "
                                             "(config.headers): magent does not log in to it\n")
     assert not (magent_home / "auth").exists() or not any((magent_home / "auth").iterdir())
+
+
+def test_a_served_tool_given_arguments_of_the_wrong_type_says_which(tmp_path: Path, magent_home: Path) -> None:
+    """Over MCP: a task that is not text was refused as '-t/--task must not be empty' (an option
+    of the CLI, and not what was wrong), blank text started nothing but said the same; resume's
+    state_updates that are not an object were a protocol error carrying Python's TypeError, with
+    a traceback on the server's stderr."""
+    import asyncio
+
+    from support.mcpserve import stdio_session
+
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    agent = str(write(tmp_path, "ag.yaml", agent_yaml("ag")))
+    done = invoke("run", agent, "-t", "hello")
+    task_id = done.out.split()[1]
+
+    async def main() -> list[tuple[bool, str]]:
+        async with stdio_session(agent) as s:
+            calls = [("ag", {"task": 5}), ("ag", {"task": "   "}),
+                     ("resume", {"task_id": task_id, "action": "modify", "state_updates": 5}),
+                     ("resume", {"task_id": task_id, "message": ["a"]})]
+            replies = [await s.call_tool(name, args) for name, args in calls]
+            return [(bool(r.is_error), r.content[0].text) for r in replies]
+
+    assert asyncio.run(main()) == [
+        (True, "ag: argument 'task' is text, not 5"),
+        (True, "ag: argument 'task' is required"),
+        (True, "resume: state_updates is an object of State fields, not 5"),
+        (True, "resume: message is text, not ['a']")]
+    assert [p.name for p in (magent_home / "tasks").iterdir()] == [task_id]

@@ -58,7 +58,11 @@ class Served:
         unknown = sorted(set(arguments) - known)
         if unknown:
             raise UsageError(f"{self.name}: unknown argument {unknown[0]!r} (arguments: {', '.join(sorted(known))})")
-        missing = [key for key in ("task", *self.required) if arguments.get(key) in (None, "")]
+        wrong = [key for key in ("task", *self.required, *self.optional)
+                 if arguments.get(key) is not None and not isinstance(arguments[key], str)]
+        if wrong:
+            raise UsageError(f"{self.name}: argument {wrong[0]!r} is text, not {arguments[wrong[0]]!r}")
+        missing = [key for key in ("task", *self.required) if not (arguments.get(key) or "").strip()]
         if missing:
             raise UsageError(f"{self.name}: argument {missing[0]!r} is required")
         return {key: arguments[key] for key in (*self.required, *self.optional) if key in arguments}

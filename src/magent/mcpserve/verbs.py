@@ -96,6 +96,10 @@ async def call_verb(runs: Runs, name: str, args: dict[str, Any], caller: Caller
         updates = args.get("state_updates")
         if updates is not None and action != "modify":
             raise UsageError("resume: state_updates go with action modify")
+        if updates is not None and not isinstance(updates, dict):
+            raise UsageError(f"resume: state_updates is an object of State fields, not {updates!r}")
+        if not isinstance(args.get("message"), (str, type(None))):
+            raise UsageError(f"resume: message is text, not {args['message']!r}")
         start = partial(api.aresume, task_id, approve=action == "approve", reject=action == "reject",
                         modify=(updates or {}) if action == "modify" else None, message=args.get("message"))
     return await runs.call(start, caller, wait=wait), False
