@@ -25,7 +25,9 @@ async def stdio_session(*targets: str, wait: float = 60, env: dict[str, str] | N
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "magent", "mcp", "serve", "--wait-seconds", str(wait), *targets],
         env={**os.environ, **(env or {})})
-    async with stdio_client(params) as (read, write):
+    # errlog given: the SDK's default is the sys.stderr of when it was first imported, which
+    # may be a CliRunner's stream (an in-process command imported it) that has no file number
+    async with stdio_client(params, errlog=sys.stderr) as (read, write):
         async def on_message(message: Any) -> None:
             if heard is not None:
                 heard.append(message)
