@@ -163,6 +163,9 @@ def test_an_option_that_takes_a_number_names_it_in_magents_words(magent_home: Pa
     wait = invoke("mcp", "serve", "--wait-seconds", "soon")
     assert (wait.code, wait.err) == (2, "magent: error: --wait-seconds: expected a number, got 'soon' "
                                         "(see 'magent mcp serve --help')\n")
+    heavy = invoke("memory", "add", "the office is on floor 3", "--importance", "5")
+    assert (heavy.code, heavy.err) == (2, "magent: error: --importance: expected 1.0 or less, got '5' "
+                                          "(see 'magent memory add --help')\n")
     late = invoke("trace", "0123abcd", "--step", "last")
     assert (late.code, late.err) == (2, "magent: error: --step: expected a whole number, got 'last' "
                                         "(see 'magent trace --help')\n")

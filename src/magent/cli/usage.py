@@ -39,15 +39,14 @@ def usage_message(exc: Any) -> str:
 
 
 def _wrong_type(cause: Any) -> str | None:
-    """``expected a whole number, got 'abc'`` when the parser's check of a value's type said
-    it in pydantic's words (a ``ValidationError`` of one of the types magent names)."""
+    """``expected a whole number, got 'abc'`` when the parser's check of a value's type or
+    bounds said it in pydantic's words (a ``ValidationError`` of a kind magent names)."""
     from pydantic import ValidationError
 
-    from magent.models.base import EXPECTED
+    from magent.config.validate import expected_words
 
     if not isinstance(cause, ValidationError) or not cause.errors():
         return None
     error = cause.errors()[0]
-    if error["type"] not in EXPECTED:
-        return None
-    return f"expected {EXPECTED[error['type']]}, got {error.get('input')!r}"
+    should = expected_words(error)
+    return None if should is None else f"expected {should}, got {error.get('input')!r}"

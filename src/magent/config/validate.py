@@ -149,16 +149,25 @@ def _explain(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...], 
         return f"{got} is not one of {', '.join(map(str, choices))}"
     if kind in ("literal_error", "enum") and (expected := (err.get("ctx") or {}).get("expected")):
         return f"{got} is not one of {expected.replace(chr(39), '')}"  # a mapping's key: no field to ask
-    if kind in EXPECTED:
-        return f"expected {EXPECTED[kind]}, got {got}"
+    if (should := expected_words(err)) is not None:
+        return f"expected {should}, got {got}"
     if kind == "string_pattern_mismatch" and (shape := PATTERN_WORDS.get(err["ctx"]["pattern"])):
         return f"expected {shape}, got {got}"
+    # any other kind: the validator's own sentence
+    return f"{msg[0].lower()}{msg[1:]}, got {got}"
+
+
+def expected_words(err: dict[str, Any]) -> str | None:
+    """What the value should have been, in magent's words, for one of pydantic's type or bound
+    errors (``a whole number``, ``1.0 or less``); None for another kind of error."""
+    kind = err["type"]
+    if kind in EXPECTED:
+        return EXPECTED[kind]
     bounds = err.get("ctx") or {}
     for key, words in _BOUNDS.items():
         if key in bounds and kind in words:
-            return f"expected {words[kind].format(bounds[key])}, got {got}"
-    # any other kind: the validator's own sentence
-    return f"{msg[0].lower()}{msg[1:]}, got {got}"
+            return words[kind].format(bounds[key])
+    return None
 
 
 def _shown(value: Any) -> str:
