@@ -358,3 +358,13 @@ def test_a_served_tool_given_arguments_of_the_wrong_type_says_which(tmp_path: Pa
         (True, "resume: state_updates is an object of State fields, not 5"),
         (True, "resume: message is text, not ['a']")]
     assert [p.name for p in (magent_home / "tasks").iterdir()] == [task_id]
+
+
+def test_a_file_cut_short_inside_brackets_says_so(tmp_path: Path, magent_home: Path) -> None:
+    """It said PyYAML's "expected the node content, but found '<stream end>'" (without even
+    'YAML syntax')."""
+    cut = write(tmp_path, "cut.json", '{"name": "ag",')
+    result = invoke("validate", str(cut))
+    assert (result.code, result.err) == (2, f"magent: error: {cut}:1:15: YAML syntax: the file ends where a value "
+                                            "should follow (a '{' or '[' that is not closed, or a ',' or ':' with "
+                                            "nothing after it)\n")

@@ -23,6 +23,9 @@ _WORDS = [
      f"a '[' begins a list that is not closed (a value starting with '['?); {QUOTE}"),
     ("found character '\\t'", "a tab: YAML indents with spaces only"),
     ("found unexpected end of stream", "a quote is not closed before the file ends"),
+    ("expected the node content, but found '<stream end>'",
+     "the file ends where a value should follow (a '{' or '[' that is not closed, or a ',' or ':' "
+     "with nothing after it)"),
     ("found undefined alias", f"a '*' begins a reference to an anchor that is not defined; {QUOTE}"),
     ("found character '@'", f"'@' and '`' cannot begin a plain value; {QUOTE}"),
     ("found character '`'", f"'@' and '`' cannot begin a plain value; {QUOTE}"),
