@@ -368,3 +368,13 @@ def test_a_file_cut_short_inside_brackets_says_so(tmp_path: Path, magent_home: P
     assert (result.code, result.err) == (2, f"magent: error: {cut}:1:15: YAML syntax: the file ends where a value "
                                             "should follow (a '{' or '[' that is not closed, or a ',' or ':' with "
                                             "nothing after it)\n")
+
+
+def test_serve_over_stdio_refuses_an_address_it_would_ignore(magent_home: Path) -> None:
+    """--port and --host were taken and ignored over stdio (a client config meant for HTTP
+    started a stdio server that waited on a closed stdin and exited 0)."""
+    agent = str(Path(__file__).resolve().parent.parent / "examples" / "agents" / "note_taker.yaml")
+    for option in (("--port", "9000"), ("--host", "0.0.0.0")):
+        result = run("mcp", "serve", agent, *option)
+        assert (result.code, result.err) == (2, "magent: error: --host and --port go with --transport "
+                                                "streamable-http (over stdio the client starts magent itself)\n")

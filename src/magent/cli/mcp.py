@@ -86,9 +86,12 @@ def serve(
         metavar="TARGET", help="Workflow or agent files, or names installed in the home "
                                     "(default: every one installed).", show_default=False)] = None,
     transport: Annotated[str, typer.Option("--transport", metavar="MODE", help="stdio or streamable-http.")] = "stdio",
-    host: Annotated[str, typer.Option("--host", metavar="HOST", help="Address to listen on (streamable-http); off the "
-                                                     "loopback, clients need a bearer token.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on (streamable-http).")] = 8765,
+    host: Annotated[Optional[str], typer.Option(
+        "--host", metavar="HOST", show_default=False,
+        help="Address to listen on (streamable-http; default 127.0.0.1); off the loopback, clients need a "
+             "bearer token.")] = None,
+    port: Annotated[Optional[int], typer.Option("--port", metavar="PORT", show_default=False,
+                                                help="Port to listen on (streamable-http; default 8765).")] = None,
     wait_seconds: Annotated[float, typer.Option(
         "--wait-seconds", metavar="SECONDS", help="How long a call waits for its task's answer before returning the task "
                                "id (the task runs on).")] = 60.0,

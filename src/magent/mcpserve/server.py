@@ -247,7 +247,7 @@ def _url_host(host: str) -> str:
 TRANSPORTS = ("stdio", "streamable-http")
 
 
-def serve(targets: list[str], *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+def serve(targets: list[str], *, transport: str = "stdio", host: str | None = None, port: int | None = None,
           wait_seconds: float = 60.0) -> None:
     """Serve ``targets`` (files or installed names; none: everything installed) until the client
     leaves (stdio) or the process is stopped (HTTP). Bad arguments are a ``UsageError`` before
@@ -258,6 +258,10 @@ def serve(targets: list[str], *, transport: str = "stdio", host: str = "127.0.0.
 
     if transport not in TRANSPORTS:
         raise UsageError(f"--transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+    if transport == "stdio" and (host is not None or port is not None):
+        raise UsageError("--host and --port go with --transport streamable-http (over stdio the client "
+                         "starts magent itself)")
+    host, port = host or "127.0.0.1", 8765 if port is None else port
     if not wait_seconds >= 0:  # NaN too
         raise UsageError(f"--wait-seconds must be a number of seconds, 0 or more, not {wait_seconds}")
     if not 0 < port < 65536:
