@@ -334,7 +334,7 @@ def test_a_served_tool_given_arguments_of_the_wrong_type_says_which(tmp_path: Pa
     """Over MCP: a task that is not text was refused as '-t/--task must not be empty' (an option
     of the CLI, and not what was wrong), blank text started nothing but said the same; resume's
     state_updates that are not an object were a protocol error carrying Python's TypeError, with
-    a traceback on the server's stderr."""
+    a traceback on the server's stderr; a bad tasks_list status named the CLI's --status."""
     import asyncio
 
     from support.mcpserve import stdio_session
@@ -348,7 +348,7 @@ def test_a_served_tool_given_arguments_of_the_wrong_type_says_which(tmp_path: Pa
         async with stdio_session(agent) as s:
             calls = [("ag", {"task": 5}), ("ag", {"task": "   "}),
                      ("resume", {"task_id": task_id, "action": "modify", "state_updates": 5}),
-                     ("resume", {"task_id": task_id, "message": ["a"]})]
+                     ("resume", {"task_id": task_id, "message": ["a"]}), ("tasks_list", {"status": "done"})]
             replies = [await s.call_tool(name, args) for name, args in calls]
             return [(bool(r.is_error), r.content[0].text) for r in replies]
 
@@ -356,7 +356,9 @@ def test_a_served_tool_given_arguments_of_the_wrong_type_says_which(tmp_path: Pa
         (True, "ag: argument 'task' is text, not 5"),
         (True, "ag: argument 'task' is required"),
         (True, "resume: state_updates is an object of State fields, not 5"),
-        (True, "resume: message is text, not ['a']")]
+        (True, "resume: message is text, not ['a']"),
+        (True, "tasks_list: status 'done' is not one of pending, running, awaiting_human, interrupted, completed, "
+               "failed, cancelled")]
     assert [p.name for p in (magent_home / "tasks").iterdir()] == [task_id]
 
 

@@ -124,8 +124,12 @@ def recent_tasks(limit: int = 50) -> list[tuple[str, str, str]]:
 
 
 def _list(status: str | None, limit: Any) -> list[dict[str, Any]]:
+    from magent.vocabulary import TASK_STATUSES
+
     if not isinstance(limit, int) or limit < 1:
         raise UsageError("tasks_list: limit is a whole number, 1 or more")
+    if status is not None and status not in TASK_STATUSES:  # (the API's own words name --status)
+        raise UsageError(f"tasks_list: status {status!r} is not one of {', '.join(TASK_STATUSES)}")
     return [{"task_id": row.id, "status": row.status, "workflow": row.workflow, "task": row.description,
              "created_at": row.created_at.isoformat(), "model_calls": row.calls, "cost_usd": row.cost}
             for row in _rows(status)[:limit]]
