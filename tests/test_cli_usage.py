@@ -8,7 +8,7 @@ from support.cli import run
 
 
 @pytest.mark.parametrize("args, message", [
-    (["checkpoints", "show", "abc", "-1"], "magent: error: unknown option -1 (see 'magent checkpoints show --help')"),
+    (["checkpoints", "show", "abc", "-1"], "magent: error: unknown option -1 (no value here is a negative number) (see 'magent checkpoints show --help')"),
     (["run"], "magent: error: TARGET is missing (see 'magent run --help')"),
     (["run", "x.yaml", "-t", "x", "--bogus"], "magent: error: unknown option --bogus (see 'magent run --help')"),
     (["retention", "sweep", "--dry-run", "--retention-days", "3"], "unknown option --retention-days"),

@@ -166,6 +166,9 @@ def test_an_option_that_takes_a_number_names_it_in_magents_words(magent_home: Pa
     heavy = invoke("memory", "add", "the office is on floor 3", "--importance", "5")
     assert (heavy.code, heavy.err) == (2, "magent: error: --importance: expected 1.0 or less, got '5' "
                                           "(see 'magent memory add --help')\n")
+    below = invoke("checkpoints", "show", "0123abcd", "-1")
+    assert (below.code, below.err) == (2, "magent: error: unknown option -1 (no value here is a negative number) "
+                                          "(see 'magent checkpoints show --help')\n")
     late = invoke("trace", "0123abcd", "--step", "last")
     assert (late.code, late.err) == (2, "magent: error: --step: expected a whole number, got 'last' "
                                         "(see 'magent trace --help')\n")

@@ -26,6 +26,8 @@ def usage_message(exc: Any) -> str:
     kind = type(exc).__name__
     param = getattr(exc, "param", None)
     if kind == "NoSuchOption":
+        if exc.option_name[1:].isdigit():  # '-1' where a number goes: it reads as an option
+            return f"unknown option {exc.option_name} (no value here is a negative number)"
         close = getattr(exc, "possibilities", None)
         return f"unknown option {exc.option_name}" + (f"; did you mean {close[0]}?" if close else "")
     if kind == "MissingParameter" and param is not None:
