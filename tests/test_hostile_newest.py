@@ -169,6 +169,9 @@ def test_an_option_that_takes_a_number_names_it_in_magents_words(magent_home: Pa
     below = invoke("checkpoints", "show", "0123abcd", "-1")
     assert (below.code, below.err) == (2, "magent: error: unknown option -1 (no value here is a negative number) "
                                           "(see 'magent checkpoints show --help')\n")
+    never = invoke("run", "flow.yaml", "-t", "hi", "--durability", "never")
+    assert (never.code, never.err) == (2, "magent: error: --durability: 'never' is not one of 'sync', 'step', 'exit' "
+                                          "(see 'magent run --help')\n")
     late = invoke("trace", "0123abcd", "--step", "last")
     assert (late.code, late.err) == (2, "magent: error: --step: expected a whole number, got 'last' "
                                         "(see 'magent trace --help')\n")

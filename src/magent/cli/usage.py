@@ -50,5 +50,7 @@ def _wrong_type(cause: Any) -> str | None:
     if not isinstance(cause, ValidationError) or not cause.errors():
         return None
     error = cause.errors()[0]
+    if error["type"] == "value_error":  # a check of magent's own: its words
+        return str(error["ctx"]["error"]).rstrip(".")
     should = expected_words(error)
     return None if should is None else f"expected {should}, got {error.get('input')!r}"
