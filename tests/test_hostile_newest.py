@@ -386,3 +386,12 @@ def test_serve_over_stdio_refuses_an_address_it_would_ignore(magent_home: Path) 
         result = run("mcp", "serve", agent, *option)
         assert (result.code, result.err) == (2, "magent: error: --host and --port go with --transport "
                                                 "streamable-http (over stdio the client starts magent itself)\n")
+
+
+def test_a_budget_limit_given_twice_is_refused(tmp_path: Path, magent_home: Path) -> None:
+    """'--budget max_tokens=1,max_tokens=2' ran with the last one, silently."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    write(tmp_path, "ag.yaml", agent_yaml("ag"))
+    result = invoke("run", "ag.yaml", "-t", "hi", "--budget", "max_tokens=100,max_tokens=50000", cwd=tmp_path)
+    assert (result.code, result.err) == (2, "magent: error: --budget: max_tokens is given twice\n")
+    assert not (magent_home / "tasks").exists()

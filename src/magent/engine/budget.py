@@ -223,6 +223,8 @@ def parse(text: str, where: str = "--budget") -> dict[str, Any]:
         key, raw = key.strip(), raw.strip()
         if not eq or not raw:
             raise UsageError(f"{where}: {part!r} is not NAME=VALUE (e.g. max_tokens=50000,max_cost_usd=1)")
+        if key in fields:  # which one was meant cannot be told
+            raise UsageError(f"{where}: {key} is given twice")
         if key == "on_exceeded":
             if raw not in ("pause", "fail"):
                 raise UsageError(f"{where}: on_exceeded must be pause or fail, not {raw!r}")
