@@ -395,3 +395,15 @@ def test_a_budget_limit_given_twice_is_refused(tmp_path: Path, magent_home: Path
     result = invoke("run", "ag.yaml", "-t", "hi", "--budget", "max_tokens=100,max_tokens=50000", cwd=tmp_path)
     assert (result.code, result.err) == (2, "magent: error: --budget: max_tokens is given twice\n")
     assert not (magent_home / "tasks").exists()
+
+
+def test_examples_copy_into_a_place_it_cannot_write_is_one_line(tmp_path: Path, magent_home: Path) -> None:
+    """A file where a folder of the examples goes was an internal error (exit 1) naming
+    FileExistsError."""
+    dest = tmp_path / "mine"
+    dest.mkdir()
+    (dest / "agents").write_text("not a folder\n")
+    result = invoke("examples", "copy", str(dest))
+    assert (result.code, result.err) == (2, f"magent: error: cannot write {dest / 'agents'}: File exists; "
+                                            "nothing was copied\n")
+    assert [p.name for p in dest.iterdir()] == ["agents"]

@@ -87,8 +87,12 @@ def copy_examples(dest: Path, *, force: bool = False) -> CopyReport:
         if target.exists() and rel not in differ:
             report.unchanged.append(rel)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(root / rel, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, target)
+        except OSError as exc:
+            done = f"{len(report.copied)} of {len(plan)} files were copied" if report.copied else "nothing was copied"
+            raise UsageError(f"cannot write {exc.filename or target}: {exc.strerror or exc}; {done}") from None
         report.copied.append(rel)
     return report
 
