@@ -407,3 +407,16 @@ def test_examples_copy_into_a_place_it_cannot_write_is_one_line(tmp_path: Path, 
     assert (result.code, result.err) == (2, f"magent: error: cannot write {dest / 'agents'}: File exists; "
                                             "nothing was copied\n")
     assert [p.name for p in dest.iterdir()] == ["agents"]
+
+
+def test_an_always_tool_that_deny_tools_takes_away_says_so(tmp_path: Path, magent_home: Path) -> None:
+    """It said "'kv.set' is not one of the agent's tools (did you mean 'kv.*'?)": kv.* does hold
+    it; deny_tools took it away."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    agent = write(tmp_path, "ag.yaml", agent_yaml("ag", extra="deny_tools: [kv.set]\n"
+                                                             "tool_selection: {top_k: 2, always: [kv.set]}\n"))
+    for args in (("validate", str(agent)), ("run", str(agent), "-t", "hi")):
+        result = invoke(*args)
+        assert result.code == 2
+        assert result.err.endswith(f"{agent}:7:37: tool_selection.always[0]: 'kv.set' is denied by deny_tools "
+                                   "('kv.set'): it cannot always be sent\n"), result.err

@@ -115,8 +115,10 @@ def _check_always(source: SourceFile, agent: Agent, at: tuple[Any, ...]) -> None
     import fnmatch
 
     for i, name in enumerate(agent.tool_selection.always if agent.tool_selection is not None else ()):
-        if not any(fnmatch.fnmatchcase(name, p) for p in agent.tools) or \
-                any(fnmatch.fnmatchcase(name, d) for d in agent.deny_tools):
+        denied = next((d for d in agent.deny_tools if fnmatch.fnmatchcase(name, d)), None)
+        if denied is not None and any(fnmatch.fnmatchcase(name, p) for p in agent.tools):
+            raise source.error(f"{name!r} is denied by deny_tools ({denied!r}): it cannot always be sent", at + (i,))
+        if not any(fnmatch.fnmatchcase(name, p) for p in agent.tools) or denied is not None:
             close = difflib.get_close_matches(name, agent.tools, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else f" (tools: {', '.join(agent.tools) or 'none'})"
             raise source.error(f"{name!r} is not one of the agent's tools{hint}", at + (i,))
