@@ -420,3 +420,17 @@ def test_an_always_tool_that_deny_tools_takes_away_says_so(tmp_path: Path, magen
         assert result.code == 2
         assert result.err.endswith(f"{agent}:7:37: tool_selection.always[0]: 'kv.set' is denied by deny_tools "
                                    "('kv.set'): it cannot always be sent\n"), result.err
+
+
+def test_an_empty_list_or_text_where_one_is_needed_says_so_plainly(tmp_path: Path, magent_home: Path) -> None:
+    """It said 'expected at least 1 items, got a list' and 'expected at least 1 characters, got '''."""
+    write(tmp_path, "note.script.yaml", "responses:\n  - content: hi\n")
+    write(tmp_path, "note.yaml", agent_yaml("note"))
+    flow = write(tmp_path, "flow.yaml", "name: flow\nentry_point: a\nnodes:\n  a: {type: plan, agent: note, workers: []}\n")
+    result = invoke("validate", str(flow))
+    assert result.err == (f"magent: error: invalid workflow: {flow}:4:32: nodes.a.workers: expected at least one "
+                          "item, got an empty list\n")
+    agent = routed_agent(tmp_path, "  models: [openai/big-model, {model: ''}]\n")
+    result = invoke("validate", str(agent))
+    assert result.err == (f"magent: error: invalid agent: {agent}:7:31: llm_config.models[1].model: expected text "
+                          "that is not empty, got ''\n")

@@ -164,6 +164,8 @@ def expected_words(err: dict[str, Any]) -> str | None:
     if kind in EXPECTED:
         return EXPECTED[kind]
     bounds = err.get("ctx") or {}
+    if bounds.get("min_length") == 1 and kind in _NOT_EMPTY:
+        return _NOT_EMPTY[kind]
     for key, words in _BOUNDS.items():
         if key in bounds and kind in words:
             return words[kind].format(bounds[key])
@@ -173,9 +175,9 @@ def expected_words(err: dict[str, Any]) -> str | None:
 def _shown(value: Any) -> str:
     """A wrong value as an error names it: its kind for a mapping or list, else short repr."""
     if isinstance(value, dict):
-        return "a mapping"
+        return "a mapping" if value else "an empty mapping"
     if isinstance(value, list):
-        return "a list"
+        return "a list" if value else "an empty list"
     return repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
 
 
@@ -186,6 +188,7 @@ _BOUNDS = {
     "max_length": {"string_too_long": "at most {} characters", "too_long": "at most {} items"},
 }
 """Pydantic's bound errors in magent's words, by the bound their context names."""
+_NOT_EMPTY = {"string_too_short": "text that is not empty", "too_short": "at least one item"}
 
 
 def _choices_at(model: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
