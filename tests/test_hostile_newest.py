@@ -434,3 +434,24 @@ def test_an_empty_list_or_text_where_one_is_needed_says_so_plainly(tmp_path: Pat
     result = invoke("validate", str(agent))
     assert result.err == (f"magent: error: invalid agent: {agent}:7:31: llm_config.models[1].model: expected text "
                           "that is not empty, got ''\n")
+
+
+def test_a_config_file_that_is_a_link_to_nowhere_is_not_taken_as_absent(tmp_path: Path, magent_home: Path) -> None:
+    """config/retention_policy.yaml (or mcp_servers.yaml) as a dangling or looping link was read
+    as no file at all: a sweep went on with the built-in policy and deleted tasks. It is now a
+    file that cannot be read (exit 2, nothing deleted)."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    write(tmp_path, "ag.yaml", agent_yaml("ag"))
+    done = invoke("run", "ag.yaml", "-t", "hi", "--retention-days", "0", cwd=tmp_path)
+    assert done.code == 0, done.err
+    policy = magent_home / "config" / "retention_policy.yaml"
+    policy.unlink(missing_ok=True)
+    policy.symlink_to(tmp_path / "dotfiles" / "retention.yaml")  # moved away since
+    swept = invoke("retention", "sweep")
+    assert (swept.code, swept.err) == (2, f"magent: error: {policy}: file not found\n")
+    assert len(list((magent_home / "tasks").iterdir())) == 1
+    servers = magent_home / "config" / "mcp_servers.yaml"
+    servers.unlink(missing_ok=True)
+    servers.symlink_to(servers)
+    listed = invoke("tools", "list")
+    assert (listed.code, listed.err) == (2, f"magent: error: {servers}: cannot read: Too many levels of symbolic links\n")

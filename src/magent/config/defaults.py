@@ -54,7 +54,7 @@ def load_defaults(path: Path) -> Any:
     from magent.config.yamlfile import load_file
     from magent.models.defaults import RunDefaults
 
-    if not path.exists():
+    if not os.path.lexists(path):  # (a link to nowhere is read, and said)
         return RunDefaults()
     source = load_file(path)
     if source.data in (None, {}):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -151,7 +152,7 @@ def load_mcp_servers(path: Path | str, *, missing_ok: bool = False) -> LoadedMCP
     from magent.models import MCPServersFile
 
     path = Path(path)
-    if missing_ok and not path.exists():
+    if missing_ok and not os.path.lexists(path):  # (a link to nowhere is read, and said)
         return LoadedMCP(config=MCPServersFile(), source=None)
     source = load_file(path)
     if source.data in (None, {}):
@@ -173,7 +174,7 @@ def load_retention_policy(path: Path | str, *, missing_ok: bool = True) -> Reten
     from magent.models import RetentionPolicy
 
     path = Path(path)
-    if missing_ok and not path.exists():
+    if missing_ok and not os.path.lexists(path):  # (a link to nowhere is read, and said)
         return RetentionPolicy()
     source = load_file(path)
     if source.data in (None, {}):
@@ -191,7 +192,7 @@ class LoadedMemorySettings:
 
 def load_memory_settings(path: Path | str, *, missing_ok: bool = True) -> LoadedMemorySettings:
     path = Path(path)
-    if missing_ok and not path.exists():
+    if missing_ok and not os.path.lexists(path):  # (a link to nowhere is read, and said)
         return LoadedMemorySettings(MemorySettings(), set())
     source = load_file(path)
     if source.data in (None, {}):

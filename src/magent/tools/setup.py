@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -52,7 +53,7 @@ def load_tool_config(mcp_files: Iterable[Path] = (), *, home_config: bool = True
     out = ToolConfig()
     loaded = []
     home_file = paths.mcp_servers_file()
-    if home_config and home_file.exists():  # none: nothing to add (and no model to build for it)
+    if home_config and os.path.lexists(home_file):  # none: nothing to add (and no model to build for it)
         loaded.append(load_mcp_servers(home_file))
     loaded.extend(load_mcp_servers(Path(f)) for f in mcp_files)
     for item in loaded:
