@@ -455,3 +455,6 @@ def test_a_config_file_that_is_a_link_to_nowhere_is_not_taken_as_absent(tmp_path
     servers.symlink_to(servers)
     listed = invoke("tools", "list")
     assert (listed.code, listed.err) == (2, f"magent: error: {servers}: cannot read: Too many levels of symbolic links\n")
+    policy.unlink()
+    shown = invoke("config", "show")  # it said 'not there: magent init creates it'
+    assert (shown.code, shown.err) == (2, f"magent: error: {servers}: cannot read: Too many levels of symbolic links\n")

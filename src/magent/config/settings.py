@@ -55,7 +55,7 @@ def effective_settings(root: Path | None = None) -> list[Setting]:
     out.append(Setting("retention.keep_checkpoints", policy.keep_checkpoints, policy_from))
 
     mcp_file = paths.mcp_servers_file(home)
-    if mcp_file.exists():
+    if os.path.lexists(mcp_file):  # (a link to nowhere is read, and said)
         count = len(load_mcp_servers(mcp_file).config.servers)
         out.append(Setting("mcp_servers", plural(count, "server"), str(mcp_file)))
     else:
