@@ -458,3 +458,22 @@ def test_a_config_file_that_is_a_link_to_nowhere_is_not_taken_as_absent(tmp_path
     policy.unlink()
     shown = invoke("config", "show")  # it said 'not there: magent init creates it'
     assert (shown.code, shown.err) == (2, f"magent: error: {servers}: cannot read: Too many levels of symbolic links\n")
+
+
+def test_a_login_whose_callback_port_is_taken_keeps_the_old_login(tmp_path: Path, magent_home: Path) -> None:
+    """A fixed oauth.callback_port in use was an internal error (exit 1, OSError Errno 98), after
+    the server's stored tokens had been deleted already."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        servers = write(tmp_path, "servers.yaml", "servers:\n  - {name: tracker, transport: streamable_http, config: "
+                                                  f"{{url: 'http://127.0.0.1:9/mcp', oauth: {{callback_port: {port}}}}}}}\n")
+        stored = magent_home / "auth" / "tracker.json"
+        stored.parent.mkdir(parents=True)
+        before = '{"url": "http://127.0.0.1:9/mcp", "tokens": {"access_token": "at-1", "token_type": "Bearer"}}\n'
+        stored.write_text(before)
+        result = invoke("mcp", "login", "tracker", "--mcp", str(servers))
+    assert (result.code, result.err) == (2, f"magent: error: cannot wait for the login's answer on 127.0.0.1:{port} "
+                                            "(oauth.callback_port): address already in use\n")
+    assert stored.read_text() == before

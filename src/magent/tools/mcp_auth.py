@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -16,7 +17,7 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlparse
 
 from magent import paths
-from magent.errors import ToolError
+from magent.errors import ToolError, UsageError
 
 SCHEMA_VERSION = 1
 CLIENT_NAME = "magent"
@@ -156,7 +157,12 @@ class Callback:
 
     async def __aenter__(self) -> "Callback":
         self._result = asyncio.get_running_loop().create_future()
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        try:
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        except OSError as exc:  # a fixed callback_port in use
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise UsageError(f"cannot wait for the login's answer on 127.0.0.1:{self.port} (oauth.callback_port): "
+                             f"{reason[:1].lower()}{reason[1:]}") from None
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

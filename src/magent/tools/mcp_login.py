@@ -69,7 +69,6 @@ async def login(config: ToolConfig, name: str) -> LoginState:
     browser, and the URL printed), its redirect comes back to 127.0.0.1, and the token is stored."""
     from magent.tools.mcp import MCPProvider
     from magent.tools.mcp_auth import Callback, TokenFile, open_browser, provider_for
-
     from magent.tools.mcp_http import uses_oauth
 
     server = http_server(config, name)
@@ -77,10 +76,10 @@ async def login(config: ToolConfig, name: str) -> LoginState:
         raise UsageError(f"MCP server {name!r} sends its own Authorization header (config.headers): "
                          "magent does not log in to it")
     settings = server.config.oauth
-    TokenFile(server.name, server.config.url).forget(client=settings.client_id is None)
     patient = server.model_copy(update={"connect_timeout_seconds": max(server.connect_timeout_seconds,
                                                                        LOGIN_TIMEOUT_SECONDS)})
-    async with Callback(settings.callback_port) as callback:
+    async with Callback(settings.callback_port) as callback:  # (a port in use: the old login is kept)
+        TokenFile(server.name, server.config.url).forget(client=settings.client_id is None)
         auth = provider_for(server, redirect=open_browser, callback=callback.wait,
                             redirect_uri=callback.redirect_uri)
         provider = MCPProvider(patient, secrets=config.secrets, auth=auth)
