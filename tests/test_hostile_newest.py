@@ -477,3 +477,16 @@ def test_a_login_whose_callback_port_is_taken_keeps_the_old_login(tmp_path: Path
     assert (result.code, result.err) == (2, f"magent: error: cannot wait for the login's answer on 127.0.0.1:{port} "
                                             "(oauth.callback_port): address already in use\n")
     assert stored.read_text() == before
+
+
+def test_an_empty_model_is_refused_not_taken_as_no_model(tmp_path: Path, magent_home: Path) -> None:
+    """--model '' was taken as no --model at all (the run went on with the agent's own)."""
+    write(tmp_path, "ag.script.yaml", "responses:\n  - content: hi\n")
+    write(tmp_path, "ag.yaml", agent_yaml("ag"))
+    rows = write(tmp_path, "rows.jsonl", '{"task": "a"}\n')
+    said = "magent: error: --model is empty: name a model (e.g. openai/gpt-4o-mini) or leave --model out\n"
+    for args in (("run", "ag.yaml", "-t", "hi", "--model", ""), ("chat", "ag.yaml", "hi", "--model", " "),
+                 ("batch", "run", "ag.yaml", "-i", str(rows), "--model", "")):
+        result = invoke(*args, cwd=tmp_path)
+        assert (result.code, result.err) == (2, said)
+    assert not (magent_home / "tasks").exists() and not (magent_home / "batches").exists()

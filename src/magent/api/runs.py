@@ -195,10 +195,12 @@ def run_options(model: str | None, llm: "LLMClient | None", on_token: TokenHandl
                 durability: str | None = None) -> "RunOptions":
     from magent.api.result import result_of
     from magent.engine.context import RunOptions
+    from magent.engine.inputs import check_model_override
     from magent.store.commit import MODES
 
     if durability is not None and durability not in MODES:
         raise UsageError(f"--durability must be one of {', '.join(MODES)}, not {durability!r}")
+    check_model_override(model)
 
     factory = None
     if llm is not None:

@@ -51,6 +51,9 @@ class Options:
                                    ("--max-tpm", self.max_tpm, 1), ("--max-failures", self.max_failures, 1)):
             if value is not None and value < least:
                 raise UsageError(f"{name} must be {least} or more, not {value}")
+        from magent.engine.inputs import check_model_override
+
+        check_model_override(self.model)
         for tag in self.tags:
             if not tag:
                 raise UsageError("--tag must not be empty: every row's task would fail to start")

@@ -13,6 +13,12 @@ from magent.models import State
 STATE_FIELDS = ("routing_key", "next_action", "current_agent")
 
 
+def check_model_override(model: str | None) -> None:
+    """``--model`` names a model when given (an empty one was taken as no --model at all)."""
+    if model is not None and not model.strip():
+        raise UsageError("--model is empty: name a model (e.g. openai/gpt-4o-mini) or leave --model out")
+
+
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
     """``["topic=owls", "score=0.9", "a.b=1"]`` → State updates. Values are YAML scalars, or a list
     written ``[a, b, c]``; ``routing_key``, ``next_action`` and ``current_agent`` set those
