@@ -16,6 +16,7 @@ from magent.llm.base import LLMRequest
 from magent.llm.factory import make_client, preflight
 from magent.llm.scripted import InputCounter, ScriptedClient
 from magent.models import LLMConfig, Message
+from magent.models.state import ToolCall
 
 SCRIPT = """\
 responses:
@@ -213,3 +214,16 @@ def test_a_reply_can_quote_the_tool_results_it_was_given(tmp_path: Path) -> None
     assert reply.content == "It is 09:30 and sunny."
     with pytest.raises(LLMError, match="names a result the tools did not give"):
         asyncio.run(client.complete(LLMRequest(model="scripted", messages=said)))
+
+
+def test_quoted_results_follow_the_calls_not_the_order_they_landed_in(tmp_path: Path) -> None:
+    """Two calls run side by side and the second one's result was written first (the world
+    clock example then failed, now and then): ``results[0]`` is still the first call's."""
+    script = tmp_path / "s.yaml"
+    script.write_text('responses:\n  - content: "{results[0][time]} then {results[1]}"\n    quote_results: true\n')
+    calls = [ToolCall(id="c1", server="clock", tool="now"), ToolCall(id="c2", server="sky", tool="weather")]
+    said = [Message(role="user", content="time?"), Message(role="assistant", content="", tool_calls=calls),
+            Message(role="tool", tool_call_id="c2", content="sunny"),
+            Message(role="tool", tool_call_id="c1", content='{"time": "09:30"}')]
+    reply = asyncio.run(ScriptedClient(script, agent="a", cursors={}).complete(LLMRequest(model="scripted", messages=said)))
+    assert reply.content == "09:30 then sunny"

@@ -37,6 +37,7 @@ from magent.config.yamlfile import display_path
 from magent.errors import ConfigError, LLMError
 from magent.llm.base import AttemptSink, LLMRequest, LLMResponse, LLMToolCall, TokenSink
 from magent.models.base import Model
+from magent.models.state import Message
 
 SCRIPTED = "scripted"
 """The ``llm_config.model`` value that selects this provider."""
@@ -201,15 +202,22 @@ class ScriptedClient:
 
 
 def _quoted(template: str, request: LLMRequest, path: Path) -> str:
-    """``template`` with the latest tool results filled in (``ScriptResponse.quote_results``)."""
-    results: list[Any] = []
+    """``template`` with the latest tool results filled in (``ScriptResponse.quote_results``),
+    in the order of the calls that asked for them (calls run side by side land in any order)."""
+    given: list[Message] = []
+    asked: dict[str, int] = {}
     for message in reversed(request.messages):
         if message.role != "tool":
+            asked = {call.id: n for n, call in enumerate(message.tool_calls)}
             break
+        given.insert(0, message)
+    given.sort(key=lambda message: asked.get(message.tool_call_id or "", len(asked)))
+    results: list[Any] = []
+    for message in given:
         try:
-            results.insert(0, json.loads(message.content))
+            results.append(json.loads(message.content))
         except ValueError:
-            results.insert(0, message.content)
+            results.append(message.content)
     try:
         return template.format(results=results)
     except (LookupError, TypeError, ValueError) as exc:
