@@ -93,7 +93,7 @@ def test_a_task_is_found_by_the_models_it_called_too(home: dict[str, str]) -> No
 
 @pytest.mark.parametrize("args, message", [
     (("--since", "yesterday"), "--since: 'yesterday' is neither an age (30m, 2h, 3d, 1w) nor a date"),
-    (("-n", "0"), "-n"),
+    (("-n", "0"), "--limit: expected 1 or more, got '0'"),
     (("--status", "done"), "--status 'done' is not a status"),
 ])
 def test_bad_filters_are_one_line_usage_errors(home: dict[str, str], args: tuple[str, ...], message: str) -> None:
