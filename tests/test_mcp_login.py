@@ -92,3 +92,16 @@ def test_a_login_is_renewed_unasked_and_its_tokens_stay_in_the_store(tmp_path: P
         holders = [p.relative_to(magent_home) for p in magent_home.rglob("*")
                    if p.is_file() and token in p.read_text(errors="replace")]
         assert holders in ([], [Path("auth/guarded.json")]), holders
+
+
+def test_a_server_that_sends_its_own_authorization_has_no_login_to_show(tmp_path: Path, magent_home: Path) -> None:
+    """magent never logs in to a server whose file gives an Authorization header: `mcp list` said
+    "not logged in" of it, as if a login were missing."""
+    mcp = str(write_mcp_file(tmp_path / "mcp.yaml", [
+        {"name": "keyed", "transport": "streamable_http",
+         "config": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer not-a-real-key"}}},
+        {"name": "remote", "transport": "streamable_http", "config": {"url": "http://127.0.0.1:9/mcp"}}]))
+    listed = {s["name"]: s["login"] for s in json.loads(invoke("mcp", "list", "--json", "--mcp", mcp).out)}
+    assert listed["keyed"] is None and listed["remote"]["logged_in"] is False
+    rows = {line.split()[0]: line for line in invoke("mcp", "list", "--mcp", mcp).out.splitlines()[1:]}
+    assert rows["keyed"].rstrip().endswith(" -") and "not logged in" in rows["remote"]

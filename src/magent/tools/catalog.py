@@ -54,9 +54,11 @@ async def probe_servers(config: ToolConfig) -> list[ServerStatus]:
             await provider.close()
             status.seconds = round(time.perf_counter() - began, 3)
         if server.transport != "stdio":  # (after the probe, which may have renewed the token)
+            from magent.tools.mcp_http import uses_oauth
             from magent.tools.mcp_login import state
 
-            status.login = state(server).to_dict()
+            if uses_oauth(server):  # (not a server whose file sends its own Authorization)
+                status.login = state(server).to_dict()
         return status
 
     return list(await asyncio.gather(*(probe(n, s) for n, s in sorted(config.servers.items()))))
